@@ -1,0 +1,101 @@
+//! Element types, their sizes, their StableHLO spelling, and the host types that carry them.
+
+use std::fmt;
+
+use half::{bf16, f16};
+
+/// An element type the engine and the runtime support.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    Pred,
+    S8,
+    S32,
+    S64,
+    U8,
+    F16,
+    BF16,
+    F32,
+    F64,
+}
+
+impl DType {
+    pub const ALL: [DType; 9] = [
+        DType::Pred,
+        DType::S8,
+        DType::S32,
+        DType::S64,
+        DType::U8,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ];
+
+    pub fn size_bytes(self) -> usize {
+        match self {
+            DType::Pred | DType::S8 | DType::U8 => 1,
+            DType::F16 | DType::BF16 => 2,
+            DType::S32 | DType::F32 => 4,
+            DType::S64 | DType::F64 => 8,
+        }
+    }
+
+    /// The element type as written in StableHLO/MLIR (`tensor<2x3xf32>`).
+    pub fn mlir_name(self) -> &'static str {
+        match self {
+            DType::Pred => "i1",
+            DType::S8 => "i8",
+            DType::S32 => "i32",
+            DType::S64 => "i64",
+            DType::U8 => "ui8",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+        }
+    }
+
+    pub fn from_mlir_name(name: &str) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.mlir_name() == name)
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            DType::Pred => "bool",
+            DType::S8 => "s8",
+            DType::S32 => "s32",
+            DType::S64 => "s64",
+            DType::U8 => "u8",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+        };
+        f.write_str(name)
+    }
+}
+
+/// A Rust type whose values are laid out exactly like elements of `DTYPE` in a dense buffer.
+pub trait NativeType: Copy + Send + Sync + 'static {
+    const DTYPE: DType;
+}
+
+macro_rules! native {
+    ($($t:ty => $d:ident),* $(,)?) => {
+        $(impl NativeType for $t { const DTYPE: DType = DType::$d; })*
+    };
+}
+native!(bool => Pred, i8 => S8, i32 => S32, i64 => S64, u8 => U8, f16 => F16, bf16 => BF16,
+        f32 => F32, f64 => F64);
+
+/// Formats a shape the way users read it: `f32[2,3]`.
+pub fn shape_string(dtype: DType, dims: &[i64]) -> String {
+    let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+    format!("{dtype}[{}]", dims.join(","))
+}

@@ -1,0 +1,340 @@
+//! Compiling StableHLO with XLA and executing the result.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::buffer::Buffer;
+use super::client::{Client, ClientHandle};
+use super::ffi::{self, args, call};
+use super::plugin::Plugin;
+use super::proto::{self, Override};
+use super::signature::Signature;
+use crate::dtype::shape_string;
+use crate::error::Result;
+use crate::Error;
+
+/// How to compile a program.
+#[derive(Debug, Clone, Default)]
+pub struct CompileOptions {
+    /// The device (index into `Client::devices`) the executable will run on.
+    pub device: usize,
+    /// XLA `DebugOptions` fields by name (e.g. `xla_cpu_enable_fast_math`), applied to this compile.
+    pub debug_options: Vec<(String, Override)>,
+}
+
+/// XLA's memory plan for a compiled program, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MemoryStats {
+    pub generated_code_bytes: i64,
+    pub argument_bytes: i64,
+    pub output_bytes: i64,
+    pub alias_bytes: i64,
+    pub temp_bytes: i64,
+    pub peak_memory_bytes: i64,
+}
+
+/// XLA's cost analysis of a compiled program: named properties such as `flops`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CostAnalysis {
+    pub properties: BTreeMap<String, f64>,
+}
+
+impl CostAnalysis {
+    pub fn flops(&self) -> Option<f64> {
+        self.properties.get("flops").copied()
+    }
+    pub fn bytes_accessed(&self) -> Option<f64> {
+        self.properties.get("bytes accessed").copied()
+    }
+    pub fn transcendentals(&self) -> Option<f64> {
+        self.properties.get("transcendentals").copied()
+    }
+}
+
+/// A compiled program loaded on one device. Dropping it releases the PJRT handles exactly once.
+pub struct Executable {
+    client: Arc<ClientHandle>,
+    loaded: *mut ffi::PJRT_LoadedExecutable,
+    executable: *mut ffi::PJRT_Executable,
+    num_outputs: usize,
+    signature: Option<Signature>,
+}
+
+// SAFETY: PJRT executables are thread-safe; the handles are only destroyed in Drop.
+unsafe impl Send for Executable {}
+// SAFETY: as above.
+unsafe impl Sync for Executable {}
+
+impl Drop for Executable {
+    fn drop(&mut self) {
+        let plugin = self.client.plugin;
+        let mut e = args!(PJRT_Executable_Destroy_Args {
+            executable: self.executable
+        });
+        let _ = call!(plugin, PJRT_Executable_Destroy, &mut e);
+        let mut l = args!(PJRT_LoadedExecutable_Destroy_Args {
+            executable: self.loaded
+        });
+        let _ = call!(plugin, PJRT_LoadedExecutable_Destroy, &mut l);
+    }
+}
+
+impl Client {
+    /// Compiles a StableHLO program (MLIR text) for one device.
+    pub fn compile(&self, mlir: &str, options: &CompileOptions) -> Result<Executable> {
+        let device_id = self.device(options.device)?.id;
+        let compile_options = proto::compile_options(device_id, &options.debug_options);
+        let format = "mlir";
+        let program = args!(PJRT_Program {
+            code: mlir.as_ptr() as *mut _,
+            code_size: mlir.len(),
+            format: format.as_ptr() as *const _,
+            format_size: format.len(),
+        });
+        let mut a = args!(PJRT_Client_Compile_Args {
+            client: self.handle.raw,
+            program: &program,
+            compile_options: compile_options.as_ptr() as *const _,
+            compile_options_size: compile_options.len(),
+        });
+        call!(self.handle.plugin, PJRT_Client_Compile, &mut a)?;
+        Executable::wrap(self.handle.clone(), a.executable, Signature::parse(mlir))
+    }
+
+    /// Loads an executable written by [`Executable::serialize`] by the same plugin version.
+    /// `signature` is the program's (it is not part of XLA's serialized form).
+    pub fn deserialize(&self, bytes: &[u8], signature: Option<Signature>) -> Result<Executable> {
+        let mut a = args!(PJRT_Executable_DeserializeAndLoad_Args {
+            client: self.handle.raw,
+            serialized_executable: bytes.as_ptr() as *const _,
+            serialized_executable_size: bytes.len(),
+        });
+        call!(
+            self.handle.plugin,
+            PJRT_Executable_DeserializeAndLoad,
+            &mut a
+        )?;
+        Executable::wrap(self.handle.clone(), a.loaded_executable, signature)
+    }
+}
+
+impl Executable {
+    fn wrap(
+        client: Arc<ClientHandle>,
+        loaded: *mut ffi::PJRT_LoadedExecutable,
+        signature: Option<Signature>,
+    ) -> Result<Executable> {
+        let plugin = client.plugin;
+        let mut g = args!(PJRT_LoadedExecutable_GetExecutable_Args {
+            loaded_executable: loaded
+        });
+        let got = call!(plugin, PJRT_LoadedExecutable_GetExecutable, &mut g);
+        let mut exe = Executable {
+            client,
+            loaded,
+            executable: g.executable,
+            num_outputs: 0,
+            signature,
+        };
+        got?;
+        let mut n = args!(PJRT_Executable_NumOutputs_Args {
+            executable: exe.executable
+        });
+        call!(plugin, PJRT_Executable_NumOutputs, &mut n)?;
+        exe.num_outputs = n.num_outputs;
+        // A signature that disagrees with XLA's output count is not trusted for typing outputs.
+        if exe
+            .signature
+            .as_ref()
+            .is_some_and(|s| s.outputs.len() != exe.num_outputs)
+        {
+            exe.signature = None;
+        }
+        Ok(exe)
+    }
+
+    fn plugin(&self) -> &'static Plugin {
+        self.client.plugin
+    }
+
+    pub fn num_outputs(&self) -> usize {
+        self.num_outputs
+    }
+
+    /// The entry function's types, when the program was StableHLO with static shapes.
+    pub fn signature(&self) -> Option<&Signature> {
+        self.signature.as_ref()
+    }
+
+    /// Runs the program and waits for it to finish. Inputs the program donates
+    /// (`tf.aliasing_output`) are consumed: afterwards they read as [`Error::BufferDeleted`].
+    pub fn execute(&self, inputs: &[&Buffer]) -> Result<Vec<Buffer>> {
+        self.check_inputs(inputs)?;
+        let args: Vec<*mut ffi::PJRT_Buffer> = inputs.iter().map(|b| b.raw).collect();
+        let arg_list: *const *mut ffi::PJRT_Buffer = args.as_ptr();
+        let mut outputs: Vec<*mut ffi::PJRT_Buffer> = vec![std::ptr::null_mut(); self.num_outputs];
+        let output_list: *mut *mut ffi::PJRT_Buffer = outputs.as_mut_ptr();
+        let mut done: *mut ffi::PJRT_Event = std::ptr::null_mut();
+        let mut options = args!(PJRT_ExecuteOptions {});
+        let mut a = args!(PJRT_LoadedExecutable_Execute_Args {
+            executable: self.loaded,
+            options: &mut options,
+            argument_lists: &arg_list,
+            num_devices: 1,
+            num_args: args.len(),
+            output_lists: &output_list,
+            device_complete_events: &mut done,
+        });
+        let plugin = self.plugin();
+        let launched = call!(plugin, PJRT_LoadedExecutable_Execute, &mut a);
+        // Own every output PJRT handed back before looking at errors, so none leaks.
+        let outputs: Vec<Buffer> = match &self.signature {
+            Some(sig) => outputs
+                .iter()
+                .zip(&sig.outputs)
+                .filter(|(raw, _)| !raw.is_null())
+                .map(|(&raw, ty)| {
+                    Buffer::from_raw_typed(self.client.clone(), raw, ty.dtype, ty.dims.clone())
+                })
+                .collect(),
+            None => outputs
+                .iter()
+                .filter(|raw| !raw.is_null())
+                .map(|&raw| Buffer::from_raw(self.client.clone(), raw))
+                .collect::<Result<_>>()?,
+        };
+        launched?;
+        plugin.await_event(done)?;
+        if outputs.len() != self.num_outputs {
+            return Err(Error::Unsupported(format!(
+                "execution returned {} of {} outputs",
+                outputs.len(),
+                self.num_outputs
+            )));
+        }
+        Ok(outputs)
+    }
+
+    fn check_inputs(&self, inputs: &[&Buffer]) -> Result<()> {
+        let Some(sig) = &self.signature else {
+            return Ok(());
+        };
+        if inputs.len() != sig.inputs.len() {
+            return Err(Error::InputCount {
+                expected: sig.inputs.len(),
+                given: inputs.len(),
+            });
+        }
+        for (index, (buffer, ty)) in inputs.iter().zip(&sig.inputs).enumerate() {
+            if buffer.dtype() != ty.dtype || buffer.dims() != ty.dims.as_slice() {
+                return Err(Error::InputMismatch {
+                    index,
+                    expected: ty.to_string(),
+                    given: shape_string(buffer.dtype(), buffer.dims()),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// XLA's memory plan for this executable, when the plugin reports one.
+    pub fn memory_stats(&self) -> Result<MemoryStats> {
+        let mut a = args!(PJRT_Executable_GetCompiledMemoryStats_Args {
+            executable: self.executable
+        });
+        call!(
+            self.plugin(),
+            PJRT_Executable_GetCompiledMemoryStats,
+            &mut a
+        )?;
+        Ok(MemoryStats {
+            generated_code_bytes: a.generated_code_size_in_bytes,
+            argument_bytes: a.argument_size_in_bytes,
+            output_bytes: a.output_size_in_bytes,
+            alias_bytes: a.alias_size_in_bytes,
+            temp_bytes: a.temp_size_in_bytes,
+            peak_memory_bytes: a.peak_memory_in_bytes,
+        })
+    }
+
+    /// XLA's cost analysis (flops, bytes accessed, ...), when the plugin provides it.
+    pub fn cost_analysis(&self) -> Result<CostAnalysis> {
+        let mut a = args!(PJRT_Executable_GetCostAnalysis_Args {
+            executable: self.executable
+        });
+        call!(self.plugin(), PJRT_Executable_GetCostAnalysis, &mut a)?;
+        let props: &[ffi::PJRT_NamedValue] = if a.properties.is_null() {
+            &[]
+        } else {
+            // SAFETY: PJRT returns `num_properties` values owned by the executable.
+            unsafe { std::slice::from_raw_parts(a.properties, a.num_properties) }
+        };
+        let mut properties = BTreeMap::new();
+        for p in props {
+            let name = Plugin::string(p.name, p.name_size);
+            // SAFETY: the union member read is the one `type_` names.
+            let value = unsafe {
+                match p.type_ {
+                    ffi::PJRT_NamedValue_kFloat => p.__bindgen_anon_1.float_value as f64,
+                    ffi::PJRT_NamedValue_kInt64 => p.__bindgen_anon_1.int64_value as f64,
+                    ffi::PJRT_NamedValue_kBool => p.__bindgen_anon_1.bool_value as u8 as f64,
+                    _ => continue,
+                }
+            };
+            properties.insert(name, value);
+        }
+        Ok(CostAnalysis { properties })
+    }
+
+    /// XLA's serialized form of this executable, for a persistent compile cache.
+    pub fn serialize(&self) -> Result<Vec<u8>> {
+        let mut a = args!(PJRT_Executable_Serialize_Args {
+            executable: self.executable
+        });
+        call!(self.plugin(), PJRT_Executable_Serialize, &mut a)?;
+        let bytes = if a.serialized_bytes.is_null() {
+            Vec::new()
+        } else {
+            // SAFETY: `serialized_bytes_size` bytes stay valid until the deleter runs below.
+            unsafe {
+                std::slice::from_raw_parts(a.serialized_bytes as *const u8, a.serialized_bytes_size)
+            }
+            .to_vec()
+        };
+        if let Some(deleter) = a.serialized_executable_deleter {
+            // SAFETY: frees the plugin's serialized copy exactly once, after the copy above.
+            unsafe { deleter(a.serialized_executable) };
+        }
+        Ok(bytes)
+    }
+
+    /// The program XLA produced after optimization, as the plugin exports it
+    /// (`(format, bytes)`; the CPU plugin gives a serialized `HloModuleProto`, format "hlo").
+    pub fn optimized_program(&self) -> Result<(String, Vec<u8>)> {
+        let mut program = args!(PJRT_Program {});
+        let mut a = args!(PJRT_Executable_OptimizedProgram_Args {
+            executable: self.executable,
+            program: &mut program,
+        });
+        // First call: the plugin writes the size; second call: it fills our buffer.
+        call!(self.plugin(), PJRT_Executable_OptimizedProgram, &mut a)?;
+        let mut code = vec![0u8; program.code_size];
+        program.code = code.as_mut_ptr() as *mut _;
+        let mut a = args!(PJRT_Executable_OptimizedProgram_Args {
+            executable: self.executable,
+            program: &mut program,
+        });
+        call!(self.plugin(), PJRT_Executable_OptimizedProgram, &mut a)?;
+        code.truncate(program.code_size);
+        Ok((Plugin::string(program.format, program.format_size), code))
+    }
+}
+
+impl std::fmt::Debug for Executable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executable")
+            .field("num_outputs", &self.num_outputs)
+            .field("signature", &self.signature)
+            .finish()
+    }
+}

@@ -1,0 +1,22 @@
+//! The PJRT runtime: load a plugin, make a client, move buffers, compile StableHLO and execute.
+//!
+//! All `unsafe` code of xlaprof lives in this module. Each PJRT handle has one owner that releases
+//! it exactly once on drop; buffers and executables keep their client alive. Every PJRT error
+//! becomes an [`Error::Pjrt`](crate::Error::Pjrt) with XLA's code and message.
+
+mod buffer;
+mod client;
+mod executable;
+#[doc(hidden)]
+pub mod ffi;
+pub mod locate;
+mod plugin;
+mod proto;
+mod signature;
+
+pub use buffer::Buffer;
+pub use client::{Client, ClientOptions, Device};
+pub use executable::{CompileOptions, CostAnalysis, Executable, MemoryStats};
+pub use plugin::{default_plugin_path, Plugin};
+pub use proto::Override;
+pub use signature::{Signature, TensorType};
