@@ -137,6 +137,12 @@ impl Buffer {
         }
     }
 
+    /// The raw buffer, for benchmarks that compare against direct C calls.
+    #[doc(hidden)]
+    pub fn as_raw(&self) -> *mut ffi::PJRT_Buffer {
+        self.raw
+    }
+
     pub fn dtype(&self) -> DType {
         self.dtype
     }

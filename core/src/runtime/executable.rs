@@ -153,6 +153,12 @@ impl Executable {
         Ok(exe)
     }
 
+    /// The raw loaded executable, for benchmarks that compare against direct C calls.
+    #[doc(hidden)]
+    pub fn as_raw(&self) -> *mut ffi::PJRT_LoadedExecutable {
+        self.loaded
+    }
+
     fn plugin(&self) -> &'static Plugin {
         self.client.plugin
     }

@@ -57,7 +57,9 @@ impl Plugin {
         self.api_version
     }
 
-    pub(crate) fn api(&self) -> &ffi::PJRT_Api {
+    /// The raw API table, for benchmarks that compare against direct C calls.
+    #[doc(hidden)]
+    pub fn api(&self) -> &ffi::PJRT_Api {
         self.api
     }
 

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs what xlaprof needs on a fresh machine, and does nothing when it is already there:
+# - the official XLA CPU PJRT plugin (PyPI `xla-cpu-pjrt`) into the project's .venv;
+# - libclang, which bindgen uses to generate the PJRT bindings from the plugin's header.
+# Source it (`. scripts/setup.sh`) or run it; it exits non-zero with a message when a step fails.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+plugin_wheel="xla-cpu-pjrt==0.0.1"
+
+say() { printf '[setup] %s\n' "$*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    say "need root to run: $*"; return 1; fi
+}
+
+# --- Rust -----------------------------------------------------------------------------------
+if ! command -v cargo >/dev/null; then
+  say "cargo not found: install a Rust toolchain (https://rustup.rs) and run this again"
+  exit 1
+fi
+
+# --- Python venv with the plugin ------------------------------------------------------------
+venv="$root/.venv"
+if ! ls "$venv"/lib/python3*/site-packages/xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so >/dev/null 2>&1; then
+  if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    say "installing python3-venv"
+    as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv
+  fi
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  say "installing the XLA CPU plugin ($plugin_wheel) into .venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "$plugin_wheel"
+fi
+
+# --- libclang for bindgen -------------------------------------------------------------------
+have_libclang() {
+  ls /usr/lib/llvm-*/lib/libclang.so /usr/lib/llvm-*/lib/libclang-*.so* \
+     /usr/lib/x86_64-linux-gnu/libclang-*.so* /usr/lib64/libclang.so* >/dev/null 2>&1 &&
+  ls /usr/lib/llvm-*/lib/clang/*/include/stddef.h /usr/lib/clang/*/include/stddef.h >/dev/null 2>&1
+}
+if ! have_libclang; then
+  say "installing libclang-dev (bindgen reads pjrt_c_api.h with it)"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libclang-dev >/dev/null
+fi
+say "ready: plugin in .venv, libclang present"
