@@ -369,6 +369,28 @@ fn memory_stats_cost_analysis_and_optimized_program_are_reported() {
 }
 
 #[test]
+fn optimized_hlo_text_comes_from_xla_itself() {
+    let program = binary_program("add", "8xf32").replace(
+        "return %0",
+        "%1 = stablehlo.multiply %0, %a : tensor<8xf32>\n  return %1",
+    );
+    let (exe, hlo) = client()
+        .compile_with_optimized_hlo(&program, &CompileOptions::default())
+        .unwrap();
+    assert!(hlo.contains("HloModule"), "{hlo}");
+    assert!(hlo.contains("ENTRY"), "{hlo}");
+    assert!(
+        hlo.contains("fusion"),
+        "XLA fused the add and the multiply: {hlo}"
+    );
+    let a = client().buffer_from_host(&[2f32; 8], &[8], 0).unwrap();
+    assert_eq!(
+        exe.execute(&[&a, &a]).unwrap()[0].to_vec::<f32>().unwrap(),
+        vec![8.0; 8]
+    );
+}
+
+#[test]
 fn every_dtype_round_trips_through_a_buffer() {
     let c = client();
     for dtype in DType::ALL {

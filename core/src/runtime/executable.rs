@@ -1,6 +1,8 @@
 //! Compiling StableHLO with XLA and executing the result.
 
 use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::buffer::Buffer;
@@ -99,6 +101,38 @@ impl Client {
         });
         call!(self.handle.plugin, PJRT_Client_Compile, &mut a)?;
         Executable::wrap(self.handle.clone(), a.executable, Signature::parse(mlir))
+    }
+
+    /// Compiles like [`Client::compile`] and also returns XLA's optimized HLO as text, for
+    /// debugging views. XLA writes it through its own dump option into a private temporary folder,
+    /// which is removed afterwards.
+    pub fn compile_with_optimized_hlo(
+        &self,
+        mlir: &str,
+        options: &CompileOptions,
+    ) -> Result<(Executable, String)> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "xlaprof-hlo-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let mut options = options.clone();
+        options.debug_options.extend([
+            (
+                "xla_dump_to".to_string(),
+                Override::Str(dir.to_string_lossy().into_owned()),
+            ),
+            ("xla_dump_hlo_as_text".to_string(), Override::Bool(true)),
+        ]);
+        let compiled = self.compile(mlir, &options);
+        let text = read_optimized_hlo(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        let exe = compiled?;
+        let text = text.ok_or_else(|| {
+            Error::Unsupported("the plugin wrote no optimized HLO dump".to_string())
+        })?;
+        Ok((exe, text))
     }
 
     /// Loads an executable written by [`Executable::serialize`] by the same plugin version.
@@ -334,6 +368,21 @@ impl Executable {
         code.truncate(program.code_size);
         Ok((Plugin::string(program.format, program.format_size), code))
     }
+}
+
+/// The module XLA dumped after its optimization passes (`*after_optimizations.txt`).
+fn read_optimized_hlo(dir: &Path) -> Option<String> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    let path = files.into_iter().find(|p| {
+        p.file_name()
+            .is_some_and(|n| n.to_string_lossy().ends_with("after_optimizations.txt"))
+    })?;
+    std::fs::read_to_string(path).ok()
 }
 
 impl std::fmt::Debug for Executable {
