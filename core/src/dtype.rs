@@ -99,3 +99,22 @@ pub fn shape_string(dtype: DType, dims: &[i64]) -> String {
     let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
     format!("{dtype}[{}]", dims.join(","))
 }
+
+/// Decodes dense little-endian elements of `dtype` as f64 (for printing and `item`).
+pub fn bytes_to_f64(dtype: DType, bytes: &[u8]) -> Vec<f64> {
+    let size = dtype.size_bytes();
+    bytes
+        .chunks_exact(size)
+        .map(|c| match dtype {
+            DType::Pred => (c[0] != 0) as u8 as f64,
+            DType::S8 => c[0] as i8 as f64,
+            DType::U8 => c[0] as f64,
+            DType::S32 => i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64,
+            DType::S64 => i64::from_le_bytes(c.try_into().unwrap_or([0; 8])) as f64,
+            DType::F16 => f16::from_le_bytes([c[0], c[1]]).to_f64(),
+            DType::BF16 => bf16::from_le_bytes([c[0], c[1]]).to_f64(),
+            DType::F32 => f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64,
+            DType::F64 => f64::from_le_bytes(c.try_into().unwrap_or([0; 8])),
+        })
+        .collect()
+}

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use crate::dtype::DType;
+use crate::location::SourceLocation;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -75,6 +76,20 @@ pub enum Error {
 
     #[error("device {index} does not exist: the client has {count} devices")]
     NoSuchDevice { index: usize, count: usize },
+
+    // ---- tensor programs: caught when the op is recorded, at the user's line ----
+    #[error("{op}: {message} (at {location})")]
+    Shape {
+        op: &'static str,
+        message: String,
+        location: SourceLocation,
+    },
+
+    #[error("{message} (at {location})")]
+    Autograd {
+        message: String,
+        location: SourceLocation,
+    },
 
     #[error("the plugin returned a value xlaprof does not understand: {0}")]
     Unsupported(String),

@@ -1,9 +1,28 @@
-//! xlaprof's engine: the PJRT runtime that runs programs with the real XLA compiler, and (built on
-//! it) the lazy-tensor engine.
+//! xlaprof's engine: a lazy-tensor execution engine in the style of PyTorch/XLA on the real XLA
+//! compiler, and the PJRT runtime it runs on.
+//!
+//! Ops on [`Tensor`]s are recorded into an IR graph ([`ir`]); at a sync point ([`sync`], reading
+//! a value) the pending graph is hashed, looked up in the compiled-graph cache, lowered to
+//! StableHLO and compiled on a miss, and executed through PJRT. Every step emits an
+//! [`events::Event`].
 
+pub mod autograd;
 pub mod dtype;
 mod error;
+pub mod events;
+mod exec;
+pub mod ir;
+pub mod location;
+mod lower;
+mod ops;
 pub mod runtime;
+pub mod shape;
+mod tensor;
 
+pub use autograd::no_grad;
 pub use dtype::{DType, NativeType};
 pub use error::{Error, PjrtErrorCode, Result};
+pub use exec::{engine, step, sync, CacheStats, Engine};
+pub use location::SourceLocation;
+pub use shape::Shape;
+pub use tensor::Tensor;

@@ -1,0 +1,190 @@
+//! Reverse-mode autograd over the same lazy IR: backward builds more IR, which the next sync
+//! compiles together with the forward pass and the optimizer update into one graph.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::location::SourceLocation;
+use crate::tensor::Tensor;
+use crate::Error;
+
+type Backward = dyn Fn(&Tensor) -> Result<Vec<Option<Tensor>>> + Send + Sync;
+
+/// How to push an output's gradient to the inputs of the op that made it.
+pub(crate) struct GradFn {
+    pub name: &'static str,
+    pub inputs: Vec<Tensor>,
+    pub backward: Box<Backward>,
+}
+
+thread_local! {
+    static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
+}
+
+pub(crate) fn grad_enabled() -> bool {
+    GRAD_ENABLED.with(|g| g.get())
+}
+
+/// Runs `f` without recording gradients (PyTorch's `torch.no_grad()`).
+pub fn no_grad<R>(f: impl FnOnce() -> R) -> R {
+    let previous = GRAD_ENABLED.with(|g| g.replace(false));
+    let out = f();
+    GRAD_ENABLED.with(|g| g.set(previous));
+    out
+}
+
+impl Tensor {
+    pub fn requires_grad(&self) -> bool {
+        self.0.requires_grad.load(Ordering::Relaxed)
+    }
+
+    /// Marks a leaf tensor as a parameter whose gradient `backward` accumulates.
+    pub fn set_requires_grad(&self, requires: bool) -> &Tensor {
+        self.0.requires_grad.store(requires, Ordering::Relaxed);
+        self
+    }
+
+    /// The accumulated gradient of a leaf, if any.
+    pub fn grad(&self) -> Option<Tensor> {
+        self.0
+            .grad
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub fn zero_grad(&self) {
+        *self.0.grad.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// The same value, cut from the autograd graph.
+    pub fn detach(&self) -> Tensor {
+        Tensor::from_node(self.node(), None)
+    }
+
+    /// Back-propagates from this scalar (one-element) tensor into every leaf that requires grad.
+    #[track_caller]
+    pub fn backward(&self) -> Result<()> {
+        let location = SourceLocation::caller();
+        if self.element_count() != 1 {
+            return Err(Error::Autograd {
+                message: format!(
+                    "backward() without a gradient needs a one-element tensor, but this is {}; \
+                     pass a gradient of that shape with backward_with",
+                    self.shape()
+                ),
+                location,
+            });
+        }
+        let ones = crate::ops::full_like_at(self, 1.0, location.clone());
+        self.backward_at(&ones, location)
+    }
+
+    /// Back-propagates `grad` (same shape as this tensor).
+    #[track_caller]
+    pub fn backward_with(&self, grad: &Tensor) -> Result<()> {
+        self.backward_at(grad, SourceLocation::caller())
+    }
+
+    fn backward_at(&self, grad: &Tensor, location: SourceLocation) -> Result<()> {
+        if grad.shape() != self.shape() {
+            return Err(Error::Autograd {
+                message: format!(
+                    "the gradient is {} but the tensor is {}",
+                    grad.shape(),
+                    self.shape()
+                ),
+                location,
+            });
+        }
+        if !self.requires_grad() {
+            return Err(Error::Autograd {
+                message: format!(
+                    "{} does not require grad: no parameter contributed to it",
+                    self.shape()
+                ),
+                location,
+            });
+        }
+        no_grad(|| {
+            let order = topological_order(self);
+            let mut grads: HashMap<u64, Tensor> = HashMap::new();
+            grads.insert(self.id(), grad.clone());
+            for t in order.iter().rev() {
+                let Some(g) = grads.remove(&t.id()) else {
+                    continue;
+                };
+                match &t.0.grad_fn {
+                    Some(f) => {
+                        let input_grads = (f.backward)(&g)?;
+                        for (input, ig) in f.inputs.iter().zip(input_grads) {
+                            let Some(ig) = ig else { continue };
+                            if !input.requires_grad() {
+                                continue;
+                            }
+                            let sum = match grads.remove(&input.id()) {
+                                Some(prev) => prev.add(&ig)?,
+                                None => ig,
+                            };
+                            grads.insert(input.id(), sum);
+                        }
+                    }
+                    None => {
+                        let mut slot = t.0.grad.lock().unwrap_or_else(|p| p.into_inner());
+                        let total = match slot.take() {
+                            Some(prev) => prev.add(&g)?,
+                            None => g,
+                        };
+                        *slot = Some(total);
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Tensors reachable from `root` through grad functions, inputs before users.
+fn topological_order(root: &Tensor) -> Vec<Tensor> {
+    let mut order = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut stack: Vec<(Tensor, usize)> = vec![(root.clone(), 0)];
+    seen.insert(root.id());
+    while let Some((t, next)) = stack.last_mut() {
+        let inputs =
+            t.0.grad_fn
+                .as_ref()
+                .map(|f| f.inputs.as_slice())
+                .unwrap_or(&[]);
+        if *next < inputs.len() {
+            let child = inputs[*next].clone();
+            *next += 1;
+            if child.requires_grad() && seen.insert(child.id()) {
+                stack.push((child, 0));
+            }
+            continue;
+        }
+        let (t, _) = stack.pop().expect("non-empty");
+        order.push(t);
+    }
+    order
+}
+
+/// Attaches a grad function when gradients are on and some input requires them.
+pub(crate) fn grad_fn(
+    name: &'static str,
+    inputs: &[&Tensor],
+    backward: impl Fn(&Tensor) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static,
+) -> Option<Arc<GradFn>> {
+    if !grad_enabled() || !inputs.iter().any(|t| t.requires_grad()) {
+        return None;
+    }
+    Some(Arc::new(GradFn {
+        name,
+        inputs: inputs.iter().map(|t| (*t).clone()).collect(),
+        backward: Box::new(backward),
+    }))
+}

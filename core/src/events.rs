@@ -1,0 +1,203 @@
+//! The engine's instrumentation: one [`Event`] enum emitted at every step of a sync, delivered to
+//! whoever listens, plus cheap always-on [`counters`].
+//!
+//! With no listener the cost is one relaxed atomic load per step (`enabled()`); events and their
+//! payloads are only built when someone listens.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::Instant;
+
+use crate::ir::OpKind;
+use crate::location::SourceLocation;
+use crate::runtime::{CostAnalysis, MemoryStats};
+use crate::shape::Shape;
+
+/// Why a sync happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SyncCause {
+    /// `sync()` (torch_xla's mark_step).
+    Explicit,
+    /// A value was read on the host (`to_vec`, `item`, printing).
+    ValueRead,
+    /// The end of a training step (`step()`).
+    StepEnd,
+}
+
+/// One input of a compiled graph, in parameter order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GraphInput {
+    pub shape: Shape,
+    pub kind: InputKind,
+    /// Where the tensor that feeds this input was created.
+    pub location: SourceLocation,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InputKind {
+    /// A device buffer (a tensor that is already data).
+    Data,
+    /// The host scalars of the graph, packed into one f64 vector.
+    Scalars,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    ToDevice,
+    ToHost,
+}
+
+/// What a graph is made of, for the profiler: counts per op name, and per family.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GraphSummary {
+    pub nodes: usize,
+    pub ops: Vec<(&'static str, usize)>,
+    pub kinds: Vec<(OpKind, usize)>,
+    pub inputs: Vec<GraphInput>,
+    pub outputs: Vec<Shape>,
+    /// One line per node in post-order: `%12 = add(%3, %11) : f32[64,64] @ file:line`, for
+    /// diffing two versions of a graph.
+    pub nodes_text: Vec<String>,
+}
+
+/// Every step of a sync. Durations are in nanoseconds.
+#[derive(Debug, Clone)]
+pub enum Event {
+    SyncBegin {
+        sync_id: u64,
+        cause: SyncCause,
+        location: SourceLocation,
+        tensors: usize,
+    },
+    GraphBuilt {
+        sync_id: u64,
+        hash: u64,
+        summary: Arc<GraphSummary>,
+        duration_ns: u64,
+    },
+    CacheLookup {
+        sync_id: u64,
+        hash: u64,
+        hit: bool,
+        persistent_hit: bool,
+    },
+    Lowered {
+        sync_id: u64,
+        hash: u64,
+        stablehlo: Arc<str>,
+        duration_ns: u64,
+    },
+    Compiled {
+        sync_id: u64,
+        hash: u64,
+        duration_ns: u64,
+        memory: Option<MemoryStats>,
+        cost: Option<CostAnalysis>,
+    },
+    Transfer {
+        sync_id: u64,
+        direction: Direction,
+        bytes: u64,
+        duration_ns: u64,
+    },
+    Executed {
+        sync_id: u64,
+        hash: u64,
+        duration_ns: u64,
+    },
+    SyncEnd {
+        sync_id: u64,
+        duration_ns: u64,
+    },
+    /// A device-to-host read of a tensor's value (the stall a hidden sync costs).
+    ValueRead {
+        location: SourceLocation,
+        shape: Shape,
+        bytes: u64,
+        duration_ns: u64,
+    },
+}
+
+/// Receives every event while registered. Called on the thread that runs the sync.
+pub trait Listener: Send + Sync {
+    fn on_event(&self, at_ns: u64, event: &Event);
+}
+
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+static LISTENERS: RwLock<Vec<(u64, Arc<dyn Listener>)>> = RwLock::new(Vec::new());
+static NEXT_LISTENER: AtomicU64 = AtomicU64::new(1);
+
+/// Registers a listener; keep the id to remove it.
+pub fn add_listener(listener: Arc<dyn Listener>) -> u64 {
+    let id = NEXT_LISTENER.fetch_add(1, Ordering::Relaxed);
+    let mut listeners = LISTENERS.write().unwrap_or_else(|p| p.into_inner());
+    listeners.push((id, listener));
+    ACTIVE.store(true, Ordering::Release);
+    id
+}
+
+pub fn remove_listener(id: u64) {
+    let mut listeners = LISTENERS.write().unwrap_or_else(|p| p.into_inner());
+    listeners.retain(|(i, _)| *i != id);
+    ACTIVE.store(!listeners.is_empty(), Ordering::Release);
+}
+
+/// True when someone listens: the one check on the hot path.
+#[inline]
+pub fn enabled() -> bool {
+    ACTIVE.load(Ordering::Relaxed)
+}
+
+pub(crate) fn emit(event: Event) {
+    let at = now_ns();
+    let listeners = LISTENERS.read().unwrap_or_else(|p| p.into_inner());
+    for (_, l) in listeners.iter() {
+        l.on_event(at, &event);
+    }
+}
+
+/// Monotonic nanoseconds since the engine's clock started (first use in the process).
+pub fn now_ns() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+macro_rules! counters {
+    ($($name:ident: $doc:literal),* $(,)?) => {
+        /// A snapshot of the engine's counters (totals since the process started).
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct Counters { $(#[doc = $doc] pub $name: u64,)* }
+
+        #[allow(non_upper_case_globals)]
+        pub(crate) mod counter {
+            use std::sync::atomic::AtomicU64;
+            $(pub static $name: AtomicU64 = AtomicU64::new(0);)*
+        }
+
+        /// Reads every counter.
+        pub fn counters() -> Counters {
+            Counters { $($name: counter::$name.load(Ordering::Relaxed),)* }
+        }
+    };
+}
+
+counters! {
+    tensors_created: "tensors created",
+    tensors_destroyed: "tensors dropped",
+    ops_traced: "IR nodes recorded",
+    syncs: "syncs run (graphs executed)",
+    cache_hits: "syncs whose graph was already compiled (in memory)",
+    cache_misses: "syncs that had to compile",
+    persistent_cache_hits: "compiles avoided by the on-disk cache",
+    persistent_cache_misses: "on-disk cache lookups that found nothing usable",
+    compiles: "XLA compiles",
+    executions: "program executions",
+    bytes_to_device: "bytes copied host to device",
+    bytes_from_device: "bytes copied device to host",
+    value_reads: "device-to-host reads of tensor values",
+}
+
+#[inline]
+pub(crate) fn bump(c: &AtomicU64, by: u64) {
+    c.fetch_add(by, Ordering::Relaxed);
+}

@@ -1,0 +1,153 @@
+//! One sync's graph: the post-order of the pending nodes, its structural key, and its inputs.
+
+use std::collections::BTreeMap;
+use std::hash::Hasher;
+use std::sync::Arc;
+
+use crate::events::{GraphInput, GraphSummary, InputKind};
+use crate::ir::{FastHasher, Node, NodeRef, Op};
+use crate::runtime::Buffer;
+use crate::shape::Shape;
+
+pub(crate) struct Graph<'a> {
+    /// Every node once, inputs before users.
+    pub order: Vec<&'a Node>,
+    /// Per node in `order`: its parameter number (data leaves), its scalar slot (scalars), else 0.
+    pub slot: Vec<u32>,
+    /// The structural key: ops, attributes, shapes, and how nodes connect; never data.
+    pub key: u64,
+    /// Device buffers fed as parameters 0..n, in order.
+    pub data: Vec<Arc<Buffer>>,
+    /// Host scalars, fed as one f64 vector after the buffers.
+    pub scalars: Vec<f64>,
+    /// Distinct output nodes (indices into `order`).
+    pub outputs: Vec<u32>,
+    /// For each root, which output holds it.
+    pub root_outputs: Vec<usize>,
+}
+
+impl<'a> Graph<'a> {
+    /// Walks the graph under `roots` once (iteratively: chains can be 100,000 deep). `epoch` is
+    /// this sync's mark; a node already marked with it was visited.
+    pub fn build(roots: &'a [NodeRef], epoch: u64) -> Graph<'a> {
+        let mut g = Graph {
+            order: Vec::new(),
+            slot: Vec::new(),
+            key: 0,
+            data: Vec::new(),
+            scalars: Vec::new(),
+            outputs: Vec::new(),
+            root_outputs: Vec::with_capacity(roots.len()),
+        };
+        let mut h = FastHasher::default();
+        let mut stack: Vec<(&'a Node, usize)> = Vec::new();
+        for root in roots {
+            let root: &'a Node = root;
+            if root.visited_in(epoch).is_none() {
+                stack.push((root, 0));
+            }
+            while let Some((node, next)) = stack.last_mut() {
+                let node: &'a Node = node;
+                if *next < node.inputs.len() {
+                    let child: &'a Node = &node.inputs[*next];
+                    *next += 1;
+                    if child.visited_in(epoch).is_none() {
+                        stack.push((child, 0));
+                    }
+                    continue;
+                }
+                stack.pop();
+                let index = g.order.len() as u32;
+                node.mark_visited(epoch, index);
+                h.write_u64(node.hash);
+                for input in &node.inputs {
+                    h.write_u64(input.visited_in(epoch).unwrap_or(u32::MAX) as u64);
+                }
+                let slot = match &node.op {
+                    Op::Data(buffer) => {
+                        g.data.push(buffer.clone());
+                        g.data.len() - 1
+                    }
+                    Op::Scalar(value) => {
+                        g.scalars.push(*value);
+                        g.scalars.len() - 1
+                    }
+                    _ => 0,
+                };
+                g.slot.push(slot as u32);
+                g.order.push(node);
+            }
+            let index = root.visited_in(epoch).unwrap_or(0);
+            let output = match g.outputs.iter().position(|&o| o == index) {
+                Some(existing) => existing,
+                None => {
+                    g.outputs.push(index);
+                    g.outputs.len() - 1
+                }
+            };
+            g.root_outputs.push(output);
+            h.write_u64(output as u64);
+        }
+        h.write_u64(g.outputs.len() as u64);
+        g.key = h.finish();
+        g
+    }
+
+    /// The graph described for the profiler (built on a cache miss, or when someone listens).
+    pub fn summary(&self) -> GraphSummary {
+        let mut ops: BTreeMap<&'static str, usize> = BTreeMap::new();
+        let mut kinds = BTreeMap::new();
+        let mut inputs = Vec::new();
+        let mut nodes_text = Vec::with_capacity(self.order.len());
+        for (i, node) in self.order.iter().enumerate() {
+            *ops.entry(node.op.name()).or_default() += 1;
+            *kinds.entry(node.op.kind()).or_default() += 1;
+            if let Op::Data(_) = node.op {
+                inputs.push(GraphInput {
+                    shape: node.shape.clone(),
+                    kind: InputKind::Data,
+                    location: node.location.clone(),
+                });
+            }
+            let args: Vec<String> = node
+                .inputs
+                .iter()
+                .map(|n| {
+                    format!(
+                        "%{}",
+                        n.visit_index.load(std::sync::atomic::Ordering::Relaxed)
+                    )
+                })
+                .collect();
+            nodes_text.push(format!(
+                "%{i} = {:?}({}) : {} @ {}",
+                node.op,
+                args.join(", "),
+                node.shape,
+                node.location
+            ));
+        }
+        if !self.scalars.is_empty() {
+            let first = self.order.iter().find(|n| matches!(n.op, Op::Scalar(_)));
+            inputs.push(GraphInput {
+                shape: Shape::new(crate::DType::F64, [self.scalars.len() as i64]),
+                kind: InputKind::Scalars,
+                location: first
+                    .map(|n| n.location.clone())
+                    .unwrap_or_else(|| self.order[0].location.clone()),
+            });
+        }
+        GraphSummary {
+            nodes: self.order.len(),
+            ops: ops.into_iter().collect(),
+            kinds: kinds.into_iter().collect(),
+            inputs,
+            outputs: self
+                .outputs
+                .iter()
+                .map(|&o| self.order[o as usize].shape.clone())
+                .collect(),
+            nodes_text,
+        }
+    }
+}

@@ -1,0 +1,308 @@
+//! The executor: at a sync point, the pending graph is collected, hashed, looked up in the
+//! compiled-graph cache, lowered and compiled on a miss, and executed; then every synced tensor
+//! becomes device data. One event at every step.
+
+mod cache;
+mod graph;
+pub(crate) use graph::Graph;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+pub use cache::CacheStats;
+use cache::{CachedGraph, GraphCache};
+
+use crate::error::Result;
+use crate::events::{self, bump, counter, Direction, Event, SyncCause};
+use crate::ir::{Node, Op};
+use crate::location::SourceLocation;
+use crate::lower;
+use crate::runtime::{Buffer, Client, CompileOptions};
+use crate::tensor::{live_pending, Tensor};
+
+/// The process-wide engine: one PJRT client, one device, one compiled-graph cache.
+pub struct Engine {
+    pub client: Client,
+    pub device: usize,
+    cache: Mutex<GraphCache>,
+    /// Syncs are serialized: they mark nodes with the sync's epoch while walking the graph.
+    sync_lock: Mutex<()>,
+    epoch: AtomicU64,
+}
+
+static ENGINE: OnceLock<Engine> = OnceLock::new();
+static INIT: Mutex<()> = Mutex::new(());
+
+/// The engine, created on first use from the default plugin (see `runtime::Plugin::from_env`).
+pub fn engine() -> Result<&'static Engine> {
+    if let Some(e) = ENGINE.get() {
+        return Ok(e);
+    }
+    let _guard = INIT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(e) = ENGINE.get() {
+        return Ok(e);
+    }
+    let client = Client::new(
+        crate::runtime::Plugin::from_env()?,
+        &crate::runtime::ClientOptions::default().cpu_device_count(1),
+    )?;
+    let capacity = std::env::var("XLAPROF_CACHE_CAPACITY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1024);
+    let engine = Engine {
+        client,
+        device: 0,
+        cache: Mutex::new(GraphCache::new(capacity)),
+        sync_lock: Mutex::new(()),
+        epoch: AtomicU64::new(1),
+    };
+    Ok(ENGINE.get_or_init(|| engine))
+}
+
+impl Engine {
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner()).stats()
+    }
+
+    /// The StableHLO text of a compiled graph still in the cache.
+    pub fn stablehlo(&self, graph_hash: u64) -> Option<Arc<str>> {
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        cache.get(graph_hash).map(|c| c.stablehlo)
+    }
+
+    /// Sets how many compiled graphs the in-memory cache keeps (least recently used go first).
+    pub fn set_cache_capacity(&self, capacity: usize) {
+        self.cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .set_capacity(capacity);
+    }
+}
+
+/// Computes every live pending tensor in one graph and makes each device data
+/// (torch_xla's `mark_step`).
+#[track_caller]
+pub fn sync() -> Result<()> {
+    let location = SourceLocation::caller();
+    sync_tensors(&live_pending(), SyncCause::Explicit, location)
+}
+
+/// Like [`sync`], marking the end of a training step.
+#[track_caller]
+pub fn step() -> Result<()> {
+    let location = SourceLocation::caller();
+    sync_tensors(&live_pending(), SyncCause::StepEnd, location)
+}
+
+static NEXT_SYNC: AtomicU64 = AtomicU64::new(1);
+
+pub(crate) fn sync_tensors(
+    tensors: &[Tensor],
+    cause: SyncCause,
+    location: SourceLocation,
+) -> Result<()> {
+    let engine = engine()?;
+    let _serial = engine.sync_lock.lock().unwrap_or_else(|p| p.into_inner());
+    // Tensors synced by someone else while we waited are already data.
+    let tensors: Vec<&Tensor> = tensors.iter().filter(|t| !t.is_materialized()).collect();
+    if tensors.is_empty() {
+        return Ok(());
+    }
+    let listening = events::enabled();
+    let sync_id = NEXT_SYNC.fetch_add(1, Ordering::Relaxed);
+    let sync_start = events::now_ns();
+    bump(&counter::syncs, 1);
+    if listening {
+        events::emit(Event::SyncBegin {
+            sync_id,
+            cause,
+            location,
+            tensors: tensors.len(),
+        });
+    }
+
+    // 1-2: post-order walk and structural key.
+    let roots: Vec<_> = tensors.iter().map(|t| t.node()).collect();
+    let epoch = engine.epoch.fetch_add(1, Ordering::Relaxed);
+    let t = events::now_ns();
+    let graph = Graph::build(&roots, epoch);
+
+    // 3: cache lookup.
+    let cached = engine
+        .cache
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(graph.key);
+    let summary = match (&cached, listening) {
+        (Some(c), true) => Some(c.summary.clone()),
+        (None, _) => Some(Arc::new(graph.summary())),
+        _ => None,
+    };
+    if let (true, Some(summary)) = (listening, &summary) {
+        let duration_ns = events::now_ns() - t;
+        events::emit(Event::GraphBuilt {
+            sync_id,
+            hash: graph.key,
+            summary: summary.clone(),
+            duration_ns,
+        });
+        events::emit(Event::CacheLookup {
+            sync_id,
+            hash: graph.key,
+            hit: cached.is_some(),
+            persistent_hit: false,
+        });
+    }
+    let compiled = match cached {
+        Some(c) => {
+            bump(&counter::cache_hits, 1);
+            c
+        }
+        None => {
+            bump(&counter::cache_misses, 1);
+            let summary = summary.unwrap_or_default();
+            let c = compile(engine, &graph, summary, sync_id, listening)?;
+            engine
+                .cache
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(graph.key, c.clone());
+            c
+        }
+    };
+
+    // 6: inputs (device data plus one packed vector of the host scalars) and execute.
+    let scalars = if graph.scalars.is_empty() {
+        None
+    } else {
+        let t = events::now_ns();
+        let b = engine.client.buffer_from_host(
+            &graph.scalars,
+            &[graph.scalars.len() as i64],
+            engine.device,
+        )?;
+        let bytes = b.size_bytes() as u64;
+        bump(&counter::bytes_to_device, bytes);
+        if listening {
+            let duration_ns = events::now_ns() - t;
+            events::emit(Event::Transfer {
+                sync_id,
+                direction: Direction::ToDevice,
+                bytes,
+                duration_ns,
+            });
+        }
+        Some(b)
+    };
+    let mut inputs: Vec<&Buffer> = graph.data.iter().map(|b| b.as_ref()).collect();
+    if let Some(s) = &scalars {
+        inputs.push(s);
+    }
+    let t = events::now_ns();
+    let outputs = compiled.executable.execute(&inputs)?;
+    bump(&counter::executions, 1);
+    if listening {
+        let duration_ns = events::now_ns() - t;
+        events::emit(Event::Executed {
+            sync_id,
+            hash: graph.key,
+            duration_ns,
+        });
+    }
+
+    // 7: every synced tensor becomes device data.
+    let outputs: Vec<Arc<Buffer>> = outputs.into_iter().map(Arc::new).collect();
+    for (tensor, &slot) in tensors.iter().zip(&graph.root_outputs) {
+        let root = tensor.node();
+        let data = Node::new(
+            Op::Data(outputs[slot].clone()),
+            root.shape.clone(),
+            vec![],
+            root.location.clone(),
+        );
+        tensor.set_node(data);
+    }
+    if listening {
+        events::emit(Event::SyncEnd {
+            sync_id,
+            duration_ns: events::now_ns() - sync_start,
+        });
+    }
+    Ok(())
+}
+
+fn compile(
+    engine: &Engine,
+    graph: &Graph,
+    summary: Arc<events::GraphSummary>,
+    sync_id: u64,
+    listening: bool,
+) -> Result<CachedGraph> {
+    let t = events::now_ns();
+    let text: Arc<str> = lower::stablehlo(graph).into();
+    if listening {
+        let duration_ns = events::now_ns() - t;
+        events::emit(Event::Lowered {
+            sync_id,
+            hash: graph.key,
+            stablehlo: text.clone(),
+            duration_ns,
+        });
+    }
+    let t = events::now_ns();
+    let options = CompileOptions {
+        device: engine.device,
+        ..Default::default()
+    };
+    let executable = engine
+        .client
+        .compile(&text, &options)
+        .map_err(|e| with_program_line(e, &text))?;
+    bump(&counter::compiles, 1);
+    if listening {
+        let duration_ns = events::now_ns() - t;
+        events::emit(Event::Compiled {
+            sync_id,
+            hash: graph.key,
+            duration_ns,
+            memory: executable.memory_stats().ok(),
+            cost: executable.cost_analysis().ok(),
+        });
+    }
+    Ok(CachedGraph {
+        executable: Arc::new(executable),
+        summary,
+        stablehlo: text,
+    })
+}
+
+/// XLA reports parse errors as `-:LINE:COL: ...`; a program we generated that XLA rejects is our
+/// bug, so the error carries the offending line of the program.
+fn with_program_line(error: crate::Error, program: &str) -> crate::Error {
+    let crate::Error::Pjrt {
+        call,
+        code,
+        message,
+    } = error
+    else {
+        return error;
+    };
+    let line = message
+        .strip_prefix("-:")
+        .and_then(|rest| rest.split(':').next())
+        .and_then(|n| n.parse::<usize>().ok())
+        .and_then(|n| program.lines().nth(n.saturating_sub(1)));
+    match line {
+        Some(line) => crate::Error::Pjrt {
+            call,
+            code,
+            message: format!("{message}in generated StableHLO: {}", line.trim()),
+        },
+        None => crate::Error::Pjrt {
+            call,
+            code,
+            message,
+        },
+    }
+}

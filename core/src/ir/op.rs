@@ -1,0 +1,312 @@
+//! The closed set of primitive ops. Everything else (relu, softmax, layer_norm, ...) is composed
+//! from these in `ops/`, so the lowering stays one function per family.
+
+use std::hash::Hasher;
+use std::sync::Arc;
+
+use crate::runtime::Buffer;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    Neg,
+    Abs,
+    Exp,
+    Log,
+    Sqrt,
+    Rsqrt,
+    Sin,
+    Cos,
+    Tanh,
+    Logistic,
+    Not,
+    Sign,
+    Floor,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    Max,
+    Min,
+    And,
+    Or,
+    Rem,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CompareOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceKind {
+    Sum,
+    Max,
+    Min,
+}
+
+#[derive(Clone)]
+pub enum Op {
+    // ---- leaves: graph inputs ----
+    /// Device data (a PJRT buffer): a parameter of the compiled program.
+    Data(Arc<Buffer>),
+    /// A host scalar. Passed to the program as an input, never baked in, so a value that changes
+    /// from step to step (a learning rate, a step count) does not recompile.
+    Scalar(f64),
+    /// `0, 1, 2, ...` along `axis` of the node's shape.
+    Iota {
+        axis: usize,
+    },
+    /// Random bits turned into uniform [0, 1) or standard normal values; input 0 is the s64 seed.
+    Random {
+        normal: bool,
+    },
+
+    // ---- elementwise (inputs already broadcast to the node's shape) ----
+    Unary(UnaryOp),
+    Binary(BinaryOp),
+    Compare(CompareOp),
+    /// `select(pred, on_true, on_false)`
+    Select,
+    /// Element type conversion to the node's dtype.
+    Convert,
+
+    // ---- reductions ----
+    /// Reduces `axes` away (keepdim is a reshape on top).
+    Reduce {
+        kind: ReduceKind,
+        axes: Vec<usize>,
+    },
+
+    // ---- movement ----
+    Reshape,
+    Transpose {
+        perm: Vec<usize>,
+    },
+    /// `broadcast_in_dim`: operand dim `i` becomes output dim `dims[i]`.
+    Broadcast {
+        dims: Vec<usize>,
+    },
+    Slice {
+        start: Vec<i64>,
+        limit: Vec<i64>,
+        stride: Vec<i64>,
+    },
+    Concat {
+        axis: usize,
+    },
+    /// Input 1 is the scalar padding value.
+    Pad {
+        low: Vec<i64>,
+        high: Vec<i64>,
+        interior: Vec<i64>,
+    },
+    Reverse {
+        axes: Vec<usize>,
+    },
+    /// Selects slices of input 0 along `axis` by the s64/s32 indices in input 1 (index_select).
+    IndexSelect {
+        axis: usize,
+    },
+    /// Adds the rows of input 2 into a copy of input 0 at the indices of input 1 along `axis`.
+    IndexAdd {
+        axis: usize,
+    },
+
+    // ---- linear algebra ----
+    DotGeneral {
+        lhs_batch: Vec<usize>,
+        rhs_batch: Vec<usize>,
+        lhs_contract: Vec<usize>,
+        rhs_contract: Vec<usize>,
+    },
+    /// NCHW input, OIHW kernel.
+    Conv {
+        stride: Vec<i64>,
+        padding: Vec<(i64, i64)>,
+        lhs_dilation: Vec<i64>,
+        rhs_dilation: Vec<i64>,
+        groups: i64,
+    },
+    /// Windowed reduction over NCHW spatial dims (pooling); input 1 is the scalar init value.
+    ReduceWindow {
+        kind: ReduceKind,
+        window: Vec<i64>,
+        strides: Vec<i64>,
+        padding: Vec<(i64, i64)>,
+    },
+}
+
+/// Ops by family, for histograms and diagnostics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OpKind {
+    Data,
+    Scalar,
+    Iota,
+    Random,
+    Elementwise,
+    Convert,
+    Reduce,
+    Movement,
+    DotGeneral,
+    Conv,
+    ReduceWindow,
+}
+
+impl Op {
+    /// A short name, as StableHLO spells it where there is one (`add`, `dot_general`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Data(_) => "parameter",
+            Op::Scalar(_) => "scalar",
+            Op::Iota { .. } => "iota",
+            Op::Random { normal: false } => "rand",
+            Op::Random { normal: true } => "randn",
+            Op::Unary(u) => match u {
+                UnaryOp::Neg => "negate",
+                UnaryOp::Abs => "abs",
+                UnaryOp::Exp => "exponential",
+                UnaryOp::Log => "log",
+                UnaryOp::Sqrt => "sqrt",
+                UnaryOp::Rsqrt => "rsqrt",
+                UnaryOp::Sin => "sine",
+                UnaryOp::Cos => "cosine",
+                UnaryOp::Tanh => "tanh",
+                UnaryOp::Logistic => "logistic",
+                UnaryOp::Not => "not",
+                UnaryOp::Sign => "sign",
+                UnaryOp::Floor => "floor",
+            },
+            Op::Binary(b) => match b {
+                BinaryOp::Add => "add",
+                BinaryOp::Sub => "subtract",
+                BinaryOp::Mul => "multiply",
+                BinaryOp::Div => "divide",
+                BinaryOp::Pow => "power",
+                BinaryOp::Max => "maximum",
+                BinaryOp::Min => "minimum",
+                BinaryOp::And => "and",
+                BinaryOp::Or => "or",
+                BinaryOp::Rem => "remainder",
+            },
+            Op::Compare(_) => "compare",
+            Op::Select => "select",
+            Op::Convert => "convert",
+            Op::Reduce {
+                kind: ReduceKind::Sum,
+                ..
+            } => "reduce_sum",
+            Op::Reduce {
+                kind: ReduceKind::Max,
+                ..
+            } => "reduce_max",
+            Op::Reduce {
+                kind: ReduceKind::Min,
+                ..
+            } => "reduce_min",
+            Op::Reshape => "reshape",
+            Op::Transpose { .. } => "transpose",
+            Op::Broadcast { .. } => "broadcast_in_dim",
+            Op::Slice { .. } => "slice",
+            Op::Concat { .. } => "concatenate",
+            Op::Pad { .. } => "pad",
+            Op::Reverse { .. } => "reverse",
+            Op::IndexSelect { .. } => "index_select",
+            Op::IndexAdd { .. } => "index_add",
+            Op::DotGeneral { .. } => "dot_general",
+            Op::Conv { .. } => "convolution",
+            Op::ReduceWindow { .. } => "reduce_window",
+        }
+    }
+
+    pub fn kind(&self) -> OpKind {
+        match self {
+            Op::Data(_) => OpKind::Data,
+            Op::Scalar(_) => OpKind::Scalar,
+            Op::Iota { .. } => OpKind::Iota,
+            Op::Random { .. } => OpKind::Random,
+            Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select => OpKind::Elementwise,
+            Op::Convert => OpKind::Convert,
+            Op::Reduce { .. } => OpKind::Reduce,
+            Op::Reshape
+            | Op::Transpose { .. }
+            | Op::Broadcast { .. }
+            | Op::Slice { .. }
+            | Op::Concat { .. }
+            | Op::Pad { .. }
+            | Op::Reverse { .. }
+            | Op::IndexSelect { .. }
+            | Op::IndexAdd { .. } => OpKind::Movement,
+            Op::DotGeneral { .. } => OpKind::DotGeneral,
+            Op::Conv { .. } => OpKind::Conv,
+            Op::ReduceWindow { .. } => OpKind::ReduceWindow,
+        }
+    }
+
+    /// Feeds the op's structure (never data: not a buffer, not a scalar's value) to a hasher.
+    pub(crate) fn hash_structure(&self, h: &mut impl Hasher) {
+        use std::hash::Hash;
+        std::mem::discriminant(self).hash(h);
+        match self {
+            Op::Data(_) | Op::Scalar(_) | Op::Select | Op::Convert | Op::Reshape => {}
+            Op::Iota { axis } => axis.hash(h),
+            Op::Random { normal } => normal.hash(h),
+            Op::Unary(u) => u.hash(h),
+            Op::Binary(b) => b.hash(h),
+            Op::Compare(c) => c.hash(h),
+            Op::Reduce { kind, axes } => (kind, axes).hash(h),
+            Op::Transpose { perm } => perm.hash(h),
+            Op::Broadcast { dims } => dims.hash(h),
+            Op::Slice {
+                start,
+                limit,
+                stride,
+            } => (start, limit, stride).hash(h),
+            Op::Concat { axis } | Op::IndexSelect { axis } | Op::IndexAdd { axis } => axis.hash(h),
+            Op::Pad {
+                low,
+                high,
+                interior,
+            } => (low, high, interior).hash(h),
+            Op::Reverse { axes } => axes.hash(h),
+            Op::DotGeneral {
+                lhs_batch,
+                rhs_batch,
+                lhs_contract,
+                rhs_contract,
+            } => (lhs_batch, rhs_batch, lhs_contract, rhs_contract).hash(h),
+            Op::Conv {
+                stride,
+                padding,
+                lhs_dilation,
+                rhs_dilation,
+                groups,
+            } => (stride, padding, lhs_dilation, rhs_dilation, groups).hash(h),
+            Op::ReduceWindow {
+                kind,
+                window,
+                strides,
+                padding,
+            } => (kind, window, strides, padding).hash(h),
+        }
+    }
+}
+
+impl std::fmt::Debug for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Op::Scalar(v) => write!(f, "scalar({v})"),
+            Op::Compare(c) => write!(f, "compare({c:?})"),
+            other => f.write_str(other.name()),
+        }
+    }
+}

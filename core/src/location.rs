@@ -1,0 +1,105 @@
+//! Where in the user's program an op was recorded or a sync was asked for.
+//!
+//! Rust callers are located for free with `#[track_caller]`; other front ends (Python) set the
+//! location of the ops they record with [`with_location`], so diagnostics point at their lines.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::panic::Location;
+use std::sync::Arc;
+
+/// A line of user code: file, line, and (when the front end knows it) the function.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub enum SourceLocation {
+    Rust(&'static Location<'static>),
+    External(Arc<ExternalLocation>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ExternalLocation {
+    pub file: String,
+    pub line: u32,
+    pub function: String,
+}
+
+impl SourceLocation {
+    /// The location of the caller of a `#[track_caller]` API function, unless a front end has set
+    /// one for the current thread.
+    #[track_caller]
+    pub fn caller() -> SourceLocation {
+        let caller = Location::caller();
+        OVERRIDE.with(|o| match &*o.borrow() {
+            Some(set) => set.clone(),
+            None => SourceLocation::Rust(caller),
+        })
+    }
+
+    pub fn file(&self) -> &str {
+        match self {
+            SourceLocation::Rust(l) => l.file(),
+            SourceLocation::External(e) => &e.file,
+        }
+    }
+
+    pub fn line(&self) -> u32 {
+        match self {
+            SourceLocation::Rust(l) => l.line(),
+            SourceLocation::External(e) => e.line,
+        }
+    }
+
+    pub fn function(&self) -> Option<&str> {
+        match self {
+            SourceLocation::Rust(_) => None,
+            SourceLocation::External(e) => Some(e.function.as_str()).filter(|f| !f.is_empty()),
+        }
+    }
+}
+
+impl fmt::Display for SourceLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file(), self.line())?;
+        if let Some(function) = self.function() {
+            write!(f, " in {function}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for SourceLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+thread_local! {
+    static OVERRIDE: RefCell<Option<SourceLocation>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with every op it records located at `location` (used by the Python front end).
+pub fn with_location<R>(location: ExternalLocation, f: impl FnOnce() -> R) -> R {
+    let location = SourceLocation::External(Arc::new(location));
+    let previous = OVERRIDE.with(|o| o.borrow_mut().replace(location));
+    let out = f();
+    OVERRIDE.with(|o| *o.borrow_mut() = previous);
+    out
+}
+
+/// Runs a composite op's body so that the primitives it records carry the user's line, not the
+/// composite's. The outermost location wins.
+pub(crate) fn scoped<R>(location: &SourceLocation, f: impl FnOnce() -> R) -> R {
+    let set = OVERRIDE.with(|o| {
+        let mut o = o.borrow_mut();
+        if o.is_none() {
+            *o = Some(location.clone());
+            true
+        } else {
+            false
+        }
+    });
+    let out = f();
+    if set {
+        OVERRIDE.with(|o| *o.borrow_mut() = None);
+    }
+    out
+}

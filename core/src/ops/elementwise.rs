@@ -1,0 +1,332 @@
+//! Elementwise ops with NumPy broadcasting and PyTorch type promotion.
+
+use crate::autograd::grad_fn;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::ir::{BinaryOp, CompareOp, Op, UnaryOp};
+use crate::location::{scoped, SourceLocation};
+use crate::shape::{broadcast_dims, promote};
+use crate::tensor::Tensor;
+
+use super::shape_error;
+
+/// Broadcasts two operands to a common shape and dtype (the first step of every binary op).
+pub(crate) fn align(
+    op: &'static str,
+    a: &Tensor,
+    b: &Tensor,
+    location: &SourceLocation,
+) -> Result<(Tensor, Tensor)> {
+    let dims = broadcast_dims(a.dims(), b.dims()).ok_or_else(|| {
+        shape_error(
+            op,
+            location,
+            format!(
+                "shapes {} and {} cannot be broadcast together",
+                a.shape(),
+                b.shape()
+            ),
+        )
+    })?;
+    let dtype = promote(a.dtype(), b.dtype());
+    let a = a.cast_at(dtype, location)?.broadcast_at(&dims, location)?;
+    let b = b.cast_at(dtype, location)?.broadcast_at(&dims, location)?;
+    Ok((a, b))
+}
+
+fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, location: SourceLocation) -> Result<Tensor> {
+    let name = Op::Binary(op).name();
+    let (a, b) = align(name, a, b, &location)?;
+    if matches!(op, BinaryOp::And | BinaryOp::Or) && a.dtype() != DType::Pred {
+        return Err(shape_error(
+            name,
+            &location,
+            format!("logical ops need bool tensors, not {}", a.shape()),
+        ));
+    }
+    let shape = a.shape().clone();
+    let (ac, bc) = (a.clone(), b.clone());
+    let grad = grad_fn(name, &[&a, &b], move |g| {
+        let (a, b) = (&ac, &bc);
+        Ok(match op {
+            BinaryOp::Add => vec![Some(g.clone()), Some(g.clone())],
+            BinaryOp::Sub => vec![Some(g.clone()), Some(g.neg()?)],
+            BinaryOp::Mul => vec![Some(g.mul(b)?), Some(g.mul(a)?)],
+            BinaryOp::Div => vec![Some(g.div(b)?), Some(g.mul(a)?.div(&b.mul(b)?)?.neg()?)],
+            BinaryOp::Pow => {
+                let da = g.mul(b)?.mul(&a.pow(&b.sub_scalar(1.0)?)?)?;
+                let db = g.mul(&a.pow(b)?)?.mul(&a.log()?)?;
+                vec![Some(da), Some(db)]
+            }
+            BinaryOp::Max | BinaryOp::Min => {
+                // The gradient goes to the winner; ties split it evenly, like PyTorch.
+                let (win_a, tie) = match op {
+                    BinaryOp::Max => (a.gt(b)?, a.eq(b)?),
+                    _ => (a.lt(b)?, a.eq(b)?),
+                };
+                let half = tie.cast(g.dtype())?.mul_scalar(0.5)?;
+                let wa = win_a.cast(g.dtype())?.add(&half)?;
+                let wb = wa.neg()?.add_scalar(1.0)?;
+                vec![Some(g.mul(&wa)?), Some(g.mul(&wb)?)]
+            }
+            BinaryOp::Rem => vec![Some(g.clone()), Some(g.mul(&a.div(b)?.floor()?)?.neg()?)],
+            BinaryOp::And | BinaryOp::Or => vec![None, None],
+        })
+    });
+    Ok(Tensor::op(Op::Binary(op), shape, &[&a, &b], location, grad))
+}
+
+fn unary(op: UnaryOp, x: &Tensor, location: SourceLocation) -> Result<Tensor> {
+    let name = Op::Unary(op).name();
+    let needs_float = !matches!(
+        op,
+        UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Not | UnaryOp::Sign
+    );
+    if needs_float && !x.dtype().is_float() {
+        return Err(shape_error(
+            name,
+            &location,
+            format!("needs a float tensor, not {}", x.shape()),
+        ));
+    }
+    if op == UnaryOp::Not && x.dtype() != DType::Pred {
+        return Err(shape_error(
+            name,
+            &location,
+            format!("logical not needs a bool tensor, not {}", x.shape()),
+        ));
+    }
+    let xc = x.clone();
+    let grad = grad_fn(name, &[x], move |g| {
+        let x = &xc;
+        let dx = match op {
+            UnaryOp::Neg => g.neg()?,
+            UnaryOp::Abs => g.mul(&x.sign()?)?,
+            UnaryOp::Exp => g.mul(&x.exp()?)?,
+            UnaryOp::Log => g.div(x)?,
+            UnaryOp::Sqrt => g.div(&x.sqrt()?.mul_scalar(2.0)?)?,
+            UnaryOp::Rsqrt => g.mul(&x.rsqrt()?.pow_scalar(3.0)?.mul_scalar(-0.5)?)?,
+            UnaryOp::Sin => g.mul(&x.cos()?)?,
+            UnaryOp::Cos => g.mul(&x.sin()?.neg()?)?,
+            UnaryOp::Tanh => {
+                let t = x.tanh()?;
+                g.mul(&t.mul(&t)?.neg()?.add_scalar(1.0)?)?
+            }
+            UnaryOp::Logistic => {
+                let s = x.sigmoid()?;
+                g.mul(&s.mul(&s.neg()?.add_scalar(1.0)?)?)?
+            }
+            UnaryOp::Sign | UnaryOp::Floor => g.zeros_like(),
+            UnaryOp::Not => return Ok(vec![None]),
+        };
+        Ok(vec![Some(dx)])
+    });
+    Ok(Tensor::op(
+        Op::Unary(op),
+        x.shape().clone(),
+        &[x],
+        location,
+        grad,
+    ))
+}
+
+fn compare(op: CompareOp, a: &Tensor, b: &Tensor, location: SourceLocation) -> Result<Tensor> {
+    let (a, b) = align("compare", a, b, &location)?;
+    let shape = a.shape().with_dtype(DType::Pred);
+    Ok(Tensor::op(
+        Op::Compare(op),
+        shape,
+        &[&a, &b],
+        location,
+        None,
+    ))
+}
+
+macro_rules! binary_methods {
+    ($($(#[$doc:meta])* $name:ident, $scalar:ident => $op:ident;)*) => {
+        impl Tensor {
+            $(
+                $(#[$doc])*
+                #[track_caller]
+                pub fn $name(&self, other: &Tensor) -> Result<Tensor> {
+                    binary(BinaryOp::$op, self, other, SourceLocation::caller())
+                }
+                /// The same op with a host scalar (passed as a graph input: no recompiles).
+                #[track_caller]
+                pub fn $scalar(&self, value: f64) -> Result<Tensor> {
+                    let location = SourceLocation::caller();
+                    let s = scoped(&location, || Tensor::scalar(value, self.dtype()));
+                    binary(BinaryOp::$op, self, &s, location)
+                }
+            )*
+        }
+    };
+}
+
+binary_methods! {
+    add, add_scalar => Add;
+    sub, sub_scalar => Sub;
+    mul, mul_scalar => Mul;
+    div, div_scalar => Div;
+    pow, pow_scalar => Pow;
+    maximum, maximum_scalar => Max;
+    minimum, minimum_scalar => Min;
+    remainder, remainder_scalar => Rem;
+}
+
+macro_rules! unary_methods {
+    ($($name:ident => $op:ident),* $(,)?) => {
+        impl Tensor {
+            $(
+                #[track_caller]
+                pub fn $name(&self) -> Result<Tensor> {
+                    unary(UnaryOp::$op, self, SourceLocation::caller())
+                }
+            )*
+        }
+    };
+}
+
+unary_methods! {
+    neg => Neg, abs => Abs, exp => Exp, log => Log, sqrt => Sqrt, rsqrt => Rsqrt, sin => Sin,
+    cos => Cos, tanh => Tanh, sigmoid => Logistic, logical_not => Not, sign => Sign, floor => Floor,
+}
+
+macro_rules! compare_methods {
+    ($($name:ident => $op:ident),* $(,)?) => {
+        impl Tensor {
+            $(
+                #[track_caller]
+                pub fn $name(&self, other: &Tensor) -> Result<Tensor> {
+                    compare(CompareOp::$op, self, other, SourceLocation::caller())
+                }
+            )*
+        }
+    };
+}
+
+compare_methods! { eq => Eq, ne => Ne, lt => Lt, le => Le, gt => Gt, ge => Ge }
+
+impl Tensor {
+    #[track_caller]
+    pub fn logical_and(&self, other: &Tensor) -> Result<Tensor> {
+        binary(BinaryOp::And, self, other, SourceLocation::caller())
+    }
+
+    #[track_caller]
+    pub fn logical_or(&self, other: &Tensor) -> Result<Tensor> {
+        binary(BinaryOp::Or, self, other, SourceLocation::caller())
+    }
+
+    /// Compares with a host scalar (of this tensor's dtype).
+    #[track_caller]
+    pub fn gt_scalar(&self, value: f64) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        let s = scoped(&location, || Tensor::scalar(value, self.dtype()));
+        compare(CompareOp::Gt, self, &s, location)
+    }
+
+    /// `cond ? on_true : on_false`, elementwise, with broadcasting.
+    #[track_caller]
+    pub fn where_(cond: &Tensor, on_true: &Tensor, on_false: &Tensor) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        scoped(&location, || {
+            if cond.dtype() != DType::Pred {
+                return Err(shape_error(
+                    "where",
+                    &location,
+                    format!("the condition must be bool, not {}", cond.shape()),
+                ));
+            }
+            let (a, b) = align("where", on_true, on_false, &location)?;
+            let dims = broadcast_dims(cond.dims(), a.dims()).ok_or_else(|| {
+                shape_error(
+                    "where",
+                    &location,
+                    format!(
+                        "condition {} does not broadcast with {}",
+                        cond.shape(),
+                        a.shape()
+                    ),
+                )
+            })?;
+            let (c, a, b) = (
+                cond.broadcast_at(&dims, &location)?,
+                a.broadcast_at(&dims, &location)?,
+                b.broadcast_at(&dims, &location)?,
+            );
+            let cc = c.clone();
+            let grad = grad_fn("select", &[&c, &a, &b], move |g| {
+                let zero = g.zeros_like();
+                Ok(vec![
+                    None,
+                    Some(Tensor::where_(&cc, g, &zero)?),
+                    Some(Tensor::where_(&cc, &zero, g)?),
+                ])
+            });
+            Ok(Tensor::op(
+                Op::Select,
+                a.shape().clone(),
+                &[&c, &a, &b],
+                location.clone(),
+                grad,
+            ))
+        })
+    }
+
+    /// Converts to `dtype`.
+    #[track_caller]
+    pub fn cast(&self, dtype: DType) -> Result<Tensor> {
+        self.cast_at(dtype, &SourceLocation::caller())
+    }
+
+    pub(crate) fn cast_at(&self, dtype: DType, location: &SourceLocation) -> Result<Tensor> {
+        if self.dtype() == dtype {
+            return Ok(self.clone());
+        }
+        let from = self.dtype();
+        let grad = grad_fn("convert", &[self], move |g| {
+            Ok(vec![from.is_float().then(|| g.cast(from)).transpose()?])
+        });
+        Ok(Tensor::op(
+            Op::Convert,
+            self.shape().with_dtype(dtype),
+            &[self],
+            location.clone(),
+            grad,
+        ))
+    }
+
+    #[track_caller]
+    pub fn relu(&self) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        scoped(&location, || {
+            let zero = Tensor::scalar(0.0, self.dtype());
+            Tensor::where_(&self.gt_scalar(0.0)?, self, &zero)
+        })
+    }
+
+    /// GELU with the tanh approximation: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
+    #[track_caller]
+    pub fn gelu(&self) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        scoped(&location, || {
+            let inner = self
+                .add(&self.pow_scalar(3.0)?.mul_scalar(0.044715)?)?
+                .mul_scalar((2.0 / std::f64::consts::PI).sqrt())?;
+            self.mul(&inner.tanh()?.add_scalar(1.0)?)?.mul_scalar(0.5)
+        })
+    }
+
+    #[track_caller]
+    pub fn silu(&self) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        scoped(&location, || self.mul(&self.sigmoid()?))
+    }
+
+    #[track_caller]
+    pub fn clamp(&self, min: f64, max: f64) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        scoped(&location, || self.maximum_scalar(min)?.minimum_scalar(max))
+    }
+}

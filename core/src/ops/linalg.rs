@@ -1,0 +1,165 @@
+//! Matrix products.
+
+use crate::autograd::grad_fn;
+use crate::error::Result;
+use crate::ir::Op;
+use crate::location::{scoped, SourceLocation};
+use crate::shape::{broadcast_dims, promote};
+use crate::tensor::Tensor;
+
+use super::shape_error;
+
+impl Tensor {
+    /// Matrix product with NumPy semantics: 1-D operands are vectors, leading dims broadcast
+    /// as batch dims.
+    #[track_caller]
+    pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        scoped(&location, || matmul(self, other, &location))
+    }
+
+    /// `dot_general` in XLA's terms: batch dims first in the output, then the free dims of the
+    /// left operand, then those of the right.
+    #[track_caller]
+    pub fn dot_general(
+        &self,
+        other: &Tensor,
+        lhs_batch: &[usize],
+        rhs_batch: &[usize],
+        lhs_contract: &[usize],
+        rhs_contract: &[usize],
+    ) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        let (a, b) = (self, other);
+        let valid = lhs_batch.len() == rhs_batch.len()
+            && lhs_contract.len() == rhs_contract.len()
+            && lhs_batch.iter().chain(lhs_contract).all(|&d| d < a.rank())
+            && rhs_batch.iter().chain(rhs_contract).all(|&d| d < b.rank())
+            && lhs_batch
+                .iter()
+                .zip(rhs_batch)
+                .all(|(&x, &y)| a.dims()[x] == b.dims()[y])
+            && lhs_contract
+                .iter()
+                .zip(rhs_contract)
+                .all(|(&x, &y)| a.dims()[x] == b.dims()[y])
+            && a.dtype() == b.dtype();
+        if !valid {
+            return Err(shape_error(
+                "dot_general",
+                &location,
+                format!(
+                    "cannot contract {} dims {lhs_contract:?} (batch {lhs_batch:?}) with {} dims {rhs_contract:?} (batch {rhs_batch:?})",
+                    a.shape(),
+                    b.shape()
+                ),
+            ));
+        }
+        let free = |t: &Tensor, batch: &[usize], contract: &[usize]| -> Vec<i64> {
+            (0..t.rank())
+                .filter(|d| !batch.contains(d) && !contract.contains(d))
+                .map(|d| t.dims()[d])
+                .collect()
+        };
+        let mut dims: Vec<i64> = lhs_batch.iter().map(|&d| a.dims()[d]).collect();
+        dims.extend(free(a, lhs_batch, lhs_contract));
+        dims.extend(free(b, rhs_batch, rhs_contract));
+        let op = Op::DotGeneral {
+            lhs_batch: lhs_batch.to_vec(),
+            rhs_batch: rhs_batch.to_vec(),
+            lhs_contract: lhs_contract.to_vec(),
+            rhs_contract: rhs_contract.to_vec(),
+        };
+        Ok(Tensor::op(
+            op,
+            a.shape().with_dims(dims),
+            &[a, b],
+            location,
+            None,
+        ))
+    }
+}
+
+fn matmul(a: &Tensor, b: &Tensor, location: &SourceLocation) -> Result<Tensor> {
+    if a.rank() == 0 || b.rank() == 0 {
+        return Err(shape_error(
+            "matmul",
+            location,
+            format!(
+                "cannot multiply {} by {}: scalars are not matrices",
+                a.shape(),
+                b.shape()
+            ),
+        ));
+    }
+    // Vectors become matrices, and the extra dim is dropped again at the end.
+    let a2 = if a.rank() == 1 {
+        a.unsqueeze(0)?
+    } else {
+        a.clone()
+    };
+    let b2 = if b.rank() == 1 {
+        b.unsqueeze(-1)?
+    } else {
+        b.clone()
+    };
+    let (m, k) = (a2.dims()[a2.rank() - 2], a2.dims()[a2.rank() - 1]);
+    let (k2, n) = (b2.dims()[b2.rank() - 2], b2.dims()[b2.rank() - 1]);
+    let batch_a = &a2.dims()[..a2.rank() - 2];
+    let batch_b = &b2.dims()[..b2.rank() - 2];
+    let batch = broadcast_dims(batch_a, batch_b);
+    let (Some(batch), true) = (batch, k == k2) else {
+        return Err(shape_error(
+            "matmul",
+            location,
+            format!("cannot multiply {} by {}: inner dims {k} and {k2} differ or batch dims do not broadcast", a.shape(), b.shape()),
+        ));
+    };
+    let dtype = promote(a.dtype(), b.dtype());
+    let mut da = batch.clone();
+    da.extend([m, k]);
+    let mut db = batch.clone();
+    db.extend([k, n]);
+    let a3 = a2.cast(dtype)?.broadcast_to(&da)?;
+    let b3 = b2.cast(dtype)?.broadcast_to(&db)?;
+    let out = batched_matmul(&a3, &b3, location)?;
+    let mut dims = batch;
+    if a.rank() > 1 {
+        dims.push(m);
+    }
+    if b.rank() > 1 {
+        dims.push(n);
+    }
+    out.reshape(&dims)
+}
+
+/// `[B.., m, k] @ [B.., k, n]` with equal batch dims: the one primitive matmul lowers to.
+fn batched_matmul(a: &Tensor, b: &Tensor, location: &SourceLocation) -> Result<Tensor> {
+    let nb = a.rank() - 2;
+    let batch: Vec<usize> = (0..nb).collect();
+    let mut dims = a.dims()[..nb].to_vec();
+    dims.extend([a.dims()[nb], b.dims()[nb + 1]]);
+    let op = Op::DotGeneral {
+        lhs_batch: batch.clone(),
+        rhs_batch: batch,
+        lhs_contract: vec![nb + 1],
+        rhs_contract: vec![nb],
+    };
+    let (ac, bc) = (a.clone(), b.clone());
+    let grad = grad_fn("dot_general", &[a, b], move |g| {
+        let loc = SourceLocation::caller();
+        let at = ac.transpose(-1, -2)?;
+        let bt = bc.transpose(-1, -2)?;
+        Ok(vec![
+            Some(batched_matmul(g, &bt, &loc)?),
+            Some(batched_matmul(&at, g, &loc)?),
+        ])
+    });
+    Ok(Tensor::op(
+        op,
+        a.shape().with_dims(dims),
+        &[a, b],
+        location.clone(),
+        grad,
+    ))
+}

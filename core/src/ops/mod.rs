@@ -1,0 +1,23 @@
+//! Tensor ops. Each checks shapes and dtypes when it is recorded (errors name the shapes and the
+//! caller's line) and records primitives from `ir::Op`; composite ops (relu, softmax, ...) are
+//! built from primitives, so the lowering and autograd only know the primitives.
+
+mod create;
+mod elementwise;
+mod linalg;
+mod movement;
+mod nn;
+mod reduce;
+
+pub(crate) use create::full_like_at;
+
+use crate::error::Error;
+use crate::location::SourceLocation;
+
+pub(crate) fn shape_error(op: &'static str, location: &SourceLocation, message: String) -> Error {
+    Error::Shape {
+        op,
+        message,
+        location: location.clone(),
+    }
+}

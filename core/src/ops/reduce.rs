@@ -1,0 +1,222 @@
+//! Reductions over any axes, with keepdim.
+
+use crate::autograd::grad_fn;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::ir::{Op, ReduceKind};
+use crate::location::{scoped, SourceLocation};
+use crate::shape::normalize_axis;
+use crate::tensor::Tensor;
+
+use super::shape_error;
+
+fn axes_of(
+    op: &'static str,
+    t: &Tensor,
+    axes: &[i64],
+    location: &SourceLocation,
+) -> Result<Vec<usize>> {
+    if axes.is_empty() {
+        return Ok((0..t.rank()).collect()); // no axes: reduce everything
+    }
+    let mut out = Vec::new();
+    for &a in axes {
+        let n = normalize_axis(a, t.rank()).ok_or_else(|| {
+            shape_error(
+                op,
+                location,
+                format!("axis {a} is out of range for {}", t.shape()),
+            )
+        })?;
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+fn kept_dims(t: &Tensor, axes: &[usize]) -> Vec<i64> {
+    t.dims()
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| if axes.contains(&i) { 1 } else { d })
+        .collect()
+}
+
+fn reduce(
+    kind: ReduceKind,
+    x: &Tensor,
+    axes: &[i64],
+    keepdim: bool,
+    location: SourceLocation,
+) -> Result<Tensor> {
+    let name = Op::Reduce { kind, axes: vec![] }.name();
+    let axes = axes_of(name, x, axes, &location)?;
+    let dims: Vec<i64> = x
+        .dims()
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !axes.contains(i))
+        .map(|(_, &d)| d)
+        .collect();
+    let kept = kept_dims(x, &axes);
+    let (xc, kept_c) = (x.clone(), kept.clone());
+    let axes_i: Vec<i64> = axes.iter().map(|&a| a as i64).collect();
+    let grad = grad_fn(name, &[x], move |g| {
+        let g = g.reshape(&kept_c)?.broadcast_to(xc.dims())?;
+        Ok(vec![Some(match kind {
+            ReduceKind::Sum => g,
+            ReduceKind::Max | ReduceKind::Min => {
+                // To the elements equal to the extreme, split evenly among ties.
+                let ext = if kind == ReduceKind::Max {
+                    xc.amax(&axes_i, true)?
+                } else {
+                    xc.amin(&axes_i, true)?
+                };
+                let mask = xc.eq(&ext)?.cast(g.dtype())?;
+                let count = mask.sum(&axes_i, true)?;
+                g.mul(&mask)?.div(&count)?
+            }
+        })])
+    });
+    scoped(&location, || {
+        let r = Tensor::op(
+            Op::Reduce { kind, axes },
+            x.shape().with_dims(dims),
+            &[x],
+            location.clone(),
+            grad,
+        );
+        if keepdim {
+            r.reshape(&kept)
+        } else {
+            Ok(r)
+        }
+    })
+}
+
+impl Tensor {
+    /// Sum over `axes` (all when empty).
+    #[track_caller]
+    pub fn sum(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
+        reduce(
+            ReduceKind::Sum,
+            self,
+            axes,
+            keepdim,
+            SourceLocation::caller(),
+        )
+    }
+
+    /// Maximum over `axes` (all when empty).
+    #[track_caller]
+    pub fn amax(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
+        reduce(
+            ReduceKind::Max,
+            self,
+            axes,
+            keepdim,
+            SourceLocation::caller(),
+        )
+    }
+
+    /// Minimum over `axes` (all when empty).
+    #[track_caller]
+    pub fn amin(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
+        reduce(
+            ReduceKind::Min,
+            self,
+            axes,
+            keepdim,
+            SourceLocation::caller(),
+        )
+    }
+
+    /// Mean over `axes` (all when empty).
+    #[track_caller]
+    pub fn mean(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        let ax = axes_of("mean", self, axes, &location)?;
+        let n: i64 = ax.iter().map(|&a| self.dims()[a]).product();
+        scoped(&location, || self.sum(axes, keepdim)?.div_scalar(n as f64))
+    }
+
+    /// Variance over `axes`; `correction` 1 is the unbiased estimate (PyTorch's default).
+    #[track_caller]
+    pub fn var(&self, axes: &[i64], correction: i64, keepdim: bool) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        let ax = axes_of("var", self, axes, &location)?;
+        let n: i64 = ax.iter().map(|&a| self.dims()[a]).product();
+        scoped(&location, || {
+            let centered = self.sub(&self.mean(axes, true)?)?;
+            centered
+                .mul(&centered)?
+                .sum(axes, keepdim)?
+                .div_scalar((n - correction).max(1) as f64)
+        })
+    }
+
+    /// `log(sum(exp(x)))` over `axes`, computed stably.
+    #[track_caller]
+    pub fn logsumexp(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        scoped(&location, || {
+            let m = self.amax(axes, true)?.detach();
+            let s = self.sub(&m)?.exp()?.sum(axes, true)?.log()?.add(&m)?;
+            if keepdim {
+                Ok(s)
+            } else {
+                let ax = axes_of("logsumexp", self, axes, &location)?;
+                let dims: Vec<i64> = self
+                    .dims()
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| !ax.contains(i))
+                    .map(|(_, &d)| d)
+                    .collect();
+                s.reshape(&dims)
+            }
+        })
+    }
+
+    /// Index of the maximum along `axis` (the first one on ties), as s64.
+    #[track_caller]
+    pub fn argmax(&self, axis: i64, keepdim: bool) -> Result<Tensor> {
+        arg_extreme(self, axis, keepdim, true, SourceLocation::caller())
+    }
+
+    /// Index of the minimum along `axis` (the first one on ties), as s64.
+    #[track_caller]
+    pub fn argmin(&self, axis: i64, keepdim: bool) -> Result<Tensor> {
+        arg_extreme(self, axis, keepdim, false, SourceLocation::caller())
+    }
+}
+
+fn arg_extreme(
+    x: &Tensor,
+    axis: i64,
+    keepdim: bool,
+    max: bool,
+    location: SourceLocation,
+) -> Result<Tensor> {
+    let a = axes_of("argmax", x, &[axis], &location)?[0];
+    scoped(&location, || {
+        let x = x.detach();
+        let ext = if max {
+            x.amax(&[a as i64], true)?
+        } else {
+            x.amin(&[a as i64], true)?
+        };
+        let hit = x.eq(&ext)?;
+        let idx = Tensor::op(
+            Op::Iota { axis: a },
+            x.shape().with_dtype(DType::S64),
+            &[],
+            location.clone(),
+            None,
+        );
+        let big = Tensor::scalar(i64::MAX as f64, DType::S64);
+        Tensor::where_(&hit, &idx, &big)?.amin(&[a as i64], keepdim)
+    })
+}

@@ -1,0 +1,321 @@
+//! `Tensor`: a cheap, clonable handle to either pending IR or device data.
+
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use crate::autograd::GradFn;
+use crate::dtype::{DType, NativeType};
+use crate::error::Result;
+use crate::events::{self, bump, counter, Direction, Event, SyncCause};
+use crate::exec;
+use crate::ir::{Node, NodeRef, Op};
+use crate::location::SourceLocation;
+use crate::runtime::Buffer;
+use crate::shape::Shape;
+
+#[derive(Clone)]
+pub struct Tensor(pub(crate) Arc<TensorInner>);
+
+pub(crate) struct TensorInner {
+    pub id: u64,
+    pub shape: Shape,
+    /// The tensor's current value: a pending IR node, or an `Op::Data` leaf once materialized.
+    /// A mutex because optimizers rebind parameters in place; held only for a pointer swap.
+    node: Mutex<NodeRef>,
+    pub requires_grad: AtomicBool,
+    pub grad: Mutex<Option<Tensor>>,
+    pub grad_fn: Option<Arc<GradFn>>,
+}
+
+impl Drop for TensorInner {
+    fn drop(&mut self) {
+        bump(&counter::tensors_destroyed, 1);
+        let node = self.node.get_mut().unwrap_or_else(|p| p.into_inner());
+        if !matches!(node.op, Op::Data(_)) {
+            pending_remove(self.id);
+        }
+    }
+}
+
+// ---- the registry of live tensors that hold pending IR (what `sync()` computes) ----
+
+#[derive(Default)]
+pub(crate) struct IdHasher(u64);
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("only u64 ids are hashed")
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = i.wrapping_mul(0x9E3779B97F4A7C15);
+    }
+}
+type PendingMap = HashMap<u64, Weak<TensorInner>, BuildHasherDefault<IdHasher>>;
+static PENDING: Mutex<Option<PendingMap>> = Mutex::new(None);
+
+fn pending() -> MutexGuard<'static, Option<PendingMap>> {
+    PENDING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn pending_insert(id: u64, t: Weak<TensorInner>) {
+    pending().get_or_insert_with(Default::default).insert(id, t);
+}
+
+fn pending_remove(id: u64) {
+    if let Some(map) = pending().as_mut() {
+        map.remove(&id);
+    }
+}
+
+/// Every live tensor whose value is still pending IR, oldest first.
+pub(crate) fn live_pending() -> Vec<Tensor> {
+    let guard = pending();
+    let mut live: Vec<Tensor> = guard
+        .iter()
+        .flat_map(|m| m.values())
+        .filter_map(|w| w.upgrade().map(Tensor))
+        .collect();
+    drop(guard);
+    live.sort_by_key(|t| t.0.id);
+    live
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Tensor {
+    /// Wraps a node in a new tensor (the one constructor every op goes through).
+    pub(crate) fn from_node(node: NodeRef, grad_fn: Option<Arc<GradFn>>) -> Tensor {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        bump(&counter::tensors_created, 1);
+        let is_data = matches!(node.op, Op::Data(_));
+        let requires_grad = grad_fn.is_some();
+        let inner = Arc::new(TensorInner {
+            id,
+            shape: node.shape.clone(),
+            node: Mutex::new(node),
+            requires_grad: AtomicBool::new(requires_grad),
+            grad: Mutex::new(None),
+            grad_fn,
+        });
+        if !is_data {
+            pending_insert(id, Arc::downgrade(&inner));
+        }
+        Tensor(inner)
+    }
+
+    /// Records a new op node over `inputs` and returns its tensor.
+    pub(crate) fn op(
+        op: Op,
+        shape: Shape,
+        inputs: &[&Tensor],
+        location: SourceLocation,
+        grad_fn: Option<Arc<GradFn>>,
+    ) -> Tensor {
+        bump(&counter::ops_traced, 1);
+        let nodes = inputs.iter().map(|t| t.node()).collect();
+        Tensor::from_node(Node::new(op, shape, nodes, location), grad_fn)
+    }
+
+    /// Copies host data to the device: the tensor is device data from the start.
+    #[track_caller]
+    pub fn from_slice<T: NativeType>(data: &[T], dims: &[i64]) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        let engine = exec::engine()?;
+        let start = events::now_ns();
+        let buffer = engine.client.buffer_from_host(data, dims, engine.device)?;
+        note_transfer(Direction::ToDevice, buffer.size_bytes() as u64, start, None);
+        Ok(Tensor::from_buffer(Arc::new(buffer), location))
+    }
+
+    /// A scalar tensor holding `value` (a graph input: changing it does not recompile).
+    #[track_caller]
+    pub fn scalar(value: f64, dtype: DType) -> Tensor {
+        let location = SourceLocation::caller();
+        bump(&counter::ops_traced, 1);
+        Tensor::from_node(
+            Node::new(Op::Scalar(value), Shape::new(dtype, []), vec![], location),
+            None,
+        )
+    }
+
+    pub(crate) fn from_buffer(buffer: Arc<Buffer>, location: SourceLocation) -> Tensor {
+        let shape = Shape::new(buffer.dtype(), buffer.dims().to_vec());
+        Tensor::from_node(Node::new(Op::Data(buffer), shape, vec![], location), None)
+    }
+
+    pub fn id(&self) -> u64 {
+        self.0.id
+    }
+
+    pub fn shape(&self) -> &Shape {
+        &self.0.shape
+    }
+
+    pub fn dims(&self) -> &[i64] {
+        &self.0.shape.dims
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.0.shape.dtype
+    }
+
+    pub fn rank(&self) -> usize {
+        self.0.shape.dims.len()
+    }
+
+    pub fn element_count(&self) -> usize {
+        self.0.shape.element_count()
+    }
+
+    /// The tensor's current IR node.
+    pub fn node(&self) -> NodeRef {
+        self.0
+            .node
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// True once the value is device data (no pending computation).
+    pub fn is_materialized(&self) -> bool {
+        matches!(self.node().op, Op::Data(_))
+    }
+
+    /// Rebinds this tensor to a new value of the same shape (optimizers update parameters so).
+    pub(crate) fn set_node(&self, node: NodeRef) {
+        debug_assert_eq!(node.shape, self.0.shape);
+        let is_data = matches!(node.op, Op::Data(_));
+        let mut slot = self.0.node.lock().unwrap_or_else(|p| p.into_inner());
+        let was_data = matches!(slot.op, Op::Data(_));
+        *slot = node;
+        drop(slot);
+        match (was_data, is_data) {
+            (true, false) => pending_insert(self.0.id, Arc::downgrade(&self.0)),
+            (false, true) => pending_remove(self.0.id),
+            _ => {}
+        }
+    }
+
+    /// The device buffer, materializing the tensor first if it is pending.
+    #[track_caller]
+    pub fn buffer(&self) -> Result<Arc<Buffer>> {
+        let location = SourceLocation::caller();
+        self.buffer_at(location)
+    }
+
+    fn buffer_at(&self, location: SourceLocation) -> Result<Arc<Buffer>> {
+        if let Op::Data(buffer) = &self.node().op {
+            return Ok(buffer.clone());
+        }
+        exec::sync_tensors(&[self.clone()], SyncCause::ValueRead, location)?;
+        match &self.node().op {
+            Op::Data(buffer) => Ok(buffer.clone()),
+            _ => unreachable!("a synced tensor is device data"),
+        }
+    }
+
+    /// Reads the values to host (materializing what they need), as `T`, which must be the dtype.
+    #[track_caller]
+    pub fn to_vec<T: NativeType>(&self) -> Result<Vec<T>> {
+        let location = SourceLocation::caller();
+        let buffer = self.buffer_at(location.clone())?;
+        let start = events::now_ns();
+        let out = buffer.to_vec::<T>()?;
+        note_value_read(&location, self.shape(), buffer.size_bytes() as u64, start);
+        Ok(out)
+    }
+
+    /// Reads the values converted to f64, whatever the dtype.
+    #[track_caller]
+    pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
+        self.read_f64_at(SourceLocation::caller())
+    }
+
+    fn read_f64_at(&self, location: SourceLocation) -> Result<Vec<f64>> {
+        let buffer = self.buffer_at(location.clone())?;
+        let start = events::now_ns();
+        let bytes = buffer.to_bytes()?;
+        note_value_read(&location, self.shape(), bytes.len() as u64, start);
+        Ok(crate::dtype::bytes_to_f64(self.dtype(), &bytes))
+    }
+
+    /// The single value of a one-element tensor, as f64.
+    #[track_caller]
+    pub fn item(&self) -> Result<f64> {
+        let location = SourceLocation::caller();
+        if self.element_count() != 1 {
+            return Err(crate::Error::Shape {
+                op: "item",
+                message: format!(
+                    "item() needs a tensor with one element, not {}",
+                    self.shape()
+                ),
+                location,
+            });
+        }
+        self.read_f64_at(location).map(|v| v[0])
+    }
+}
+
+fn note_transfer(direction: Direction, bytes: u64, start: u64, sync_id: Option<u64>) {
+    match direction {
+        Direction::ToDevice => bump(&counter::bytes_to_device, bytes),
+        Direction::ToHost => bump(&counter::bytes_from_device, bytes),
+    }
+    if events::enabled() {
+        let duration_ns = events::now_ns() - start;
+        events::emit(Event::Transfer {
+            sync_id: sync_id.unwrap_or(0),
+            direction,
+            bytes,
+            duration_ns,
+        });
+    }
+}
+
+fn note_value_read(location: &SourceLocation, shape: &Shape, bytes: u64, start: u64) {
+    bump(&counter::value_reads, 1);
+    bump(&counter::bytes_from_device, bytes);
+    if events::enabled() {
+        events::emit(Event::ValueRead {
+            location: location.clone(),
+            shape: shape.clone(),
+            bytes,
+            duration_ns: events::now_ns() - start,
+        });
+    }
+}
+
+impl std::fmt::Debug for Tensor {
+    /// Shape, dtype and graph size, without forcing execution.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let node = self.node();
+        match node.op {
+            Op::Data(_) => write!(f, "Tensor({}, device data", self.shape())?,
+            _ => write!(f, "Tensor({}, pending {}", self.shape(), node.op.name())?,
+        }
+        match &self.0.grad_fn {
+            Some(g) => write!(f, ", grad_fn={})", g.name),
+            None if self.requires_grad() => write!(f, ", requires_grad)"),
+            None => write!(f, ")"),
+        }
+    }
+}
+
+impl std::fmt::Display for Tensor {
+    /// The values (this materializes the tensor, like printing in PyTorch/XLA).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.to_f64_vec() {
+            Ok(values) => {
+                let shown: Vec<String> = values.iter().take(16).map(|v| format!("{v}")).collect();
+                let more = if values.len() > 16 { ", ..." } else { "" };
+                write!(f, "tensor({}, [{}{more}])", self.shape(), shown.join(", "))
+            }
+            Err(e) => write!(f, "tensor({}, <error: {e}>)", self.shape()),
+        }
+    }
+}

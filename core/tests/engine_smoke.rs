@@ -1,0 +1,40 @@
+use xlaprof_core::{events, sync, DType, Tensor};
+
+#[test]
+fn lazy_ops_sync_and_match_rust() {
+    let a = Tensor::from_slice(&[1f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+    let b = Tensor::from_slice(&[0.5f32, -1.0, 2.0], &[3]).unwrap();
+    let c = a.mul(&b).unwrap().add_scalar(1.0).unwrap();
+    assert!(!c.is_materialized());
+    let s = c.sum(&[1], false).unwrap();
+    let m = a.matmul(&a.transpose(0, 1).unwrap()).unwrap();
+    let before = events::counters();
+    sync().unwrap();
+    let after = events::counters();
+    assert_eq!(after.syncs - before.syncs, 1);
+    assert!(c.is_materialized());
+    assert_eq!(
+        c.to_vec::<f32>().unwrap(),
+        vec![1.5, -1.0, 7.0, 3.0, -4.0, 13.0]
+    );
+    assert_eq!(s.to_vec::<f32>().unwrap(), vec![7.5, 12.0]);
+    assert_eq!(m.to_vec::<f32>().unwrap(), vec![14.0, 32.0, 32.0, 77.0]);
+    let r = Tensor::randn(&[1000], 7, DType::F32).unwrap();
+    let v = r.to_vec::<f32>().unwrap();
+    let mean = v.iter().sum::<f32>() / 1000.0;
+    assert!(mean.abs() < 0.15, "{mean}");
+    let am = a.argmax(1, false).unwrap().to_vec::<i64>().unwrap();
+    assert_eq!(am, vec![2, 2]);
+}
+
+#[test]
+fn gradients_of_a_small_expression() {
+    let x = Tensor::from_slice(&[1f64, 2.0, 3.0], &[3]).unwrap();
+    x.set_requires_grad(true);
+    let y = x.mul(&x).unwrap().sum(&[], false).unwrap(); // sum x^2
+    y.backward().unwrap();
+    assert_eq!(
+        x.grad().unwrap().to_vec::<f64>().unwrap(),
+        vec![2.0, 4.0, 6.0]
+    );
+}
