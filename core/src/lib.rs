@@ -14,6 +14,7 @@ mod exec;
 pub mod ir;
 pub mod location;
 mod lower;
+pub mod nn;
 mod ops;
 pub mod runtime;
 pub mod shape;

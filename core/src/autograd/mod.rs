@@ -4,7 +4,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::error::Result;
 use crate::location::SourceLocation;
@@ -13,11 +13,28 @@ use crate::Error;
 
 type Backward = dyn Fn(&Tensor) -> Result<Vec<Option<Tensor>>> + Send + Sync;
 
-/// How to push an output's gradient to the inputs of the op that made it.
+/// How to push an output's gradient to the inputs of the op that made it. Like PyTorch, the
+/// saved inputs are released once `backward` has used them, so the forward activations do not
+/// stay alive (and become outputs of the next sync).
 pub(crate) struct GradFn {
     pub name: &'static str,
-    pub inputs: Vec<Tensor>,
-    pub backward: Box<Backward>,
+    saved: Mutex<Option<Saved>>,
+}
+
+struct Saved {
+    inputs: Vec<Tensor>,
+    backward: Box<Backward>,
+}
+
+impl GradFn {
+    fn inputs(&self) -> Vec<Tensor> {
+        let saved = self.saved.lock().unwrap_or_else(|p| p.into_inner());
+        saved.as_ref().map(|s| s.inputs.clone()).unwrap_or_default()
+    }
+
+    fn take(&self) -> Option<Saved> {
+        self.saved.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
 }
 
 thread_local! {
@@ -119,8 +136,17 @@ impl Tensor {
                 };
                 match &t.0.grad_fn {
                     Some(f) => {
-                        let input_grads = (f.backward)(&g)?;
-                        for (input, ig) in f.inputs.iter().zip(input_grads) {
+                        let Some(saved) = f.take() else {
+                            return Err(Error::Autograd {
+                                message: format!(
+                                    "the graph of {} was already used by a backward pass and freed",
+                                    t.shape()
+                                ),
+                                location: location.clone(),
+                            });
+                        };
+                        let input_grads = (saved.backward)(&g)?;
+                        for (input, ig) in saved.inputs.iter().zip(input_grads) {
                             let Some(ig) = ig else { continue };
                             if !input.requires_grad() {
                                 continue;
@@ -151,24 +177,22 @@ impl Tensor {
 fn topological_order(root: &Tensor) -> Vec<Tensor> {
     let mut order = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    let mut stack: Vec<(Tensor, usize)> = vec![(root.clone(), 0)];
+    let inputs_of = |t: &Tensor| t.0.grad_fn.as_ref().map(|f| f.inputs()).unwrap_or_default();
+    let mut stack: Vec<(Tensor, Vec<Tensor>, usize)> = vec![(root.clone(), inputs_of(root), 0)];
     seen.insert(root.id());
-    while let Some((t, next)) = stack.last_mut() {
-        let inputs =
-            t.0.grad_fn
-                .as_ref()
-                .map(|f| f.inputs.as_slice())
-                .unwrap_or(&[]);
+    while let Some((_, inputs, next)) = stack.last_mut() {
         if *next < inputs.len() {
             let child = inputs[*next].clone();
             *next += 1;
             if child.requires_grad() && seen.insert(child.id()) {
-                stack.push((child, 0));
+                let child_inputs = inputs_of(&child);
+                stack.push((child, child_inputs, 0));
             }
             continue;
         }
-        let (t, _) = stack.pop().expect("non-empty");
-        order.push(t);
+        if let Some((t, _, _)) = stack.pop() {
+            order.push(t);
+        }
     }
     order
 }
@@ -184,7 +208,9 @@ pub(crate) fn grad_fn(
     }
     Some(Arc::new(GradFn {
         name,
-        inputs: inputs.iter().map(|t| (*t).clone()).collect(),
-        backward: Box::new(backward),
+        saved: Mutex::new(Some(Saved {
+            inputs: inputs.iter().map(|t| (*t).clone()).collect(),
+            backward: Box::new(backward),
+        })),
     }))
 }
