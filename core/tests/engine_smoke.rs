@@ -1,7 +1,15 @@
+//! The engine end to end: lazy ops, one sync, values checked against plain Rust arithmetic.
+
+use std::sync::Mutex;
+
 use xlaprof_core::{events, sync, DType, Tensor};
+
+/// `sync()` computes every live pending tensor of the process: tests here run one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
 
 #[test]
 fn lazy_ops_sync_and_match_rust() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let a = Tensor::from_slice(&[1f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
     let b = Tensor::from_slice(&[0.5f32, -1.0, 2.0], &[3]).unwrap();
     let c = a.mul(&b).unwrap().add_scalar(1.0).unwrap();
@@ -29,6 +37,7 @@ fn lazy_ops_sync_and_match_rust() {
 
 #[test]
 fn gradients_of_a_small_expression() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let x = Tensor::from_slice(&[1f64, 2.0, 3.0], &[3]).unwrap();
     x.set_requires_grad(true);
     let y = x.mul(&x).unwrap().sum(&[], false).unwrap(); // sum x^2

@@ -1,0 +1,141 @@
+//! Compiled-graph cache behaviour, asserted through the event stream: what compiles, what hits.
+//! Tests in this file run one at a time (they share the process-wide engine and listeners).
+
+use std::sync::{Arc, Mutex};
+
+use xlaprof_core::events::{self, Event, Listener};
+use xlaprof_core::{sync, Tensor};
+
+#[derive(Default)]
+struct Lookups(Mutex<Vec<(u64, bool)>>);
+
+impl Listener for Lookups {
+    fn on_event(&self, _: u64, e: &Event) {
+        if let Event::CacheLookup { hash, hit, .. } = e {
+            self.0.lock().unwrap().push((*hash, *hit));
+        }
+    }
+}
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// `sync()` computes every live pending tensor of the process, so tests that count syncs must
+/// not record tensors at the same time: each holds this for its whole run.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs `f` and returns the cache lookups it caused, as (hash, hit).
+fn lookups(f: impl FnOnce()) -> Vec<(u64, bool)> {
+    let l = Arc::new(Lookups::default());
+    let id = events::add_listener(l.clone());
+    f();
+    events::remove_listener(id);
+    let v = l.0.lock().unwrap().clone();
+    v
+}
+
+fn step(x: &Tensor, scale: f64) -> Tensor {
+    x.mul_scalar(scale)
+        .unwrap()
+        .tanh()
+        .unwrap()
+        .sum(&[-1], false)
+        .unwrap()
+}
+
+#[test]
+fn same_structure_compiles_once_and_changing_scalars_do_not_recompile() {
+    let _serial = serial();
+    let x = Tensor::from_slice(&[0.5f32; 15], &[3, 5]).unwrap();
+    let seen = lookups(|| {
+        for i in 0..5 {
+            let _y = step(&x, 1.0 + i as f64);
+            sync().unwrap();
+        }
+    });
+    assert_eq!(seen.len(), 5);
+    assert!(!seen[0].1, "the first sync compiles");
+    assert!(
+        seen[1..].iter().all(|&(h, hit)| hit && h == seen[0].0),
+        "{seen:?}"
+    );
+}
+
+#[test]
+fn a_shape_change_is_a_miss_with_a_new_hash() {
+    let _serial = serial();
+    let a = Tensor::from_slice(&[0.5f32; 12], &[3, 4]).unwrap();
+    let b = Tensor::from_slice(&[0.5f32; 16], &[4, 4]).unwrap();
+    let seen = lookups(|| {
+        let _y = step(&a, 7.0);
+        sync().unwrap();
+        let _z = step(&b, 7.0);
+        sync().unwrap();
+    });
+    assert_ne!(seen[0].0, seen[1].0);
+    assert!(!seen[1].1, "a new shape must compile");
+}
+
+#[test]
+fn a_dtype_change_is_a_miss() {
+    let _serial = serial();
+    let a = Tensor::from_slice(&[0.5f32; 4], &[4]).unwrap();
+    let b = Tensor::from_slice(&[0.5f64; 4], &[4]).unwrap();
+    let seen = lookups(|| {
+        let _y = step(&a, 3.0);
+        sync().unwrap();
+        let _z = step(&b, 3.0);
+        sync().unwrap();
+    });
+    assert_ne!(seen[0].0, seen[1].0);
+}
+
+#[test]
+fn a_structure_change_and_a_changed_synced_set_are_misses() {
+    let _serial = serial();
+    let a = Tensor::from_slice(&[0.25f32; 8], &[8]).unwrap();
+    let seen = lookups(|| {
+        let _y = a.exp().unwrap();
+        sync().unwrap();
+        let _y = a.log().unwrap(); // structure: another op
+        sync().unwrap();
+        let _y = a.exp().unwrap();
+        let _z = a.sin().unwrap(); // the synced set: one more tensor
+        sync().unwrap();
+    });
+    let hashes: std::collections::HashSet<u64> = seen.iter().map(|s| s.0).collect();
+    assert_eq!(hashes.len(), 3, "{seen:?}");
+}
+
+#[test]
+fn shared_inputs_and_distinct_inputs_are_different_graphs() {
+    let _serial = serial();
+    // f(a, a) and f(a, b) have the same tree but not the same parameters.
+    let a = Tensor::from_slice(&[1f32, 2.0], &[2]).unwrap();
+    let b = Tensor::from_slice(&[3f32, 4.0], &[2]).unwrap();
+    let mut out = (vec![], vec![]);
+    let seen = lookups(|| {
+        let y = a.add(&a).unwrap();
+        out.0 = y.to_vec::<f32>().unwrap();
+        let z = a.add(&b).unwrap();
+        out.1 = z.to_vec::<f32>().unwrap();
+    });
+    assert_ne!(seen[0].0, seen[1].0);
+    assert_eq!(out.0, vec![2.0, 4.0]);
+    assert_eq!(out.1, vec![4.0, 6.0]);
+}
+
+#[test]
+fn reading_a_value_syncs_only_what_it_needs() {
+    let _serial = serial();
+    let a = Tensor::from_slice(&[1f32, 2.0], &[2]).unwrap();
+    let _unrelated = a.mul_scalar(10.0).unwrap();
+    let wanted = a.add_scalar(1.0).unwrap();
+    assert_eq!(wanted.to_vec::<f32>().unwrap(), vec![2.0, 3.0]);
+    assert!(wanted.is_materialized());
+    assert!(
+        !_unrelated.is_materialized(),
+        "a value read computes only that value"
+    );
+}

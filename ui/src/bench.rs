@@ -1,0 +1,161 @@
+//! `xlaprof bench`: the engine's figures, on the workloads of the JAX peer benchmarks
+//! (`shared/peers/jax`), so the two can be compared in one session.
+//!
+//! - trace cost per op: a chain `x = x * 1.0001 + 0.5` of 1,000 steps on f32[64,64] (2,000 ops);
+//! - sync overhead on a cache hit of that graph: the sync's wall time minus PJRT's execute time;
+//! - MLP 784-512-512-10, ReLU, batch 64, softmax cross entropy, SGD lr 0.01: first step (trace,
+//!   lower, compile, run) and the median steady step.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use xlaprof_core::events::{self, Event, Listener};
+use xlaprof_core::nn::{Module, Optimizer, Sgd};
+use xlaprof_core::{Result, Tensor};
+use xlaprof_samples::{Mlp, Prototypes};
+
+const CHAIN: usize = 1000;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn chain(x: &Tensor) -> Result<Tensor> {
+    let mut y = x.clone();
+    for _ in 0..CHAIN {
+        y = y.mul_scalar(1.0001)?.add_scalar(0.5)?;
+    }
+    Ok(y)
+}
+
+/// Collects the execute times that the engine reports.
+#[derive(Default)]
+struct ExecuteTimes(Mutex<Vec<u64>>);
+
+impl Listener for ExecuteTimes {
+    fn on_event(&self, _at_ns: u64, event: &Event) {
+        if let Event::Executed { duration_ns, .. } = event {
+            self.0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(*duration_ns);
+        }
+    }
+}
+
+pub struct Figures {
+    pub trace_ns_per_op: f64,
+    pub sync_overhead_us: f64,
+    pub sync_total_us: f64,
+    pub execute_us: f64,
+    pub mlp_first_step_ms: f64,
+    pub mlp_step_ms: f64,
+}
+
+pub fn measure(reps: usize, mlp_steps: usize) -> Result<Figures> {
+    let x = Tensor::from_slice(&vec![1f32; 64 * 64], &[64, 64])?;
+    // Warm up: compile the chain once.
+    let y = chain(&x)?;
+    xlaprof_core::sync()?;
+    drop(y);
+
+    let mut trace = Vec::new();
+    let mut total = Vec::new();
+    for _ in 0..reps {
+        let t = Instant::now();
+        let y = chain(&x)?;
+        trace.push(t.elapsed().as_secs_f64() * 1e9 / (2 * CHAIN) as f64);
+        let t = Instant::now();
+        xlaprof_core::sync()?;
+        total.push(t.elapsed().as_secs_f64() * 1e6);
+        drop(y);
+    }
+    // The execute share of a sync, measured with a listener in separate runs.
+    let times = Arc::new(ExecuteTimes::default());
+    let id = events::add_listener(times.clone());
+    for _ in 0..reps {
+        let _y = chain(&x)?;
+        xlaprof_core::sync()?;
+    }
+    events::remove_listener(id);
+    let exec: Vec<f64> = times
+        .0
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .map(|&n| n as f64 / 1e3)
+        .collect();
+    let execute_us = median(exec);
+    let sync_total_us = median(total);
+
+    let mut data = Prototypes::new(10, 784, 1);
+    let model = Mlp::new(&[784, 512, 512, 10], 3)?;
+    let mut opt = Sgd::new(model.parameters(), 0.01);
+    let batches: Vec<(Tensor, Tensor)> = (0..=mlp_steps)
+        .map(|_| data.batch(64, 1.0))
+        .collect::<Result<_>>()?;
+    let mut steps = Vec::new();
+    for (x, y) in &batches {
+        let t = Instant::now();
+        opt.zero_grad();
+        let loss = model.forward(x)?.cross_entropy(y)?;
+        loss.backward()?;
+        opt.step()?;
+        xlaprof_core::step()?;
+        steps.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let first = steps[0];
+    let steady: Vec<f64> = steps.iter().skip(5).copied().collect();
+    Ok(Figures {
+        trace_ns_per_op: median(trace),
+        sync_overhead_us: sync_total_us - execute_us,
+        sync_total_us,
+        execute_us,
+        mlp_first_step_ms: first,
+        mlp_step_ms: median(if steady.is_empty() {
+            steps.clone()
+        } else {
+            steady
+        }),
+    })
+}
+
+pub fn run(json: bool, reps: usize, mlp_steps: usize) -> Result<()> {
+    let f = measure(reps, mlp_steps)?;
+    if json {
+        println!(
+            "{{\"trace_ns_per_op\": {:.1}, \"sync_overhead_us\": {:.1}, \"sync_total_us\": {:.1}, \"execute_us\": {:.1}, \
+             \"mlp_step_ms\": {:.3}, \"mlp_first_step_ms\": {:.1}, \"warm_start_ms\": null}}",
+            f.trace_ns_per_op, f.sync_overhead_us, f.sync_total_us, f.execute_us, f.mlp_step_ms, f.mlp_first_step_ms
+        );
+    } else {
+        println!("xlaprof bench (medians; compare with shared/peers/jax run in the same session)");
+        println!(
+            "  tracing, 1,000-step chain on f32[64,64]   {:>9.1} ns per op",
+            f.trace_ns_per_op
+        );
+        println!(
+            "  cache-hit sync of that graph, total        {:>9.1} µs",
+            f.sync_total_us
+        );
+        println!(
+            "    of which PJRT execute                    {:>9.1} µs",
+            f.execute_us
+        );
+        println!(
+            "    engine overhead                          {:>9.1} µs",
+            f.sync_overhead_us
+        );
+        println!(
+            "  MLP 784-512-512-10 SGD, first step         {:>9.1} ms",
+            f.mlp_first_step_ms
+        );
+        println!(
+            "  MLP steady step (median after step 5)      {:>9.3} ms",
+            f.mlp_step_ms
+        );
+        println!("  warm start from the persistent cache       not implemented yet");
+    }
+    Ok(())
+}
