@@ -1,6 +1,7 @@
 //! One sync's graph: the post-order of the pending nodes, its structural key, and its inputs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::BuildHasherDefault;
 use std::hash::Hasher;
 use std::sync::Arc;
 
@@ -40,6 +41,8 @@ impl<'a> Graph<'a> {
             root_outputs: Vec::with_capacity(roots.len()),
         };
         let mut h = FastHasher::default();
+        let mut scalar_slots: HashMap<(u64, crate::DType), usize, BuildHasherDefault<FastHasher>> =
+            HashMap::default();
         let mut stack: Vec<(&'a Node, usize)> = Vec::new();
         for root in roots {
             let root: &'a Node = root;
@@ -69,8 +72,17 @@ impl<'a> Graph<'a> {
                         g.data.len() - 1
                     }
                     Op::Scalar(value) => {
-                        g.scalars.push(*value);
-                        g.scalars.len() - 1
+                        // Equal scalars share one slot (as torch_xla shares one device-data
+                        // buffer per value): XLA then sees one input instead of thousands. Which
+                        // scalars share is part of the key, so the program always matches.
+                        let key = (value.to_bits(), node.shape.dtype);
+                        let next = g.scalars.len();
+                        let slot = *scalar_slots.entry(key).or_insert(next);
+                        if slot == next {
+                            g.scalars.push(*value);
+                        }
+                        h.write_u64(slot as u64);
+                        slot
                     }
                     _ => 0,
                 };
