@@ -34,6 +34,19 @@ impl SourceLocation {
         })
     }
 
+    /// A number naming the call site (equal for every op recorded at the same line).
+    pub(crate) fn site_id(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        match self {
+            SourceLocation::Rust(l) => *l as *const Location<'static> as usize as u64,
+            SourceLocation::External(e) => {
+                let mut h = crate::ir::FastHasher::default();
+                (&e.file, e.line).hash(&mut h);
+                h.finish()
+            }
+        }
+    }
+
     pub fn file(&self) -> &str {
         match self {
             SourceLocation::Rust(l) => l.file(),

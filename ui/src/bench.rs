@@ -29,17 +29,21 @@ fn chain(x: &Tensor) -> Result<Tensor> {
     Ok(y)
 }
 
-/// Collects the execute times that the engine reports.
+/// Per sync: (whole sync, PJRT execute), in nanoseconds, as the engine reports them.
 #[derive(Default)]
-struct ExecuteTimes(Mutex<Vec<u64>>);
+struct SyncTimes(Mutex<Vec<(u64, u64)>>);
 
-impl Listener for ExecuteTimes {
+impl Listener for SyncTimes {
     fn on_event(&self, _at_ns: u64, event: &Event) {
-        if let Event::Executed { duration_ns, .. } = event {
-            self.0
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(*duration_ns);
+        let mut times = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match event {
+            Event::Executed { duration_ns, .. } => times.push((0, *duration_ns)),
+            Event::SyncEnd { duration_ns, .. } => {
+                if let Some(last) = times.last_mut() {
+                    last.0 = *duration_ns;
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -61,33 +65,26 @@ pub fn measure(reps: usize, mlp_steps: usize) -> Result<Figures> {
     drop(y);
 
     let mut trace = Vec::new();
-    let mut total = Vec::new();
     for _ in 0..reps {
         let t = Instant::now();
         let y = chain(&x)?;
         trace.push(t.elapsed().as_secs_f64() * 1e9 / (2 * CHAIN) as f64);
-        let t = Instant::now();
         xlaprof_core::sync()?;
-        total.push(t.elapsed().as_secs_f64() * 1e6);
         drop(y);
     }
-    // The execute share of a sync, measured with a listener in separate runs.
-    let times = Arc::new(ExecuteTimes::default());
+    // The sync's parts, from the engine's own events on the same syncs.
+    let times = Arc::new(SyncTimes::default());
     let id = events::add_listener(times.clone());
     for _ in 0..reps {
         let _y = chain(&x)?;
         xlaprof_core::sync()?;
     }
     events::remove_listener(id);
-    let exec: Vec<f64> = times
-        .0
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .map(|&n| n as f64 / 1e3)
-        .collect();
-    let execute_us = median(exec);
-    let sync_total_us = median(total);
+    let times = times.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let us = |ns: u64| ns as f64 / 1e3;
+    let sync_total_us = median(times.iter().map(|t| us(t.0)).collect());
+    let execute_us = median(times.iter().map(|t| us(t.1)).collect());
+    let sync_overhead_us = median(times.iter().map(|t| us(t.0.saturating_sub(t.1))).collect());
 
     let mut data = Prototypes::new(10, 784, 1);
     let model = Mlp::new(&[784, 512, 512, 10], 3)?;
@@ -109,7 +106,7 @@ pub fn measure(reps: usize, mlp_steps: usize) -> Result<Figures> {
     let steady: Vec<f64> = steps.iter().skip(5).copied().collect();
     Ok(Figures {
         trace_ns_per_op: median(trace),
-        sync_overhead_us: sync_total_us - execute_us,
+        sync_overhead_us,
         sync_total_us,
         execute_us,
         mlp_first_step_ms: first,

@@ -41,8 +41,11 @@ impl<'a> Graph<'a> {
             root_outputs: Vec::with_capacity(roots.len()),
         };
         let mut h = FastHasher::default();
-        let mut scalar_slots: HashMap<(u64, crate::DType), usize, BuildHasherDefault<FastHasher>> =
-            HashMap::default();
+        let mut scalar_slots: HashMap<
+            (u64, crate::DType, u64),
+            usize,
+            BuildHasherDefault<FastHasher>,
+        > = HashMap::default();
         let mut stack: Vec<(&'a Node, usize)> = Vec::new();
         for root in roots {
             let root: &'a Node = root;
@@ -72,10 +75,13 @@ impl<'a> Graph<'a> {
                         g.data.len() - 1
                     }
                     Op::Scalar(value) => {
-                        // Equal scalars share one slot (as torch_xla shares one device-data
-                        // buffer per value): XLA then sees one input instead of thousands. Which
-                        // scalars share is part of the key, so the program always matches.
-                        let key = (value.to_bits(), node.shape.dtype);
+                        // Equal scalars recorded at the same line share one slot (a loop of
+                        // `x * 1.0001` is one input to XLA instead of thousands). Only the same
+                        // line: values from different lines that happen to be equal in one step
+                        // (Adam's 1 - beta1 and its first bias correction) would otherwise change
+                        // the sharing, and so the key, from step to step. The sharing is part of
+                        // the key, so a program always gets the inputs it was compiled for.
+                        let key = (value.to_bits(), node.shape.dtype, node.location.site_id());
                         let next = g.scalars.len();
                         let slot = *scalar_slots.entry(key).or_insert(next);
                         if slot == next {
