@@ -16,10 +16,7 @@ pub enum Error {
          or set XLAPROF_PJRT_PLUGIN to the path of a PJRT plugin (.so). Searched: {}",
         display_paths(searched)
     )]
-    PluginNotFound {
-        searched: Vec<PathBuf>,
-        install_hint: &'static str,
-    },
+    PluginNotFound { searched: Vec<PathBuf>, install_hint: &'static str },
 
     #[error("cannot load the PJRT plugin {path}: {reason}")]
     PluginLoad { path: PathBuf, reason: String },
@@ -44,29 +41,17 @@ pub enum Error {
 
     // ---- errors reported by PJRT / XLA ----
     #[error("{call} failed ({code}): {message}")]
-    Pjrt {
-        call: &'static str,
-        code: PjrtErrorCode,
-        message: String,
-    },
+    Pjrt { call: &'static str, code: PjrtErrorCode, message: String },
 
     // ---- misuse of the runtime, caught before it reaches the plugin ----
     #[error("the executable takes {expected} inputs, but {given} were given")]
     InputCount { expected: usize, given: usize },
 
     #[error("input {index} of the executable must be {expected}, but {given} was given")]
-    InputMismatch {
-        index: usize,
-        expected: String,
-        given: String,
-    },
+    InputMismatch { index: usize, expected: String, given: String },
 
     #[error("host data has {given} elements, but shape {dims:?} needs {expected}")]
-    HostDataSize {
-        dims: Vec<i64>,
-        expected: usize,
-        given: usize,
-    },
+    HostDataSize { dims: Vec<i64>, expected: usize, given: usize },
 
     #[error("the buffer holds {actual} elements, not {requested}")]
     DTypeMismatch { actual: DType, requested: DType },
@@ -79,17 +64,10 @@ pub enum Error {
 
     // ---- tensor programs: caught when the op is recorded, at the user's line ----
     #[error("{op}: {message} (at {location})")]
-    Shape {
-        op: &'static str,
-        message: String,
-        location: SourceLocation,
-    },
+    Shape { op: &'static str, message: String, location: SourceLocation },
 
     #[error("{message} (at {location})")]
-    Autograd {
-        message: String,
-        location: SourceLocation,
-    },
+    Autograd { message: String, location: SourceLocation },
 
     #[error("the plugin returned a value xlaprof does not understand: {0}")]
     Unsupported(String),

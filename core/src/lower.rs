@@ -25,17 +25,9 @@ pub(crate) fn stablehlo(graph: &Graph) -> String {
     if !graph.scalars.is_empty() {
         params.push(format!("%scalars: {scalars_ty}"));
     }
-    let results: Vec<String> = graph
-        .outputs
-        .iter()
-        .map(|&o| graph.order[o as usize].shape.mlir())
-        .collect();
-    let _ = writeln!(
-        out,
-        "func.func @main({}) -> ({}) {{",
-        params.join(", "),
-        results.join(", ")
-    );
+    let results: Vec<String> =
+        graph.outputs.iter().map(|&o| graph.order[o as usize].shape.mlir()).collect();
+    let _ = writeln!(out, "func.func @main({}) -> ({}) {{", params.join(", "), results.join(", "));
     let name = |i: usize| -> String {
         match graph.order[i].op {
             Op::Data(_) => format!("%p{}", graph.slot[i]),
@@ -48,22 +40,12 @@ pub(crate) fn stablehlo(graph: &Graph) -> String {
             .iter()
             .map(|n| name(n.visit_index.load(std::sync::atomic::Ordering::Relaxed) as usize))
             .collect();
-        let ctx = Ctx {
-            out: &mut out,
-            name: format!("%v{i}"),
-            node,
-            args,
-            scalars_ty: &scalars_ty,
-        };
+        let ctx =
+            Ctx { out: &mut out, name: format!("%v{i}"), node, args, scalars_ty: &scalars_ty };
         lower_node(ctx, graph.slot[i]);
     }
     let names: Vec<String> = graph.outputs.iter().map(|&o| name(o as usize)).collect();
-    let _ = writeln!(
-        out,
-        "  return {} : {}",
-        names.join(", "),
-        results.join(", ")
-    );
+    let _ = writeln!(out, "  return {} : {}", names.join(", "), results.join(", "));
     out.push_str("}\n");
     out
 }
@@ -90,11 +72,7 @@ impl Ctx<'_> {
     /// `%name = "stablehlo.op"(args) {attrs} : (in types) -> type`
     fn generic(&mut self, op: &str, attrs: &str) {
         let sig = self.signature();
-        let attrs = if attrs.is_empty() {
-            String::new()
-        } else {
-            format!(" {{{attrs}}}")
-        };
+        let attrs = if attrs.is_empty() { String::new() } else { format!(" {{{attrs}}}") };
         let _ = writeln!(
             self.out,
             "  {} = \"stablehlo.{op}\"({}){attrs} : {sig}",
@@ -418,12 +396,7 @@ fn lower_index_add(c: &mut Ctx, axis: usize) {
         c.args[1],
         indices.mlir()
     );
-    let sig = format!(
-        "({}, {idx_ty}, {}) -> {}",
-        operand.mlir(),
-        updates.mlir(),
-        c.ty()
-    );
+    let sig = format!("({}, {idx_ty}, {}) -> {}", operand.mlir(), updates.mlir(), c.ty());
     let _ = writeln!(
         c.out,
         "  {name} = \"stablehlo.scatter\"({}, {name}_i, {}) ({{\n  ^bb0(%a: {scalar}, %b: {scalar}):\n    %s = stablehlo.add %a, %b : {scalar}\n    stablehlo.return %s : {scalar}\n  }}) {{scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = {}, inserted_window_dims = [{axis}], scatter_dims_to_operand_dims = [{axis}], index_vector_dim = 1>, indices_are_sorted = false, unique_indices = false}} : {sig}",
@@ -455,10 +428,7 @@ fn lower_random(c: &mut Ctx, normal: bool) {
     let u32ty = format!("tensor<{draws}xui32>");
     let f32ty = format!("tensor<{draws}xf32>");
     let _ = writeln!(c.out, "  {name}_c9 = stablehlo.constant dense<9> : {u32ty}");
-    let _ = writeln!(
-        c.out,
-        "  {name}_one = stablehlo.constant dense<1065353216> : {u32ty}"
-    );
+    let _ = writeln!(c.out, "  {name}_one = stablehlo.constant dense<1065353216> : {u32ty}");
     let _ = writeln!(c.out, "  {name}_m = \"stablehlo.shift_right_logical\"({name}_bits, {name}_c9) : ({u32ty}, {u32ty}) -> {u32ty}");
     let _ = writeln!(
         c.out,
@@ -468,10 +438,7 @@ fn lower_random(c: &mut Ctx, normal: bool) {
         c.out,
         "  {name}_f = \"stablehlo.bitcast_convert\"({name}_o) : ({u32ty}) -> {f32ty}"
     );
-    let _ = writeln!(
-        c.out,
-        "  {name}_1f = stablehlo.constant dense<1.0> : {f32ty}"
-    );
+    let _ = writeln!(c.out, "  {name}_1f = stablehlo.constant dense<1.0> : {f32ty}");
     let _ = writeln!(
         c.out,
         "  {name}_u = \"stablehlo.subtract\"({name}_f, {name}_1f) : ({f32ty}, {f32ty}) -> {f32ty}"
@@ -484,34 +451,22 @@ fn lower_random(c: &mut Ctx, normal: bool) {
         let _ = writeln!(c.out, "  {name}_u2 = \"stablehlo.slice\"({name}_u) {{start_indices = array<i64: {n}>, limit_indices = array<i64: {draws}>, strides = array<i64: 1>}} : ({f32ty}) -> {h}");
         let _ = writeln!(c.out, "  {name}_k1 = stablehlo.constant dense<1.0> : {h}");
         let _ = writeln!(c.out, "  {name}_km2 = stablehlo.constant dense<-2.0> : {h}");
-        let _ = writeln!(
-            c.out,
-            "  {name}_k2pi = stablehlo.constant dense<6.28318530717958> : {h}"
-        );
+        let _ = writeln!(c.out, "  {name}_k2pi = stablehlo.constant dense<6.28318530717958> : {h}");
         let _ = writeln!(
             c.out,
             "  {name}_a = \"stablehlo.subtract\"({name}_k1, {name}_u1) : ({h}, {h}) -> {h}"
         );
-        let _ = writeln!(
-            c.out,
-            "  {name}_l = \"stablehlo.log\"({name}_a) : ({h}) -> {h}"
-        );
+        let _ = writeln!(c.out, "  {name}_l = \"stablehlo.log\"({name}_a) : ({h}) -> {h}");
         let _ = writeln!(
             c.out,
             "  {name}_l2 = \"stablehlo.multiply\"({name}_l, {name}_km2) : ({h}, {h}) -> {h}"
         );
-        let _ = writeln!(
-            c.out,
-            "  {name}_r = \"stablehlo.sqrt\"({name}_l2) : ({h}) -> {h}"
-        );
+        let _ = writeln!(c.out, "  {name}_r = \"stablehlo.sqrt\"({name}_l2) : ({h}) -> {h}");
         let _ = writeln!(
             c.out,
             "  {name}_t = \"stablehlo.multiply\"({name}_u2, {name}_k2pi) : ({h}, {h}) -> {h}"
         );
-        let _ = writeln!(
-            c.out,
-            "  {name}_cs = \"stablehlo.cosine\"({name}_t) : ({h}) -> {h}"
-        );
+        let _ = writeln!(c.out, "  {name}_cs = \"stablehlo.cosine\"({name}_t) : ({h}) -> {h}");
         let _ = writeln!(
             c.out,
             "  {name}_z = \"stablehlo.multiply\"({name}_r, {name}_cs) : ({h}, {h}) -> {h}"
@@ -522,10 +477,8 @@ fn lower_random(c: &mut Ctx, normal: bool) {
     };
     let target = Shape::new(DType::F32, shape.dims.clone()).mlir();
     if shape.dtype == DType::F32 {
-        let _ = writeln!(
-            c.out,
-            "  {name} = \"stablehlo.reshape\"({flat}) : ({flat_ty}) -> {target}"
-        );
+        let _ =
+            writeln!(c.out, "  {name} = \"stablehlo.reshape\"({flat}) : ({flat_ty}) -> {target}");
     } else {
         let _ = writeln!(
             c.out,
@@ -545,18 +498,9 @@ mod tests {
 
     #[test]
     fn literals_spell_infinities_per_width() {
-        assert_eq!(
-            literal(DType::F32, f64::NEG_INFINITY),
-            "dense<0xFF800000> : tensor<f32>"
-        );
-        assert_eq!(
-            literal(DType::BF16, f64::INFINITY),
-            "dense<0x7F80> : tensor<bf16>"
-        );
-        assert_eq!(
-            literal(DType::S32, f64::NEG_INFINITY),
-            "dense<-2147483648> : tensor<i32>"
-        );
+        assert_eq!(literal(DType::F32, f64::NEG_INFINITY), "dense<0xFF800000> : tensor<f32>");
+        assert_eq!(literal(DType::BF16, f64::INFINITY), "dense<0x7F80> : tensor<bf16>");
+        assert_eq!(literal(DType::S32, f64::NEG_INFINITY), "dense<-2147483648> : tensor<i32>");
         assert_eq!(literal(DType::Pred, 0.0), "dense<false> : tensor<i1>");
         assert_eq!(literal(DType::F32, 0.5), "dense<5.0e-1> : tensor<f32>");
         assert_eq!(literal(DType::F64, 1.25), "dense<1.25e0> : tensor<f64>");

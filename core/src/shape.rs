@@ -13,10 +13,7 @@ pub struct Shape {
 
 impl Shape {
     pub fn new(dtype: DType, dims: impl Into<Vec<i64>>) -> Shape {
-        Shape {
-            dtype,
-            dims: dims.into(),
-        }
+        Shape { dtype, dims: dims.into() }
     }
 
     pub fn rank(&self) -> usize {
@@ -28,17 +25,11 @@ impl Shape {
     }
 
     pub fn with_dtype(&self, dtype: DType) -> Shape {
-        Shape {
-            dtype,
-            dims: self.dims.clone(),
-        }
+        Shape { dtype, dims: self.dims.clone() }
     }
 
     pub fn with_dims(&self, dims: Vec<i64>) -> Shape {
-        Shape {
-            dtype: self.dtype,
-            dims,
-        }
+        Shape { dtype: self.dtype, dims }
     }
 
     /// `tensor<2x3xf32>`
@@ -71,16 +62,8 @@ pub fn broadcast_dims(a: &[i64], b: &[i64]) -> Option<Vec<i64>> {
     let rank = a.len().max(b.len());
     let mut out = vec![0; rank];
     for i in 0..rank {
-        let da = if i + a.len() >= rank {
-            a[i + a.len() - rank]
-        } else {
-            1
-        };
-        let db = if i + b.len() >= rank {
-            b[i + b.len() - rank]
-        } else {
-            1
-        };
+        let da = if i + a.len() >= rank { a[i + a.len() - rank] } else { 1 };
+        let db = if i + b.len() >= rank { b[i + b.len() - rank] } else { 1 };
         out[i] = match (da, db) {
             (x, y) if x == y => x,
             (1, y) => y,

@@ -74,11 +74,8 @@ fn pending_remove(id: u64) {
 /// Every live tensor whose value is still pending IR, oldest first.
 pub(crate) fn live_pending() -> Vec<Tensor> {
     let guard = pending();
-    let mut live: Vec<Tensor> = guard
-        .iter()
-        .flat_map(|m| m.values())
-        .filter_map(|w| w.upgrade().map(Tensor))
-        .collect();
+    let mut live: Vec<Tensor> =
+        guard.iter().flat_map(|m| m.values()).filter_map(|w| w.upgrade().map(Tensor)).collect();
     drop(guard);
     live.sort_by_key(|t| t.0.id);
     live
@@ -173,11 +170,7 @@ impl Tensor {
 
     /// The tensor's current IR node.
     pub fn node(&self) -> NodeRef {
-        self.0
-            .node
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.0.node.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// True once the value is device data (no pending computation).
@@ -250,10 +243,7 @@ impl Tensor {
         if self.element_count() != 1 {
             return Err(crate::Error::Shape {
                 op: "item",
-                message: format!(
-                    "item() needs a tensor with one element, not {}",
-                    self.shape()
-                ),
+                message: format!("item() needs a tensor with one element, not {}", self.shape()),
                 location,
             });
         }

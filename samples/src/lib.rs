@@ -14,15 +14,8 @@ pub struct Prototypes {
 
 impl Prototypes {
     pub fn new(classes: usize, features: usize, seed: u64) -> Prototypes {
-        let mut p = Prototypes {
-            features,
-            prototypes: Vec::new(),
-            classes,
-            state: seed | 1,
-        };
-        p.prototypes = (0..classes * features)
-            .map(|_| p.next() * 2.0 - 1.0)
-            .collect();
+        let mut p = Prototypes { features, prototypes: Vec::new(), classes, state: seed | 1 };
+        p.prototypes = (0..classes * features).map(|_| p.next() * 2.0 - 1.0).collect();
         p
     }
 
@@ -96,10 +89,6 @@ impl Module for Mlp {
 pub fn accuracy(logits: &Tensor, labels: &Tensor) -> Result<f64> {
     let predicted = logits.argmax(-1, false)?.to_vec::<i64>()?;
     let labels = labels.to_vec::<i64>()?;
-    let right = predicted
-        .iter()
-        .zip(&labels)
-        .filter(|(p, l)| p == l)
-        .count();
+    let right = predicted.iter().zip(&labels).filter(|(p, l)| p == l).count();
     Ok(right as f64 / labels.len().max(1) as f64)
 }

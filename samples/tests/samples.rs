@@ -3,10 +3,16 @@
 use std::process::Command;
 
 fn run(bin: &str, args: &[&str]) -> String {
-    let out = Command::new(bin)
-        .args(args)
-        .output()
-        .expect("the sample starts");
+    run_with(bin, args, &[])
+}
+
+fn run_with(bin: &str, args: &[&str], env: &[(&str, &std::path::Path)]) -> String {
+    let mut cmd = Command::new(bin);
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("the sample starts");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
@@ -25,16 +31,43 @@ fn mlp_train_learns_and_compiles_one_training_graph() {
         .and_then(|l| l.split('%').next())
         .and_then(|v| v.parse().ok())
         .expect("accuracy line");
-    assert!(
-        acc > 50.0,
-        "accuracy {acc}% should clearly beat chance:\n{out}"
-    );
+    assert!(acc > 50.0, "accuracy {acc}% should clearly beat chance:\n{out}");
     assert!(out.contains("training graphs compiled: 1"), "{out}");
     // The last step line: 25 steps, 1 compile, 24 hits.
-    let last = out
-        .lines()
-        .find(|l| l.trim_start().starts_with("25 "))
-        .expect("step 25");
+    let last = out.lines().find(|l| l.trim_start().starts_with("25 ")).expect("step 25");
     let cols: Vec<&str> = last.split_whitespace().collect();
     assert_eq!(&cols[2..], &["1", "24"], "{last}");
+}
+
+#[test]
+fn a_second_process_loads_compiled_graphs_from_the_persistent_cache() {
+    let dir = std::env::temp_dir().join(format!("xlaprof-cache-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let env = [("XLAPROF_CACHE_DIR", dir.as_path())];
+    let bin = env!("CARGO_BIN_EXE_mlp_train");
+
+    let first = run_with(bin, &["3"], &env);
+    assert!(first.contains("persistent compile cache: 0 loaded, 2 compiled"), "{first}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700, "the cache directory is private");
+
+    let second = run_with(bin, &["3"], &env);
+    assert!(second.contains("persistent compile cache: 2 loaded, 0 compiled"), "{second}");
+    assert!(second.contains("training graphs compiled: 1"), "{second}");
+
+    // Corrupt every entry: each is detected, removed and compiled again, and the run succeeds.
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let n = bytes.len();
+        bytes[n / 2] ^= 0xFF;
+        bytes.truncate(n - 7);
+        std::fs::write(&path, bytes).unwrap();
+    }
+    let third = run_with(bin, &["3"], &env);
+    assert!(third.contains("persistent compile cache: 0 loaded, 2 compiled"), "{third}");
+    let fourth = run_with(bin, &["3"], &env);
+    assert!(fourth.contains("persistent compile cache: 2 loaded, 0 compiled"), "{fourth}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -89,9 +89,8 @@ pub fn measure(reps: usize, mlp_steps: usize) -> Result<Figures> {
     let mut data = Prototypes::new(10, 784, 1);
     let model = Mlp::new(&[784, 512, 512, 10], 3)?;
     let mut opt = Sgd::new(model.parameters(), 0.01);
-    let batches: Vec<(Tensor, Tensor)> = (0..=mlp_steps)
-        .map(|_| data.batch(64, 1.0))
-        .collect::<Result<_>>()?;
+    let batches: Vec<(Tensor, Tensor)> =
+        (0..=mlp_steps).map(|_| data.batch(64, 1.0)).collect::<Result<_>>()?;
     let mut steps = Vec::new();
     for (x, y) in &batches {
         let t = Instant::now();
@@ -110,11 +109,7 @@ pub fn measure(reps: usize, mlp_steps: usize) -> Result<Figures> {
         sync_total_us,
         execute_us,
         mlp_first_step_ms: first,
-        mlp_step_ms: median(if steady.is_empty() {
-            steps.clone()
-        } else {
-            steady
-        }),
+        mlp_step_ms: median(if steady.is_empty() { steps.clone() } else { steady }),
     })
 }
 
@@ -132,26 +127,11 @@ pub fn run(json: bool, reps: usize, mlp_steps: usize) -> Result<()> {
             "  tracing, 1,000-step chain on f32[64,64]   {:>9.1} ns per op",
             f.trace_ns_per_op
         );
-        println!(
-            "  cache-hit sync of that graph, total        {:>9.1} µs",
-            f.sync_total_us
-        );
-        println!(
-            "    of which PJRT execute                    {:>9.1} µs",
-            f.execute_us
-        );
-        println!(
-            "    engine overhead                          {:>9.1} µs",
-            f.sync_overhead_us
-        );
-        println!(
-            "  MLP 784-512-512-10 SGD, first step         {:>9.1} ms",
-            f.mlp_first_step_ms
-        );
-        println!(
-            "  MLP steady step (median after step 5)      {:>9.3} ms",
-            f.mlp_step_ms
-        );
+        println!("  cache-hit sync of that graph, total        {:>9.1} µs", f.sync_total_us);
+        println!("    of which PJRT execute                    {:>9.1} µs", f.execute_us);
+        println!("    engine overhead                          {:>9.1} µs", f.sync_overhead_us);
+        println!("  MLP 784-512-512-10 SGD, first step         {:>9.1} ms", f.mlp_first_step_ms);
+        println!("  MLP steady step (median after step 5)      {:>9.3} ms", f.mlp_step_ms);
         println!("  warm start from the persistent cache       not implemented yet");
     }
     Ok(())

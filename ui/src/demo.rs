@@ -60,9 +60,8 @@ fn reference(x: &[f32], w1: &[f32], b1: &[f32], w2: &[f32]) -> Vec<f32> {
                 (dot + b1[j]).max(0.0)
             })
             .collect();
-        let logits: Vec<f32> = (0..OUT)
-            .map(|o| (0..HIDDEN).map(|j| hidden[j] * w2[j * OUT + o]).sum())
-            .collect();
+        let logits: Vec<f32> =
+            (0..OUT).map(|o| (0..HIDDEN).map(|j| hidden[j] * w2[j * OUT + o]).sum()).collect();
         let max = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
         let exps: Vec<f32> = logits.iter().map(|l| (l - max).exp()).collect();
         let sum: f32 = exps.iter().sum();
@@ -95,24 +94,15 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
         client.platform_name(),
         client.platform_version(),
         client.devices().len(),
-        client
-            .devices()
-            .iter()
-            .map(|d| d.kind.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
+        client.devices().iter().map(|d| d.kind.as_str()).collect::<Vec<_>>().join(", ")
     );
 
     let t = Instant::now();
     let exe = client.compile(PROGRAM, &CompileOptions::default())?;
     let compile = t.elapsed();
 
-    let (x, w1, b1, w2) = (
-        values(BATCH * IN, 1),
-        values(IN * HIDDEN, 2),
-        values(HIDDEN, 3),
-        values(HIDDEN * OUT, 4),
-    );
+    let (x, w1, b1, w2) =
+        (values(BATCH * IN, 1), values(IN * HIDDEN, 2), values(HIDDEN, 3), values(HIDDEN * OUT, 4));
     let t = Instant::now();
     let inputs = [
         client.buffer_from_host(&x, &[BATCH as i64, IN as i64], 0)?,
@@ -146,11 +136,7 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
         println!("  [{}]", cells.join(", "));
     }
     let want = reference(&x, &w1, &b1, &w2);
-    let max_err = probs
-        .iter()
-        .zip(&want)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0f32, f32::max);
+    let max_err = probs.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
     println!("max |XLA - plain Rust reference| = {max_err:.2e}");
 
     let cost = exe.cost_analysis().ok().and_then(|c| c.flops());
@@ -162,11 +148,7 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!("  host -> device       {}  (4 inputs)", ms(upload));
     println!("  first execute        {}", ms(first));
     if let Some(median) = runs.get(runs.len() / 2) {
-        println!(
-            "  cached execute       {}  (median of {})",
-            ms(*median),
-            runs.len()
-        );
+        println!("  cached execute       {}  (median of {})", ms(*median), runs.len());
     }
     println!("  device -> host       {}", ms(download));
     if let Some(flops) = cost {

@@ -8,11 +8,7 @@ mod bench;
 mod demo;
 
 #[derive(Parser)]
-#[command(
-    name = "xlaprof",
-    version,
-    about = "See why lazy-tensor / XLA programs are slow"
-)]
+#[command(name = "xlaprof", version, about = "See why lazy-tensor / XLA programs are slow")]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -66,11 +66,7 @@ impl Tensor {
 
     /// The accumulated gradient of a leaf, if any.
     pub fn grad(&self) -> Option<Tensor> {
-        self.0
-            .grad
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.0.grad.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     pub fn zero_grad(&self) {

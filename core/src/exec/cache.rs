@@ -29,12 +29,7 @@ pub(crate) struct GraphCache {
 
 impl GraphCache {
     pub fn new(capacity: usize) -> GraphCache {
-        GraphCache {
-            entries: HashMap::new(),
-            capacity: capacity.max(1),
-            clock: 0,
-            evictions: 0,
-        }
+        GraphCache { entries: HashMap::new(), capacity: capacity.max(1), clock: 0, evictions: 0 }
     }
 
     pub fn get(&mut self, key: u64) -> Option<CachedGraph> {

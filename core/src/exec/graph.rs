@@ -130,12 +130,7 @@ impl<'a> Graph<'a> {
             let args: Vec<String> = node
                 .inputs
                 .iter()
-                .map(|n| {
-                    format!(
-                        "%{}",
-                        n.visit_index.load(std::sync::atomic::Ordering::Relaxed)
-                    )
-                })
+                .map(|n| format!("%{}", n.visit_index.load(std::sync::atomic::Ordering::Relaxed)))
                 .collect();
             nodes_text.push(format!(
                 "%{i} = {:?}({}) : {} @ {}",
@@ -160,11 +155,7 @@ impl<'a> Graph<'a> {
             ops: ops.into_iter().collect(),
             kinds: kinds.into_iter().collect(),
             inputs,
-            outputs: self
-                .outputs
-                .iter()
-                .map(|&o| self.order[o as usize].shape.clone())
-                .collect(),
+            outputs: self.outputs.iter().map(|&o| self.order[o as usize].shape.clone()).collect(),
             nodes_text,
         }
     }

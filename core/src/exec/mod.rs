@@ -3,6 +3,7 @@
 //! becomes device data. One event at every step.
 
 mod cache;
+mod disk_cache;
 mod graph;
 pub(crate) use graph::Graph;
 
@@ -25,6 +26,7 @@ pub struct Engine {
     pub client: Client,
     pub device: usize,
     cache: Mutex<GraphCache>,
+    disk: Option<disk_cache::DiskCache>,
     /// Syncs are serialized: they mark nodes with the sync's epoch while walking the graph.
     sync_lock: Mutex<()>,
     epoch: AtomicU64,
@@ -46,12 +48,16 @@ pub fn engine() -> Result<&'static Engine> {
         crate::runtime::Plugin::from_env()?,
         &crate::runtime::ClientOptions::default().cpu_device_count(1),
     )?;
-    let capacity = std::env::var("XLAPROF_CACHE_CAPACITY")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1024);
+    let capacity =
+        std::env::var("XLAPROF_CACHE_CAPACITY").ok().and_then(|v| v.parse().ok()).unwrap_or(1024);
+    let disk = std::env::var_os("XLAPROF_CACHE_DIR").and_then(|dir| {
+        disk_cache::open(std::path::Path::new(&dir), &client, 0)
+            .map_err(|why| eprintln!("xlaprof: persistent compile cache off: {why}"))
+            .ok()
+    });
     let engine = Engine {
         client,
+        disk,
         device: 0,
         cache: Mutex::new(GraphCache::new(capacity)),
         sync_lock: Mutex::new(()),
@@ -73,10 +79,7 @@ impl Engine {
 
     /// Sets how many compiled graphs the in-memory cache keeps (least recently used go first).
     pub fn set_cache_capacity(&self, capacity: usize) {
-        self.cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .set_capacity(capacity);
+        self.cache.lock().unwrap_or_else(|p| p.into_inner()).set_capacity(capacity);
     }
 }
 
@@ -114,12 +117,7 @@ pub(crate) fn sync_tensors(
     let sync_start = events::now_ns();
     bump(&counter::syncs, 1);
     if listening {
-        events::emit(Event::SyncBegin {
-            sync_id,
-            cause,
-            location,
-            tensors: tensors.len(),
-        });
+        events::emit(Event::SyncBegin { sync_id, cause, location, tensors: tensors.len() });
     }
 
     // 1-2: post-order walk and structural key.
@@ -128,12 +126,8 @@ pub(crate) fn sync_tensors(
     let t = events::now_ns();
     let graph = Graph::build(&roots, epoch);
 
-    // 3: cache lookup.
-    let cached = engine
-        .cache
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(graph.key);
+    // 3: cache lookup (memory, then disk), 4-5: lower and compile on a miss.
+    let cached = engine.cache.lock().unwrap_or_else(|p| p.into_inner()).get(graph.key);
     let summary = match (&cached, listening) {
         (Some(c), true) => Some(c.summary.clone()),
         (None, _) => Some(Arc::new(graph.summary())),
@@ -147,27 +141,25 @@ pub(crate) fn sync_tensors(
             summary: summary.clone(),
             duration_ns,
         });
-        events::emit(Event::CacheLookup {
-            sync_id,
-            hash: graph.key,
-            hit: cached.is_some(),
-            persistent_hit: false,
-        });
     }
     let compiled = match cached {
         Some(c) => {
             bump(&counter::cache_hits, 1);
+            if listening {
+                events::emit(Event::CacheLookup {
+                    sync_id,
+                    hash: graph.key,
+                    hit: true,
+                    persistent_hit: false,
+                });
+            }
             c
         }
         None => {
             bump(&counter::cache_misses, 1);
             let summary = summary.unwrap_or_default();
             let c = compile(engine, &graph, summary, sync_id, listening)?;
-            engine
-                .cache
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(graph.key, c.clone());
+            engine.cache.lock().unwrap_or_else(|p| p.into_inner()).insert(graph.key, c.clone());
             c
         }
     };
@@ -204,11 +196,7 @@ pub(crate) fn sync_tensors(
     bump(&counter::executions, 1);
     if listening {
         let duration_ns = events::now_ns() - t;
-        events::emit(Event::Executed {
-            sync_id,
-            hash: graph.key,
-            duration_ns,
-        });
+        events::emit(Event::Executed { sync_id, hash: graph.key, duration_ns });
     }
 
     // 7: every synced tensor becomes device data.
@@ -224,10 +212,7 @@ pub(crate) fn sync_tensors(
         tensor.set_node(data);
     }
     if listening {
-        events::emit(Event::SyncEnd {
-            sync_id,
-            duration_ns: events::now_ns() - sync_start,
-        });
+        events::emit(Event::SyncEnd { sync_id, duration_ns: events::now_ns() - sync_start });
     }
     Ok(())
 }
@@ -250,42 +235,53 @@ fn compile(
             duration_ns,
         });
     }
-    let t = events::now_ns();
-    let options = CompileOptions {
-        device: engine.device,
-        ..Default::default()
-    };
-    let executable = engine
-        .client
-        .compile(&text, &options)
-        .map_err(|e| with_program_line(e, &text))?;
-    bump(&counter::compiles, 1);
+    let persisted = engine.disk.as_ref().and_then(|disk| {
+        let found = disk.load(&engine.client, graph.key);
+        bump(
+            if found.is_some() {
+                &counter::persistent_cache_hits
+            } else {
+                &counter::persistent_cache_misses
+            },
+            1,
+        );
+        found
+    });
     if listening {
-        let duration_ns = events::now_ns() - t;
-        events::emit(Event::Compiled {
-            sync_id,
-            hash: graph.key,
-            duration_ns,
-            memory: executable.memory_stats().ok(),
-            cost: executable.cost_analysis().ok(),
-        });
+        let persistent_hit = persisted.is_some();
+        events::emit(Event::CacheLookup { sync_id, hash: graph.key, hit: false, persistent_hit });
     }
-    Ok(CachedGraph {
-        executable: Arc::new(executable),
-        summary,
-        stablehlo: text,
-    })
+    let executable = match persisted {
+        Some(exe) => exe,
+        None => {
+            let t = events::now_ns();
+            let options = CompileOptions { device: engine.device, ..Default::default() };
+            let executable =
+                engine.client.compile(&text, &options).map_err(|e| with_program_line(e, &text))?;
+            bump(&counter::compiles, 1);
+            if listening {
+                let duration_ns = events::now_ns() - t;
+                events::emit(Event::Compiled {
+                    sync_id,
+                    hash: graph.key,
+                    duration_ns,
+                    memory: executable.memory_stats().ok(),
+                    cost: executable.cost_analysis().ok(),
+                });
+            }
+            if let Some(disk) = &engine.disk {
+                disk.store(graph.key, &executable);
+            }
+            executable
+        }
+    };
+    Ok(CachedGraph { executable: Arc::new(executable), summary, stablehlo: text })
 }
 
 /// XLA reports parse errors as `-:LINE:COL: ...`; a program we generated that XLA rejects is our
 /// bug, so the error carries the offending line of the program.
 fn with_program_line(error: crate::Error, program: &str) -> crate::Error {
-    let crate::Error::Pjrt {
-        call,
-        code,
-        message,
-    } = error
-    else {
+    let crate::Error::Pjrt { call, code, message } = error else {
         return error;
     };
     let line = message
@@ -299,10 +295,6 @@ fn with_program_line(error: crate::Error, program: &str) -> crate::Error {
             code,
             message: format!("{message}in generated StableHLO: {}", line.trim()),
         },
-        None => crate::Error::Pjrt {
-            call,
-            code,
-            message,
-        },
+        None => crate::Error::Pjrt { call, code, message },
     }
 }

@@ -78,13 +78,7 @@ impl Drop for Node {
 
 impl std::fmt::Debug for Node {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{:?} -> {} ({} inputs)",
-            self.op,
-            self.shape,
-            self.inputs.len()
-        )
+        write!(f, "{:?} -> {} ({} inputs)", self.op, self.shape, self.inputs.len())
     }
 }
 

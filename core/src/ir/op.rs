@@ -201,18 +201,9 @@ impl Op {
             Op::Compare(_) => "compare",
             Op::Select => "select",
             Op::Convert => "convert",
-            Op::Reduce {
-                kind: ReduceKind::Sum,
-                ..
-            } => "reduce_sum",
-            Op::Reduce {
-                kind: ReduceKind::Max,
-                ..
-            } => "reduce_max",
-            Op::Reduce {
-                kind: ReduceKind::Min,
-                ..
-            } => "reduce_min",
+            Op::Reduce { kind: ReduceKind::Sum, .. } => "reduce_sum",
+            Op::Reduce { kind: ReduceKind::Max, .. } => "reduce_max",
+            Op::Reduce { kind: ReduceKind::Min, .. } => "reduce_min",
             Op::Reshape => "reshape",
             Op::Transpose { .. } => "transpose",
             Op::Broadcast { .. } => "broadcast_in_dim",
@@ -266,37 +257,19 @@ impl Op {
             Op::Reduce { kind, axes } => (kind, axes).hash(h),
             Op::Transpose { perm } => perm.hash(h),
             Op::Broadcast { dims } => dims.hash(h),
-            Op::Slice {
-                start,
-                limit,
-                stride,
-            } => (start, limit, stride).hash(h),
+            Op::Slice { start, limit, stride } => (start, limit, stride).hash(h),
             Op::Concat { axis } | Op::IndexSelect { axis } | Op::IndexAdd { axis } => axis.hash(h),
-            Op::Pad {
-                low,
-                high,
-                interior,
-            } => (low, high, interior).hash(h),
+            Op::Pad { low, high, interior } => (low, high, interior).hash(h),
             Op::Reverse { axes } => axes.hash(h),
-            Op::DotGeneral {
-                lhs_batch,
-                rhs_batch,
-                lhs_contract,
-                rhs_contract,
-            } => (lhs_batch, rhs_batch, lhs_contract, rhs_contract).hash(h),
-            Op::Conv {
-                stride,
-                padding,
-                lhs_dilation,
-                rhs_dilation,
-                groups,
-            } => (stride, padding, lhs_dilation, rhs_dilation, groups).hash(h),
-            Op::ReduceWindow {
-                kind,
-                window,
-                strides,
-                padding,
-            } => (kind, window, strides, padding).hash(h),
+            Op::DotGeneral { lhs_batch, rhs_batch, lhs_contract, rhs_contract } => {
+                (lhs_batch, rhs_batch, lhs_contract, rhs_contract).hash(h)
+            }
+            Op::Conv { stride, padding, lhs_dilation, rhs_dilation, groups } => {
+                (stride, padding, lhs_dilation, rhs_dilation, groups).hash(h)
+            }
+            Op::ReduceWindow { kind, window, strides, padding } => {
+                (kind, window, strides, padding).hash(h)
+            }
         }
     }
 }

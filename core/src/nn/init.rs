@@ -16,9 +16,7 @@ impl Rng {
 
     /// `n` values uniform in `[-bound, bound)`.
     pub fn uniform(&mut self, n: usize, bound: f32) -> Vec<f32> {
-        (0..n)
-            .map(|_| (self.next_unit() * 2.0 - 1.0) * bound)
-            .collect()
+        (0..n).map(|_| (self.next_unit() * 2.0 - 1.0) * bound).collect()
     }
 
     /// `n` standard normal values.

@@ -36,13 +36,10 @@ impl Linear {
     pub fn new(inputs: usize, outputs: usize, bias: bool, seed: u64) -> Result<Linear> {
         let bound = 1.0 / (inputs as f32).sqrt();
         let mut rng = init::Rng::new(seed);
-        let weight = parameter(
-            rng.uniform(inputs * outputs, bound),
-            &[outputs as i64, inputs as i64],
-        )?;
-        let bias = bias
-            .then(|| parameter(rng.uniform(outputs, bound), &[outputs as i64]))
-            .transpose()?;
+        let weight =
+            parameter(rng.uniform(inputs * outputs, bound), &[outputs as i64, inputs as i64])?;
+        let bias =
+            bias.then(|| parameter(rng.uniform(outputs, bound), &[outputs as i64])).transpose()?;
         Ok(Linear { weight, bias })
     }
 
@@ -61,9 +58,7 @@ impl Linear {
 
 impl Module for Linear {
     fn parameters(&self) -> Vec<Tensor> {
-        std::iter::once(self.weight.clone())
-            .chain(self.bias.clone())
-            .collect()
+        std::iter::once(self.weight.clone()).chain(self.bias.clone()).collect()
     }
 }
 
@@ -91,12 +86,7 @@ impl Conv2d {
         let dims = [outputs as i64, inputs as i64, kernel as i64, kernel as i64];
         let weight = parameter(rng.uniform(outputs * fan_in, bound), &dims)?;
         let bias = Some(parameter(rng.uniform(outputs, bound), &[outputs as i64])?);
-        Ok(Conv2d {
-            weight,
-            bias,
-            stride,
-            padding,
-        })
+        Ok(Conv2d { weight, bias, stride, padding })
     }
 
     #[track_caller]
@@ -104,13 +94,7 @@ impl Conv2d {
         let location = SourceLocation::caller();
         scoped(&location, || {
             let s = self.stride;
-            let y = x.conv2d(
-                &self.weight,
-                [s, s],
-                [self.padding, self.padding],
-                [1, 1],
-                1,
-            )?;
+            let y = x.conv2d(&self.weight, [s, s], [self.padding, self.padding], [1, 1], 1)?;
             match &self.bias {
                 Some(b) => y.add(&b.reshape(&[1, -1, 1, 1])?),
                 None => Ok(y),
@@ -121,9 +105,7 @@ impl Conv2d {
 
 impl Module for Conv2d {
     fn parameters(&self) -> Vec<Tensor> {
-        std::iter::once(self.weight.clone())
-            .chain(self.bias.clone())
-            .collect()
+        std::iter::once(self.weight.clone()).chain(self.bias.clone()).collect()
     }
 }
 
@@ -171,9 +153,7 @@ impl Embedding {
     #[track_caller]
     pub fn new(count: usize, dim: usize, seed: u64) -> Result<Embedding> {
         let mut rng = init::Rng::new(seed);
-        Ok(Embedding {
-            weight: parameter(rng.normal(count * dim), &[count as i64, dim as i64])?,
-        })
+        Ok(Embedding { weight: parameter(rng.normal(count * dim), &[count as i64, dim as i64])? })
     }
 
     #[track_caller]

@@ -31,22 +31,13 @@ pub struct Sgd {
 impl Sgd {
     pub fn new(params: Vec<Tensor>, lr: f64) -> Sgd {
         let velocity = vec![None; params.len()];
-        Sgd {
-            params,
-            lr,
-            momentum: 0.0,
-            weight_decay: 0.0,
-            velocity,
-        }
+        Sgd { params, lr, momentum: 0.0, weight_decay: 0.0, velocity }
     }
 
     pub fn with_momentum(mut self, momentum: f64) -> Result<Sgd> {
         self.momentum = momentum;
-        self.velocity = self
-            .params
-            .iter()
-            .map(|p| data_zeros_like(p).map(Some))
-            .collect::<Result<_>>()?;
+        self.velocity =
+            self.params.iter().map(|p| data_zeros_like(p).map(Some)).collect::<Result<_>>()?;
         Ok(self)
     }
 

@@ -21,13 +21,7 @@ fn full_at(dims: &[i64], value: f64, dtype: DType, location: SourceLocation) -> 
             return s;
         }
         let shape = Shape::new(dtype, dims.to_vec());
-        Tensor::op(
-            Op::Broadcast { dims: vec![] },
-            shape,
-            &[&s],
-            location.clone(),
-            None,
-        )
+        Tensor::op(Op::Broadcast { dims: vec![] }, shape, &[&s], location.clone(), None)
     })
 }
 

@@ -21,11 +21,7 @@ pub(crate) fn align(
         shape_error(
             op,
             location,
-            format!(
-                "shapes {} and {} cannot be broadcast together",
-                a.shape(),
-                b.shape()
-            ),
+            format!("shapes {} and {} cannot be broadcast together", a.shape(), b.shape()),
         )
     })?;
     let dtype = promote(a.dtype(), b.dtype());
@@ -78,10 +74,7 @@ fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, location: SourceLocation) -> Res
 
 fn unary(op: UnaryOp, x: &Tensor, location: SourceLocation) -> Result<Tensor> {
     let name = Op::Unary(op).name();
-    let needs_float = !matches!(
-        op,
-        UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Not | UnaryOp::Sign
-    );
+    let needs_float = !matches!(op, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Not | UnaryOp::Sign);
     if needs_float && !x.dtype().is_float() {
         return Err(shape_error(
             name,
@@ -121,25 +114,13 @@ fn unary(op: UnaryOp, x: &Tensor, location: SourceLocation) -> Result<Tensor> {
         };
         Ok(vec![Some(dx)])
     });
-    Ok(Tensor::op(
-        Op::Unary(op),
-        x.shape().clone(),
-        &[x],
-        location,
-        grad,
-    ))
+    Ok(Tensor::op(Op::Unary(op), x.shape().clone(), &[x], location, grad))
 }
 
 fn compare(op: CompareOp, a: &Tensor, b: &Tensor, location: SourceLocation) -> Result<Tensor> {
     let (a, b) = align("compare", a, b, &location)?;
     let shape = a.shape().with_dtype(DType::Pred);
-    Ok(Tensor::op(
-        Op::Compare(op),
-        shape,
-        &[&a, &b],
-        location,
-        None,
-    ))
+    Ok(Tensor::op(Op::Compare(op), shape, &[&a, &b], location, None))
 }
 
 macro_rules! binary_methods {
@@ -243,11 +224,7 @@ impl Tensor {
                 shape_error(
                     "where",
                     &location,
-                    format!(
-                        "condition {} does not broadcast with {}",
-                        cond.shape(),
-                        a.shape()
-                    ),
+                    format!("condition {} does not broadcast with {}", cond.shape(), a.shape()),
                 )
             })?;
             let (c, a, b) = (
@@ -264,13 +241,7 @@ impl Tensor {
                     Some(Tensor::where_(&cc, &zero, g)?),
                 ])
             });
-            Ok(Tensor::op(
-                Op::Select,
-                a.shape().clone(),
-                &[&c, &a, &b],
-                location.clone(),
-                grad,
-            ))
+            Ok(Tensor::op(Op::Select, a.shape().clone(), &[&c, &a, &b], location.clone(), grad))
         })
     }
 
@@ -288,13 +259,7 @@ impl Tensor {
         let grad = grad_fn("convert", &[self], move |g| {
             Ok(vec![from.is_float().then(|| g.cast(from)).transpose()?])
         });
-        Ok(Tensor::op(
-            Op::Convert,
-            self.shape().with_dtype(dtype),
-            &[self],
-            location.clone(),
-            grad,
-        ))
+        Ok(Tensor::op(Op::Convert, self.shape().with_dtype(dtype), &[self], location.clone(), grad))
     }
 
     #[track_caller]

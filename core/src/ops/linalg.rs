@@ -35,14 +35,8 @@ impl Tensor {
             && lhs_contract.len() == rhs_contract.len()
             && lhs_batch.iter().chain(lhs_contract).all(|&d| d < a.rank())
             && rhs_batch.iter().chain(rhs_contract).all(|&d| d < b.rank())
-            && lhs_batch
-                .iter()
-                .zip(rhs_batch)
-                .all(|(&x, &y)| a.dims()[x] == b.dims()[y])
-            && lhs_contract
-                .iter()
-                .zip(rhs_contract)
-                .all(|(&x, &y)| a.dims()[x] == b.dims()[y])
+            && lhs_batch.iter().zip(rhs_batch).all(|(&x, &y)| a.dims()[x] == b.dims()[y])
+            && lhs_contract.iter().zip(rhs_contract).all(|(&x, &y)| a.dims()[x] == b.dims()[y])
             && a.dtype() == b.dtype();
         if !valid {
             return Err(shape_error(
@@ -70,13 +64,7 @@ impl Tensor {
             lhs_contract: lhs_contract.to_vec(),
             rhs_contract: rhs_contract.to_vec(),
         };
-        Ok(Tensor::op(
-            op,
-            a.shape().with_dims(dims),
-            &[a, b],
-            location,
-            None,
-        ))
+        Ok(Tensor::op(op, a.shape().with_dims(dims), &[a, b], location, None))
     }
 }
 
@@ -85,24 +73,12 @@ fn matmul(a: &Tensor, b: &Tensor, location: &SourceLocation) -> Result<Tensor> {
         return Err(shape_error(
             "matmul",
             location,
-            format!(
-                "cannot multiply {} by {}: scalars are not matrices",
-                a.shape(),
-                b.shape()
-            ),
+            format!("cannot multiply {} by {}: scalars are not matrices", a.shape(), b.shape()),
         ));
     }
     // Vectors become matrices, and the extra dim is dropped again at the end.
-    let a2 = if a.rank() == 1 {
-        a.unsqueeze(0)?
-    } else {
-        a.clone()
-    };
-    let b2 = if b.rank() == 1 {
-        b.unsqueeze(-1)?
-    } else {
-        b.clone()
-    };
+    let a2 = if a.rank() == 1 { a.unsqueeze(0)? } else { a.clone() };
+    let b2 = if b.rank() == 1 { b.unsqueeze(-1)? } else { b.clone() };
     let (m, k) = (a2.dims()[a2.rank() - 2], a2.dims()[a2.rank() - 1]);
     let (k2, n) = (b2.dims()[b2.rank() - 2], b2.dims()[b2.rank() - 1]);
     let batch_a = &a2.dims()[..a2.rank() - 2];
@@ -150,16 +126,7 @@ fn batched_matmul(a: &Tensor, b: &Tensor, location: &SourceLocation) -> Result<T
         let loc = SourceLocation::caller();
         let at = ac.transpose(-1, -2)?;
         let bt = bc.transpose(-1, -2)?;
-        Ok(vec![
-            Some(batched_matmul(g, &bt, &loc)?),
-            Some(batched_matmul(&at, g, &loc)?),
-        ])
+        Ok(vec![Some(batched_matmul(g, &bt, &loc)?), Some(batched_matmul(&at, g, &loc)?)])
     });
-    Ok(Tensor::op(
-        op,
-        a.shape().with_dims(dims),
-        &[a, b],
-        location.clone(),
-        grad,
-    ))
+    Ok(Tensor::op(op, a.shape().with_dims(dims), &[a, b], location.clone(), grad))
 }

@@ -15,9 +15,5 @@ use crate::error::Error;
 use crate::location::SourceLocation;
 
 pub(crate) fn shape_error(op: &'static str, location: &SourceLocation, message: String) -> Error {
-    Error::Shape {
-        op,
-        message,
-        location: location.clone(),
-    }
+    Error::Shape { op, message, location: location.clone() }
 }

@@ -48,9 +48,7 @@ impl Tensor {
         }
         let map: Vec<usize> = (0..rank).map(|i| dims.len() - rank + i).collect();
         let from = self.dims().to_vec();
-        let grad = grad_fn("broadcast", &[self], move |g| {
-            Ok(vec![Some(g.sum_to(&from)?)])
-        });
+        let grad = grad_fn("broadcast", &[self], move |g| Ok(vec![Some(g.sum_to(&from)?)]));
         Ok(Tensor::op(
             Op::Broadcast { dims: map },
             self.shape().with_dims(dims.to_vec()),
@@ -90,27 +88,15 @@ impl Tensor {
             return Err(shape_error(
                 "reshape",
                 &location,
-                format!(
-                    "cannot reshape {} ({n} elements) to {:?}",
-                    self.shape(),
-                    dims
-                ),
+                format!("cannot reshape {} ({n} elements) to {:?}", self.shape(), dims),
             ));
         }
         if out == self.dims() {
             return Ok(self.clone());
         }
         let from = self.dims().to_vec();
-        let grad = grad_fn("reshape", &[self], move |g| {
-            Ok(vec![Some(g.reshape(&from)?)])
-        });
-        Ok(Tensor::op(
-            Op::Reshape,
-            self.shape().with_dims(out),
-            &[self],
-            location,
-            grad,
-        ))
+        let grad = grad_fn("reshape", &[self], move |g| Ok(vec![Some(g.reshape(&from)?)]));
+        Ok(Tensor::op(Op::Reshape, self.shape().with_dims(out), &[self], location, grad))
     }
 
     /// Flattens to one dimension.
@@ -141,13 +127,9 @@ impl Tensor {
         for (i, &p) in perm.iter().enumerate() {
             inverse[p] = i;
         }
-        let grad = grad_fn("transpose", &[self], move |g| {
-            Ok(vec![Some(g.permute(&inverse)?)])
-        });
+        let grad = grad_fn("transpose", &[self], move |g| Ok(vec![Some(g.permute(&inverse)?)]));
         Ok(Tensor::op(
-            Op::Transpose {
-                perm: perm.to_vec(),
-            },
+            Op::Transpose { perm: perm.to_vec() },
             self.shape().with_dims(dims),
             &[self],
             location,
@@ -235,18 +217,8 @@ impl Tensor {
             interior[a] = step - 1;
             Ok(vec![Some(g.pad_general(&low, &high, &interior, 0.0)?)])
         });
-        let op = Op::Slice {
-            start: start_v,
-            limit: limit_v,
-            stride: stride_v,
-        };
-        Ok(Tensor::op(
-            op,
-            self.shape().with_dims(dims),
-            &[self],
-            location,
-            grad,
-        ))
+        let op = Op::Slice { start: start_v, limit: limit_v, stride: stride_v };
+        Ok(Tensor::op(op, self.shape().with_dims(dims), &[self], location, grad))
     }
 
     /// Joins tensors along `axis`.
@@ -254,11 +226,7 @@ impl Tensor {
     pub fn concat(tensors: &[&Tensor], axis_: i64) -> Result<Tensor> {
         let location = SourceLocation::caller();
         let Some(first) = tensors.first() else {
-            return Err(shape_error(
-                "concat",
-                &location,
-                "needs at least one tensor".into(),
-            ));
+            return Err(shape_error("concat", &location, "needs at least one tensor".into()));
         };
         let a = axis("concat", axis_, first.rank(), &location)?;
         for t in tensors {
@@ -273,11 +241,7 @@ impl Tensor {
                 return Err(shape_error(
                     "concat",
                     &location,
-                    format!(
-                        "{} and {} differ outside axis {a}",
-                        first.shape(),
-                        t.shape()
-                    ),
+                    format!("{} and {} differ outside axis {a}", first.shape(), t.shape()),
                 ));
             }
         }
@@ -309,10 +273,8 @@ impl Tensor {
     pub fn stack(tensors: &[&Tensor], axis_: i64) -> Result<Tensor> {
         let location = SourceLocation::caller();
         scoped(&location, || {
-            let expanded: Vec<Tensor> = tensors
-                .iter()
-                .map(|t| t.unsqueeze(axis_))
-                .collect::<Result<_>>()?;
+            let expanded: Vec<Tensor> =
+                tensors.iter().map(|t| t.unsqueeze(axis_)).collect::<Result<_>>()?;
             let refs: Vec<&Tensor> = expanded.iter().collect();
             Tensor::concat(&refs, axis_)
         })
@@ -331,9 +293,7 @@ impl Tensor {
         }
         let low: Vec<i64> = pads.iter().map(|p| p.0).collect();
         let high: Vec<i64> = pads.iter().map(|p| p.1).collect();
-        scoped(&location, || {
-            self.pad_general(&low, &high, &vec![0; pads.len()], value)
-        })
+        scoped(&location, || self.pad_general(&low, &high, &vec![0; pads.len()], value))
     }
 
     pub(crate) fn pad_general(
@@ -368,37 +328,19 @@ impl Tensor {
             }
             Ok(vec![Some(x), None])
         });
-        let op = Op::Pad {
-            low: low.to_vec(),
-            high: high.to_vec(),
-            interior: interior.to_vec(),
-        };
-        Ok(Tensor::op(
-            op,
-            self.shape().with_dims(dims),
-            &[self, &v],
-            location,
-            grad,
-        ))
+        let op = Op::Pad { low: low.to_vec(), high: high.to_vec(), interior: interior.to_vec() };
+        Ok(Tensor::op(op, self.shape().with_dims(dims), &[self, &v], location, grad))
     }
 
     /// Reverses the order of elements along `axes`.
     #[track_caller]
     pub fn flip(&self, axes: &[i64]) -> Result<Tensor> {
         let location = SourceLocation::caller();
-        let axes: Vec<usize> = axes
-            .iter()
-            .map(|&a| axis("flip", a, self.rank(), &location))
-            .collect::<Result<_>>()?;
+        let axes: Vec<usize> =
+            axes.iter().map(|&a| axis("flip", a, self.rank(), &location)).collect::<Result<_>>()?;
         let back: Vec<i64> = axes.iter().map(|&a| a as i64).collect();
         let grad = grad_fn("reverse", &[self], move |g| Ok(vec![Some(g.flip(&back)?)]));
-        Ok(Tensor::op(
-            Op::Reverse { axes },
-            self.shape().clone(),
-            &[self],
-            location,
-            grad,
-        ))
+        Ok(Tensor::op(Op::Reverse { axes }, self.shape().clone(), &[self], location, grad))
     }
 
     /// Picks slices along `axis` by 1-D integer `indices` (`torch.index_select`).
@@ -456,11 +398,7 @@ impl Tensor {
         }
         let idx = indices.clone();
         let grad = grad_fn("index_add", &[self, indices, source], move |g| {
-            Ok(vec![
-                Some(g.clone()),
-                None,
-                Some(g.index_select(a as i64, &idx)?),
-            ])
+            Ok(vec![Some(g.clone()), None, Some(g.index_select(a as i64, &idx)?)])
         });
         Ok(Tensor::op(
             Op::IndexAdd { axis: a },
@@ -475,10 +413,7 @@ impl Tensor {
     #[track_caller]
     pub fn one_hot(&self, classes: i64, dtype: DType) -> Result<Tensor> {
         let location = SourceLocation::caller();
-        if !matches!(
-            self.dtype(),
-            DType::S32 | DType::S64 | DType::U8 | DType::S8
-        ) {
+        if !matches!(self.dtype(), DType::S32 | DType::S64 | DType::U8 | DType::S8) {
             return Err(shape_error(
                 "one_hot",
                 &location,
@@ -489,9 +424,7 @@ impl Tensor {
             let mut dims = self.dims().to_vec();
             dims.push(classes);
             let iota = Tensor::op(
-                Op::Iota {
-                    axis: dims.len() - 1,
-                },
+                Op::Iota { axis: dims.len() - 1 },
                 Shape::new(self.dtype(), dims.clone()),
                 &[],
                 location.clone(),

@@ -44,10 +44,7 @@ impl Tensor {
         scoped(&location, || {
             let logp = self.log_softmax(-1)?;
             let target = labels.one_hot(self.dims()[1], self.dtype())?;
-            logp.mul(&target)?
-                .sum(&[-1], false)?
-                .mean(&[], false)?
-                .neg()
+            logp.mul(&target)?.sum(&[-1], false)?.mean(&[], false)?.neg()
         })
     }
 
@@ -110,11 +107,7 @@ impl Tensor {
     pub fn dropout(&self, p: f64, seed: i64, training: bool) -> Result<Tensor> {
         let location = SourceLocation::caller();
         if !(0.0..1.0).contains(&p) {
-            return Err(shape_error(
-                "dropout",
-                &location,
-                format!("p must be in [0, 1), not {p}"),
-            ));
+            return Err(shape_error("dropout", &location, format!("p must be in [0, 1), not {p}")));
         }
         if !training || p == 0.0 {
             return Ok(self.clone());
@@ -167,11 +160,7 @@ impl Tensor {
             return Err(shape_error(
                 "conv2d",
                 &location,
-                format!(
-                    "kernel {} is larger than padded input {}",
-                    k.shape(),
-                    x.shape()
-                ),
+                format!("kernel {} is larger than padded input {}", k.shape(), x.shape()),
             ));
         }
         let dims = vec![x.dims()[0], k.dims()[0], out_hw[0], out_hw[1]];
@@ -182,13 +171,7 @@ impl Tensor {
             rhs_dilation: dilation.to_vec(),
             groups,
         };
-        Ok(Tensor::op(
-            op,
-            x.shape().with_dims(dims),
-            &[x, k],
-            location,
-            None,
-        ))
+        Ok(Tensor::op(op, x.shape().with_dims(dims), &[x, k], location, None))
     }
 
     /// Max pooling over `[N, C, H, W]`.
@@ -199,14 +182,7 @@ impl Tensor {
         stride: [i64; 2],
         padding: [i64; 2],
     ) -> Result<Tensor> {
-        pool(
-            self,
-            ReduceKind::Max,
-            kernel,
-            stride,
-            padding,
-            SourceLocation::caller(),
-        )
+        pool(self, ReduceKind::Max, kernel, stride, padding, SourceLocation::caller())
     }
 
     /// Average pooling over `[N, C, H, W]` (padding counts as zeros, like PyTorch's default).
@@ -218,17 +194,8 @@ impl Tensor {
         padding: [i64; 2],
     ) -> Result<Tensor> {
         let location = SourceLocation::caller();
-        let summed = pool(
-            self,
-            ReduceKind::Sum,
-            kernel,
-            stride,
-            padding,
-            location.clone(),
-        )?;
-        scoped(&location, || {
-            summed.div_scalar((kernel[0] * kernel[1]) as f64)
-        })
+        let summed = pool(self, ReduceKind::Sum, kernel, stride, padding, location.clone())?;
+        scoped(&location, || summed.div_scalar((kernel[0] * kernel[1]) as f64))
     }
 }
 
@@ -244,15 +211,11 @@ fn pool(
         return Err(shape_error(
             "pool2d",
             &location,
-            format!(
-                "needs an [N, C, H, W] input and positive sizes, got {}",
-                x.shape()
-            ),
+            format!("needs an [N, C, H, W] input and positive sizes, got {}", x.shape()),
         ));
     }
-    let out: Vec<i64> = (0..2)
-        .map(|i| (x.dims()[2 + i] + 2 * padding[i] - kernel[i]) / stride[i] + 1)
-        .collect();
+    let out: Vec<i64> =
+        (0..2).map(|i| (x.dims()[2 + i] + 2 * padding[i] - kernel[i]) / stride[i] + 1).collect();
     if out.iter().any(|&d| d <= 0) {
         return Err(shape_error(
             "pool2d",
@@ -270,18 +233,7 @@ fn pool(
         kind,
         window: vec![1, 1, kernel[0], kernel[1]],
         strides: vec![1, 1, stride[0], stride[1]],
-        padding: vec![
-            (0, 0),
-            (0, 0),
-            (padding[0], padding[0]),
-            (padding[1], padding[1]),
-        ],
+        padding: vec![(0, 0), (0, 0), (padding[0], padding[0]), (padding[1], padding[1])],
     };
-    Ok(Tensor::op(
-        op,
-        x.shape().with_dims(dims),
-        &[x, &init],
-        location,
-        None,
-    ))
+    Ok(Tensor::op(op, x.shape().with_dims(dims), &[x, &init], location, None))
 }

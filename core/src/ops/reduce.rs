@@ -22,11 +22,7 @@ fn axes_of(
     let mut out = Vec::new();
     for &a in axes {
         let n = normalize_axis(a, t.rank()).ok_or_else(|| {
-            shape_error(
-                op,
-                location,
-                format!("axis {a} is out of range for {}", t.shape()),
-            )
+            shape_error(op, location, format!("axis {a} is out of range for {}", t.shape()))
         })?;
         if !out.contains(&n) {
             out.push(n);
@@ -37,11 +33,7 @@ fn axes_of(
 }
 
 fn kept_dims(t: &Tensor, axes: &[usize]) -> Vec<i64> {
-    t.dims()
-        .iter()
-        .enumerate()
-        .map(|(i, &d)| if axes.contains(&i) { 1 } else { d })
-        .collect()
+    t.dims().iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect()
 }
 
 fn reduce(
@@ -53,13 +45,8 @@ fn reduce(
 ) -> Result<Tensor> {
     let name = Op::Reduce { kind, axes: vec![] }.name();
     let axes = axes_of(name, x, axes, &location)?;
-    let dims: Vec<i64> = x
-        .dims()
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !axes.contains(i))
-        .map(|(_, &d)| d)
-        .collect();
+    let dims: Vec<i64> =
+        x.dims().iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect();
     let kept = kept_dims(x, &axes);
     let (xc, kept_c) = (x.clone(), kept.clone());
     let axes_i: Vec<i64> = axes.iter().map(|&a| a as i64).collect();
@@ -100,37 +87,19 @@ impl Tensor {
     /// Sum over `axes` (all when empty).
     #[track_caller]
     pub fn sum(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
-        reduce(
-            ReduceKind::Sum,
-            self,
-            axes,
-            keepdim,
-            SourceLocation::caller(),
-        )
+        reduce(ReduceKind::Sum, self, axes, keepdim, SourceLocation::caller())
     }
 
     /// Maximum over `axes` (all when empty).
     #[track_caller]
     pub fn amax(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
-        reduce(
-            ReduceKind::Max,
-            self,
-            axes,
-            keepdim,
-            SourceLocation::caller(),
-        )
+        reduce(ReduceKind::Max, self, axes, keepdim, SourceLocation::caller())
     }
 
     /// Minimum over `axes` (all when empty).
     #[track_caller]
     pub fn amin(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
-        reduce(
-            ReduceKind::Min,
-            self,
-            axes,
-            keepdim,
-            SourceLocation::caller(),
-        )
+        reduce(ReduceKind::Min, self, axes, keepdim, SourceLocation::caller())
     }
 
     /// Mean over `axes` (all when empty).
@@ -150,10 +119,7 @@ impl Tensor {
         let n: i64 = ax.iter().map(|&a| self.dims()[a]).product();
         scoped(&location, || {
             let centered = self.sub(&self.mean(axes, true)?)?;
-            centered
-                .mul(&centered)?
-                .sum(axes, keepdim)?
-                .div_scalar((n - correction).max(1) as f64)
+            centered.mul(&centered)?.sum(axes, keepdim)?.div_scalar((n - correction).max(1) as f64)
         })
     }
 
@@ -203,11 +169,7 @@ fn arg_extreme(
     let a = axes_of("argmax", x, &[axis], &location)?[0];
     scoped(&location, || {
         let x = x.detach();
-        let ext = if max {
-            x.amax(&[a as i64], true)?
-        } else {
-            x.amin(&[a as i64], true)?
-        };
+        let ext = if max { x.amax(&[a as i64], true)? } else { x.amin(&[a as i64], true)? };
         let hit = x.eq(&ext)?;
         let idx = Tensor::op(
             Op::Iota { axis: a },

@@ -65,11 +65,7 @@ impl Client {
         let given = bytes.len() / dtype.size_bytes();
         if dims.iter().any(|&d| d < 0) || given != expected || bytes.len() % dtype.size_bytes() != 0
         {
-            return Err(Error::HostDataSize {
-                dims: dims.to_vec(),
-                expected,
-                given,
-            });
+            return Err(Error::HostDataSize { dims: dims.to_vec(), expected, given });
         }
         let device = self.device(device)?;
         let plugin = self.handle.plugin;
@@ -83,12 +79,8 @@ impl Client {
             device: device.raw,
         });
         call!(plugin, PJRT_Client_BufferFromHostBuffer, &mut a)?;
-        let buffer = Buffer {
-            client: self.handle.clone(),
-            raw: a.buffer,
-            dtype,
-            dims: dims.to_vec(),
-        };
+        let buffer =
+            Buffer { client: self.handle.clone(), raw: a.buffer, dtype, dims: dims.to_vec() };
         // `bytes` is only borrowed: wait until the plugin no longer reads it.
         plugin.await_event(a.done_with_host_buffer)?;
         Ok(buffer)
@@ -103,12 +95,7 @@ impl Buffer {
     ) -> Result<Buffer> {
         let plugin = client.plugin;
         // Own it first so it is released even if a query below fails.
-        let mut buffer = Buffer {
-            client,
-            raw,
-            dtype: DType::Pred,
-            dims: Vec::new(),
-        };
+        let mut buffer = Buffer { client, raw, dtype: DType::Pred, dims: Vec::new() };
         let mut t = args!(PJRT_Buffer_ElementType_Args { buffer: raw });
         call!(plugin, PJRT_Buffer_ElementType, &mut t)?;
         buffer.dtype = dtype_from_pjrt(t.type_)
@@ -129,12 +116,7 @@ impl Buffer {
         dtype: DType,
         dims: Vec<i64>,
     ) -> Buffer {
-        Buffer {
-            client,
-            raw,
-            dtype,
-            dims,
-        }
+        Buffer { client, raw, dtype, dims }
     }
 
     /// The raw buffer, for benchmarks that compare against direct C calls.
@@ -168,10 +150,7 @@ impl Buffer {
     /// Copies the buffer to host as a `Vec<T>`; `T` must match the buffer's dtype.
     pub fn to_vec<T: NativeType>(&self) -> Result<Vec<T>> {
         if T::DTYPE != self.dtype {
-            return Err(Error::DTypeMismatch {
-                actual: self.dtype,
-                requested: T::DTYPE,
-            });
+            return Err(Error::DTypeMismatch { actual: self.dtype, requested: T::DTYPE });
         }
         let mut out: Vec<T> = Vec::with_capacity(self.element_count());
         // SAFETY: the spare capacity is exactly `size_bytes()` long; `copy_into` fills all of it

@@ -98,10 +98,7 @@ impl Client {
             num_options: named.len(),
         });
         call!(plugin, PJRT_Client_Create, &mut a)?;
-        let handle = Arc::new(ClientHandle {
-            plugin,
-            raw: a.client,
-        });
+        let handle = Arc::new(ClientHandle { plugin, raw: a.client });
 
         let mut n = args!(PJRT_Client_PlatformName_Args { client: handle.raw });
         call!(plugin, PJRT_Client_PlatformName, &mut n)?;
@@ -111,12 +108,7 @@ impl Client {
         let platform_version = Plugin::string(v.platform_version, v.platform_version_size);
 
         let devices = addressable_devices(&handle)?;
-        Ok(Client {
-            handle,
-            devices: Arc::new(devices),
-            platform_name,
-            platform_version,
-        })
+        Ok(Client { handle, devices: Arc::new(devices), platform_name, platform_version })
     }
 
     pub fn plugin(&self) -> &'static Plugin {
@@ -138,10 +130,7 @@ impl Client {
     }
 
     pub(crate) fn device(&self, index: usize) -> Result<&Device> {
-        self.devices.get(index).ok_or(Error::NoSuchDevice {
-            index,
-            count: self.devices.len(),
-        })
+        self.devices.get(index).ok_or(Error::NoSuchDevice { index, count: self.devices.len() })
     }
 }
 
@@ -170,17 +159,12 @@ fn addressable_devices(handle: &ClientHandle) -> Result<Vec<Device>> {
             let mut d = args!(PJRT_Device_GetDescription_Args { device: device });
             call!(plugin, PJRT_Device_GetDescription, &mut d)?;
             let desc = d.device_description;
-            let mut id = args!(PJRT_DeviceDescription_Id_Args {
-                device_description: desc
-            });
+            let mut id = args!(PJRT_DeviceDescription_Id_Args { device_description: desc });
             call!(plugin, PJRT_DeviceDescription_Id, &mut id)?;
-            let mut kind = args!(PJRT_DeviceDescription_Kind_Args {
-                device_description: desc
-            });
+            let mut kind = args!(PJRT_DeviceDescription_Kind_Args { device_description: desc });
             call!(plugin, PJRT_DeviceDescription_Kind, &mut kind)?;
-            let mut text = args!(PJRT_DeviceDescription_DebugString_Args {
-                device_description: desc
-            });
+            let mut text =
+                args!(PJRT_DeviceDescription_DebugString_Args { device_description: desc });
             call!(plugin, PJRT_DeviceDescription_DebugString, &mut text)?;
             Ok(Device {
                 raw: device,

@@ -70,13 +70,9 @@ unsafe impl Sync for Executable {}
 impl Drop for Executable {
     fn drop(&mut self) {
         let plugin = self.client.plugin;
-        let mut e = args!(PJRT_Executable_Destroy_Args {
-            executable: self.executable
-        });
+        let mut e = args!(PJRT_Executable_Destroy_Args { executable: self.executable });
         let _ = call!(plugin, PJRT_Executable_Destroy, &mut e);
-        let mut l = args!(PJRT_LoadedExecutable_Destroy_Args {
-            executable: self.loaded
-        });
+        let mut l = args!(PJRT_LoadedExecutable_Destroy_Args { executable: self.loaded });
         let _ = call!(plugin, PJRT_LoadedExecutable_Destroy, &mut l);
     }
 }
@@ -119,10 +115,7 @@ impl Client {
         ));
         let mut options = options.clone();
         options.debug_options.extend([
-            (
-                "xla_dump_to".to_string(),
-                Override::Str(dir.to_string_lossy().into_owned()),
-            ),
+            ("xla_dump_to".to_string(), Override::Str(dir.to_string_lossy().into_owned())),
             ("xla_dump_hlo_as_text".to_string(), Override::Bool(true)),
         ]);
         let compiled = self.compile(mlir, &options);
@@ -143,11 +136,7 @@ impl Client {
             serialized_executable: bytes.as_ptr() as *const _,
             serialized_executable_size: bytes.len(),
         });
-        call!(
-            self.handle.plugin,
-            PJRT_Executable_DeserializeAndLoad,
-            &mut a
-        )?;
+        call!(self.handle.plugin, PJRT_Executable_DeserializeAndLoad, &mut a)?;
         Executable::wrap(self.handle.clone(), a.loaded_executable, signature)
     }
 }
@@ -159,29 +148,16 @@ impl Executable {
         signature: Option<Signature>,
     ) -> Result<Executable> {
         let plugin = client.plugin;
-        let mut g = args!(PJRT_LoadedExecutable_GetExecutable_Args {
-            loaded_executable: loaded
-        });
+        let mut g = args!(PJRT_LoadedExecutable_GetExecutable_Args { loaded_executable: loaded });
         let got = call!(plugin, PJRT_LoadedExecutable_GetExecutable, &mut g);
-        let mut exe = Executable {
-            client,
-            loaded,
-            executable: g.executable,
-            num_outputs: 0,
-            signature,
-        };
+        let mut exe =
+            Executable { client, loaded, executable: g.executable, num_outputs: 0, signature };
         got?;
-        let mut n = args!(PJRT_Executable_NumOutputs_Args {
-            executable: exe.executable
-        });
+        let mut n = args!(PJRT_Executable_NumOutputs_Args { executable: exe.executable });
         call!(plugin, PJRT_Executable_NumOutputs, &mut n)?;
         exe.num_outputs = n.num_outputs;
         // A signature that disagrees with XLA's output count is not trusted for typing outputs.
-        if exe
-            .signature
-            .as_ref()
-            .is_some_and(|s| s.outputs.len() != exe.num_outputs)
-        {
+        if exe.signature.as_ref().is_some_and(|s| s.outputs.len() != exe.num_outputs) {
             exe.signature = None;
         }
         Ok(exe)
@@ -260,10 +236,7 @@ impl Executable {
             return Ok(());
         };
         if inputs.len() != sig.inputs.len() {
-            return Err(Error::InputCount {
-                expected: sig.inputs.len(),
-                given: inputs.len(),
-            });
+            return Err(Error::InputCount { expected: sig.inputs.len(), given: inputs.len() });
         }
         for (index, (buffer, ty)) in inputs.iter().zip(&sig.inputs).enumerate() {
             if buffer.dtype() != ty.dtype || buffer.dims() != ty.dims.as_slice() {
@@ -279,14 +252,9 @@ impl Executable {
 
     /// XLA's memory plan for this executable, when the plugin reports one.
     pub fn memory_stats(&self) -> Result<MemoryStats> {
-        let mut a = args!(PJRT_Executable_GetCompiledMemoryStats_Args {
-            executable: self.executable
-        });
-        call!(
-            self.plugin(),
-            PJRT_Executable_GetCompiledMemoryStats,
-            &mut a
-        )?;
+        let mut a =
+            args!(PJRT_Executable_GetCompiledMemoryStats_Args { executable: self.executable });
+        call!(self.plugin(), PJRT_Executable_GetCompiledMemoryStats, &mut a)?;
         Ok(MemoryStats {
             generated_code_bytes: a.generated_code_size_in_bytes,
             argument_bytes: a.argument_size_in_bytes,
@@ -299,9 +267,7 @@ impl Executable {
 
     /// XLA's cost analysis (flops, bytes accessed, ...), when the plugin provides it.
     pub fn cost_analysis(&self) -> Result<CostAnalysis> {
-        let mut a = args!(PJRT_Executable_GetCostAnalysis_Args {
-            executable: self.executable
-        });
+        let mut a = args!(PJRT_Executable_GetCostAnalysis_Args { executable: self.executable });
         call!(self.plugin(), PJRT_Executable_GetCostAnalysis, &mut a)?;
         let props: &[ffi::PJRT_NamedValue] = if a.properties.is_null() {
             &[]
@@ -328,9 +294,7 @@ impl Executable {
 
     /// XLA's serialized form of this executable, for a persistent compile cache.
     pub fn serialize(&self) -> Result<Vec<u8>> {
-        let mut a = args!(PJRT_Executable_Serialize_Args {
-            executable: self.executable
-        });
+        let mut a = args!(PJRT_Executable_Serialize_Args { executable: self.executable });
         call!(self.plugin(), PJRT_Executable_Serialize, &mut a)?;
         let bytes = if a.serialized_bytes.is_null() {
             Vec::new()
@@ -372,15 +336,11 @@ impl Executable {
 
 /// The module XLA dumped after its optimization passes (`*after_optimizations.txt`).
 fn read_optimized_hlo(dir: &Path) -> Option<String> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .collect();
+    let mut files: Vec<_> =
+        std::fs::read_dir(dir).ok()?.filter_map(|e| e.ok()).map(|e| e.path()).collect();
     files.sort();
     let path = files.into_iter().find(|p| {
-        p.file_name()
-            .is_some_and(|n| n.to_string_lossy().ends_with("after_optimizations.txt"))
+        p.file_name().is_some_and(|n| n.to_string_lossy().ends_with("after_optimizations.txt"))
     })?;
     std::fs::read_to_string(path).ok()
 }

@@ -1,10 +1,5 @@
 //! Raw bindings to the PJRT C API, generated at build time from the plugin's own `pjrt_c_api.h`.
-#![allow(
-    non_camel_case_types,
-    non_snake_case,
-    non_upper_case_globals,
-    dead_code
-)]
+#![allow(non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code)]
 #![allow(clippy::all, clippy::undocumented_unsafe_blocks)]
 
 include!(concat!(env!("OUT_DIR"), "/pjrt_bindings.rs"));

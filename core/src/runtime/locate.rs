@@ -100,9 +100,5 @@ fn python_site_packages() -> Vec<PathBuf> {
     if !out.status.success() {
         return Vec::new();
     }
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(PathBuf::from)
-        .filter(|p| p.is_dir())
-        .collect()
+    String::from_utf8_lossy(&out.stdout).lines().map(PathBuf::from).filter(|p| p.is_dir()).collect()
 }

@@ -34,10 +34,9 @@ impl Plugin {
 
     /// Loads the PJRT plugin at `path` (once per process; later calls return the same plugin).
     pub fn load(path: &Path) -> Result<&'static Plugin> {
-        let canonical = path.canonicalize().map_err(|e| Error::PluginLoad {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
+        let canonical = path
+            .canonicalize()
+            .map_err(|e| Error::PluginLoad { path: path.to_path_buf(), reason: e.to_string() })?;
         let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = loaded.iter().find(|p| p.path == canonical) {
             return Ok(p);
@@ -101,11 +100,7 @@ impl Plugin {
             // SAFETY: the error is destroyed exactly once, here, after its last use.
             unsafe { f(&mut a) };
         }
-        Err(Error::Pjrt {
-            call,
-            code,
-            message,
-        })
+        Err(Error::Pjrt { call, code, message })
     }
 
     /// Waits for a PJRT event, returns its status and destroys it. A null event is already done.
@@ -151,27 +146,19 @@ pub fn default_plugin_path() -> Result<PathBuf> {
     }
     locate::find_cpu_plugin(&roots)
         .map(|dir| dir.library())
-        .map_err(|searched| Error::PluginNotFound {
-            searched,
-            install_hint: locate::INSTALL_HINT,
-        })
+        .map_err(|searched| Error::PluginNotFound { searched, install_hint: locate::INSTALL_HINT })
 }
 
 fn open(path: &Path) -> Result<Plugin> {
-    let load_error = |reason: String| Error::PluginLoad {
-        path: path.to_path_buf(),
-        reason,
-    };
+    let load_error = |reason: String| Error::PluginLoad { path: path.to_path_buf(), reason };
     // SAFETY: loading a shared library runs its initializers; a PJRT plugin's are benign, and the
     // library is never unloaded (it is leaked below), so no symbol outlives it.
     let library =
         unsafe { libloading::Library::new(path) }.map_err(|e| load_error(e.to_string()))?;
     type GetApi = unsafe extern "C" fn() -> *const ffi::PJRT_Api;
     // SAFETY: `GetPjrtApi` has this signature in every PJRT plugin.
-    let get_api =
-        unsafe { library.get::<GetApi>(b"GetPjrtApi\0") }.map_err(|_| Error::NotAPjrtPlugin {
-            path: path.to_path_buf(),
-        })?;
+    let get_api = unsafe { library.get::<GetApi>(b"GetPjrtApi\0") }
+        .map_err(|_| Error::NotAPjrtPlugin { path: path.to_path_buf() })?;
     // SAFETY: calling the plugin's entry point; it returns a pointer to a static table or null.
     let api = unsafe { get_api() };
     // SAFETY: a non-null table is static in the plugin, which stays loaded for the process.
@@ -192,9 +179,5 @@ fn open(path: &Path) -> Result<Plugin> {
             built_minor: built.1,
         });
     }
-    Ok(Plugin {
-        api,
-        path: path.to_path_buf(),
-        api_version,
-    })
+    Ok(Plugin { api, path: path.to_path_buf(), api_version })
 }

@@ -70,9 +70,7 @@ pub(crate) fn compile_options(device_id: i64, overrides: &[(String, Override)]) 
             Override::Int(i) => Message::default().int(3, *i),
         };
         // map<string, OptionOverrideProto> entries are messages {key = 1, value = 2}.
-        let entry = Message::default()
-            .bytes(1, name.as_bytes())
-            .message(2, value);
+        let entry = Message::default().bytes(1, name.as_bytes()).message(2, value);
         options = options.message(7, entry);
     }
     options.finish()
@@ -92,10 +90,7 @@ mod tests {
 
     #[test]
     fn varints_and_negative_ints_follow_the_wire_format() {
-        assert_eq!(
-            Message::default().int(1, 150).finish(),
-            vec![0x08, 0x96, 0x01]
-        );
+        assert_eq!(Message::default().int(1, 150).finish(), vec![0x08, 0x96, 0x01]);
         // int64 -1 is ten bytes on the wire.
         let neg = Message::default().int(1, -1).finish();
         assert_eq!(neg.len(), 11);

@@ -67,10 +67,7 @@ fn parse_tensor_type(text: &str) -> Option<TensorType> {
     let body = &body[..body.find('>')?];
     let mut parts: Vec<&str> = body.split('x').collect();
     let dtype = DType::from_mlir_name(parts.pop()?.trim())?;
-    let dims = parts
-        .iter()
-        .map(|d| d.trim().parse::<i64>().ok())
-        .collect::<Option<Vec<_>>>()?;
+    let dims = parts.iter().map(|d| d.trim().parse::<i64>().ok()).collect::<Option<Vec<_>>>()?;
     Some(TensorType { dtype, dims })
 }
 
@@ -136,8 +133,6 @@ mod tests {
 
     #[test]
     fn dynamic_shapes_are_not_a_signature() {
-        assert!(
-            Signature::parse("func.func @main(%a: tensor<?xf32>) -> tensor<?xf32> {").is_none()
-        );
+        assert!(Signature::parse("func.func @main(%a: tensor<?xf32>) -> tensor<?xf32> {").is_none());
     }
 }
