@@ -15,10 +15,7 @@ fn rss_kib() -> u64 {
 }
 
 fn main() -> xlaprof_core::Result<()> {
-    let cycles: usize = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(10_000);
+    let cycles: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(10_000);
     let client = Client::from_env()?;
     let opts = CompileOptions::default();
     let mut baseline = 0;

@@ -99,31 +99,16 @@ fn main() -> xlaprof_core::Result<()> {
         .collect();
     println!("plugin            {}", plugin.path().display());
     println!("plugin load       {:>10.1} ms", load.as_secs_f64() * 1e3);
-    println!(
-        "first client      {:>10.1} ms",
-        first_client.as_secs_f64() * 1e3
-    );
-    println!(
-        "client create     {:>10.1} ms (median of 5)",
-        median(clients).as_secs_f64() * 1e3
-    );
+    println!("first client      {:>10.1} ms", first_client.as_secs_f64() * 1e3);
+    println!("client create     {:>10.1} ms (median of 5)", median(clients).as_secs_f64() * 1e3);
 
     let opts = CompileOptions::default();
-    let one: Vec<Duration> = (0..10)
-        .map(|_| time(|| client.compile(ONE_OP, &opts)).1)
-        .collect();
-    println!(
-        "compile 1 op      {:>10.2} ms (median of 10)",
-        median(one).as_secs_f64() * 1e3
-    );
+    let one: Vec<Duration> = (0..10).map(|_| time(|| client.compile(ONE_OP, &opts)).1).collect();
+    println!("compile 1 op      {:>10.2} ms (median of 10)", median(one).as_secs_f64() * 1e3);
     let chain = chain_program(1000);
-    let thousand: Vec<Duration> = (0..3)
-        .map(|_| time(|| client.compile(&chain, &opts)).1)
-        .collect();
-    println!(
-        "compile 1000 ops  {:>10.2} ms (median of 3)",
-        median(thousand).as_secs_f64() * 1e3
-    );
+    let thousand: Vec<Duration> =
+        (0..3).map(|_| time(|| client.compile(&chain, &opts)).1).collect();
+    println!("compile 1000 ops  {:>10.2} ms (median of 3)", median(thousand).as_secs_f64() * 1e3);
 
     let exe = client.compile(ONE_OP, &opts)?;
     let x = client.buffer_from_host(&[1f32, 2.0, 3.0, 4.0], &[4], 0)?;
@@ -165,13 +150,7 @@ fn main() -> xlaprof_core::Result<()> {
         let buf = buf?;
         down.push(time(|| buf.to_vec::<f32>()).1);
     }
-    println!(
-        "host->device 64MiB{:>10.2} GiB/s",
-        mb / 1024.0 / median(up).as_secs_f64()
-    );
-    println!(
-        "device->host 64MiB{:>10.2} GiB/s",
-        mb / 1024.0 / median(down).as_secs_f64()
-    );
+    println!("host->device 64MiB{:>10.2} GiB/s", mb / 1024.0 / median(up).as_secs_f64());
+    println!("device->host 64MiB{:>10.2} GiB/s", mb / 1024.0 / median(down).as_secs_f64());
     Ok(())
 }

@@ -36,12 +36,7 @@ fn lookups(f: impl FnOnce()) -> Vec<(u64, bool)> {
 }
 
 fn step(x: &Tensor, scale: f64) -> Tensor {
-    x.mul_scalar(scale)
-        .unwrap()
-        .tanh()
-        .unwrap()
-        .sum(&[-1], false)
-        .unwrap()
+    x.mul_scalar(scale).unwrap().tanh().unwrap().sum(&[-1], false).unwrap()
 }
 
 #[test]
@@ -56,10 +51,7 @@ fn same_structure_compiles_once_and_changing_scalars_do_not_recompile() {
     });
     assert_eq!(seen.len(), 5);
     assert!(!seen[0].1, "the first sync compiles");
-    assert!(
-        seen[1..].iter().all(|&(h, hit)| hit && h == seen[0].0),
-        "{seen:?}"
-    );
+    assert!(seen[1..].iter().all(|&(h, hit)| hit && h == seen[0].0), "{seen:?}");
 }
 
 #[test]
@@ -134,8 +126,5 @@ fn reading_a_value_syncs_only_what_it_needs() {
     let wanted = a.add_scalar(1.0).unwrap();
     assert_eq!(wanted.to_vec::<f32>().unwrap(), vec![2.0, 3.0]);
     assert!(wanted.is_materialized());
-    assert!(
-        !_unrelated.is_materialized(),
-        "a value read computes only that value"
-    );
+    assert!(!_unrelated.is_materialized(), "a value read computes only that value");
 }

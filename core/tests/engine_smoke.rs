@@ -21,10 +21,7 @@ fn lazy_ops_sync_and_match_rust() {
     let after = events::counters();
     assert_eq!(after.syncs - before.syncs, 1);
     assert!(c.is_materialized());
-    assert_eq!(
-        c.to_vec::<f32>().unwrap(),
-        vec![1.5, -1.0, 7.0, 3.0, -4.0, 13.0]
-    );
+    assert_eq!(c.to_vec::<f32>().unwrap(), vec![1.5, -1.0, 7.0, 3.0, -4.0, 13.0]);
     assert_eq!(s.to_vec::<f32>().unwrap(), vec![7.5, 12.0]);
     assert_eq!(m.to_vec::<f32>().unwrap(), vec![14.0, 32.0, 32.0, 77.0]);
     let r = Tensor::randn(&[1000], 7, DType::F32).unwrap();
@@ -42,8 +39,5 @@ fn gradients_of_a_small_expression() {
     x.set_requires_grad(true);
     let y = x.mul(&x).unwrap().sum(&[], false).unwrap(); // sum x^2
     y.backward().unwrap();
-    assert_eq!(
-        x.grad().unwrap().to_vec::<f64>().unwrap(),
-        vec![2.0, 4.0, 6.0]
-    );
+    assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![2.0, 4.0, 6.0]);
 }

@@ -15,9 +15,7 @@ fn client() -> &'static Client {
 }
 
 fn compile(mlir: &str) -> xlaprof_core::runtime::Executable {
-    client()
-        .compile(mlir, &CompileOptions::default())
-        .expect("program compiles")
+    client().compile(mlir, &CompileOptions::default()).expect("program compiles")
 }
 
 /// `main(a, b) = a <op> b` over `tensor<{shape}x{ty}>`.
@@ -45,11 +43,7 @@ fn client_reports_platform_and_four_default_cpu_devices() {
     let c = client();
     assert_eq!(c.platform_name(), "cpu");
     assert!(!c.platform_version().is_empty());
-    assert_eq!(
-        c.devices().len(),
-        4,
-        "the CPU plugin makes 4 devices without options"
-    );
+    assert_eq!(c.devices().len(), 4, "the CPU plugin makes 4 devices without options");
     let ids: Vec<i64> = c.devices().iter().map(|d| d.id).collect();
     assert_eq!(ids, vec![0, 1, 2, 3]);
     let (major, minor) = c.plugin().api_version();
@@ -70,20 +64,14 @@ fn floats_of_every_width_add_like_rust() {
 
     let ah: Vec<f16> = a.iter().map(|&x| f16::from_f32(x)).collect();
     let bh: Vec<f16> = b.iter().map(|&x| f16::from_f32(x)).collect();
-    let wanth: Vec<f16> = ah
-        .iter()
-        .zip(&bh)
-        .map(|(x, y)| f16::from_f32(x.to_f32() - y.to_f32()))
-        .collect();
+    let wanth: Vec<f16> =
+        ah.iter().zip(&bh).map(|(x, y)| f16::from_f32(x.to_f32() - y.to_f32())).collect();
     assert_eq!(run_binary("subtract", "3x2xf16", &[3, 2], &ah, &bh), wanth);
 
     let ab: Vec<bf16> = a.iter().map(|&x| bf16::from_f32(x)).collect();
     let bb: Vec<bf16> = b.iter().map(|&x| bf16::from_f32(x)).collect();
-    let wantb: Vec<bf16> = ab
-        .iter()
-        .zip(&bb)
-        .map(|(x, y)| bf16::from_f32(x.to_f32() + y.to_f32()))
-        .collect();
+    let wantb: Vec<bf16> =
+        ab.iter().zip(&bb).map(|(x, y)| bf16::from_f32(x.to_f32() + y.to_f32())).collect();
     assert_eq!(run_binary("add", "6xbf16", &[6], &ab, &bb), wantb);
 }
 
@@ -122,10 +110,7 @@ fn predicates_combine_like_rust() {
 
 #[test]
 fn scalars_round_trip() {
-    assert_eq!(
-        run_binary("add", "f32", &[], &[1.25f32], &[2.5]),
-        vec![3.75]
-    );
+    assert_eq!(run_binary("add", "f32", &[], &[1.25f32], &[2.5]), vec![3.75]);
     assert_eq!(run_binary("maximum", "i64", &[], &[-3i64], &[-8]), vec![-3]);
 }
 
@@ -164,12 +149,7 @@ fn a_64_mib_buffer_goes_through_a_program_and_back() {
     );
     let buf = client().buffer_from_host(&host, &[n as i64], 0).unwrap();
     assert_eq!(buf.size_bytes(), 64 << 20);
-    let out = exe
-        .execute(&[&buf])
-        .unwrap()
-        .remove(0)
-        .to_vec::<f32>()
-        .unwrap();
+    let out = exe.execute(&[&buf]).unwrap().remove(0).to_vec::<f32>().unwrap();
     assert!(out.iter().zip(&host).all(|(o, h)| *o == h * 2.0));
 }
 
@@ -181,16 +161,11 @@ fn donated_inputs_are_consumed_and_outputs_are_right() {
     );
     assert_eq!(exe.signature().unwrap().donated, vec![0]);
     let c = client();
-    let w = c
-        .buffer_from_host(&[1.0f32, 2.0, 3.0, 4.0], &[4], 0)
-        .unwrap();
+    let w = c.buffer_from_host(&[1.0f32, 2.0, 3.0, 4.0], &[4], 0).unwrap();
     let g = c.buffer_from_host(&[0.5f32; 4], &[4], 0).unwrap();
     let out = exe.execute(&[&w, &g]).unwrap();
     assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![0.5, 1.5, 2.5, 3.5]);
-    assert!(
-        w.is_deleted(),
-        "the donated buffer now belongs to the output"
-    );
+    assert!(w.is_deleted(), "the donated buffer now belongs to the output");
     assert!(matches!(w.to_vec::<f32>(), Err(Error::BufferDeleted)));
     assert!(!g.is_deleted());
     assert_eq!(g.to_vec::<f32>().unwrap(), vec![0.5; 4]);
@@ -207,10 +182,7 @@ fn invalid_mlir_is_an_error_with_xlas_diagnostic() {
     let text = err.to_string();
     assert!(matches!(err, Error::Pjrt { .. }), "{text}");
     assert!(text.contains("PJRT_Client_Compile"), "{text}");
-    assert!(
-        text.contains("bogus"),
-        "XLA's diagnostic names the bad op: {text}"
-    );
+    assert!(text.contains("bogus"), "XLA's diagnostic names the bad op: {text}");
 }
 
 #[test]
@@ -219,10 +191,7 @@ fn wrong_inputs_are_errors_naming_expected_and_given() {
     let c = client();
     let a = c.buffer_from_host(&[0f32; 6], &[2, 3], 0).unwrap();
     let err = exe.execute(&[&a]).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "the executable takes 2 inputs, but 1 were given"
-    );
+    assert_eq!(err.to_string(), "the executable takes 2 inputs, but 1 were given");
     let t = c.buffer_from_host(&[0f32; 6], &[3, 2], 0).unwrap();
     let err = exe.execute(&[&a, &t]).unwrap_err();
     assert_eq!(
@@ -231,11 +200,7 @@ fn wrong_inputs_are_errors_naming_expected_and_given() {
     );
     let i = c.buffer_from_host(&[0i32; 6], &[2, 3], 0).unwrap();
     let err = exe.execute(&[&i, &a]).unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("must be f32[2,3], but s32[2,3] was given"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("must be f32[2,3], but s32[2,3] was given"), "{err}");
 }
 
 #[test]
@@ -251,30 +216,19 @@ fn plugins_own_count_check_is_an_error_too() {
 
 #[test]
 fn host_data_that_does_not_fill_the_shape_is_an_error() {
-    let err = client()
-        .buffer_from_host(&[1f32, 2.0, 3.0], &[2, 2], 0)
-        .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "host data has 3 elements, but shape [2, 2] needs 4"
-    );
+    let err = client().buffer_from_host(&[1f32, 2.0, 3.0], &[2, 2], 0).unwrap_err();
+    assert_eq!(err.to_string(), "host data has 3 elements, but shape [2, 2] needs 4");
     let err = client().buffer_from_host(&[1f32], &[1], 9).unwrap_err();
     assert!(matches!(err, Error::NoSuchDevice { index: 9, count: 4 }));
     let buf = client().buffer_from_host(&[1f32], &[1], 0).unwrap();
-    assert!(matches!(
-        buf.to_vec::<i32>(),
-        Err(Error::DTypeMismatch { .. })
-    ));
+    assert!(matches!(buf.to_vec::<i32>(), Err(Error::DTypeMismatch { .. })));
 }
 
 #[test]
 fn bad_plugin_paths_are_clear_errors() {
     let err = Plugin::load(std::path::Path::new("/nonexistent/xla_plugin.so")).unwrap_err();
     assert!(matches!(err, Error::PluginLoad { .. }));
-    assert!(
-        err.to_string().contains("/nonexistent/xla_plugin.so"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("/nonexistent/xla_plugin.so"), "{err}");
 
     let dir = std::env::temp_dir().join(format!("xlaprof-notaplugin-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -305,24 +259,14 @@ fn two_clients_live_side_by_side_and_one_has_two_devices() {
     assert_eq!(two.devices().len(), 2);
     let program = binary_program("add", "2xf32");
     // Compiled for device 1 and fed buffers on device 1.
-    let exe = two
-        .compile(
-            &program,
-            &CompileOptions {
-                device: 1,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    let exe = two.compile(&program, &CompileOptions { device: 1, ..Default::default() }).unwrap();
     let a = two.buffer_from_host(&[1f32, 2.0], &[2], 1).unwrap();
     let out = exe.execute(&[&a, &a]).unwrap();
     assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![2.0, 4.0]);
     // The shared client works at the same time.
     let b = client().buffer_from_host(&[3f32, 4.0], &[2], 0).unwrap();
     assert_eq!(
-        compile(&program).execute(&[&b, &b]).unwrap()[0]
-            .to_vec::<f32>()
-            .unwrap(),
+        compile(&program).execute(&[&b, &b]).unwrap()[0].to_vec::<f32>().unwrap(),
         vec![6.0, 8.0]
     );
 }
@@ -333,16 +277,10 @@ fn serialized_executables_load_and_run() {
     let exe = compile(&program);
     let bytes = exe.serialize().unwrap();
     assert!(!bytes.is_empty());
-    let loaded = client()
-        .deserialize(&bytes, exe.signature().cloned())
-        .unwrap();
-    let a = client()
-        .buffer_from_host(&[1.5f64, -2.0, 4.0], &[3], 0)
-        .unwrap();
+    let loaded = client().deserialize(&bytes, exe.signature().cloned()).unwrap();
+    let a = client().buffer_from_host(&[1.5f64, -2.0, 4.0], &[3], 0).unwrap();
     assert_eq!(
-        loaded.execute(&[&a, &a]).unwrap()[0]
-            .to_vec::<f64>()
-            .unwrap(),
+        loaded.execute(&[&a, &a]).unwrap()[0].to_vec::<f64>().unwrap(),
         vec![2.25, 4.0, 16.0]
     );
 }
@@ -359,10 +297,7 @@ fn memory_stats_cost_analysis_and_optimized_program_are_reported() {
     assert_eq!(stats.output_bytes, 64 * 64 * 4);
     let cost = exe.cost_analysis().unwrap();
     let flops = cost.flops().expect("flops reported");
-    assert!(
-        (flops - 2.0 * 64.0 * 64.0 * 64.0).abs() / flops < 0.01,
-        "flops {flops}"
-    );
+    assert!((flops - 2.0 * 64.0 * 64.0 * 64.0).abs() / flops < 0.01, "flops {flops}");
     let (format, code) = exe.optimized_program().unwrap();
     assert!(!format.is_empty());
     assert!(!code.is_empty());
@@ -370,24 +305,15 @@ fn memory_stats_cost_analysis_and_optimized_program_are_reported() {
 
 #[test]
 fn optimized_hlo_text_comes_from_xla_itself() {
-    let program = binary_program("add", "8xf32").replace(
-        "return %0",
-        "%1 = stablehlo.multiply %0, %a : tensor<8xf32>\n  return %1",
-    );
-    let (exe, hlo) = client()
-        .compile_with_optimized_hlo(&program, &CompileOptions::default())
-        .unwrap();
+    let program = binary_program("add", "8xf32")
+        .replace("return %0", "%1 = stablehlo.multiply %0, %a : tensor<8xf32>\n  return %1");
+    let (exe, hlo) =
+        client().compile_with_optimized_hlo(&program, &CompileOptions::default()).unwrap();
     assert!(hlo.contains("HloModule"), "{hlo}");
     assert!(hlo.contains("ENTRY"), "{hlo}");
-    assert!(
-        hlo.contains("fusion"),
-        "XLA fused the add and the multiply: {hlo}"
-    );
+    assert!(hlo.contains("fusion"), "XLA fused the add and the multiply: {hlo}");
     let a = client().buffer_from_host(&[2f32; 8], &[8], 0).unwrap();
-    assert_eq!(
-        exe.execute(&[&a, &a]).unwrap()[0].to_vec::<f32>().unwrap(),
-        vec![8.0; 8]
-    );
+    assert_eq!(exe.execute(&[&a, &a]).unwrap()[0].to_vec::<f32>().unwrap(), vec![8.0; 8]);
 }
 
 #[test]
@@ -395,13 +321,7 @@ fn every_dtype_round_trips_through_a_buffer() {
     let c = client();
     for dtype in DType::ALL {
         let bytes: Vec<u8> = (0..4 * dtype.size_bytes())
-            .map(|i| {
-                if dtype == DType::Pred {
-                    (i % 2) as u8
-                } else {
-                    i as u8
-                }
-            })
+            .map(|i| if dtype == DType::Pred { (i % 2) as u8 } else { i as u8 })
             .collect();
         let buf = c.buffer_from_bytes(&bytes, dtype, &[2, 2], 0).unwrap();
         assert_eq!(buf.dtype(), dtype);
