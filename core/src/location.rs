@@ -92,27 +92,32 @@ thread_local! {
 /// Runs `f` with every op it records located at `location` (used by the Python front end).
 pub fn with_location<R>(location: ExternalLocation, f: impl FnOnce() -> R) -> R {
     let location = SourceLocation::External(Arc::new(location));
-    let previous = OVERRIDE.with(|o| o.borrow_mut().replace(location));
-    let out = f();
-    OVERRIDE.with(|o| *o.borrow_mut() = previous);
-    out
+    let _restore = Restore(OVERRIDE.with(|o| o.borrow_mut().replace(location)));
+    f()
+}
+
+/// Puts back the previous location when dropped, also when the op body unwinds.
+struct Restore(Option<SourceLocation>);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let previous = self.0.take();
+        OVERRIDE.with(|o| *o.borrow_mut() = previous);
+    }
 }
 
 /// Runs a composite op's body so that the primitives it records carry the user's line, not the
 /// composite's. The outermost location wins.
 pub(crate) fn scoped<R>(location: &SourceLocation, f: impl FnOnce() -> R) -> R {
-    let set = OVERRIDE.with(|o| {
+    let outermost = OVERRIDE.with(|o| {
         let mut o = o.borrow_mut();
-        if o.is_none() {
+        let outermost = o.is_none();
+        if outermost {
             *o = Some(location.clone());
-            true
-        } else {
-            false
         }
+        outermost
     });
-    let out = f();
-    if set {
-        OVERRIDE.with(|o| *o.borrow_mut() = None);
-    }
-    out
+    // Only the outermost scope clears the location again.
+    let _restore = outermost.then(|| Restore(None));
+    f()
 }

@@ -47,10 +47,15 @@ pub(crate) fn grad_enabled() -> bool {
 
 /// Runs `f` without recording gradients (PyTorch's `torch.no_grad()`).
 pub fn no_grad<R>(f: impl FnOnce() -> R) -> R {
-    let previous = GRAD_ENABLED.with(|g| g.replace(false));
-    let out = f();
-    GRAD_ENABLED.with(|g| g.set(previous));
-    out
+    /// Restores the previous mode even if `f` unwinds.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            GRAD_ENABLED.with(|g| g.set(self.0));
+        }
+    }
+    let _restore = Restore(GRAD_ENABLED.with(|g| g.replace(false)));
+    f()
 }
 
 impl Tensor {

@@ -65,7 +65,12 @@ fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, location: SourceLocation) -> Res
                 let wb = wa.neg()?.add_scalar(1.0)?;
                 vec![Some(g.mul(&wa)?), Some(g.mul(&wb)?)]
             }
-            BinaryOp::Rem => vec![Some(g.clone()), Some(g.mul(&a.div(b)?.floor()?)?.neg()?)],
+            // fmod: a - trunc(a / b) * b, so d/db = -trunc(a / b).
+            BinaryOp::Rem => {
+                let q = a.div(b)?;
+                let trunc = q.abs()?.floor()?.mul(&q.sign()?)?;
+                vec![Some(g.clone()), Some(g.mul(&trunc)?.neg()?)]
+            }
             BinaryOp::And | BinaryOp::Or => vec![None, None],
         })
     });
@@ -152,7 +157,7 @@ binary_methods! {
     pow, pow_scalar => Pow;
     maximum, maximum_scalar => Max;
     minimum, minimum_scalar => Min;
-    remainder, remainder_scalar => Rem;
+    fmod, fmod_scalar => Rem;
 }
 
 macro_rules! unary_methods {
@@ -260,6 +265,27 @@ impl Tensor {
             Ok(vec![from.is_float().then(|| g.cast(from)).transpose()?])
         });
         Ok(Tensor::op(Op::Convert, self.shape().with_dtype(dtype), &[self], location.clone(), grad))
+    }
+
+    /// Python's (and PyTorch's) remainder: the result has the sign of the divisor.
+    /// [`Tensor::fmod`] is C's, with the sign of the dividend.
+    #[track_caller]
+    pub fn remainder(&self, other: &Tensor) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        scoped(&location, || {
+            let r = self.fmod(other)?;
+            let zero = Tensor::scalar(0.0, r.dtype());
+            let nonzero = r.ne(&zero)?;
+            let differ = r.lt(&zero)?.ne(&other.lt(&zero)?)?;
+            let fix = nonzero.logical_and(&differ)?;
+            Tensor::where_(&fix, &r.add(other)?, &r)
+        })
+    }
+
+    #[track_caller]
+    pub fn remainder_scalar(&self, value: f64) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        scoped(&location, || self.remainder(&Tensor::scalar(value, self.dtype())))
     }
 
     #[track_caller]

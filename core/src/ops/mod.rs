@@ -2,6 +2,7 @@
 //! caller's line) and records primitives from `ir::Op`; composite ops (relu, softmax, ...) are
 //! built from primitives, so the lowering and autograd only know the primitives.
 
+mod conv;
 mod create;
 mod elementwise;
 mod linalg;
