@@ -7,6 +7,7 @@
 //! [`events::Event`].
 
 pub mod autograd;
+mod debug;
 pub mod dtype;
 mod error;
 pub mod events;

@@ -63,6 +63,7 @@ pub fn engine() -> Result<&'static Engine> {
         sync_lock: Mutex::new(()),
         epoch: AtomicU64::new(1),
     };
+    crate::debug::install_from_env();
     Ok(ENGINE.get_or_init(|| engine))
 }
 

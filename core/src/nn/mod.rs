@@ -19,6 +19,7 @@ pub trait Module {
     fn parameters(&self) -> Vec<Tensor>;
 }
 
+#[track_caller]
 fn parameter(values: Vec<f32>, dims: &[i64]) -> Result<Tensor> {
     let t = Tensor::from_slice(&values, dims)?;
     t.set_requires_grad(true);
@@ -170,6 +171,7 @@ impl Module for Embedding {
 }
 
 /// Device zeros shaped like `t`, uploaded (so they are data, not pending IR).
+#[track_caller]
 pub(crate) fn data_zeros_like(t: &Tensor) -> Result<Tensor> {
     match t.dtype() {
         DType::F64 => Tensor::from_slice(&vec![0f64; t.element_count()], t.dims()),

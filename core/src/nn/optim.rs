@@ -34,10 +34,13 @@ impl Sgd {
         Sgd { params, lr, momentum: 0.0, weight_decay: 0.0, velocity }
     }
 
+    #[track_caller]
     pub fn with_momentum(mut self, momentum: f64) -> Result<Sgd> {
         self.momentum = momentum;
-        self.velocity =
-            self.params.iter().map(|p| data_zeros_like(p).map(Some)).collect::<Result<_>>()?;
+        self.velocity = Vec::with_capacity(self.params.len());
+        for p in &self.params {
+            self.velocity.push(Some(data_zeros_like(p)?));
+        }
         Ok(self)
     }
 
@@ -87,9 +90,13 @@ pub struct Adam {
 }
 
 impl Adam {
+    #[track_caller]
     pub fn new(params: Vec<Tensor>, lr: f64) -> Result<Adam> {
-        let m = params.iter().map(data_zeros_like).collect::<Result<_>>()?;
-        let v = params.iter().map(data_zeros_like).collect::<Result<_>>()?;
+        let (mut m, mut v) = (Vec::with_capacity(params.len()), Vec::with_capacity(params.len()));
+        for p in &params {
+            m.push(data_zeros_like(p)?);
+            v.push(data_zeros_like(p)?);
+        }
         Ok(Adam {
             params,
             lr,
@@ -104,6 +111,7 @@ impl Adam {
     }
 
     /// AdamW: weight decay applied to the parameter directly.
+    #[track_caller]
     pub fn adamw(params: Vec<Tensor>, lr: f64, weight_decay: f64) -> Result<Adam> {
         let mut a = Adam::new(params, lr)?;
         a.weight_decay = weight_decay;
