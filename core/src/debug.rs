@@ -70,9 +70,10 @@ impl DebugPrinter {
                 s.outputs.len()
             );
             for (i, input) in s.inputs.iter().enumerate() {
+                let donated = if s.donated.iter().any(|d| d.0 == i) { ", donated" } else { "" };
                 let _ = writeln!(
                     text,
-                    "{p}:   input {i}: {} ({:?}) created at {}",
+                    "{p}:   input {i}: {} ({:?}{donated}) created at {}",
                     input.shape, input.kind, input.location
                 );
             }

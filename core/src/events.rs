@@ -55,6 +55,8 @@ pub struct GraphSummary {
     pub kinds: Vec<(OpKind, usize)>,
     pub inputs: Vec<GraphInput>,
     pub outputs: Vec<Shape>,
+    /// Inputs whose buffers were donated to outputs, as `(input, output)`.
+    pub donated: Vec<(usize, usize)>,
     /// One line per node in post-order: `%12 = add(%3, %11) : f32[64,64] @ file:line`, for
     /// diffing two versions of a graph.
     pub nodes_text: Vec<String>,

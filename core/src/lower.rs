@@ -19,7 +19,15 @@ pub(crate) fn stablehlo(graph: &Graph) -> String {
         .iter()
         .zip(&graph.slot)
         .filter(|(n, _)| matches!(n.op, Op::Data(_)))
-        .map(|(n, slot)| format!("%p{slot}: {}", n.shape.mlir()))
+        .map(|(n, slot)| {
+            let alias = graph.donated.iter().find(|(p, _)| *p == *slot as usize);
+            match alias {
+                Some((_, output)) => {
+                    format!("%p{slot}: {} {{tf.aliasing_output = {output} : i32}}", n.shape.mlir())
+                }
+                None => format!("%p{slot}: {}", n.shape.mlir()),
+            }
+        })
         .collect();
     let scalars_ty = format!("tensor<{}xf64>", graph.scalars.len());
     if !graph.scalars.is_empty() {

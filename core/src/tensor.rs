@@ -178,7 +178,23 @@ impl Tensor {
         matches!(self.node().op, Op::Data(_))
     }
 
-    /// Rebinds this tensor to a new value of the same shape (optimizers update parameters so).
+    /// Updates this tensor in place to `value` (same shape and dtype), the way optimizers update
+    /// parameters: every holder of this tensor sees the new value, which is computed at the next
+    /// sync. The old value's buffer is donated to the new one when nothing else refers to it.
+    #[track_caller]
+    pub fn set_value(&self, value: &Tensor) -> Result<()> {
+        if value.shape() != self.shape() {
+            return Err(crate::Error::Shape {
+                op: "set_value",
+                message: format!("cannot assign {} to a tensor of {}", value.shape(), self.shape()),
+                location: SourceLocation::caller(),
+            });
+        }
+        self.set_node(value.node());
+        Ok(())
+    }
+
+    /// Rebinds this tensor to a node of the same shape.
     pub(crate) fn set_node(&self, node: NodeRef) {
         debug_assert_eq!(node.shape, self.0.shape);
         let is_data = matches!(node.op, Op::Data(_));

@@ -128,3 +128,40 @@ fn reading_a_value_syncs_only_what_it_needs() {
     assert!(wanted.is_materialized());
     assert!(!_unrelated.is_materialized(), "a value read computes only that value");
 }
+
+#[derive(Default)]
+struct Donations(Mutex<Vec<usize>>);
+
+impl Listener for Donations {
+    fn on_event(&self, _: u64, e: &Event) {
+        if let Event::GraphBuilt { summary, .. } = e {
+            self.0.lock().unwrap().push(summary.donated.len());
+        }
+    }
+}
+
+#[test]
+fn an_updated_parameter_donates_its_old_buffer_unless_someone_still_holds_it() {
+    let _serial = serial();
+    let p = Tensor::from_slice(&[1f32, 2.0, 3.0], &[3]).unwrap();
+    let seen = Arc::new(Donations::default());
+    let id = events::add_listener(seen.clone());
+
+    // In-place update: nothing else refers to the old value, so its buffer is reused.
+    let updated = p.mul_scalar(2.0).unwrap();
+    p.set_value(&updated).unwrap();
+    drop(updated);
+    sync().unwrap();
+    assert_eq!(p.to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0]);
+
+    // The same update while the old value is still held: it must stay readable.
+    let kept = p.detach();
+    let updated = p.mul_scalar(2.0).unwrap();
+    p.set_value(&updated).unwrap();
+    drop(updated);
+    sync().unwrap();
+    events::remove_listener(id);
+    assert_eq!(p.to_vec::<f32>().unwrap(), vec![4.0, 8.0, 12.0]);
+    assert_eq!(kept.to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0], "a held value is never donated");
+    assert_eq!(*seen.0.lock().unwrap(), vec![1, 0]);
+}

@@ -25,6 +25,8 @@ pub(crate) struct Graph<'a> {
     pub outputs: Vec<u32>,
     /// For each root, which output holds it.
     pub root_outputs: Vec<usize>,
+    /// Device-data inputs donated to an output: `(parameter, output)`. XLA reuses their memory.
+    pub donated: Vec<(usize, usize)>,
 }
 
 impl<'a> Graph<'a> {
@@ -39,7 +41,10 @@ impl<'a> Graph<'a> {
             scalars: Vec::new(),
             outputs: Vec::new(),
             root_outputs: Vec::with_capacity(roots.len()),
+            donated: Vec::new(),
         };
+        // Per data parameter: (edges of this graph that use it, strong references to its node).
+        let mut uses: Vec<(usize, usize)> = Vec::new();
         let mut h = FastHasher::default();
         let mut scalar_slots: HashMap<
             (u64, crate::DType, u64),
@@ -67,11 +72,17 @@ impl<'a> Graph<'a> {
                 node.mark_visited(epoch, index);
                 h.write_u64(node.hash);
                 for input in &node.inputs {
-                    h.write_u64(input.visited_in(epoch).unwrap_or(u32::MAX) as u64);
+                    let index = input.visited_in(epoch).unwrap_or(u32::MAX);
+                    h.write_u64(index as u64);
+                    if let Op::Data(_) = input.op {
+                        let u = &mut uses[g.slot[index as usize] as usize];
+                        *u = (u.0 + 1, Arc::strong_count(input));
+                    }
                 }
                 let slot = match &node.op {
                     Op::Data(buffer) => {
                         g.data.push(buffer.clone());
+                        uses.push((0, 0));
                         g.data.len() - 1
                     }
                     Op::Scalar(value) => {
@@ -107,8 +118,39 @@ impl<'a> Graph<'a> {
             h.write_u64(output as u64);
         }
         h.write_u64(g.outputs.len() as u64);
+        g.donate(&uses);
+        for &(param, output) in &g.donated {
+            h.write_u64(((param as u64) << 32) | output as u64);
+        }
         g.key = h.finish();
         g
+    }
+
+    /// Donates every device-data input that nothing but this graph's edges refers to: no tensor
+    /// holds it and no other graph uses it, so after this sync nobody can read it. Its memory
+    /// then becomes that of an output of the same type (parameters updated in place).
+    fn donate(&mut self, uses: &[(usize, usize)]) {
+        let mut taken = vec![false; self.outputs.len()];
+        let params = self.order.iter().zip(&self.slot).filter(|(n, _)| matches!(n.op, Op::Data(_)));
+        for (node, &slot) in params {
+            let slot = slot as usize;
+            let Op::Data(buffer) = &node.op else { continue };
+            // The node is held by this graph's edges only, the buffer by the node and `self.data`.
+            let (edges, refs) = uses[slot];
+            let only_this_graph = edges == refs && Arc::strong_count(buffer) == 2;
+            if !only_this_graph {
+                continue;
+            }
+            let same_type = self
+                .outputs
+                .iter()
+                .enumerate()
+                .find(|(i, &o)| !taken[*i] && self.order[o as usize].shape == node.shape);
+            if let Some((i, _)) = same_type {
+                taken[i] = true;
+                self.donated.push((slot, i));
+            }
+        }
     }
 
     /// The graph described for the profiler (built on a cache miss, or when someone listens).
@@ -156,6 +198,7 @@ impl<'a> Graph<'a> {
             kinds: kinds.into_iter().collect(),
             inputs,
             outputs: self.outputs.iter().map(|&o| self.order[o as usize].shape.clone()).collect(),
+            donated: self.donated.clone(),
             nodes_text,
         }
     }
