@@ -30,6 +30,9 @@ enum Command {
         #[arg(long, default_value_t = 30)]
         steps: usize,
     },
+    /// Time the first MLP training step of this process (used by `bench` for warm starts).
+    #[command(hide = true)]
+    BenchFirstStep,
 }
 
 fn main() -> ExitCode {
@@ -37,6 +40,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo => demo::run(),
         Command::Bench { json, reps, steps } => bench::run(json, reps, steps).map_err(Into::into),
+        Command::BenchFirstStep => {
+            bench::first_step_ms().map(|ms| println!("{ms}")).map_err(Into::into)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
