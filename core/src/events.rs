@@ -57,9 +57,11 @@ pub struct GraphSummary {
     pub outputs: Vec<Shape>,
     /// Inputs whose buffers were donated to outputs, as `(input, output)`.
     pub donated: Vec<(usize, usize)>,
-    /// One line per node in post-order: `%12 = add(%3, %11) : f32[64,64] @ file:line`, for
-    /// diffing two versions of a graph.
+    /// One line per node in post-order: `%12 = add(%3, %11) : f32[64,64]`, for diffing two
+    /// versions of a graph.
     pub nodes_text: Vec<String>,
+    /// Where each node was recorded, parallel to `nodes_text`.
+    pub node_locations: Vec<SourceLocation>,
 }
 
 /// Every step of a sync. Durations are in nanoseconds.
@@ -111,6 +113,20 @@ pub enum Event {
         sync_id: u64,
         duration_ns: u64,
     },
+    /// A training step ended: `step()` was called (after its sync). Steps count from 1.
+    StepMarker {
+        step: u64,
+        location: SourceLocation,
+    },
+    /// A named region of the user's program began ([`scope`]).
+    ScopeBegin {
+        name: Arc<str>,
+        location: SourceLocation,
+    },
+    /// The innermost open region named `name` ended.
+    ScopeEnd {
+        name: Arc<str>,
+    },
     /// A device-to-host read of a tensor's value (the stall a hidden sync costs).
     ValueRead {
         location: SourceLocation,
@@ -155,6 +171,33 @@ pub(crate) fn emit(event: Event) {
     let listeners = LISTENERS.read().unwrap_or_else(|p| p.into_inner());
     for (_, l) in listeners.iter() {
         l.on_event(at, &event);
+    }
+}
+
+/// Marks a named region of the program for the profiler (torch_xla's `Trace`): the region lasts
+/// until the returned guard is dropped. Costs one atomic load when nobody listens.
+#[track_caller]
+pub fn scope(name: &str) -> Scope {
+    let location = SourceLocation::caller();
+    if !enabled() {
+        return Scope(None);
+    }
+    let name: Arc<str> = name.into();
+    emit(Event::ScopeBegin { name: name.clone(), location });
+    Scope(Some(name))
+}
+
+/// Closes its region when dropped.
+#[must_use = "the scope ends when this guard is dropped"]
+pub struct Scope(Option<Arc<str>>);
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        if let Some(name) = self.0.take() {
+            if enabled() {
+                emit(Event::ScopeEnd { name });
+            }
+        }
     }
 }
 

@@ -159,6 +159,7 @@ impl<'a> Graph<'a> {
         let mut kinds = BTreeMap::new();
         let mut inputs = Vec::new();
         let mut nodes_text = Vec::with_capacity(self.order.len());
+        let mut node_locations = Vec::with_capacity(self.order.len());
         for (i, node) in self.order.iter().enumerate() {
             *ops.entry(node.op.name()).or_default() += 1;
             *kinds.entry(node.op.kind()).or_default() += 1;
@@ -174,13 +175,13 @@ impl<'a> Graph<'a> {
                 .iter()
                 .map(|n| format!("%{}", n.visit_index.load(std::sync::atomic::Ordering::Relaxed)))
                 .collect();
-            nodes_text.push(format!(
-                "%{i} = {:?}({}) : {} @ {}",
-                node.op,
-                args.join(", "),
-                node.shape,
-                node.location
-            ));
+            // A scalar's value is an input, not structure: it is left out of the text.
+            let op = match node.op {
+                Op::Scalar(_) => "scalar".to_string(),
+                _ => format!("{:?}", node.op),
+            };
+            nodes_text.push(format!("%{i} = {op}({}) : {}", args.join(", "), node.shape));
+            node_locations.push(node.location.clone());
         }
         if !self.scalars.is_empty() {
             let first = self.order.iter().find(|n| matches!(n.op, Op::Scalar(_)));
@@ -200,6 +201,7 @@ impl<'a> Graph<'a> {
             outputs: self.outputs.iter().map(|&o| self.order[o as usize].shape.clone()).collect(),
             donated: self.donated.clone(),
             nodes_text,
+            node_locations,
         }
     }
 }

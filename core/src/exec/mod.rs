@@ -96,8 +96,16 @@ pub fn sync() -> Result<()> {
 #[track_caller]
 pub fn step() -> Result<()> {
     let location = SourceLocation::caller();
-    sync_tensors(&live_pending(), SyncCause::StepEnd, location)
+    sync_tensors(&live_pending(), SyncCause::StepEnd, location.clone())?;
+    let step = STEPS.fetch_add(1, Ordering::Relaxed) + 1;
+    if events::enabled() {
+        events::emit(Event::StepMarker { step, location });
+    }
+    Ok(())
 }
+
+/// Training steps ended so far (`step()` calls).
+static STEPS: AtomicU64 = AtomicU64::new(0);
 
 static NEXT_SYNC: AtomicU64 = AtomicU64::new(1);
 

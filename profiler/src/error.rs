@@ -1,0 +1,35 @@
+//! The one error type of `xlaprof-profiler`.
+
+use std::path::{Path, PathBuf};
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+
+    #[error("not an xlaprof profile (the file does not start with the XLAPROF header)")]
+    NotAProfile,
+
+    #[error("the profile was written in format version {version} by a newer xlaprof; this one reads up to version {supported}")]
+    NewerFormat { version: u16, supported: u16 },
+
+    #[error("a profile is already being recorded in this process")]
+    AlreadyRecording,
+
+    #[error("invalid rule {rule:?}: {reason}")]
+    Rule { rule: String, reason: String },
+
+    #[error("cannot export {what}: {reason}")]
+    Export { what: &'static str, reason: String },
+
+    #[error(transparent)]
+    Engine(#[from] xlaprof_core::Error),
+}
+
+impl Error {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Error {
+        Error::Io { path: path.to_path_buf(), source }
+    }
+}

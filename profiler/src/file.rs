@@ -1,0 +1,229 @@
+//! The profile file format, version 1.
+//!
+//! ```text
+//! header   8 bytes  b"XLAPROF\0"
+//!          2 bytes  format version, little endian (1)
+//!          2 bytes  reserved, zero
+//! records  repeated until the end of the file:
+//!          4 bytes  payload length, little endian
+//!          4 bytes  CRC-32 (IEEE) of the payload, little endian
+//!          n bytes  payload: one `Record` in postcard encoding (varint integers, serde order)
+//! ```
+//!
+//! Records are appended while the program runs, each with one `write` call and no user-space
+//! buffer, so a crash loses at most the record being written, and a viewer can follow the file
+//! live. A reader takes every complete, intact record: a truncated tail or a record whose
+//! checksum fails is reported in the profile's warnings with what was lost, never as a failure.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::record::Record;
+
+pub const MAGIC: &[u8; 8] = b"XLAPROF\0";
+pub const VERSION: u16 = 1;
+const HEADER_BYTES: usize = 12;
+const FRAME_BYTES: usize = 8;
+/// No record comes near this; a larger length means the framing itself is damaged.
+const MAX_RECORD_BYTES: usize = 256 << 20;
+
+/// Appends records to a profile file.
+pub struct Writer {
+    file: File,
+    bytes: u64,
+    records: u64,
+}
+
+impl Writer {
+    pub fn create(path: &Path) -> Result<Writer> {
+        let mut file = File::create(path).map_err(|e| Error::io(path, e))?;
+        let mut header = Vec::with_capacity(HEADER_BYTES);
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&VERSION.to_le_bytes());
+        header.extend_from_slice(&[0, 0]);
+        file.write_all(&header).map_err(|e| Error::io(path, e))?;
+        Ok(Writer { file, bytes: HEADER_BYTES as u64, records: 0 })
+    }
+
+    /// Writes one record with a single `write` call.
+    pub fn append(&mut self, record: &Record) -> std::io::Result<()> {
+        let frame = frame(record);
+        self.file.write_all(&frame)?;
+        self.bytes += frame.len() as u64;
+        self.records += 1;
+        Ok(())
+    }
+
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes
+    }
+
+    pub fn records_written(&self) -> u64 {
+        self.records
+    }
+}
+
+/// A record with its length and checksum, ready to append.
+pub fn frame(record: &Record) -> Vec<u8> {
+    let payload = postcard::to_stdvec(record).unwrap_or_default();
+    let mut out = Vec::with_capacity(FRAME_BYTES + payload.len());
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    out.extend_from_slice(&payload);
+    out
+}
+
+/// The header of a version-1 file (for writing profiles to memory).
+pub fn header() -> Vec<u8> {
+    let mut h = MAGIC.to_vec();
+    h.extend_from_slice(&VERSION.to_le_bytes());
+    h.extend_from_slice(&[0, 0]);
+    h
+}
+
+/// What a read produced: the intact records, and a sentence for each thing that was lost.
+#[derive(Debug, Default)]
+pub struct Decoded {
+    pub records: Vec<Record>,
+    pub warnings: Vec<String>,
+    /// Bytes consumed; a follower continues from here.
+    pub consumed: usize,
+}
+
+/// Decodes a whole profile held in memory.
+pub fn decode(bytes: &[u8]) -> Result<Decoded> {
+    check_header(bytes)?;
+    let mut decoded = decode_records(&bytes[HEADER_BYTES..], HEADER_BYTES, true);
+    decoded.consumed += HEADER_BYTES;
+    Ok(decoded)
+}
+
+fn check_header(bytes: &[u8]) -> Result<()> {
+    if bytes.len() < HEADER_BYTES || &bytes[..8] != MAGIC {
+        return Err(Error::NotAProfile);
+    }
+    let version = u16::from_le_bytes([bytes[8], bytes[9]]);
+    if version > VERSION {
+        return Err(Error::NewerFormat { version, supported: VERSION });
+    }
+    Ok(())
+}
+
+/// Decodes consecutive records. `at_end`: the data is the whole file (a partial last record is
+/// then a loss to report, not something still being written).
+fn decode_records(bytes: &[u8], base_offset: usize, at_end: bool) -> Decoded {
+    let mut out = Decoded::default();
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let rest = &bytes[pos..];
+        if rest.len() < FRAME_BYTES {
+            if at_end {
+                out.warnings.push(format!(
+                    "the file ends in the middle of a record header at byte {}: the last {} bytes were lost (the program was still writing or crashed)",
+                    base_offset + pos,
+                    rest.len()
+                ));
+            }
+            break;
+        }
+        let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+        let crc = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
+        if len > MAX_RECORD_BYTES {
+            out.warnings.push(format!(
+                "the record framing is damaged at byte {}: the remaining {} bytes could not be read",
+                base_offset + pos,
+                rest.len()
+            ));
+            pos = bytes.len();
+            break;
+        }
+        if rest.len() < FRAME_BYTES + len {
+            if at_end {
+                out.warnings.push(format!(
+                    "the file ends in the middle of a record at byte {}: {} of its {} bytes are missing (the program was still writing or crashed)",
+                    base_offset + pos,
+                    FRAME_BYTES + len - rest.len(),
+                    FRAME_BYTES + len
+                ));
+            }
+            break;
+        }
+        let payload = &rest[FRAME_BYTES..FRAME_BYTES + len];
+        pos += FRAME_BYTES + len;
+        if crc32fast::hash(payload) != crc {
+            out.warnings.push(format!(
+                "the record at byte {} is corrupt (checksum mismatch) and was skipped",
+                base_offset + pos - FRAME_BYTES - len
+            ));
+            continue;
+        }
+        match postcard::from_bytes::<Record>(payload) {
+            Ok(record) => out.records.push(record),
+            Err(_) => out.warnings.push(format!(
+                "the record at byte {} could not be decoded (written by a newer xlaprof?) and was skipped",
+                base_offset + pos - FRAME_BYTES - len
+            )),
+        }
+    }
+    out.consumed = pos;
+    out
+}
+
+/// Reads a profile file, tolerating damage (see [`decode`]).
+pub fn read(path: &Path) -> Result<Decoded> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    decode(&bytes)
+}
+
+/// Reads a file that may still be growing: each call returns the records completed since the
+/// last one.
+pub struct Follower {
+    file: File,
+    offset: u64,
+    pending: Vec<u8>,
+}
+
+impl Follower {
+    pub fn open(path: &Path) -> Result<Follower> {
+        let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let mut header = [0u8; HEADER_BYTES];
+        let mut got = 0;
+        while got < HEADER_BYTES {
+            match file.read(&mut header[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) => return Err(Error::io(path, e)),
+            }
+        }
+        if got == HEADER_BYTES {
+            check_header(&header)?;
+        } else {
+            file.seek(SeekFrom::Start(0)).map_err(|e| Error::io(path, e))?;
+        }
+        Ok(Follower {
+            file,
+            offset: got as u64,
+            pending: if got == HEADER_BYTES { Vec::new() } else { header[..got].to_vec() },
+        })
+    }
+
+    /// Records appended since the last call (complete ones only).
+    pub fn poll(&mut self) -> std::io::Result<Decoded> {
+        self.file.seek(SeekFrom::Start(self.offset))?;
+        let mut fresh = Vec::new();
+        self.file.read_to_end(&mut fresh)?;
+        self.offset += fresh.len() as u64;
+        self.pending.extend_from_slice(&fresh);
+        if self.offset < HEADER_BYTES as u64 {
+            return Ok(Decoded::default());
+        }
+        if self.pending.len() >= HEADER_BYTES && self.pending.starts_with(MAGIC) {
+            self.pending.drain(..HEADER_BYTES);
+        }
+        let decoded = decode_records(&self.pending, 0, false);
+        self.pending.drain(..decoded.consumed);
+        Ok(decoded)
+    }
+}

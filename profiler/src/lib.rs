@@ -1,0 +1,24 @@
+//! xlaprof's profiler: turns the engine's events into a profile and the profile into answers.
+//!
+//! - [`recorder`]: record a program ([`Recording`], or `XLAPROF_PROFILE=FILE`);
+//! - [`file`]: the profile file format (documented there), written while the program runs;
+//! - [`profile`]: the profile model every analysis and view reads.
+
+pub mod error;
+pub mod file;
+pub mod profile;
+pub mod record;
+pub mod recorder;
+
+pub use error::{Error, Result};
+pub use profile::Profile;
+pub use recorder::{init_from_env, Recording};
+
+/// Loads a profile file: everything readable, with a warning in `Profile::warnings` for each
+/// part that was lost.
+pub fn load(path: &std::path::Path) -> Result<Profile> {
+    let decoded = file::read(path)?;
+    let mut profile = Profile::from_records(decoded.records);
+    profile.warnings.extend(decoded.warnings);
+    Ok(profile)
+}

@@ -1,0 +1,358 @@
+//! A profile: what the engine did, as syncs, graphs, compiles, executions, transfers, steps and
+//! scopes on one timeline. Built by replaying records, whether they come from a live recording, a
+//! file, or a file still being written.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::record::{
+    Cause, CostRec, CountersRec, GraphDef, Location, MemoryRec, Meta, Record, ShapeRec,
+};
+
+/// One sync: a graph built, found or compiled, and executed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sync {
+    pub id: u64,
+    pub cause: Cause,
+    pub location: u32,
+    pub tensors: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub hash: Option<u64>,
+    /// Found compiled in memory.
+    pub cache_hit: bool,
+    /// Loaded from the persistent cache instead of compiling.
+    pub persistent_hit: bool,
+    pub build_ns: u64,
+    pub lower_ns: u64,
+    pub compile_ns: u64,
+    pub transfer_ns: u64,
+    pub execute_ns: u64,
+    /// The step this sync belongs to (1-based; steps end at `step()`).
+    pub step: u64,
+}
+
+impl Sync {
+    pub fn duration_ns(&self) -> u64 {
+        self.end_ns.saturating_sub(self.start_ns)
+    }
+    pub fn compiled(&self) -> bool {
+        self.compile_ns > 0
+    }
+}
+
+/// A distinct graph and what it cost.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Graph {
+    pub def: GraphDef,
+    pub stablehlo: Option<String>,
+    pub memory: Option<MemoryRec>,
+    pub cost: Option<CostRec>,
+    pub compiles: u32,
+    pub compile_ns: u64,
+    pub executions: u32,
+    pub execute_ns: u64,
+    /// The first sync that built it.
+    pub first_sync: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Compile {
+    pub sync: u64,
+    pub hash: u64,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Execution {
+    pub sync: u64,
+    pub hash: u64,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Transfer {
+    pub sync: u64,
+    pub to_device: bool,
+    pub bytes: u64,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+}
+
+/// A device-to-host read of a value.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ValueRead {
+    pub location: u32,
+    pub shape: ShapeRec,
+    pub bytes: u64,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    pub step: u64,
+}
+
+/// A training step: from the end of the previous step (or the profile's start) to `step()`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    pub index: u64,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub location: u32,
+}
+
+impl Step {
+    pub fn duration_ns(&self) -> u64 {
+        self.end_ns.saturating_sub(self.start_ns)
+    }
+}
+
+/// A named region of the user's program.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Scope {
+    pub name: String,
+    pub location: u32,
+    pub start_ns: u64,
+    /// `None` while still open (or when the program stopped inside it).
+    pub end_ns: Option<u64>,
+    pub depth: u32,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Profile {
+    pub meta: Meta,
+    pub locations: Vec<Location>,
+    pub graphs: BTreeMap<u64, Graph>,
+    pub syncs: Vec<Sync>,
+    pub compiles: Vec<Compile>,
+    pub executions: Vec<Execution>,
+    pub transfers: Vec<Transfer>,
+    pub value_reads: Vec<ValueRead>,
+    pub steps: Vec<Step>,
+    pub scopes: Vec<Scope>,
+    /// The engine's counters at the end of each sync.
+    pub counters: Vec<(u64, CountersRec)>,
+    /// What could not be read (truncated or corrupt files).
+    pub warnings: Vec<String>,
+    /// Records applied (events, definitions, ...).
+    pub records: u64,
+    #[serde(skip)]
+    open_scopes: Vec<usize>,
+    #[serde(skip)]
+    sync_index: BTreeMap<u64, usize>,
+    #[serde(skip)]
+    last_step_end: u64,
+    #[serde(skip)]
+    end_ns: u64,
+}
+
+impl Profile {
+    pub fn from_records(records: impl IntoIterator<Item = Record>) -> Profile {
+        let mut p = Profile::default();
+        for r in records {
+            p.apply(r);
+        }
+        p
+    }
+
+    /// The location with id `id` (an unknown id reads as `?`).
+    pub fn location(&self, id: u32) -> String {
+        self.locations.get(id as usize).map(|l| l.to_string()).unwrap_or_else(|| "?".to_string())
+    }
+
+    /// The last time anything happened, in ns since time zero.
+    pub fn end_ns(&self) -> u64 {
+        self.end_ns
+    }
+
+    /// The step a record at time `t` belongs to.
+    fn current_step(&self) -> u64 {
+        self.steps.len() as u64 + 1
+    }
+
+    fn sync_mut(&mut self, id: u64) -> Option<&mut Sync> {
+        let i = *self.sync_index.get(&id)?;
+        self.syncs.get_mut(i)
+    }
+
+    fn seen(&mut self, t: u64) {
+        self.end_ns = self.end_ns.max(t);
+    }
+
+    /// Adds one record.
+    pub fn apply(&mut self, record: Record) {
+        self.records += 1;
+        match record {
+            Record::Meta(meta) => self.meta = meta,
+            Record::Location { id, location } => {
+                let id = id as usize;
+                if self.locations.len() <= id {
+                    self.locations.resize(
+                        id + 1,
+                        Location { file: "?".into(), line: 0, function: String::new() },
+                    );
+                }
+                self.locations[id] = location;
+            }
+            Record::Graph(def) => {
+                let hash = def.hash;
+                self.graphs.entry(hash).or_insert_with(|| Graph {
+                    def: *def,
+                    stablehlo: None,
+                    memory: None,
+                    cost: None,
+                    compiles: 0,
+                    compile_ns: 0,
+                    executions: 0,
+                    execute_ns: 0,
+                    first_sync: 0,
+                });
+            }
+            Record::StableHlo { hash, text } => {
+                if let Some(g) = self.graphs.get_mut(&hash) {
+                    g.stablehlo = Some(text);
+                }
+            }
+            Record::SyncBegin { t, sync, cause, location, tensors } => {
+                self.seen(t);
+                let step = self.current_step();
+                self.sync_index.insert(sync, self.syncs.len());
+                self.syncs.push(Sync {
+                    id: sync,
+                    cause,
+                    location,
+                    tensors,
+                    start_ns: t,
+                    end_ns: t,
+                    hash: None,
+                    cache_hit: false,
+                    persistent_hit: false,
+                    build_ns: 0,
+                    lower_ns: 0,
+                    compile_ns: 0,
+                    transfer_ns: 0,
+                    execute_ns: 0,
+                    step,
+                });
+            }
+            Record::GraphBuilt { t, sync, hash, dur } => {
+                self.seen(t);
+                if let Some(g) = self.graphs.get_mut(&hash) {
+                    if g.first_sync == 0 {
+                        g.first_sync = sync;
+                    }
+                }
+                if let Some(s) = self.sync_mut(sync) {
+                    s.hash = Some(hash);
+                    s.build_ns += dur;
+                }
+            }
+            Record::CacheLookup { t, sync, hit, persistent, .. } => {
+                self.seen(t);
+                if let Some(s) = self.sync_mut(sync) {
+                    s.cache_hit = hit;
+                    s.persistent_hit = persistent;
+                }
+            }
+            Record::Lowered { t, sync, dur, .. } => {
+                self.seen(t);
+                if let Some(s) = self.sync_mut(sync) {
+                    s.lower_ns += dur;
+                }
+            }
+            Record::Compiled { t, sync, hash, dur, memory, cost } => {
+                self.seen(t);
+                self.compiles.push(Compile {
+                    sync,
+                    hash,
+                    start_ns: t.saturating_sub(dur),
+                    duration_ns: dur,
+                });
+                if let Some(g) = self.graphs.get_mut(&hash) {
+                    g.compiles += 1;
+                    g.compile_ns += dur;
+                    g.memory = memory.or(g.memory);
+                    g.cost = cost.or(g.cost);
+                }
+                if let Some(s) = self.sync_mut(sync) {
+                    s.compile_ns += dur;
+                }
+            }
+            Record::Transfer { t, sync, to_device, bytes, dur } => {
+                self.seen(t);
+                self.transfers.push(Transfer {
+                    sync,
+                    to_device,
+                    bytes,
+                    start_ns: t.saturating_sub(dur),
+                    duration_ns: dur,
+                });
+                if let Some(s) = self.sync_mut(sync) {
+                    s.transfer_ns += dur;
+                }
+            }
+            Record::Executed { t, sync, hash, dur } => {
+                self.seen(t);
+                self.executions.push(Execution {
+                    sync,
+                    hash,
+                    start_ns: t.saturating_sub(dur),
+                    duration_ns: dur,
+                });
+                if let Some(g) = self.graphs.get_mut(&hash) {
+                    g.executions += 1;
+                    g.execute_ns += dur;
+                }
+                if let Some(s) = self.sync_mut(sync) {
+                    s.execute_ns += dur;
+                }
+            }
+            Record::SyncEnd { t, sync, counters, .. } => {
+                self.seen(t);
+                if let Some(s) = self.sync_mut(sync) {
+                    s.end_ns = t;
+                }
+                self.counters.push((t, counters));
+            }
+            Record::Step { t, step, location } => {
+                self.seen(t);
+                let start_ns = self.last_step_end;
+                self.steps.push(Step {
+                    index: step.max(self.steps.len() as u64 + 1),
+                    start_ns,
+                    end_ns: t,
+                    location,
+                });
+                self.last_step_end = t;
+            }
+            Record::ScopeBegin { t, name, location } => {
+                self.seen(t);
+                let depth = self.open_scopes.len() as u32;
+                self.open_scopes.push(self.scopes.len());
+                self.scopes.push(Scope { name, location, start_ns: t, end_ns: None, depth });
+            }
+            Record::ScopeEnd { t, name } => {
+                self.seen(t);
+                if let Some(pos) =
+                    self.open_scopes.iter().rposition(|&i| self.scopes[i].name == name)
+                {
+                    let i = self.open_scopes.remove(pos);
+                    self.scopes[i].end_ns = Some(t);
+                }
+            }
+            Record::ValueRead { t, location, shape, bytes, dur } => {
+                self.seen(t);
+                let step = self.current_step();
+                self.value_reads.push(ValueRead {
+                    location,
+                    shape,
+                    bytes,
+                    start_ns: t.saturating_sub(dur),
+                    duration_ns: dur,
+                    step,
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! The records of a profile file: the engine's events, made compact and self-contained.
+//!
+//! Locations and graph definitions are written once and referred to by id afterwards, so a sync
+//! that hits the cache costs a few dozen bytes. Every record is plain data (no engine types), so a
+//! profile can be read anywhere, by a program that never ran the engine.
+
+use serde::{Deserialize, Serialize};
+
+/// Why a sync happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Cause {
+    Explicit,
+    ValueRead,
+    StepEnd,
+}
+
+impl Cause {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Cause::Explicit => "explicit sync()",
+            Cause::ValueRead => "a value read on the host",
+            Cause::StepEnd => "end of step",
+        }
+    }
+}
+
+/// A line of the user's program.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Location {
+    pub file: String,
+    pub line: u32,
+    pub function: String,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)?;
+        if !self.function.is_empty() {
+            write!(f, " in {}", self.function)?;
+        }
+        Ok(())
+    }
+}
+
+/// `dtype[dims]`, as users read shapes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ShapeRec {
+    pub dtype: String,
+    pub dims: Vec<i64>,
+}
+
+impl std::fmt::Display for ShapeRec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let dims: Vec<String> = self.dims.iter().map(|d| d.to_string()).collect();
+        write!(f, "{}[{}]", self.dtype, dims.join(","))
+    }
+}
+
+/// One input of a graph.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InputRec {
+    pub shape: ShapeRec,
+    /// A device buffer (`false`: the packed host scalars).
+    pub data: bool,
+    pub location: u32,
+    pub donated: bool,
+}
+
+/// A distinct graph, written the first time its hash is seen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GraphDef {
+    pub hash: u64,
+    pub nodes: u32,
+    /// Count per op name.
+    pub ops: Vec<(String, u32)>,
+    pub inputs: Vec<InputRec>,
+    pub outputs: Vec<ShapeRec>,
+    /// One line per node in post-order, for diffing versions of a graph.
+    pub nodes_text: Vec<String>,
+    /// Source location of each node (ids), parallel to `nodes_text`.
+    pub node_locations: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct MemoryRec {
+    pub generated_code_bytes: i64,
+    pub argument_bytes: i64,
+    pub output_bytes: i64,
+    pub alias_bytes: i64,
+    pub temp_bytes: i64,
+    pub peak_memory_bytes: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct CostRec {
+    pub flops: f64,
+    pub bytes_accessed: f64,
+    pub transcendentals: f64,
+}
+
+/// The engine's counters at one moment (totals since the program started).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CountersRec {
+    pub tensors_created: u64,
+    pub tensors_destroyed: u64,
+    pub ops_traced: u64,
+    pub syncs: u64,
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+    pub persistent_cache_hits: u64,
+    pub persistent_cache_misses: u64,
+    pub compiles: u64,
+    pub executions: u64,
+    pub bytes_to_device: u64,
+    pub bytes_from_device: u64,
+    pub value_reads: u64,
+}
+
+/// What the profile is of.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Meta {
+    pub program: String,
+    pub pid: u32,
+    /// Wall-clock time of the profile's time zero, in milliseconds since the Unix epoch.
+    pub start_unix_ms: u64,
+    pub platform: String,
+    pub plugin: String,
+}
+
+/// One record of a profile file. Times (`t`) are nanoseconds since the profile's time zero;
+/// `t` of a record with a duration is when it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Record {
+    Meta(Meta),
+    Location {
+        id: u32,
+        location: Location,
+    },
+    Graph(Box<GraphDef>),
+    /// The StableHLO text of a graph (written once, when it is lowered).
+    StableHlo {
+        hash: u64,
+        text: String,
+    },
+    SyncBegin {
+        t: u64,
+        sync: u64,
+        cause: Cause,
+        location: u32,
+        tensors: u32,
+    },
+    GraphBuilt {
+        t: u64,
+        sync: u64,
+        hash: u64,
+        dur: u64,
+    },
+    CacheLookup {
+        t: u64,
+        sync: u64,
+        hash: u64,
+        hit: bool,
+        persistent: bool,
+    },
+    Lowered {
+        t: u64,
+        sync: u64,
+        hash: u64,
+        dur: u64,
+    },
+    Compiled {
+        t: u64,
+        sync: u64,
+        hash: u64,
+        dur: u64,
+        memory: Option<MemoryRec>,
+        cost: Option<CostRec>,
+    },
+    Transfer {
+        t: u64,
+        sync: u64,
+        to_device: bool,
+        bytes: u64,
+        dur: u64,
+    },
+    Executed {
+        t: u64,
+        sync: u64,
+        hash: u64,
+        dur: u64,
+    },
+    SyncEnd {
+        t: u64,
+        sync: u64,
+        dur: u64,
+        counters: CountersRec,
+    },
+    Step {
+        t: u64,
+        step: u64,
+        location: u32,
+    },
+    ScopeBegin {
+        t: u64,
+        name: String,
+        location: u32,
+    },
+    ScopeEnd {
+        t: u64,
+        name: String,
+    },
+    ValueRead {
+        t: u64,
+        location: u32,
+        shape: ShapeRec,
+        bytes: u64,
+        dur: u64,
+    },
+}

@@ -1,0 +1,304 @@
+//! Recording: a listener on the engine's events that builds a [`Profile`] and, when asked,
+//! streams it to a profile file as it happens.
+//!
+//! Start and stop from code ([`Recording::start`], [`Recording::to_file`], [`Recording::stop`]),
+//! or for a whole program with `XLAPROF_PROFILE=FILE` and [`init_from_env`] at the top of `main`.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use xlaprof_core::events::{self, Direction, Event, GraphSummary, InputKind, Listener, SyncCause};
+use xlaprof_core::{Shape, SourceLocation};
+
+use crate::error::{Error, Result};
+use crate::file::Writer;
+use crate::profile::Profile;
+use crate::record::{
+    Cause, CostRec, CountersRec, GraphDef, InputRec, Location, MemoryRec, Meta, Record, ShapeRec,
+};
+
+struct State {
+    profile: Profile,
+    writer: Option<Writer>,
+    write_failed: bool,
+    /// Engine time (ns) of the profile's time zero.
+    t0: u64,
+    locations: HashMap<SourceLocation, u32>,
+    graphs: HashSet<u64>,
+    stablehlo: HashSet<u64>,
+}
+
+struct Recorder(Mutex<State>);
+
+impl State {
+    fn emit(&mut self, record: Record) {
+        if let Some(w) = &mut self.writer {
+            if let Err(e) = w.append(&record) {
+                if !self.write_failed {
+                    eprintln!("xlaprof: the profile file can no longer be written ({e}); recording continues in memory");
+                    self.write_failed = true;
+                }
+            }
+        }
+        self.profile.apply(record);
+    }
+
+    fn t(&self, at_ns: u64) -> u64 {
+        at_ns.saturating_sub(self.t0)
+    }
+
+    fn location(&mut self, location: &SourceLocation) -> u32 {
+        if let Some(&id) = self.locations.get(location) {
+            return id;
+        }
+        let id = self.locations.len() as u32;
+        self.locations.insert(location.clone(), id);
+        let location = Location {
+            file: location.file().to_string(),
+            line: location.line(),
+            function: location.function().unwrap_or_default().to_string(),
+        };
+        self.emit(Record::Location { id, location });
+        id
+    }
+
+    fn graph(&mut self, hash: u64, summary: &GraphSummary) {
+        if !self.graphs.insert(hash) {
+            return;
+        }
+        let inputs = summary
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(i, input)| InputRec {
+                shape: shape(&input.shape),
+                data: input.kind == InputKind::Data,
+                location: self.location(&input.location),
+                donated: summary.donated.iter().any(|d| d.0 == i),
+            })
+            .collect();
+        let node_locations = summary.node_locations.iter().map(|l| self.location(l)).collect();
+        let def = GraphDef {
+            hash,
+            nodes: summary.nodes as u32,
+            ops: summary.ops.iter().map(|(name, n)| (name.to_string(), *n as u32)).collect(),
+            inputs,
+            outputs: summary.outputs.iter().map(shape).collect(),
+            nodes_text: summary.nodes_text.clone(),
+            node_locations,
+        };
+        self.emit(Record::Graph(Box::new(def)));
+    }
+}
+
+fn shape(s: &Shape) -> ShapeRec {
+    ShapeRec { dtype: s.dtype.to_string(), dims: s.dims.clone() }
+}
+
+fn cause(c: SyncCause) -> Cause {
+    match c {
+        SyncCause::Explicit => Cause::Explicit,
+        SyncCause::ValueRead => Cause::ValueRead,
+        SyncCause::StepEnd => Cause::StepEnd,
+    }
+}
+
+fn counters() -> CountersRec {
+    let c = events::counters();
+    CountersRec {
+        tensors_created: c.tensors_created,
+        tensors_destroyed: c.tensors_destroyed,
+        ops_traced: c.ops_traced,
+        syncs: c.syncs,
+        cache_hits: c.cache_hits,
+        cache_misses: c.cache_misses,
+        persistent_cache_hits: c.persistent_cache_hits,
+        persistent_cache_misses: c.persistent_cache_misses,
+        compiles: c.compiles,
+        executions: c.executions,
+        bytes_to_device: c.bytes_to_device,
+        bytes_from_device: c.bytes_from_device,
+        value_reads: c.value_reads,
+    }
+}
+
+impl Listener for Recorder {
+    fn on_event(&self, at_ns: u64, event: &Event) {
+        let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let t = s.t(at_ns);
+        let record = match event {
+            Event::SyncBegin { sync_id, cause: c, location, tensors } => {
+                let location = s.location(location);
+                Record::SyncBegin {
+                    t,
+                    sync: *sync_id,
+                    cause: cause(*c),
+                    location,
+                    tensors: *tensors as u32,
+                }
+            }
+            Event::GraphBuilt { sync_id, hash, summary, duration_ns } => {
+                s.graph(*hash, summary);
+                Record::GraphBuilt { t, sync: *sync_id, hash: *hash, dur: *duration_ns }
+            }
+            Event::CacheLookup { sync_id, hash, hit, persistent_hit } => Record::CacheLookup {
+                t,
+                sync: *sync_id,
+                hash: *hash,
+                hit: *hit,
+                persistent: *persistent_hit,
+            },
+            Event::Lowered { sync_id, hash, stablehlo, duration_ns } => {
+                if s.stablehlo.insert(*hash) {
+                    s.emit(Record::StableHlo { hash: *hash, text: stablehlo.to_string() });
+                }
+                Record::Lowered { t, sync: *sync_id, hash: *hash, dur: *duration_ns }
+            }
+            Event::Compiled { sync_id, hash, duration_ns, memory, cost } => Record::Compiled {
+                t,
+                sync: *sync_id,
+                hash: *hash,
+                dur: *duration_ns,
+                memory: memory.map(|m| MemoryRec {
+                    generated_code_bytes: m.generated_code_bytes,
+                    argument_bytes: m.argument_bytes,
+                    output_bytes: m.output_bytes,
+                    alias_bytes: m.alias_bytes,
+                    temp_bytes: m.temp_bytes,
+                    peak_memory_bytes: m.peak_memory_bytes,
+                }),
+                cost: cost.as_ref().map(|c| CostRec {
+                    flops: c.flops().unwrap_or(0.0),
+                    bytes_accessed: c.bytes_accessed().unwrap_or(0.0),
+                    transcendentals: c.transcendentals().unwrap_or(0.0),
+                }),
+            },
+            Event::Transfer { sync_id, direction, bytes, duration_ns } => Record::Transfer {
+                t,
+                sync: *sync_id,
+                to_device: *direction == Direction::ToDevice,
+                bytes: *bytes,
+                dur: *duration_ns,
+            },
+            Event::Executed { sync_id, hash, duration_ns } => {
+                Record::Executed { t, sync: *sync_id, hash: *hash, dur: *duration_ns }
+            }
+            Event::SyncEnd { sync_id, duration_ns } => {
+                Record::SyncEnd { t, sync: *sync_id, dur: *duration_ns, counters: counters() }
+            }
+            Event::StepMarker { step, location } => {
+                let location = s.location(location);
+                Record::Step { t, step: *step, location }
+            }
+            Event::ScopeBegin { name, location } => {
+                let location = s.location(location);
+                Record::ScopeBegin { t, name: name.to_string(), location }
+            }
+            Event::ScopeEnd { name } => Record::ScopeEnd { t, name: name.to_string() },
+            Event::ValueRead { location, shape: sh, bytes, duration_ns } => {
+                let location = s.location(location);
+                Record::ValueRead {
+                    t,
+                    location,
+                    shape: shape(sh),
+                    bytes: *bytes,
+                    dur: *duration_ns,
+                }
+            }
+        };
+        s.emit(record);
+    }
+}
+
+/// A profile being recorded. Only one recording runs in a process at a time.
+pub struct Recording {
+    recorder: Arc<Recorder>,
+    listener: u64,
+}
+
+static ACTIVE: Mutex<bool> = Mutex::new(false);
+
+impl Recording {
+    /// Starts recording into memory.
+    pub fn start() -> Result<Recording> {
+        Recording::begin(None)
+    }
+
+    /// Starts recording, streaming every record to `path` as it happens.
+    pub fn to_file(path: &Path) -> Result<Recording> {
+        Recording::begin(Some(Writer::create(path)?))
+    }
+
+    fn begin(writer: Option<Writer>) -> Result<Recording> {
+        let mut active = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
+        if *active {
+            return Err(Error::AlreadyRecording);
+        }
+        let (platform, plugin) = match xlaprof_core::engine() {
+            Ok(e) => (
+                format!("{} {}", e.client.platform_name(), e.client.platform_version()),
+                e.client.plugin().path().display().to_string(),
+            ),
+            Err(_) => (String::new(), String::new()),
+        };
+        let meta = Meta {
+            program: std::env::args().collect::<Vec<_>>().join(" "),
+            pid: std::process::id(),
+            start_unix_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0),
+            platform,
+            plugin,
+        };
+        let mut state = State {
+            profile: Profile::default(),
+            writer,
+            write_failed: false,
+            t0: events::now_ns(),
+            locations: HashMap::new(),
+            graphs: HashSet::new(),
+            stablehlo: HashSet::new(),
+        };
+        state.emit(Record::Meta(meta));
+        let recorder = Arc::new(Recorder(Mutex::new(state)));
+        let listener = events::add_listener(recorder.clone());
+        *active = true;
+        Ok(Recording { recorder, listener })
+    }
+
+    /// A copy of the profile so far.
+    pub fn snapshot(&self) -> Profile {
+        self.recorder.0.lock().unwrap_or_else(|p| p.into_inner()).profile.clone()
+    }
+
+    /// Bytes written to the profile file so far, and records.
+    pub fn file_stats(&self) -> Option<(u64, u64)> {
+        let s = self.recorder.0.lock().unwrap_or_else(|p| p.into_inner());
+        s.writer.as_ref().map(|w| (w.bytes_written(), w.records_written()))
+    }
+
+    /// Stops recording and returns the profile.
+    pub fn stop(self) -> Profile {
+        events::remove_listener(self.listener);
+        *ACTIVE.lock().unwrap_or_else(|p| p.into_inner()) = false;
+        let mut s = self.recorder.0.lock().unwrap_or_else(|p| p.into_inner());
+        s.writer = None;
+        std::mem::take(&mut s.profile)
+    }
+}
+
+/// Records the whole program to the file named by `XLAPROF_PROFILE`, if it is set. Call it at
+/// the top of `main`; the recording runs until the process exits (every record is on disk as soon
+/// as it happens, so nothing needs to be flushed at exit). Returns whether recording started.
+pub fn init_from_env() -> Result<bool> {
+    static GLOBAL: OnceLock<Recording> = OnceLock::new();
+    let Some(path) = std::env::var_os("XLAPROF_PROFILE") else { return Ok(false) };
+    if GLOBAL.get().is_some() {
+        return Ok(true);
+    }
+    let recording = Recording::to_file(Path::new(&path))?;
+    let _ = GLOBAL.set(recording);
+    Ok(true)
+}
