@@ -4,8 +4,10 @@
 //! - [`file`]: the profile file format (documented there), written while the program runs;
 //! - [`profile`]: the profile model every analysis and view reads.
 
+pub mod diagnostics;
 pub mod error;
 pub mod file;
+pub mod metrics;
 pub mod profile;
 pub mod record;
 pub mod recorder;

@@ -91,6 +91,8 @@ pub struct ValueRead {
     pub start_ns: u64,
     pub duration_ns: u64,
     pub step: u64,
+    /// The sync this read forced (the value was still pending), if any.
+    pub forced_sync: Option<u64>,
 }
 
 /// A training step: from the end of the previous step (or the profile's start) to `step()`.
@@ -344,14 +346,15 @@ impl Profile {
             Record::ValueRead { t, location, shape, bytes, dur } => {
                 self.seen(t);
                 let step = self.current_step();
-                self.value_reads.push(ValueRead {
-                    location,
-                    shape,
-                    bytes,
-                    start_ns: t.saturating_sub(dur),
-                    duration_ns: dur,
-                    step,
-                });
+                // A read of a pending value runs its sync first, at the same line.
+                let forced_sync = self
+                    .syncs
+                    .last()
+                    .filter(|s| s.cause == Cause::ValueRead && s.location == location)
+                    .filter(|s| self.value_reads.last().and_then(|r| r.forced_sync) != Some(s.id))
+                    .map(|s| s.id);
+                let start_ns = t.saturating_sub(dur);
+                self.value_reads.push(ValueRead { location, shape, bytes, start_ns, duration_ns: dur, step, forced_sync });
             }
         }
     }

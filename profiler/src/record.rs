@@ -125,6 +125,8 @@ pub struct Meta {
     pub start_unix_ms: u64,
     pub platform: String,
     pub plugin: String,
+    /// The engine's counters when recording started (counters are totals since the program began).
+    pub counters: CountersRec,
 }
 
 /// One record of a profile file. Times (`t`) are nanoseconds since the profile's time zero;

@@ -251,6 +251,7 @@ impl Recording {
                 .unwrap_or(0),
             platform,
             plugin,
+            counters: counters(),
         };
         let mut state = State {
             profile: Profile::default(),

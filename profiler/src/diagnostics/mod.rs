@@ -1,0 +1,114 @@
+//! Findings about a profile, each a typed record with a one-sentence message, the user's source
+//! line and what it cost, aggregated per call site and ranked by time lost. Every view shows
+//! these; none recomputes them.
+
+mod recompile;
+mod rules;
+mod steps;
+
+use serde::Serialize;
+
+pub use recompile::{diff_graphs, GraphChange};
+pub use rules::{check, Rule, RuleOutcome};
+
+use crate::profile::Profile;
+
+/// What kind of problem a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum Kind {
+    /// A call site compiled a graph different from one it compiled before.
+    Recompile,
+    /// Compiles keep happening after warm-up at one call site, over a varying dimension.
+    RecompileStorm,
+    /// A value read forced a graph to run in the middle of a step.
+    HiddenSync,
+    /// An explicit `sync()` in the middle of a step split it into several graphs.
+    MidStepSync,
+    /// A value was copied to the host inside the step (a stall, without a sync).
+    HostRead,
+    SlowCompile,
+    SlowStep,
+    IdleDevice,
+}
+
+impl Kind {
+    pub fn title(self) -> &'static str {
+        match self {
+            Kind::Recompile => "recompile",
+            Kind::RecompileStorm => "recompile storm",
+            Kind::HiddenSync => "hidden sync",
+            Kind::MidStepSync => "sync inside a step",
+            Kind::HostRead => "host read",
+            Kind::SlowCompile => "slow compile",
+            Kind::SlowStep => "slow step",
+            Kind::IdleDevice => "idle device",
+        }
+    }
+}
+
+/// One occurrence behind a finding.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Instance {
+    pub message: String,
+    pub sync: Option<u64>,
+    pub step: Option<u64>,
+    pub cost_ns: u64,
+}
+
+/// A finding, aggregated over its call site.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Diagnostic {
+    pub kind: Kind,
+    /// One sentence: what happened, where, and why.
+    pub message: String,
+    pub location: String,
+    pub location_id: u32,
+    /// Time lost, in nanoseconds, over all instances.
+    pub cost_ns: u64,
+    pub count: u64,
+    pub advice: Option<String>,
+    /// Typed causes (recompiles): what changed between graph versions.
+    pub changes: Vec<GraphChange>,
+    pub instances: Vec<Instance>,
+    /// Graphs involved (hashes), for views to select.
+    pub graphs: Vec<u64>,
+}
+
+/// Where the thresholds of the rules lie. Users can set every one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Thresholds {
+    /// Steps before which compiles are expected (warm-up).
+    pub warmup_steps: u64,
+    /// Compiles after warm-up at one call site that make a storm.
+    pub storm_compiles: u64,
+    pub slow_compile_ns: u64,
+    /// A step slower than this many times the median step is slow.
+    pub slow_step_factor: f64,
+    /// A step where the device runs less than this fraction of the time is host-bound.
+    pub idle_fraction: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            warmup_steps: 2,
+            storm_compiles: 3,
+            slow_compile_ns: 1_000_000_000,
+            slow_step_factor: 2.0,
+            idle_fraction: 0.5,
+        }
+    }
+}
+
+/// Every finding of a profile, most costly first.
+pub fn diagnose(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
+    let mut all = Vec::new();
+    all.extend(recompile::recompiles(p));
+    all.extend(recompile::storms(p, t));
+    all.extend(steps::syncs_in_steps(p));
+    all.extend(steps::slow_compiles(p, t));
+    all.extend(steps::slow_steps(p, t));
+    all.extend(steps::idle_device(p, t));
+    all.sort_by(|a, b| b.cost_ns.cmp(&a.cost_ns).then(a.kind.cmp(&b.kind)).then(a.location.cmp(&b.location)));
+    all
+}

@@ -1,0 +1,352 @@
+//! Why a call site compiled again: the structural difference between a new graph and the
+//! nearest graph the same site compiled before; and storms of such recompiles after warm-up.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::{Diagnostic, Instance, Kind, Thresholds};
+use crate::metrics::format_ns;
+use crate::profile::{Graph, Profile};
+use crate::record::ShapeRec;
+
+/// One difference between two versions of a graph.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum GraphChange {
+    /// An input changed shape or dtype.
+    InputShape { input: usize, from: ShapeRec, to: ShapeRec, created_at: String },
+    /// The graph has a different number of inputs.
+    InputCount { from: usize, to: usize },
+    /// Different tensors were synced (outputs joined or left).
+    SyncedTensors { from: usize, to: usize, joined: Vec<ShapeRec>, left: Vec<ShapeRec> },
+    /// The op structure diverged at a node.
+    Structure { node: usize, from: String, to: String, location: String },
+    /// An input's buffer is donated in one version and not the other.
+    Donation { input: usize, donated: bool },
+    /// Same ops and shapes: only the pattern of equal host scalars at one line differs.
+    ScalarPattern,
+}
+
+impl GraphChange {
+    /// The change in words.
+    pub fn sentence(&self) -> String {
+        match self {
+            GraphChange::InputShape { input, from, to, created_at } => {
+                format!("input {input} changed from {from} to {to} (created at {created_at})")
+            }
+            GraphChange::InputCount { from, to } => format!("the graph takes {to} inputs instead of {from}"),
+            GraphChange::SyncedTensors { from, to, joined, left } => {
+                let list = |v: &[ShapeRec]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ");
+                let mut s = format!("{to} tensors were synced instead of {from}");
+                if !joined.is_empty() {
+                    s += &format!(" (joined: {})", list(joined));
+                }
+                if !left.is_empty() {
+                    s += &format!(" (left: {})", list(left));
+                }
+                s
+            }
+            GraphChange::Structure { node, from, to, location } => {
+                format!("the op structure diverged at node %{node}: {to} instead of {from} (recorded at {location})")
+            }
+            GraphChange::Donation { input, donated } => {
+                if *donated {
+                    format!("input {input} is now donated (nothing else holds it any more)")
+                } else {
+                    format!("input {input} is no longer donated (something still holds it)")
+                }
+            }
+            GraphChange::ScalarPattern => {
+                "the same ops and shapes, but host scalars recorded at one line that were equal now differ (or the reverse)".to_string()
+            }
+        }
+    }
+}
+
+/// The op part of a node line, without its shape (`%3 = add(%1, %2)`).
+fn op_text(line: &str) -> &str {
+    line.split(" : ").next().unwrap_or(line)
+}
+
+/// What changed from graph `a` to graph `b`.
+pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
+    let (da, db) = (&a.def, &b.def);
+    let mut changes = Vec::new();
+    if da.inputs.len() == db.inputs.len() {
+        for (i, (x, y)) in da.inputs.iter().zip(&db.inputs).enumerate() {
+            if x.shape != y.shape && x.data {
+                changes.push(GraphChange::InputShape {
+                    input: i,
+                    from: x.shape.clone(),
+                    to: y.shape.clone(),
+                    created_at: p.location(y.location),
+                });
+            }
+        }
+    } else {
+        changes.push(GraphChange::InputCount { from: da.inputs.len(), to: db.inputs.len() });
+    }
+    if da.outputs != db.outputs {
+        let mut left: Vec<ShapeRec> = da.outputs.clone();
+        let mut joined = Vec::new();
+        for o in &db.outputs {
+            match left.iter().position(|l| l == o) {
+                Some(i) => {
+                    left.remove(i);
+                }
+                None => joined.push(o.clone()),
+            }
+        }
+        if !joined.is_empty() || !left.is_empty() || da.outputs.len() != db.outputs.len() {
+            changes.push(GraphChange::SyncedTensors { from: da.outputs.len(), to: db.outputs.len(), joined, left });
+        }
+    }
+    let first_diff = da
+        .nodes_text
+        .iter()
+        .zip(&db.nodes_text)
+        .position(|(x, y)| op_text(x) != op_text(y))
+        .or_else(|| (da.nodes_text.len() != db.nodes_text.len()).then(|| da.nodes_text.len().min(db.nodes_text.len())));
+    if let Some(node) = first_diff {
+        let text = |d: &crate::record::GraphDef| d.nodes_text.get(node).cloned().unwrap_or_else(|| "(no node)".into());
+        let location = db.node_locations.get(node).or(da.node_locations.get(node)).map(|&l| p.location(l)).unwrap_or_default();
+        changes.push(GraphChange::Structure { node, from: text(da), to: text(db), location });
+    }
+    if da.inputs.len() == db.inputs.len() {
+        for (i, (x, y)) in da.inputs.iter().zip(&db.inputs).enumerate() {
+            if x.donated != y.donated {
+                changes.push(GraphChange::Donation { input: i, donated: y.donated });
+            }
+        }
+    }
+    if changes.is_empty() {
+        changes.push(GraphChange::ScalarPattern);
+    }
+    changes
+}
+
+/// How different two changes lists are, to pick the nearest earlier graph.
+fn distance(changes: &[GraphChange]) -> usize {
+    changes
+        .iter()
+        .map(|c| match c {
+            GraphChange::Structure { .. } | GraphChange::InputCount { .. } => 10,
+            GraphChange::SyncedTensors { .. } => 5,
+            _ => 1,
+        })
+        .sum()
+}
+
+/// A compile at a call site that compiled before, with its explanation.
+pub(crate) struct Recompile {
+    pub location: u32,
+    pub sync: u64,
+    pub step: u64,
+    pub hash: u64,
+    pub previous: u64,
+    pub cost_ns: u64,
+    pub changes: Vec<GraphChange>,
+}
+
+pub(crate) fn find_recompiles(p: &Profile) -> Vec<Recompile> {
+    let mut compiled_at: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for s in p.syncs.iter().filter(|s| s.compiled() || s.persistent_hit) {
+        let Some(hash) = s.hash else { continue };
+        let earlier = compiled_at.entry(s.location).or_default();
+        if let Some(graph) = p.graphs.get(&hash) {
+            let nearest = earlier
+                .iter()
+                .rev()
+                .filter_map(|h| p.graphs.get(h).map(|g| (h, diff_graphs(p, g, graph))))
+                .min_by_key(|(_, c)| distance(c));
+            if let Some((&previous, changes)) = nearest {
+                out.push(Recompile {
+                    location: s.location,
+                    sync: s.id,
+                    step: s.step,
+                    hash,
+                    previous,
+                    cost_ns: s.compile_ns,
+                    changes,
+                });
+            }
+        }
+        if !earlier.contains(&hash) {
+            earlier.push(hash);
+        }
+    }
+    out
+}
+
+pub(super) fn recompiles(p: &Profile) -> Vec<Diagnostic> {
+    let mut by_site: BTreeMap<u32, Vec<Recompile>> = BTreeMap::new();
+    for r in find_recompiles(p) {
+        by_site.entry(r.location).or_default().push(r);
+    }
+    by_site
+        .into_iter()
+        .map(|(location, rs)| {
+            let cost_ns: u64 = rs.iter().map(|r| r.cost_ns).sum();
+            let mut changes: Vec<GraphChange> = Vec::new();
+            for c in rs.iter().flat_map(|r| r.changes.iter()) {
+                if !changes.contains(c) {
+                    changes.push(c.clone());
+                }
+            }
+            let instances: Vec<Instance> = rs
+                .iter()
+                .map(|r| Instance {
+                    message: format!(
+                        "step {}: recompiled because {}",
+                        r.step,
+                        r.changes.iter().map(|c| c.sentence()).collect::<Vec<_>>().join("; ")
+                    ),
+                    sync: Some(r.sync),
+                    step: Some(r.step),
+                    cost_ns: r.cost_ns,
+                })
+                .collect();
+            let site = p.location(location);
+            let first = rs[0].changes.iter().map(|c| c.sentence()).collect::<Vec<_>>().join("; ");
+            let message = if rs.len() == 1 {
+                format!("{site} compiled a second graph ({}) because {first}", format_ns(cost_ns as f64))
+            } else {
+                format!(
+                    "{site} recompiled {} times ({}); the first time because {first}",
+                    rs.len(),
+                    format_ns(cost_ns as f64)
+                )
+            };
+            let mut graphs: Vec<u64> = rs.iter().flat_map(|r| [r.previous, r.hash]).collect();
+            graphs.dedup();
+            Diagnostic {
+                kind: Kind::Recompile,
+                message,
+                location: site,
+                location_id: location,
+                cost_ns,
+                count: rs.len() as u64,
+                advice: advice_for(&changes),
+                changes,
+                instances,
+                graphs,
+            }
+        })
+        .collect()
+}
+
+fn advice_for(changes: &[GraphChange]) -> Option<String> {
+    changes.iter().find_map(|c| match c {
+        GraphChange::InputShape { from, to, .. } if from.dtype != to.dtype => {
+            Some("keep the input's dtype the same from step to step (cast it once where it is created)".to_string())
+        }
+        GraphChange::InputShape { .. } => Some(
+            "keep input shapes fixed: pad or bucket the varying dimension so a few graphs serve every size".to_string(),
+        ),
+        GraphChange::SyncedTensors { .. } => Some(
+            "sync the same tensors every step: a tensor kept alive (or dropped) across the sync changes the graph's outputs".to_string(),
+        ),
+        GraphChange::Structure { .. } => Some(
+            "the program records different ops on different steps (a Python/Rust branch on data, or a changing loop count); make the step's ops the same every time".to_string(),
+        ),
+        _ => None,
+    })
+}
+
+/// For each call site with many compiles after warm-up: the dimension that varies, the values
+/// seen, and the buckets that would serve them.
+pub(super) fn storms(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
+    let mut by_site: BTreeMap<u32, Vec<Recompile>> = BTreeMap::new();
+    for r in find_recompiles(p).into_iter().filter(|r| r.step > t.warmup_steps) {
+        by_site.entry(r.location).or_default().push(r);
+    }
+    let mut out = Vec::new();
+    for (location, rs) in by_site {
+        if (rs.len() as u64) < t.storm_compiles {
+            continue;
+        }
+        // Input dims that vary across the graphs compiled at this site.
+        let graphs: Vec<&Graph> = rs.iter().filter_map(|r| p.graphs.get(&r.hash)).collect();
+        let mut varying: BTreeMap<(usize, usize), BTreeSet<i64>> = BTreeMap::new();
+        if let Some(first) = graphs.first() {
+            for g in &graphs {
+                if g.def.inputs.len() != first.def.inputs.len() {
+                    continue;
+                }
+                for (i, (a, b)) in first.def.inputs.iter().zip(&g.def.inputs).enumerate() {
+                    if a.shape.dims.len() != b.shape.dims.len() {
+                        continue;
+                    }
+                    for (d, (&x, &y)) in a.shape.dims.iter().zip(&b.shape.dims).enumerate() {
+                        if x != y {
+                            varying.entry((i, d)).or_default().extend([x, y]);
+                        }
+                    }
+                }
+            }
+            for g in &graphs {
+                for (&(i, d), values) in varying.iter_mut() {
+                    if let Some(v) = g.def.inputs.get(i).and_then(|inp| inp.shape.dims.get(d)) {
+                        values.insert(*v);
+                    }
+                }
+            }
+        }
+        let cost_ns: u64 = rs.iter().map(|r| r.cost_ns).sum();
+        let mean = cost_ns / rs.len().max(1) as u64;
+        let site = p.location(location);
+        // The widest-varying dimension is the one to fix.
+        let worst = varying.iter().max_by_key(|(_, v)| v.len());
+        let (message, advice) = match worst {
+            Some((&(input, dim), values)) => {
+                let seen: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+                let buckets: BTreeSet<i64> = values.iter().map(|&v| (v.max(1) as u64).next_power_of_two() as i64).collect();
+                let bucket_list: Vec<String> = buckets.iter().map(|v| v.to_string()).collect();
+                let saved = values.len().saturating_sub(buckets.len());
+                (
+                    format!(
+                        "{site} compiled {} graphs after warm-up (step {}+), {}: dimension {dim} of input {input} took {} values ({})",
+                        rs.len(),
+                        t.warmup_steps + 1,
+                        format_ns(cost_ns as f64),
+                        values.len(),
+                        seen.join(", ")
+                    ),
+                    format!(
+                        "pad or bucket dimension {dim} of input {input} to {{{}}}: {} graphs instead of {}, saving {saved} compiles (about {})",
+                        bucket_list.join(", "),
+                        buckets.len(),
+                        values.len(),
+                        format_ns((saved as u64 * mean) as f64)
+                    ),
+                )
+            }
+            None => (
+                format!("{site} compiled {} graphs after warm-up (step {}+), {}", rs.len(), t.warmup_steps + 1, format_ns(cost_ns as f64)),
+                "see the recompile explanations for what changes between these graphs".to_string(),
+            ),
+        };
+        out.push(Diagnostic {
+            kind: Kind::RecompileStorm,
+            message,
+            location: site,
+            location_id: location,
+            cost_ns,
+            count: rs.len() as u64,
+            advice: Some(advice),
+            changes: Vec::new(),
+            instances: rs
+                .iter()
+                .map(|r| Instance {
+                    message: format!("step {}: compiled graph {:016x}", r.step, r.hash),
+                    sync: Some(r.sync),
+                    step: Some(r.step),
+                    cost_ns: r.cost_ns,
+                })
+                .collect(),
+            graphs: rs.iter().map(|r| r.hash).collect(),
+        });
+    }
+    out
+}

@@ -1,0 +1,206 @@
+//! Findings about steps: syncs and host reads inside them, slow compiles and steps, and a device
+//! left idle while the host works.
+
+use std::collections::BTreeMap;
+
+use super::{Diagnostic, Instance, Kind, Thresholds};
+use crate::metrics::{format_bytes, format_ns};
+use crate::profile::Profile;
+use crate::record::Cause;
+
+fn diagnostic(p: &Profile, kind: Kind, location: u32, message: String, advice: Option<String>, instances: Vec<Instance>, graphs: Vec<u64>) -> Diagnostic {
+    Diagnostic {
+        kind,
+        message,
+        location: p.location(location),
+        location_id: location,
+        cost_ns: instances.iter().map(|i| i.cost_ns).sum(),
+        count: instances.len() as u64,
+        advice,
+        changes: Vec::new(),
+        instances,
+        graphs,
+    }
+}
+
+/// Hidden syncs (value reads that ran a graph), explicit syncs inside a step, and host reads.
+pub(super) fn syncs_in_steps(p: &Profile) -> Vec<Diagnostic> {
+    let closed_steps = p.steps.len() as u64;
+    let mut hidden: BTreeMap<u32, Vec<Instance>> = BTreeMap::new();
+    let mut mid: BTreeMap<u32, Vec<Instance>> = BTreeMap::new();
+    let mut graphs: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    for s in &p.syncs {
+        let instance = Instance {
+            message: format!("step {}: a graph ran for {} ({} tensors)", s.step, format_ns(s.duration_ns() as f64), s.tensors),
+            sync: Some(s.id),
+            step: Some(s.step),
+            cost_ns: s.duration_ns(),
+        };
+        match s.cause {
+            Cause::ValueRead => hidden.entry(s.location).or_default().push(instance),
+            Cause::Explicit if s.step <= closed_steps => mid.entry(s.location).or_default().push(instance),
+            _ => continue,
+        }
+        graphs.entry(s.location).or_default().extend(s.hash);
+    }
+    let steps_with = |v: &[Instance]| {
+        let mut s: Vec<u64> = v.iter().filter_map(|i| i.step).collect();
+        s.dedup();
+        s.len()
+    };
+    let mut out = Vec::new();
+    for (location, instances) in hidden {
+        let site = p.location(location);
+        let cost: u64 = instances.iter().map(|i| i.cost_ns).sum();
+        let message = format!(
+            "a value read at {site} forced a graph to run before the step ended, {} times in {} steps ({}): the step runs as two graphs and the host waits for the device",
+            instances.len(),
+            steps_with(&instances),
+            format_ns(cost as f64)
+        );
+        let advice = "read the value after step() (it is then already on the device), or keep it as a tensor; avoid branching on tensor values inside the step".to_string();
+        let g = graphs.remove(&location).unwrap_or_default();
+        out.push(diagnostic(p, Kind::HiddenSync, location, message, Some(advice), instances, g));
+    }
+    for (location, instances) in mid {
+        let site = p.location(location);
+        let message = format!(
+            "sync() at {site} ran inside a step {} times: each splits the step into separate graphs",
+            instances.len()
+        );
+        let advice = "sync once per step (step() at its end)".to_string();
+        let g = graphs.remove(&location).unwrap_or_default();
+        out.push(diagnostic(p, Kind::MidStepSync, location, message, Some(advice), instances, g));
+    }
+    let mut reads: BTreeMap<u32, Vec<(u64, u64, u64)>> = BTreeMap::new();
+    for r in p.value_reads.iter().filter(|r| r.forced_sync.is_none()) {
+        reads.entry(r.location).or_default().push((r.step, r.bytes, r.duration_ns));
+    }
+    for (location, rs) in reads {
+        let bytes: u64 = rs.iter().map(|r| r.1).sum();
+        let stall: u64 = rs.iter().map(|r| r.2).sum();
+        let mut steps: Vec<u64> = rs.iter().map(|r| r.0).collect();
+        steps.dedup();
+        let message = format!(
+            "{} copied values to the host {} times in {} steps ({} in all, {} of stalls)",
+            p.location(location),
+            rs.len(),
+            steps.len(),
+            format_bytes(bytes as f64),
+            format_ns(stall as f64)
+        );
+        let instances = rs
+            .iter()
+            .map(|&(step, bytes, dur)| Instance {
+                message: format!("step {step}: {} read in {}", format_bytes(bytes as f64), format_ns(dur as f64)),
+                sync: None,
+                step: Some(step),
+                cost_ns: dur,
+            })
+            .collect();
+        let advice = Some("read values only every few steps (e.g. for logging) if the stall matters".to_string());
+        out.push(diagnostic(p, Kind::HostRead, location, message, advice, instances, Vec::new()));
+    }
+    out
+}
+
+pub(super) fn slow_compiles(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
+    let mut by_site: BTreeMap<u32, Vec<Instance>> = BTreeMap::new();
+    let mut graphs: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    for c in p.compiles.iter().filter(|c| c.duration_ns > t.slow_compile_ns) {
+        let Some(s) = p.syncs.iter().find(|s| s.id == c.sync) else { continue };
+        let nodes = p.graphs.get(&c.hash).map(|g| g.def.nodes).unwrap_or(0);
+        by_site.entry(s.location).or_default().push(Instance {
+            message: format!("graph {:016x} ({nodes} nodes) took {} to compile", c.hash, format_ns(c.duration_ns as f64)),
+            sync: Some(c.sync),
+            step: Some(s.step),
+            cost_ns: c.duration_ns,
+        });
+        graphs.entry(s.location).or_default().push(c.hash);
+    }
+    by_site
+        .into_iter()
+        .map(|(location, instances)| {
+            let longest = instances.iter().map(|i| i.cost_ns).max().unwrap_or(0);
+            let message = format!(
+                "compiling the graph synced at {} took up to {} (over the {} threshold)",
+                p.location(location),
+                format_ns(longest as f64),
+                format_ns(t.slow_compile_ns as f64)
+            );
+            let advice = Some("use the persistent compile cache (XLAPROF_CACHE_DIR) so later runs load it; split very large graphs with an extra step()".to_string());
+            let g = graphs.remove(&location).unwrap_or_default();
+            diagnostic(p, Kind::SlowCompile, location, message, advice, instances, g)
+        })
+        .collect()
+}
+
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+pub(super) fn slow_steps(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
+    let steady: Vec<_> = p.steps.iter().filter(|s| s.index > t.warmup_steps).collect();
+    let med = median(steady.iter().map(|s| s.duration_ns()).collect());
+    if med == 0 {
+        return Vec::new();
+    }
+    let limit = (med as f64 * t.slow_step_factor) as u64;
+    let slow: Vec<_> = steady.iter().filter(|s| s.duration_ns() > limit).collect();
+    let Some(first) = slow.first() else { return Vec::new() };
+    let instances: Vec<Instance> = slow
+        .iter()
+        .map(|s| {
+            let compiled = p.syncs.iter().filter(|y| y.step == s.index && y.compiled()).count();
+            let why = if compiled > 0 { format!(", {compiled} compile(s) in it") } else { String::new() };
+            Instance {
+                message: format!("step {} took {} ({:.1}x the median){why}", s.index, format_ns(s.duration_ns() as f64), s.duration_ns() as f64 / med as f64),
+                sync: None,
+                step: Some(s.index),
+                cost_ns: s.duration_ns() - med,
+            }
+        })
+        .collect();
+    let message = format!(
+        "{} steps after warm-up took more than {:.1}x the median step ({}); the slowest is step {}",
+        instances.len(),
+        t.slow_step_factor,
+        format_ns(med as f64),
+        slow.iter().max_by_key(|s| s.duration_ns()).map(|s| s.index).unwrap_or(first.index)
+    );
+    vec![diagnostic(p, Kind::SlowStep, first.location, message, None, instances, Vec::new())]
+}
+
+pub(super) fn idle_device(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
+    let mut instances = Vec::new();
+    let mut busy_fractions = Vec::new();
+    for s in p.steps.iter().filter(|s| s.index > t.warmup_steps && s.duration_ns() > 0) {
+        let busy: u64 = p.executions.iter().filter(|e| e.start_ns >= s.start_ns && e.start_ns < s.end_ns).map(|e| e.duration_ns).sum();
+        let fraction = busy as f64 / s.duration_ns() as f64;
+        busy_fractions.push(fraction);
+        if fraction < t.idle_fraction {
+            instances.push(Instance {
+                message: format!("step {}: the device ran {:.0}% of {}", s.index, fraction * 100.0, format_ns(s.duration_ns() as f64)),
+                sync: None,
+                step: Some(s.index),
+                cost_ns: s.duration_ns().saturating_sub(busy),
+            });
+        }
+    }
+    // Only a pattern (most steady steps) is a finding, not one odd step.
+    if instances.is_empty() || instances.len() * 2 < busy_fractions.len() {
+        return Vec::new();
+    }
+    busy_fractions.sort_by(|a, b| a.total_cmp(b));
+    let med = busy_fractions[busy_fractions.len() / 2];
+    let location = p.steps.last().map(|s| s.location).unwrap_or(0);
+    let message = format!(
+        "the device was busy only {:.0}% of the time in {} of {} steps after warm-up: the host (tracing, transfers, reads) is the bottleneck",
+        med * 100.0,
+        instances.len(),
+        busy_fractions.len()
+    );
+    let advice = Some("record fewer ops per step (fuse work into larger tensors), avoid host reads in the loop, and overlap data loading with the step".to_string());
+    vec![diagnostic(p, Kind::IdleDevice, location, message, advice, instances, Vec::new())]
+}

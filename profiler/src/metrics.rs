@@ -1,0 +1,170 @@
+//! Metrics and counters with the meaning PyTorch/XLA users know from its metrics report
+//! (CompileTime, ExecuteTime, TransferToDeviceTime, CachedCompile, UncachedCompile, ...).
+
+use serde::Serialize;
+
+use crate::profile::Profile;
+use crate::record::{Cause, CountersRec};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Unit {
+    Nanoseconds,
+    Bytes,
+    Count,
+}
+
+/// A distribution of samples: one per compile, per execution, per transfer, ...
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Metric {
+    pub name: &'static str,
+    pub unit: Unit,
+    pub count: u64,
+    pub total: f64,
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+    /// Samples per second of profile time.
+    pub rate_per_s: f64,
+    /// (percent, value) for 1, 5, 10, 20, 50, 80, 90, 95, 99.
+    pub percentiles: Vec<(u8, f64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Counter {
+    pub name: &'static str,
+    pub value: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Metrics {
+    pub duration_ns: u64,
+    pub metrics: Vec<Metric>,
+    pub counters: Vec<Counter>,
+}
+
+impl Metrics {
+    pub fn metric(&self, name: &str) -> Option<&Metric> {
+        self.metrics.iter().find(|m| m.name == name)
+    }
+    pub fn counter(&self, name: &str) -> u64 {
+        self.counters.iter().find(|c| c.name == name).map(|c| c.value).unwrap_or(0)
+    }
+}
+
+const PERCENTS: [u8; 9] = [1, 5, 10, 20, 50, 80, 90, 95, 99];
+
+fn metric(name: &'static str, unit: Unit, mut samples: Vec<f64>, duration_ns: u64) -> Metric {
+    samples.sort_by(|a, b| a.total_cmp(b));
+    let count = samples.len() as u64;
+    let total: f64 = samples.iter().sum();
+    let pick = |p: u8| -> f64 {
+        if samples.is_empty() {
+            return 0.0;
+        }
+        // Nearest rank.
+        let rank = ((p as f64 / 100.0) * samples.len() as f64).ceil() as usize;
+        samples[rank.clamp(1, samples.len()) - 1]
+    };
+    Metric {
+        name,
+        unit,
+        count,
+        total,
+        min: samples.first().copied().unwrap_or(0.0),
+        max: samples.last().copied().unwrap_or(0.0),
+        mean: if count > 0 { total / count as f64 } else { 0.0 },
+        rate_per_s: if duration_ns > 0 { count as f64 / (duration_ns as f64 / 1e9) } else { 0.0 },
+        percentiles: PERCENTS.iter().map(|&p| (p, pick(p))).collect(),
+    }
+}
+
+/// Every metric and counter of a profile.
+pub fn metrics(p: &Profile) -> Metrics {
+    let d = p.end_ns();
+    let ns = |v: u64| v as f64;
+    let syncs_where = |f: &dyn Fn(&crate::profile::Sync) -> Option<u64>| -> Vec<f64> {
+        p.syncs.iter().filter_map(f).map(ns).collect()
+    };
+    let metrics = vec![
+        metric("CompileTime", Unit::Nanoseconds, p.compiles.iter().map(|c| ns(c.duration_ns)).collect(), d),
+        metric("ExecuteTime", Unit::Nanoseconds, p.executions.iter().map(|e| ns(e.duration_ns)).collect(), d),
+        metric(
+            "TransferToDeviceTime",
+            Unit::Nanoseconds,
+            p.transfers.iter().filter(|t| t.to_device).map(|t| ns(t.duration_ns)).collect(),
+            d,
+        ),
+        metric("TransferFromDeviceTime", Unit::Nanoseconds, p.value_reads.iter().map(|r| ns(r.duration_ns)).collect(), d),
+        metric(
+            "TransferToDeviceBytes",
+            Unit::Bytes,
+            p.transfers.iter().filter(|t| t.to_device).map(|t| t.bytes as f64).collect(),
+            d,
+        ),
+        metric("TransferFromDeviceBytes", Unit::Bytes, p.value_reads.iter().map(|r| r.bytes as f64).collect(), d),
+        metric("SyncTime", Unit::Nanoseconds, syncs_where(&|s| Some(s.duration_ns())), d),
+        metric("GraphBuildTime", Unit::Nanoseconds, syncs_where(&|s| Some(s.build_ns)), d),
+        metric("LowerTime", Unit::Nanoseconds, syncs_where(&|s| (s.lower_ns > 0).then_some(s.lower_ns)), d),
+        metric(
+            "GraphSize",
+            Unit::Count,
+            p.syncs.iter().filter_map(|s| s.hash.and_then(|h| p.graphs.get(&h))).map(|g| g.def.nodes as f64).collect(),
+            d,
+        ),
+        metric("StepTime", Unit::Nanoseconds, p.steps.iter().map(|s| ns(s.duration_ns())).collect(), d),
+    ];
+    let last = p.counters.last().map(|c| c.1).unwrap_or(p.meta.counters);
+    let first = p.meta.counters;
+    let delta = |f: fn(&CountersRec) -> u64| f(&last).saturating_sub(f(&first));
+    let count = |f: &dyn Fn(&crate::profile::Sync) -> bool| p.syncs.iter().filter(|s| f(s)).count() as u64;
+    let counters = vec![
+        Counter { name: "CachedCompile", value: count(&|s| s.cache_hit) },
+        Counter { name: "UncachedCompile", value: p.compiles.len() as u64 },
+        Counter { name: "PersistentCacheHit", value: count(&|s| s.persistent_hit) },
+        Counter { name: "PersistentCacheMiss", value: delta(|c| c.persistent_cache_misses) },
+        Counter { name: "MarkStep", value: p.steps.len() as u64 },
+        Counter { name: "Sync", value: p.syncs.len() as u64 },
+        Counter { name: "ExplicitSync", value: count(&|s| s.cause == Cause::Explicit) },
+        Counter { name: "ValueReadSync", value: count(&|s| s.cause == Cause::ValueRead) },
+        Counter { name: "DeviceToHostRead", value: p.value_reads.len() as u64 },
+        Counter { name: "ExecuteGraph", value: p.executions.len() as u64 },
+        Counter { name: "CreateTensor", value: delta(|c| c.tensors_created) },
+        Counter { name: "DestroyTensor", value: delta(|c| c.tensors_destroyed) },
+        Counter { name: "OpsTraced", value: delta(|c| c.ops_traced) },
+        Counter { name: "DistinctGraphs", value: p.graphs.len() as u64 },
+    ];
+    Metrics { duration_ns: d, metrics, counters }
+}
+
+/// `1.234ms`, `56.7µs`, `2.1s`: durations as people read them.
+pub fn format_ns(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.3}s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.3}ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.3}µs", ns / 1e3)
+    } else {
+        format!("{ns:.0}ns")
+    }
+}
+
+pub fn format_bytes(b: f64) -> String {
+    if b >= (1u64 << 30) as f64 {
+        format!("{:.2}GB", b / (1u64 << 30) as f64)
+    } else if b >= (1u64 << 20) as f64 {
+        format!("{:.2}MB", b / (1u64 << 20) as f64)
+    } else if b >= 1024.0 {
+        format!("{:.2}KB", b / 1024.0)
+    } else {
+        format!("{b:.0}B")
+    }
+}
+
+pub fn format_value(unit: Unit, v: f64) -> String {
+    match unit {
+        Unit::Nanoseconds => format_ns(v),
+        Unit::Bytes => format_bytes(v),
+        Unit::Count => format!("{v:.0}"),
+    }
+}
