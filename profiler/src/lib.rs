@@ -4,6 +4,7 @@
 //! - [`file`]: the profile file format (documented there), written while the program runs;
 //! - [`profile`]: the profile model every analysis and view reads.
 
+pub mod analysis;
 pub mod diagnostics;
 pub mod error;
 pub mod file;
@@ -11,7 +12,10 @@ pub mod metrics;
 pub mod profile;
 pub mod record;
 pub mod recorder;
+pub mod report;
 
+pub use analysis::{analyze, Analysis};
+pub use diagnostics::Thresholds;
 pub use error::{Error, Result};
 pub use profile::Profile;
 pub use recorder::{init_from_env, Recording};

@@ -86,37 +86,72 @@ pub fn metrics(p: &Profile) -> Metrics {
         p.syncs.iter().filter_map(f).map(ns).collect()
     };
     let metrics = vec![
-        metric("CompileTime", Unit::Nanoseconds, p.compiles.iter().map(|c| ns(c.duration_ns)).collect(), d),
-        metric("ExecuteTime", Unit::Nanoseconds, p.executions.iter().map(|e| ns(e.duration_ns)).collect(), d),
+        metric(
+            "CompileTime",
+            Unit::Nanoseconds,
+            p.compiles.iter().map(|c| ns(c.duration_ns)).collect(),
+            d,
+        ),
+        metric(
+            "ExecuteTime",
+            Unit::Nanoseconds,
+            p.executions.iter().map(|e| ns(e.duration_ns)).collect(),
+            d,
+        ),
         metric(
             "TransferToDeviceTime",
             Unit::Nanoseconds,
             p.transfers.iter().filter(|t| t.to_device).map(|t| ns(t.duration_ns)).collect(),
             d,
         ),
-        metric("TransferFromDeviceTime", Unit::Nanoseconds, p.value_reads.iter().map(|r| ns(r.duration_ns)).collect(), d),
+        metric(
+            "TransferFromDeviceTime",
+            Unit::Nanoseconds,
+            p.value_reads.iter().map(|r| ns(r.duration_ns)).collect(),
+            d,
+        ),
         metric(
             "TransferToDeviceBytes",
             Unit::Bytes,
             p.transfers.iter().filter(|t| t.to_device).map(|t| t.bytes as f64).collect(),
             d,
         ),
-        metric("TransferFromDeviceBytes", Unit::Bytes, p.value_reads.iter().map(|r| r.bytes as f64).collect(), d),
+        metric(
+            "TransferFromDeviceBytes",
+            Unit::Bytes,
+            p.value_reads.iter().map(|r| r.bytes as f64).collect(),
+            d,
+        ),
         metric("SyncTime", Unit::Nanoseconds, syncs_where(&|s| Some(s.duration_ns())), d),
         metric("GraphBuildTime", Unit::Nanoseconds, syncs_where(&|s| Some(s.build_ns)), d),
-        metric("LowerTime", Unit::Nanoseconds, syncs_where(&|s| (s.lower_ns > 0).then_some(s.lower_ns)), d),
+        metric(
+            "LowerTime",
+            Unit::Nanoseconds,
+            syncs_where(&|s| (s.lower_ns > 0).then_some(s.lower_ns)),
+            d,
+        ),
         metric(
             "GraphSize",
             Unit::Count,
-            p.syncs.iter().filter_map(|s| s.hash.and_then(|h| p.graphs.get(&h))).map(|g| g.def.nodes as f64).collect(),
+            p.syncs
+                .iter()
+                .filter_map(|s| s.hash.and_then(|h| p.graphs.get(&h)))
+                .map(|g| g.def.nodes as f64)
+                .collect(),
             d,
         ),
-        metric("StepTime", Unit::Nanoseconds, p.steps.iter().map(|s| ns(s.duration_ns())).collect(), d),
+        metric(
+            "StepTime",
+            Unit::Nanoseconds,
+            p.steps.iter().map(|s| ns(s.duration_ns())).collect(),
+            d,
+        ),
     ];
     let last = p.counters.last().map(|c| c.1).unwrap_or(p.meta.counters);
     let first = p.meta.counters;
     let delta = |f: fn(&CountersRec) -> u64| f(&last).saturating_sub(f(&first));
-    let count = |f: &dyn Fn(&crate::profile::Sync) -> bool| p.syncs.iter().filter(|s| f(s)).count() as u64;
+    let count =
+        |f: &dyn Fn(&crate::profile::Sync) -> bool| p.syncs.iter().filter(|s| f(s)).count() as u64;
     let counters = vec![
         Counter { name: "CachedCompile", value: count(&|s| s.cache_hit) },
         Counter { name: "UncachedCompile", value: p.compiles.len() as u64 },

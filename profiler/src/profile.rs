@@ -354,7 +354,15 @@ impl Profile {
                     .filter(|s| self.value_reads.last().and_then(|r| r.forced_sync) != Some(s.id))
                     .map(|s| s.id);
                 let start_ns = t.saturating_sub(dur);
-                self.value_reads.push(ValueRead { location, shape, bytes, start_ns, duration_ns: dur, step, forced_sync });
+                self.value_reads.push(ValueRead {
+                    location,
+                    shape,
+                    bytes,
+                    start_ns,
+                    duration_ns: dur,
+                    step,
+                    forced_sync,
+                });
             }
         }
     }

@@ -1,10 +1,13 @@
 //! `xlaprof`: the command line of xlaprof.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+use xlaprof_profiler::Thresholds;
 
 mod bench;
+mod cli_report;
 mod demo;
 
 #[derive(Parser)]
@@ -14,10 +17,72 @@ struct Cli {
     command: Command,
 }
 
+/// Thresholds of the diagnostics, settable on every command that analyses a profile.
+#[derive(Args, Clone)]
+struct ThresholdArgs {
+    /// Steps before which compiles are expected.
+    #[arg(long, default_value_t = 2)]
+    warmup_steps: u64,
+    /// Compiles after warm-up at one call site that make a recompile storm.
+    #[arg(long, default_value_t = 3)]
+    storm_compiles: u64,
+    /// A compile slower than this (milliseconds) is reported.
+    #[arg(long, default_value_t = 1000.0)]
+    slow_compile_ms: f64,
+    /// A step slower than this many times the median step is reported.
+    #[arg(long, default_value_t = 2.0)]
+    slow_step_factor: f64,
+}
+
+impl ThresholdArgs {
+    fn thresholds(&self) -> Thresholds {
+        Thresholds {
+            warmup_steps: self.warmup_steps,
+            storm_compiles: self.storm_compiles,
+            slow_compile_ns: (self.slow_compile_ms * 1e6) as u64,
+            slow_step_factor: self.slow_step_factor,
+            ..Thresholds::default()
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// Compile and run a small program on the XLA CPU plugin, with results and timings.
-    Demo,
+    /// Train a small model under the profiler and show the report.
+    Demo {
+        /// Where to write the profile.
+        #[arg(long, default_value = "xlaprof-demo.xlaprof")]
+        out: PathBuf,
+    },
+    /// Print the report of a profile, or export it.
+    Report {
+        file: PathBuf,
+        /// text, short or json.
+        #[arg(long, default_value = "text")]
+        format: String,
+        /// Write to this file instead of standard output.
+        #[arg(short, long)]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        thresholds: ThresholdArgs,
+    },
+    /// Compare two profiles, metric by metric.
+    Diff {
+        a: PathBuf,
+        b: PathBuf,
+        #[command(flatten)]
+        thresholds: ThresholdArgs,
+    },
+    /// Check rules against a profile; exits with 1 when one fails (for CI).
+    Check {
+        file: PathBuf,
+        /// A rule: no-compiles-after-step=N, max-compiles=N, max-hidden-syncs=N, max-step-ms=X,
+        /// max-compile-ms=X. Repeat for several.
+        #[arg(long = "rule", required = true)]
+        rules: Vec<String>,
+        #[command(flatten)]
+        thresholds: ThresholdArgs,
+    },
     /// Measure the engine: tracing cost, sync overhead, MLP training step.
     Bench {
         /// Print one JSON object instead of a table.
@@ -37,18 +102,31 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Demo => demo::run(),
-        Command::Bench { json, reps, steps } => bench::run(json, reps, steps).map_err(Into::into),
-        Command::BenchFirstStep => {
-            bench::first_step_ms().map(|ms| println!("{ms}")).map_err(Into::into)
+    let result: Result<ExitCode, Box<dyn std::error::Error>> = match cli.command {
+        Command::Demo { out } => demo::run(&out).map(|_| ExitCode::SUCCESS),
+        Command::Report { file, format, out, thresholds } => {
+            cli_report::report(&file, &format, out.as_deref(), &thresholds.thresholds())
+                .map(|_| ExitCode::SUCCESS)
         }
+        Command::Diff { a, b, thresholds } => {
+            cli_report::diff(&a, &b, &thresholds.thresholds()).map(|_| ExitCode::SUCCESS)
+        }
+        Command::Check { file, rules, thresholds } => {
+            cli_report::check_rules(&file, &rules, &thresholds.thresholds())
+        }
+        Command::Bench { json, reps, steps } => {
+            bench::run(json, reps, steps).map(|_| ExitCode::SUCCESS).map_err(Into::into)
+        }
+        Command::BenchFirstStep => bench::first_step_ms()
+            .map(|ms| println!("{ms}"))
+            .map(|_| ExitCode::SUCCESS)
+            .map_err(Into::into),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(2)
         }
     }
 }

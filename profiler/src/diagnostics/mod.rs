@@ -109,6 +109,8 @@ pub fn diagnose(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
     all.extend(steps::slow_compiles(p, t));
     all.extend(steps::slow_steps(p, t));
     all.extend(steps::idle_device(p, t));
-    all.sort_by(|a, b| b.cost_ns.cmp(&a.cost_ns).then(a.kind.cmp(&b.kind)).then(a.location.cmp(&b.location)));
+    all.sort_by(|a, b| {
+        b.cost_ns.cmp(&a.cost_ns).then(a.kind.cmp(&b.kind)).then(a.location.cmp(&b.location))
+    });
     all
 }

@@ -98,7 +98,12 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
             }
         }
         if !joined.is_empty() || !left.is_empty() || da.outputs.len() != db.outputs.len() {
-            changes.push(GraphChange::SyncedTensors { from: da.outputs.len(), to: db.outputs.len(), joined, left });
+            changes.push(GraphChange::SyncedTensors {
+                from: da.outputs.len(),
+                to: db.outputs.len(),
+                joined,
+                left,
+            });
         }
     }
     let first_diff = da
@@ -106,10 +111,20 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
         .iter()
         .zip(&db.nodes_text)
         .position(|(x, y)| op_text(x) != op_text(y))
-        .or_else(|| (da.nodes_text.len() != db.nodes_text.len()).then(|| da.nodes_text.len().min(db.nodes_text.len())));
+        .or_else(|| {
+            (da.nodes_text.len() != db.nodes_text.len())
+                .then(|| da.nodes_text.len().min(db.nodes_text.len()))
+        });
     if let Some(node) = first_diff {
-        let text = |d: &crate::record::GraphDef| d.nodes_text.get(node).cloned().unwrap_or_else(|| "(no node)".into());
-        let location = db.node_locations.get(node).or(da.node_locations.get(node)).map(|&l| p.location(l)).unwrap_or_default();
+        let text = |d: &crate::record::GraphDef| {
+            d.nodes_text.get(node).cloned().unwrap_or_else(|| "(no node)".into())
+        };
+        let location = db
+            .node_locations
+            .get(node)
+            .or(da.node_locations.get(node))
+            .map(|&l| p.location(l))
+            .unwrap_or_default();
         changes.push(GraphChange::Structure { node, from: text(da), to: text(db), location });
     }
     if da.inputs.len() == db.inputs.len() {
@@ -210,7 +225,10 @@ pub(super) fn recompiles(p: &Profile) -> Vec<Diagnostic> {
             let site = p.location(location);
             let first = rs[0].changes.iter().map(|c| c.sentence()).collect::<Vec<_>>().join("; ");
             let message = if rs.len() == 1 {
-                format!("{site} compiled a second graph ({}) because {first}", format_ns(cost_ns as f64))
+                format!(
+                    "{site} compiled a second graph ({}) because {first}",
+                    format_ns(cost_ns as f64)
+                )
             } else {
                 format!(
                     "{site} recompiled {} times ({}); the first time because {first}",
@@ -301,7 +319,8 @@ pub(super) fn storms(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
         let (message, advice) = match worst {
             Some((&(input, dim), values)) => {
                 let seen: Vec<String> = values.iter().map(|v| v.to_string()).collect();
-                let buckets: BTreeSet<i64> = values.iter().map(|&v| (v.max(1) as u64).next_power_of_two() as i64).collect();
+                let buckets: BTreeSet<i64> =
+                    values.iter().map(|&v| (v.max(1) as u64).next_power_of_two() as i64).collect();
                 let bucket_list: Vec<String> = buckets.iter().map(|v| v.to_string()).collect();
                 let saved = values.len().saturating_sub(buckets.len());
                 (
@@ -323,7 +342,12 @@ pub(super) fn storms(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
                 )
             }
             None => (
-                format!("{site} compiled {} graphs after warm-up (step {}+), {}", rs.len(), t.warmup_steps + 1, format_ns(cost_ns as f64)),
+                format!(
+                    "{site} compiled {} graphs after warm-up (step {}+), {}",
+                    rs.len(),
+                    t.warmup_steps + 1,
+                    format_ns(cost_ns as f64)
+                ),
                 "see the recompile explanations for what changes between these graphs".to_string(),
             ),
         };

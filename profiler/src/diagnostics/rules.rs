@@ -28,8 +28,11 @@ impl Rule {
 
     pub fn parse(text: &str) -> Result<Rule> {
         let bad = |reason: &str| Error::Rule { rule: text.to_string(), reason: reason.to_string() };
-        let (name, value) = text.split_once('=').ok_or_else(|| bad(&format!("expected NAME=VALUE, one of: {}", Rule::SYNTAX)))?;
-        let int = || value.trim().parse::<u64>().map_err(|_| bad("the value must be a whole number"));
+        let (name, value) = text
+            .split_once('=')
+            .ok_or_else(|| bad(&format!("expected NAME=VALUE, one of: {}", Rule::SYNTAX)))?;
+        let int =
+            || value.trim().parse::<u64>().map_err(|_| bad("the value must be a whole number"));
         let float = || value.trim().parse::<f64>().map_err(|_| bad("the value must be a number"));
         Ok(match name.trim() {
             "no-compiles-after-step" => Rule::NoCompilesAfterStep(int()?),
@@ -57,15 +60,19 @@ pub fn check(p: &Profile, rules: &[Rule], warmup_steps: u64) -> Vec<RuleOutcome>
         .map(|rule| {
             let (passed, message) = match rule {
                 Rule::NoCompilesAfterStep(n) => {
-                    let late: Vec<_> = p.syncs.iter().filter(|s| s.compiled() && s.step > *n).collect();
+                    let late: Vec<_> =
+                        p.syncs.iter().filter(|s| s.compiled() && s.step > *n).collect();
                     match late.first() {
                         None => (true, format!("no compiles after step {n}")),
-                        Some(s) => (false, format!(
-                            "{} compiles after step {n}; the first in step {} at {}",
-                            late.len(),
-                            s.step,
-                            p.location(s.location)
-                        )),
+                        Some(s) => (
+                            false,
+                            format!(
+                                "{} compiles after step {n}; the first in step {} at {}",
+                                late.len(),
+                                s.step,
+                                p.location(s.location)
+                            ),
+                        ),
                     }
                 }
                 Rule::MaxCompiles(n) => {
@@ -73,20 +80,43 @@ pub fn check(p: &Profile, rules: &[Rule], warmup_steps: u64) -> Vec<RuleOutcome>
                     (c <= *n, format!("{c} compiles (at most {n} allowed)"))
                 }
                 Rule::MaxHiddenSyncs(n) => {
-                    let hidden: Vec<_> = p.syncs.iter().filter(|s| s.cause == crate::record::Cause::ValueRead).collect();
-                    let where_ = hidden.first().map(|s| format!("; the first at {}", p.location(s.location))).unwrap_or_default();
-                    (hidden.len() as u64 <= *n, format!("{} hidden syncs (at most {n} allowed){where_}", hidden.len()))
+                    let hidden: Vec<_> = p
+                        .syncs
+                        .iter()
+                        .filter(|s| s.cause == crate::record::Cause::ValueRead)
+                        .collect();
+                    let where_ = hidden
+                        .first()
+                        .map(|s| format!("; the first at {}", p.location(s.location)))
+                        .unwrap_or_default();
+                    (
+                        hidden.len() as u64 <= *n,
+                        format!("{} hidden syncs (at most {n} allowed){where_}", hidden.len()),
+                    )
                 }
                 Rule::MaxStepMs(ms) => {
                     let limit = (ms * 1e6) as u64;
-                    let slowest = p.steps.iter().filter(|s| s.index > warmup_steps).max_by_key(|s| s.duration_ns());
+                    let slowest = p
+                        .steps
+                        .iter()
+                        .filter(|s| s.index > warmup_steps)
+                        .max_by_key(|s| s.duration_ns());
                     match slowest {
-                        Some(s) if s.duration_ns() > limit => (false, format!(
-                            "step {} took {} (at most {ms} ms allowed)",
-                            s.index,
-                            format_ns(s.duration_ns() as f64)
-                        )),
-                        Some(s) => (true, format!("the slowest step after warm-up took {}", format_ns(s.duration_ns() as f64))),
+                        Some(s) if s.duration_ns() > limit => (
+                            false,
+                            format!(
+                                "step {} took {} (at most {ms} ms allowed)",
+                                s.index,
+                                format_ns(s.duration_ns() as f64)
+                            ),
+                        ),
+                        Some(s) => (
+                            true,
+                            format!(
+                                "the slowest step after warm-up took {}",
+                                format_ns(s.duration_ns() as f64)
+                            ),
+                        ),
                         None => (true, "no steps after warm-up".to_string()),
                     }
                 }
@@ -94,10 +124,13 @@ pub fn check(p: &Profile, rules: &[Rule], warmup_steps: u64) -> Vec<RuleOutcome>
                     let limit = (ms * 1e6) as u64;
                     let slowest = p.compiles.iter().max_by_key(|c| c.duration_ns);
                     match slowest {
-                        Some(c) if c.duration_ns > limit => (false, format!(
-                            "a compile took {} (at most {ms} ms allowed)",
-                            format_ns(c.duration_ns as f64)
-                        )),
+                        Some(c) if c.duration_ns > limit => (
+                            false,
+                            format!(
+                                "a compile took {} (at most {ms} ms allowed)",
+                                format_ns(c.duration_ns as f64)
+                            ),
+                        ),
                         _ => (true, format!("every compile took at most {ms} ms")),
                     }
                 }

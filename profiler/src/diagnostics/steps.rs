@@ -8,7 +8,15 @@ use crate::metrics::{format_bytes, format_ns};
 use crate::profile::Profile;
 use crate::record::Cause;
 
-fn diagnostic(p: &Profile, kind: Kind, location: u32, message: String, advice: Option<String>, instances: Vec<Instance>, graphs: Vec<u64>) -> Diagnostic {
+fn diagnostic(
+    p: &Profile,
+    kind: Kind,
+    location: u32,
+    message: String,
+    advice: Option<String>,
+    instances: Vec<Instance>,
+    graphs: Vec<u64>,
+) -> Diagnostic {
     Diagnostic {
         kind,
         message,
@@ -31,14 +39,21 @@ pub(super) fn syncs_in_steps(p: &Profile) -> Vec<Diagnostic> {
     let mut graphs: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
     for s in &p.syncs {
         let instance = Instance {
-            message: format!("step {}: a graph ran for {} ({} tensors)", s.step, format_ns(s.duration_ns() as f64), s.tensors),
+            message: format!(
+                "step {}: a graph ran for {} ({} tensors)",
+                s.step,
+                format_ns(s.duration_ns() as f64),
+                s.tensors
+            ),
             sync: Some(s.id),
             step: Some(s.step),
             cost_ns: s.duration_ns(),
         };
         match s.cause {
             Cause::ValueRead => hidden.entry(s.location).or_default().push(instance),
-            Cause::Explicit if s.step <= closed_steps => mid.entry(s.location).or_default().push(instance),
+            Cause::Explicit if s.step <= closed_steps => {
+                mid.entry(s.location).or_default().push(instance)
+            }
             _ => continue,
         }
         graphs.entry(s.location).or_default().extend(s.hash);
@@ -92,13 +107,19 @@ pub(super) fn syncs_in_steps(p: &Profile) -> Vec<Diagnostic> {
         let instances = rs
             .iter()
             .map(|&(step, bytes, dur)| Instance {
-                message: format!("step {step}: {} read in {}", format_bytes(bytes as f64), format_ns(dur as f64)),
+                message: format!(
+                    "step {step}: {} read in {}",
+                    format_bytes(bytes as f64),
+                    format_ns(dur as f64)
+                ),
                 sync: None,
                 step: Some(step),
                 cost_ns: dur,
             })
             .collect();
-        let advice = Some("read values only every few steps (e.g. for logging) if the stall matters".to_string());
+        let advice = Some(
+            "read values only every few steps (e.g. for logging) if the stall matters".to_string(),
+        );
         out.push(diagnostic(p, Kind::HostRead, location, message, advice, instances, Vec::new()));
     }
     out
@@ -111,7 +132,11 @@ pub(super) fn slow_compiles(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
         let Some(s) = p.syncs.iter().find(|s| s.id == c.sync) else { continue };
         let nodes = p.graphs.get(&c.hash).map(|g| g.def.nodes).unwrap_or(0);
         by_site.entry(s.location).or_default().push(Instance {
-            message: format!("graph {:016x} ({nodes} nodes) took {} to compile", c.hash, format_ns(c.duration_ns as f64)),
+            message: format!(
+                "graph {:016x} ({nodes} nodes) took {} to compile",
+                c.hash,
+                format_ns(c.duration_ns as f64)
+            ),
             sync: Some(c.sync),
             step: Some(s.step),
             cost_ns: c.duration_ns,
@@ -141,33 +166,39 @@ fn median(mut v: Vec<u64>) -> u64 {
 }
 
 pub(super) fn slow_steps(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
+    // Compile time is a finding of its own (recompiles): a step is slow for what is left.
+    let own_ns = |s: &crate::profile::Step| {
+        let compile: u64 = p.syncs.iter().filter(|y| y.step == s.index).map(|y| y.compile_ns).sum();
+        s.duration_ns().saturating_sub(compile)
+    };
     let steady: Vec<_> = p.steps.iter().filter(|s| s.index > t.warmup_steps).collect();
-    let med = median(steady.iter().map(|s| s.duration_ns()).collect());
+    let med = median(steady.iter().map(|s| own_ns(s)).collect());
     if med == 0 {
         return Vec::new();
     }
     let limit = (med as f64 * t.slow_step_factor) as u64;
-    let slow: Vec<_> = steady.iter().filter(|s| s.duration_ns() > limit).collect();
+    let slow: Vec<_> = steady.iter().filter(|s| own_ns(s) > limit).collect();
     let Some(first) = slow.first() else { return Vec::new() };
     let instances: Vec<Instance> = slow
         .iter()
-        .map(|s| {
-            let compiled = p.syncs.iter().filter(|y| y.step == s.index && y.compiled()).count();
-            let why = if compiled > 0 { format!(", {compiled} compile(s) in it") } else { String::new() };
-            Instance {
-                message: format!("step {} took {} ({:.1}x the median){why}", s.index, format_ns(s.duration_ns() as f64), s.duration_ns() as f64 / med as f64),
-                sync: None,
-                step: Some(s.index),
-                cost_ns: s.duration_ns() - med,
-            }
+        .map(|s| Instance {
+            message: format!(
+                "step {} took {} without compiles ({:.1}x the median)",
+                s.index,
+                format_ns(own_ns(s) as f64),
+                own_ns(s) as f64 / med as f64
+            ),
+            sync: None,
+            step: Some(s.index),
+            cost_ns: own_ns(s) - med,
         })
         .collect();
+    let slowest = slow.iter().max_by_key(|s| own_ns(s)).map(|s| s.index).unwrap_or(first.index);
     let message = format!(
-        "{} steps after warm-up took more than {:.1}x the median step ({}); the slowest is step {}",
+        "{} steps after warm-up took more than {:.1}x the median step ({}), compile time aside; the slowest is step {slowest}",
         instances.len(),
         t.slow_step_factor,
         format_ns(med as f64),
-        slow.iter().max_by_key(|s| s.duration_ns()).map(|s| s.index).unwrap_or(first.index)
     );
     vec![diagnostic(p, Kind::SlowStep, first.location, message, None, instances, Vec::new())]
 }
@@ -176,12 +207,22 @@ pub(super) fn idle_device(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
     let mut instances = Vec::new();
     let mut busy_fractions = Vec::new();
     for s in p.steps.iter().filter(|s| s.index > t.warmup_steps && s.duration_ns() > 0) {
-        let busy: u64 = p.executions.iter().filter(|e| e.start_ns >= s.start_ns && e.start_ns < s.end_ns).map(|e| e.duration_ns).sum();
+        let busy: u64 = p
+            .executions
+            .iter()
+            .filter(|e| e.start_ns >= s.start_ns && e.start_ns < s.end_ns)
+            .map(|e| e.duration_ns)
+            .sum();
         let fraction = busy as f64 / s.duration_ns() as f64;
         busy_fractions.push(fraction);
         if fraction < t.idle_fraction {
             instances.push(Instance {
-                message: format!("step {}: the device ran {:.0}% of {}", s.index, fraction * 100.0, format_ns(s.duration_ns() as f64)),
+                message: format!(
+                    "step {}: the device ran {:.0}% of {}",
+                    s.index,
+                    fraction * 100.0,
+                    format_ns(s.duration_ns() as f64)
+                ),
                 sync: None,
                 step: Some(s.index),
                 cost_ns: s.duration_ns().saturating_sub(busy),

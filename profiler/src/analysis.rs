@@ -1,0 +1,110 @@
+//! The analysis of a profile, computed once: a summary, the metrics and the diagnostics. Every
+//! view (report, terminal UI, GUI, notebook) shows this object, so they all agree.
+
+use serde::Serialize;
+
+use crate::diagnostics::{diagnose, Diagnostic, Kind, Thresholds};
+use crate::metrics::{metrics, Metrics};
+use crate::profile::Profile;
+use crate::record::Cause;
+
+/// The answer to "is this program healthy?" at a glance.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub program: String,
+    pub duration_ns: u64,
+    pub steps: u64,
+    pub syncs: u64,
+    pub graphs: u64,
+    pub compiles: u64,
+    pub compile_ns: u64,
+    pub cache_hits: u64,
+    pub persistent_hits: u64,
+    /// Syncs served without compiling, over all syncs.
+    pub hit_rate: f64,
+    pub hidden_syncs: u64,
+    /// Median and 90th percentile of the steps after warm-up.
+    pub step_median_ns: u64,
+    pub step_p90_ns: u64,
+    pub compiles_after_warmup: u64,
+    pub bytes_to_device: u64,
+    pub bytes_to_host: u64,
+    /// Where the time of the syncs went.
+    pub build_ns: u64,
+    pub lower_ns: u64,
+    pub transfer_ns: u64,
+    pub execute_ns: u64,
+    /// Time outside syncs (tracing ops, the program's own work).
+    pub outside_syncs_ns: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Analysis {
+    pub summary: Summary,
+    pub metrics: Metrics,
+    pub diagnostics: Vec<Diagnostic>,
+    pub thresholds: Thresholds,
+    /// What could not be read from the profile file.
+    pub warnings: Vec<String>,
+}
+
+fn percentile(mut v: Vec<u64>, p: f64) -> u64 {
+    if v.is_empty() {
+        return 0;
+    }
+    v.sort_unstable();
+    let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
+    v[rank.clamp(1, v.len()) - 1]
+}
+
+pub fn analyze(p: &Profile, thresholds: &Thresholds) -> Analysis {
+    let steady: Vec<u64> = p
+        .steps
+        .iter()
+        .filter(|s| s.index > thresholds.warmup_steps)
+        .map(|s| s.duration_ns())
+        .collect();
+    let sum = |f: &dyn Fn(&crate::profile::Sync) -> u64| p.syncs.iter().map(f).sum::<u64>();
+    let syncs_ns = sum(&|s| s.duration_ns());
+    let served = p.syncs.iter().filter(|s| s.cache_hit || s.persistent_hit).count() as u64;
+    let summary = Summary {
+        program: p.meta.program.clone(),
+        duration_ns: p.end_ns(),
+        steps: p.steps.len() as u64,
+        syncs: p.syncs.len() as u64,
+        graphs: p.graphs.len() as u64,
+        compiles: p.compiles.len() as u64,
+        compile_ns: p.compiles.iter().map(|c| c.duration_ns).sum(),
+        cache_hits: p.syncs.iter().filter(|s| s.cache_hit).count() as u64,
+        persistent_hits: p.syncs.iter().filter(|s| s.persistent_hit).count() as u64,
+        hit_rate: if p.syncs.is_empty() { 0.0 } else { served as f64 / p.syncs.len() as f64 },
+        hidden_syncs: p.syncs.iter().filter(|s| s.cause == Cause::ValueRead).count() as u64,
+        step_median_ns: percentile(steady.clone(), 50.0),
+        step_p90_ns: percentile(steady, 90.0),
+        compiles_after_warmup: p
+            .syncs
+            .iter()
+            .filter(|s| s.compiled() && s.step > thresholds.warmup_steps)
+            .count() as u64,
+        bytes_to_device: p.transfers.iter().filter(|t| t.to_device).map(|t| t.bytes).sum(),
+        bytes_to_host: p.value_reads.iter().map(|r| r.bytes).sum(),
+        build_ns: sum(&|s| s.build_ns),
+        lower_ns: sum(&|s| s.lower_ns),
+        transfer_ns: sum(&|s| s.transfer_ns),
+        execute_ns: sum(&|s| s.execute_ns),
+        outside_syncs_ns: p.end_ns().saturating_sub(syncs_ns),
+    };
+    Analysis {
+        summary,
+        metrics: metrics(p),
+        diagnostics: diagnose(p, thresholds),
+        thresholds: thresholds.clone(),
+        warnings: p.warnings.clone(),
+    }
+}
+
+impl Analysis {
+    pub fn of_kind(&self, kind: Kind) -> impl Iterator<Item = &Diagnostic> {
+        self.diagnostics.iter().filter(move |d| d.kind == kind)
+    }
+}

@@ -1,0 +1,211 @@
+//! The metrics report in text: what a PyTorch/XLA user reads at a glance (summary, findings
+//! ranked by time lost, then every metric and counter), a short form, and the diff of two runs.
+
+use std::fmt::Write;
+
+use crate::analysis::Analysis;
+use crate::metrics::{format_bytes, format_ns, format_value, Metrics};
+
+fn pct(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "-".to_string()
+    } else {
+        format!("{:.0}%", part as f64 * 100.0 / whole as f64)
+    }
+}
+
+fn summary_text(a: &Analysis, out: &mut String) {
+    let s = &a.summary;
+    let _ = writeln!(
+        out,
+        "xlaprof report: {}",
+        if s.program.is_empty() { "(unnamed program)" } else { &s.program }
+    );
+    for w in &a.warnings {
+        let _ = writeln!(out, "  warning: {w}");
+    }
+    let _ = writeln!(
+        out,
+        "  {} recorded, {} steps, {} syncs, {} distinct graphs",
+        format_ns(s.duration_ns as f64),
+        s.steps,
+        s.syncs,
+        s.graphs
+    );
+    if s.steps > a.thresholds.warmup_steps {
+        let _ = writeln!(
+            out,
+            "  step time      median {}, p90 {} (after the first {} steps)",
+            format_ns(s.step_median_ns as f64),
+            format_ns(s.step_p90_ns as f64),
+            a.thresholds.warmup_steps
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  compiles       {} ({}), {} after warm-up; cache hits {} ({} of syncs served without compiling), persistent cache {}",
+        s.compiles,
+        format_ns(s.compile_ns as f64),
+        s.compiles_after_warmup,
+        s.cache_hits,
+        pct((s.hit_rate * 1000.0) as u64, 1000),
+        s.persistent_hits
+    );
+    let _ = writeln!(
+        out,
+        "  transfers      {} to device, {} to host; {} hidden syncs",
+        format_bytes(s.bytes_to_device as f64),
+        format_bytes(s.bytes_to_host as f64),
+        s.hidden_syncs
+    );
+    let d = s.duration_ns;
+    let _ = writeln!(
+        out,
+        "  time           compile {}, execute {}, transfer {}, graph build {}, lowering {}, outside syncs {}",
+        pct(s.compile_ns, d),
+        pct(s.execute_ns, d),
+        pct(s.transfer_ns, d),
+        pct(s.build_ns, d),
+        pct(s.lower_ns, d),
+        pct(s.outside_syncs_ns, d)
+    );
+}
+
+fn diagnostics_text(a: &Analysis, limit: usize, out: &mut String) {
+    if a.diagnostics.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nNo findings: no recompiles after warm-up, no hidden syncs, no slow steps."
+        );
+        return;
+    }
+    let _ = writeln!(out, "\nFindings, by time lost");
+    for (i, d) in a.diagnostics.iter().take(limit).enumerate() {
+        let _ = writeln!(
+            out,
+            "  {}. [{}] {} lost, {}x: {}",
+            i + 1,
+            d.kind.title(),
+            format_ns(d.cost_ns as f64),
+            d.count,
+            d.message
+        );
+        if let Some(advice) = &d.advice {
+            let _ = writeln!(out, "     advice: {advice}");
+        }
+    }
+    if a.diagnostics.len() > limit {
+        let _ = writeln!(out, "  ... and {} more", a.diagnostics.len() - limit);
+    }
+}
+
+fn metrics_text(m: &Metrics, out: &mut String) {
+    for metric in m.metrics.iter().filter(|m| m.count > 0) {
+        let _ = writeln!(out, "Metric: {}", metric.name);
+        let _ = writeln!(out, "  TotalSamples: {}", metric.count);
+        let _ = writeln!(out, "  Accumulator: {}", format_value(metric.unit, metric.total));
+        let _ = writeln!(out, "  Rate: {:.3} / second", metric.rate_per_s);
+        let ps: Vec<String> = metric
+            .percentiles
+            .iter()
+            .map(|(p, v)| format!("{p}%={}", format_value(metric.unit, *v)))
+            .collect();
+        let _ = writeln!(out, "  Percentiles: {}", ps.join("; "));
+    }
+    for c in &m.counters {
+        let _ = writeln!(out, "Counter: {}", c.name);
+        let _ = writeln!(out, "  Value: {}", c.value);
+    }
+}
+
+/// The full report: summary, every finding, every metric and counter.
+pub fn text(a: &Analysis) -> String {
+    let mut out = String::new();
+    summary_text(a, &mut out);
+    diagnostics_text(a, usize::MAX, &mut out);
+    let _ = writeln!(out);
+    metrics_text(&a.metrics, &mut out);
+    out
+}
+
+/// The short report: summary, the top findings, one line per metric.
+pub fn short(a: &Analysis) -> String {
+    let mut out = String::new();
+    summary_text(a, &mut out);
+    diagnostics_text(a, 3, &mut out);
+    let _ = writeln!(out);
+    for m in a.metrics.metrics.iter().filter(|m| m.count > 0) {
+        let p50 = m.percentiles.iter().find(|p| p.0 == 50).map(|p| p.1).unwrap_or(0.0);
+        let p99 = m.percentiles.iter().find(|p| p.0 == 99).map(|p| p.1).unwrap_or(0.0);
+        let _ = writeln!(
+            out,
+            "{:<24} {:>6} x  total {:>12}  p50 {:>12}  p99 {:>12}",
+            m.name,
+            m.count,
+            format_value(m.unit, m.total),
+            format_value(m.unit, p50),
+            format_value(m.unit, p99)
+        );
+    }
+    out
+}
+
+/// Per metric and counter, run A against run B, with the change in percent.
+pub fn diff(a: &Analysis, b: &Analysis) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "A: {}\nB: {}\n", a.summary.program, b.summary.program);
+    let change = |x: f64, y: f64| {
+        if x == 0.0 && y == 0.0 {
+            "".to_string()
+        } else if x == 0.0 {
+            "new".to_string()
+        } else {
+            format!("{:+.1}%", (y - x) * 100.0 / x)
+        }
+    };
+    let _ = writeln!(out, "{:<26} {:>14} {:>14} {:>9}", "metric (total)", "A", "B", "change");
+    let rows = [
+        ("step time (median)", a.summary.step_median_ns as f64, b.summary.step_median_ns as f64),
+        ("step time (p90)", a.summary.step_p90_ns as f64, b.summary.step_p90_ns as f64),
+    ];
+    for (name, x, y) in rows {
+        let _ = writeln!(
+            out,
+            "{name:<26} {:>14} {:>14} {:>9}",
+            format_ns(x),
+            format_ns(y),
+            change(x, y)
+        );
+    }
+    for m in &a.metrics.metrics {
+        let other = b.metrics.metric(m.name);
+        let y = other.map(|o| o.total).unwrap_or(0.0);
+        if m.total == 0.0 && y == 0.0 {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "{:<26} {:>14} {:>14} {:>9}",
+            m.name,
+            format_value(m.unit, m.total),
+            format_value(m.unit, y),
+            change(m.total, y)
+        );
+    }
+    let _ = writeln!(out, "\n{:<26} {:>14} {:>14} {:>9}", "counter", "A", "B", "change");
+    for c in &a.metrics.counters {
+        let y = b.metrics.counter(c.name);
+        if c.value == 0 && y == 0 {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "{:<26} {:>14} {:>14} {:>9}",
+            c.name,
+            c.value,
+            y,
+            change(c.value as f64, y as f64)
+        );
+    }
+    out
+}

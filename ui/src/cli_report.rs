@@ -1,0 +1,68 @@
+//! `xlaprof report`, `xlaprof diff` and `xlaprof check`: a profile file in, text or a file out.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use xlaprof_profiler::diagnostics::{check, Rule};
+use xlaprof_profiler::{analyze, load, report, Analysis, Profile, Thresholds};
+
+type Error = Box<dyn std::error::Error>;
+
+fn open(path: &Path, thresholds: &Thresholds) -> Result<(Profile, Analysis), Error> {
+    let profile = load(path)?;
+    for w in &profile.warnings {
+        eprintln!("xlaprof: {}: {w}", path.display());
+    }
+    let analysis = analyze(&profile, thresholds);
+    Ok((profile, analysis))
+}
+
+pub fn report(
+    path: &Path,
+    format: &str,
+    out: Option<&Path>,
+    thresholds: &Thresholds,
+) -> Result<(), Error> {
+    let (profile, analysis) = open(path, thresholds)?;
+    let text = match format {
+        "text" => report::text(&analysis),
+        "short" => report::short(&analysis),
+        "json" => serde_json::to_string_pretty(&serde_json::json!({
+            "format": "xlaprof-json",
+            "version": 1,
+            "profile": profile,
+            "analysis": analysis,
+        }))?,
+        other => return Err(format!("unknown format {other:?}: use text, short or json").into()),
+    };
+    match out {
+        Some(out) => std::fs::write(out, text).map_err(|e| format!("{}: {e}", out.display()))?,
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+pub fn diff(a: &Path, b: &Path, thresholds: &Thresholds) -> Result<(), Error> {
+    let (_, a) = open(a, thresholds)?;
+    let (_, b) = open(b, thresholds)?;
+    print!("{}", report::diff(&a, &b));
+    Ok(())
+}
+
+/// Exit code 1 when a rule fails (for CI), 0 when all hold.
+pub fn check_rules(
+    path: &Path,
+    rules: &[String],
+    thresholds: &Thresholds,
+) -> Result<ExitCode, Error> {
+    let rules: Vec<Rule> = rules.iter().map(|r| Rule::parse(r)).collect::<Result<_, _>>()?;
+    if rules.is_empty() {
+        return Err(format!("give at least one --rule: {}", Rule::SYNTAX).into());
+    }
+    let (profile, _) = open(path, thresholds)?;
+    let outcomes = check(&profile, &rules, thresholds.warmup_steps);
+    for o in &outcomes {
+        println!("{} {:?}: {}", if o.passed { "pass" } else { "FAIL" }, o.rule, o.message);
+    }
+    Ok(if outcomes.iter().all(|o| o.passed) { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
