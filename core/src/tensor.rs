@@ -313,9 +313,10 @@ impl std::fmt::Debug for Tensor {
 }
 
 impl std::fmt::Display for Tensor {
-    /// The values (this materializes the tensor, like printing in PyTorch/XLA).
+    /// The values (this materializes the tensor, like printing in PyTorch/XLA). Formatting
+    /// cannot see the line that printed, so the read is located where the tensor was computed.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.to_f64_vec() {
+        match self.read_f64_at(self.node().location.clone()) {
             Ok(values) => {
                 let shown: Vec<String> = values.iter().take(16).map(|v| format!("{v}")).collect();
                 let more = if values.len() > 16 { ", ..." } else { "" };

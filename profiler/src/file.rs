@@ -10,6 +10,10 @@
 //!          n bytes  payload: one `Record` in postcard encoding (varint integers, serde order)
 //! ```
 //!
+//! Compatibility: postcard is not self-describing, so any change to `Record` or the types in it
+//! is a new format version. A new version keeps the old version's record types to decode old
+//! files, and `tests/data/profile-vN.xlaprof` of every version must keep loading.
+//!
 //! Records are appended while the program runs, each with one `write` call and no user-space
 //! buffer, so a crash loses at most the record being written, and a viewer can follow the file
 //! live. A reader takes every complete, intact record: a truncated tail or a record whose

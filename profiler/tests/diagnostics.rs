@@ -1,0 +1,271 @@
+//! End to end through the real engine: each recompilation cause and each kind of hidden sync is
+//! produced by a small program, and the diagnostic names the cause and the right source line.
+
+use std::sync::Mutex;
+
+use xlaprof_core::{step, sync, DType, Tensor};
+use xlaprof_profiler::diagnostics::{check, GraphChange, Kind, Rule};
+use xlaprof_profiler::{analyze, Profile, Recording, Thresholds};
+
+/// One recording at a time, and `sync()` syncs every live tensor: tests take turns.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn record(f: impl FnOnce()) -> Profile {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let recording = Recording::start().unwrap();
+    f();
+    recording.stop()
+}
+
+/// `line!()` of the statement `offset` lines below the call.
+macro_rules! here {
+    () => {
+        format!("{}:{}", file!(), line!())
+    };
+}
+
+fn model_step(x: &Tensor, w: &Tensor) -> Tensor {
+    x.matmul(w).unwrap().tanh().unwrap().sum(&[], false).unwrap()
+}
+
+#[test]
+fn a_batch_size_change_is_explained_with_the_input_and_where_it_was_created() {
+    let w = Tensor::from_slice(&[0.1f32; 32], &[8, 4]).unwrap();
+    let mut created = String::new();
+    let mut synced = String::new();
+    let p = record(|| {
+        for batch in [16i64, 16, 24] {
+            created = here!(); let x = Tensor::from_slice(&vec![1f32; batch as usize * 8], &[batch, 8]).unwrap();
+            let _loss = model_step(&x, &w);
+            synced = here!(); step().unwrap();
+        }
+    });
+    let a = analyze(&p, &Thresholds::default());
+    let d = a.of_kind(Kind::Recompile).next().expect("a recompile finding");
+    assert_eq!(d.location, synced, "the sync's line");
+    assert!(d.message.contains("changed from f32[16,8] to f32[24,8]"), "{}", d.message);
+    assert!(d.message.contains(&format!("created at {created}")), "{} / {created}", d.message);
+    assert!(matches!(&d.changes[0], GraphChange::InputShape { from, to, .. } if from.dims == [16, 8] && to.dims == [24, 8]));
+}
+
+#[test]
+fn a_dtype_change_is_explained() {
+    let p = record(|| {
+        for dtype in [DType::F32, DType::F32, DType::F64] {
+            let x = Tensor::from_slice(&[1f32, 2.0, 3.0], &[3]).unwrap().cast(dtype).unwrap();
+            let y = Tensor::from_slice(&[0.5f64, 0.5, 0.5], &[3]).unwrap();
+            let _z = x.exp().unwrap().sum(&[], false).unwrap().add(&y.sum(&[], false).unwrap()).unwrap();
+            step().unwrap();
+        }
+    });
+    let a = analyze(&p, &Thresholds::default());
+    let d = a.of_kind(Kind::Recompile).next().expect("a recompile finding");
+    let sentences: Vec<String> = d.changes.iter().map(|c| c.sentence()).collect();
+    assert!(
+        d.changes.iter().any(|c| matches!(c, GraphChange::Structure { .. })),
+        "an f32 input cast to f64 changes the ops (a convert appears or disappears): {sentences:?}"
+    );
+    assert!(d.advice.is_some());
+}
+
+#[test]
+fn a_dtype_change_of_an_input_names_both_dtypes() {
+    let p = record(|| {
+        for double in [false, false, true] {
+            let a = if double {
+                Tensor::from_slice(&[1f64, 2.0], &[2]).unwrap()
+            } else {
+                Tensor::from_slice(&[1f32, 2.0], &[2]).unwrap()
+            };
+            let _y = a.mul_scalar(2.0).unwrap();
+            step().unwrap();
+        }
+    });
+    let a = analyze(&p, &Thresholds::default());
+    let d = a.of_kind(Kind::Recompile).next().expect("a recompile finding");
+    assert!(d.message.contains("from f32[2] to f64[2]"), "{}", d.message);
+    assert_eq!(d.advice.as_deref().map(|s| s.contains("dtype")), Some(true));
+}
+
+#[test]
+fn a_structure_change_names_the_diverging_node_and_its_line() {
+    let mut op_line = String::new();
+    let p = record(|| {
+        let x = Tensor::from_slice(&[0.5f32; 4], &[4]).unwrap();
+        for i in 0..3 {
+            let y = x.exp().unwrap();
+            let _z = if i < 2 {
+                y.sin().unwrap()
+            } else {
+                op_line = here!(); y.cos().unwrap()
+            };
+            step().unwrap();
+        }
+    });
+    let a = analyze(&p, &Thresholds::default());
+    let d = a.of_kind(Kind::Recompile).next().expect("a recompile finding");
+    let structure = d.changes.iter().find_map(|c| match c {
+        GraphChange::Structure { to, location, .. } => Some((to.clone(), location.clone())),
+        _ => None,
+    });
+    let (to, location) = structure.expect("a structure change");
+    assert!(to.contains("cosine"), "{to}");
+    assert_eq!(location, op_line);
+}
+
+#[test]
+fn a_changed_set_of_synced_tensors_is_explained() {
+    let p = record(|| {
+        let x = Tensor::from_slice(&[0.5f32; 5], &[5]).unwrap();
+        for keep in [false, false, true] {
+            let _a = x.exp().unwrap();
+            // One more live tensor the last time.
+            let _kept = keep.then(|| x.sin().unwrap().sum(&[], false).unwrap());
+            step().unwrap();
+        }
+    });
+    let a = analyze(&p, &Thresholds::default());
+    let d = a.of_kind(Kind::Recompile).next().expect("a recompile finding");
+    assert!(
+        d.changes.iter().any(|c| matches!(c, GraphChange::SyncedTensors { from: 1, to: 2, .. })),
+        "{:?}",
+        d.changes
+    );
+    assert!(d.message.contains("2 tensors were synced instead of 1"), "{}", d.message);
+}
+
+#[test]
+fn a_changing_scalar_does_not_recompile() {
+    let p = record(|| {
+        let x = Tensor::from_slice(&[0.5f32; 4], &[4]).unwrap();
+        for lr in [0.1, 0.05, 0.025, 0.0125] {
+            let _y = x.mul_scalar(lr).unwrap();
+            step().unwrap();
+        }
+    });
+    let a = analyze(&p, &Thresholds::default());
+    assert_eq!(a.summary.compiles, 1);
+    assert_eq!(a.of_kind(Kind::Recompile).count(), 0);
+}
+
+#[test]
+fn an_item_inside_the_step_is_a_hidden_sync_at_its_line() {
+    let w = Tensor::from_slice(&[0.1f32; 32], &[8, 4]).unwrap();
+    let mut read = String::new();
+    let p = record(|| {
+        for _ in 0..4 {
+            let x = Tensor::from_slice(&[1f32; 64], &[8, 8]).unwrap();
+            let loss = model_step(&x, &w);
+            read = here!(); let value = loss.item().unwrap();
+            assert!(value.is_finite());
+            step().unwrap();
+        }
+    });
+    let a = analyze(&p, &Thresholds::default());
+    let d = a.of_kind(Kind::HiddenSync).next().expect("a hidden sync finding");
+    assert_eq!(d.location, read);
+    assert_eq!(d.count, 4);
+    assert!(d.message.contains("4 times in 4 steps"), "{}", d.message);
+    let rules = check(&p, &[Rule::MaxHiddenSyncs(0)], 2);
+    assert!(!rules[0].passed);
+    assert!(rules[0].message.contains(&read), "{}", rules[0].message);
+}
+
+#[test]
+fn printing_a_pending_tensor_is_a_hidden_sync() {
+    // Formatting cannot see the printing line: the read is located where the tensor was computed.
+    let mut computed = String::new();
+    let p = record(|| {
+        for _ in 0..2 {
+            let x = Tensor::from_slice(&[1f32, 2.0], &[2]).unwrap();
+            computed = here!(); let y = x.exp().unwrap();
+            let text = format!("{y}");
+            assert!(text.contains("tensor(f32[2]"));
+            step().unwrap();
+        }
+    });
+    let a = analyze(&p, &Thresholds::default());
+    let d = a.of_kind(Kind::HiddenSync).next().expect("a hidden sync finding");
+    assert_eq!(d.location, computed);
+}
+
+#[test]
+fn a_sync_inside_a_step_is_reported() {
+    let mut mid = String::new();
+    let p = record(|| {
+        for _ in 0..3 {
+            let x = Tensor::from_slice(&[1f32, 2.0], &[2]).unwrap();
+            let _y = x.exp().unwrap();
+            mid = here!(); sync().unwrap();
+            let _z = x.sin().unwrap();
+            step().unwrap();
+        }
+    });
+    let a = analyze(&p, &Thresholds::default());
+    let d = a.of_kind(Kind::MidStepSync).next().expect("a mid-step sync finding");
+    assert_eq!(d.location, mid);
+    assert_eq!(d.count, 3);
+}
+
+#[test]
+fn reading_a_materialized_value_is_a_host_read_not_a_hidden_sync() {
+    let mut read = String::new();
+    let p = record(|| {
+        for _ in 0..3 {
+            let x = Tensor::from_slice(&[1f32, 2.0], &[2]).unwrap();
+            let loss = x.exp().unwrap().sum(&[], false).unwrap();
+            step().unwrap();
+            read = here!(); let _ = loss.item().unwrap();
+        }
+    });
+    let a = analyze(&p, &Thresholds::default());
+    assert_eq!(a.of_kind(Kind::HiddenSync).count(), 0);
+    let d = a.of_kind(Kind::HostRead).next().expect("a host read finding");
+    assert_eq!(d.location, read);
+    assert_eq!(d.count, 3);
+}
+
+#[test]
+fn a_storm_after_warm_up_names_the_varying_dimension_and_the_buckets() {
+    let w = Tensor::from_slice(&[0.1f32; 32], &[8, 4]).unwrap();
+    let p = record(|| {
+        for batch in [8i64, 8, 8, 9, 17, 30, 8, 9] {
+            let x = Tensor::from_slice(&vec![1f32; batch as usize * 8], &[batch, 8]).unwrap();
+            let _loss = model_step(&x, &w);
+            step().unwrap();
+        }
+    });
+    let a = analyze(&p, &Thresholds::default());
+    let d = a.of_kind(Kind::RecompileStorm).next().expect("a storm finding");
+    assert!(d.message.contains("dimension 0 of input 0"), "{}", d.message);
+    assert!(d.message.contains("9, 17, 30"), "{}", d.message);
+    let advice = d.advice.as_deref().unwrap();
+    assert!(advice.contains("{16, 32}"), "{advice}");
+    let rules = check(&p, &[Rule::NoCompilesAfterStep(3), Rule::MaxCompiles(10)], 2);
+    assert!(!rules[0].passed, "{}", rules[0].message);
+    assert!(rules[1].passed);
+}
+
+#[test]
+fn metrics_match_the_event_stream() {
+    let p = record(|| {
+        // A shape no other test uses, so the first step compiles here.
+        let x = Tensor::from_slice(&[0.5f32; 7], &[7]).unwrap();
+        for _ in 0..5 {
+            let _y = x.exp().unwrap();
+            step().unwrap();
+        }
+    });
+    let a = analyze(&p, &Thresholds::default());
+    let m = &a.metrics;
+    assert_eq!(m.metric("CompileTime").unwrap().count, 1);
+    assert_eq!(m.metric("ExecuteTime").unwrap().count, 5);
+    assert_eq!(m.counter("CachedCompile"), 4);
+    assert_eq!(m.counter("UncachedCompile"), 1);
+    assert_eq!(m.counter("MarkStep"), 5);
+    assert_eq!(m.counter("Sync"), 5);
+    assert_eq!(m.metric("StepTime").unwrap().count, 5);
+    let total: u64 = p.executions.iter().map(|e| e.duration_ns).sum();
+    assert_eq!(m.metric("ExecuteTime").unwrap().total, total as f64);
+    assert!(m.counter("CreateTensor") >= 5, "each step records a tensor");
+}
