@@ -195,6 +195,20 @@ fn lower_node(mut c: Ctx, slot: u32) {
         Op::Iota { axis } => c.generic("iota", &format!("iota_dimension = {axis} : i64")),
         Op::Random { normal } => lower_random(&mut c, *normal),
         Op::Unary(u) => c.generic(unary_name(*u), ""),
+        Op::Binary(b @ (BinaryOp::Max | BinaryOp::Min)) if node.shape.dtype.is_float() => {
+            // XLA's CPU maximum returns the other operand for a NaN; PyTorch propagates NaN.
+            let (a, b_arg) = (c.args[0].clone(), c.args[1].clone());
+            let pred = node.shape.with_dtype(DType::Pred).mlir();
+            let _ = writeln!(c.out, "  {name}_m = \"stablehlo.{}\"({a}, {b_arg}) : ({ty}, {ty}) -> {ty}", binary_name(*b));
+            for (suffix, x) in [("na", &a), ("nb", &b_arg)] {
+                let _ = writeln!(
+                    c.out,
+                    "  {name}_{suffix} = \"stablehlo.compare\"({x}, {x}) {{comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>}} : ({ty}, {ty}) -> {pred}"
+                );
+            }
+            let _ = writeln!(c.out, "  {name}_t = \"stablehlo.select\"({name}_nb, {b_arg}, {name}_m) : ({pred}, {ty}, {ty}) -> {ty}");
+            let _ = writeln!(c.out, "  {name} = \"stablehlo.select\"({name}_na, {a}, {name}_t) : ({pred}, {ty}, {ty}) -> {ty}");
+        }
         Op::Binary(b) => c.generic(binary_name(*b), ""),
         Op::Compare(cmp) => {
             let dir = match cmp {
@@ -230,10 +244,10 @@ fn lower_node(mut c: Ctx, slot: u32) {
             let _ = writeln!(c.out, "  {name}_init = stablehlo.constant {init}");
             let _ = writeln!(
                 c.out,
-                "  {name} = stablehlo.reduce({} init: {name}_init) applies stablehlo.{} across dimensions = {} : ({in_ty}, {scalar}) -> {ty}",
+                "  {name} = \"stablehlo.reduce\"({}, {name}_init) ({{\n{}  }}) {{dimensions = {}}} : ({in_ty}, {scalar}) -> {ty}",
                 c.args[0],
-                reduce_op(*kind, dt),
-                list(axes)
+                combiner(*kind, dt),
+                array(axes)
             );
         }
         Op::Reshape => c.generic("reshape", ""),
@@ -296,15 +310,14 @@ fn lower_node(mut c: Ctx, slot: u32) {
         }
         Op::ReduceWindow { kind, window, strides, padding } => {
             let dt = node.shape.dtype;
-            let scalar = format!("tensor<{}>", dt.mlir_name());
             let pad: Vec<String> = padding.iter().map(|(l, h)| format!("[{l}, {h}]")).collect();
             let sig = c.signature();
             let _ = writeln!(
                 c.out,
-                "  {name} = \"stablehlo.reduce_window\"({}, {}) ({{\n  ^bb0(%a: {scalar}, %b: {scalar}):\n    %r = stablehlo.{} %a, %b : {scalar}\n    stablehlo.return %r : {scalar}\n  }}) {{window_dimensions = {}, window_strides = {}, padding = dense<[{}]> : tensor<{}x2xi64>}} : {sig}",
+                "  {name} = \"stablehlo.reduce_window\"({}, {}) ({{\n{}  }}) {{window_dimensions = {}, window_strides = {}, padding = dense<[{}]> : tensor<{}x2xi64>}} : {sig}",
                 c.args[0],
                 c.args[1],
-                reduce_op(*kind, dt),
+                combiner(*kind, dt),
                 array(window),
                 array(strides),
                 pad.join(", "),
@@ -312,6 +325,33 @@ fn lower_node(mut c: Ctx, slot: u32) {
             );
         }
     }
+}
+
+/// The body of a reduction's region: how two values combine. Float max and min propagate NaN,
+/// as PyTorch's do (XLA's CPU maximum would drop it).
+fn combiner(kind: ReduceKind, dt: DType) -> String {
+    let t = format!("tensor<{}>", dt.mlir_name());
+    let op = reduce_op(kind, dt);
+    let mut body = format!(
+        "  ^bb0(%a: {t}, %b: {t}):\n    %m = \"stablehlo.{op}\"(%a, %b) : ({t}, {t}) -> {t}\n"
+    );
+    if dt.is_float() && kind != ReduceKind::Sum {
+        let cmp = "{comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>}";
+        body +=
+            &format!("    %na = \"stablehlo.compare\"(%a, %a) {cmp} : ({t}, {t}) -> tensor<i1>\n");
+        body +=
+            &format!("    %nb = \"stablehlo.compare\"(%b, %b) {cmp} : ({t}, {t}) -> tensor<i1>\n");
+        body += &format!(
+            "    %t = \"stablehlo.select\"(%nb, %b, %m) : (tensor<i1>, {t}, {t}) -> {t}\n"
+        );
+        body += &format!(
+            "    %r = \"stablehlo.select\"(%na, %a, %t) : (tensor<i1>, {t}, {t}) -> {t}\n"
+        );
+        body += &format!("    \"stablehlo.return\"(%r) : ({t}) -> ()\n");
+    } else {
+        body += &format!("    \"stablehlo.return\"(%m) : ({t}) -> ()\n");
+    }
+    body
 }
 
 fn unary_name(u: UnaryOp) -> &'static str {

@@ -165,3 +165,20 @@ fn an_updated_parameter_donates_its_old_buffer_unless_someone_still_holds_it() {
     assert_eq!(kept.to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0], "a held value is never donated");
     assert_eq!(*seen.0.lock().unwrap(), vec![1, 0]);
 }
+
+#[test]
+fn reading_one_value_never_donates_an_input_another_pending_tensor_needs() {
+    let _serial = serial();
+    // `shared` feeds both results; reading `first` computes only its part of the graph.
+    let p = Tensor::from_slice(&[1f32, 2.0, 3.0], &[3]).unwrap();
+    let updated = p.mul_scalar(3.0).unwrap();
+    p.set_value(&updated).unwrap();
+    drop(updated);
+    let shared = p.exp().unwrap();
+    let first = shared.sum(&[], false).unwrap();
+    let second = shared.mul_scalar(2.0).unwrap();
+    let _ = first.item().unwrap();
+    let values = second.to_vec::<f32>().unwrap();
+    let want: Vec<f32> = [3f32, 6.0, 9.0].iter().map(|v| v.exp() * 2.0).collect();
+    assert!(values.iter().zip(&want).all(|(a, b)| (a - b).abs() <= 1e-3 * b), "{values:?}");
+}

@@ -39,9 +39,13 @@ fn invalid_reshape_out_of_range_axis_and_broadcast() {
 
 #[test]
 fn dtype_mismatch_and_backward_on_a_non_scalar() {
-    let ints = Tensor::zeros(&[3], DType::S32);
-    let e = ints.exp().unwrap_err();
-    assert!(e.to_string().contains("needs a float tensor, not s32[3]") && located_here(&e), "{e}");
+    let a = Tensor::zeros(&[2, 3], DType::F32);
+    let ints = Tensor::zeros(&[3, 2], DType::S32);
+    let e = a.dot_general(&ints, &[], &[], &[1], &[0]).unwrap_err();
+    assert!(
+        e.to_string().contains("one dtype, but they are f32[2,3] and s32[3,2]") && located_here(&e),
+        "{e}"
+    );
     let x = Tensor::from_slice(&[1f32, 2.0], &[2]).unwrap();
     x.set_requires_grad(true);
     let y = x.mul_scalar(2.0).unwrap();

@@ -7,12 +7,14 @@
 pub mod analysis;
 pub mod diagnostics;
 pub mod error;
+pub mod export;
 pub mod file;
 pub mod metrics;
 pub mod profile;
 pub mod record;
 pub mod recorder;
 pub mod report;
+pub mod timeline;
 
 pub use analysis::{analyze, Analysis};
 pub use diagnostics::Thresholds;

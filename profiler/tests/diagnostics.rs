@@ -35,9 +35,11 @@ fn a_batch_size_change_is_explained_with_the_input_and_where_it_was_created() {
     let mut synced = String::new();
     let p = record(|| {
         for batch in [16i64, 16, 24] {
-            created = here!(); let x = Tensor::from_slice(&vec![1f32; batch as usize * 8], &[batch, 8]).unwrap();
+            created = here!();
+            let x = Tensor::from_slice(&vec![1f32; batch as usize * 8], &[batch, 8]).unwrap();
             let _loss = model_step(&x, &w);
-            synced = here!(); step().unwrap();
+            synced = here!();
+            step().unwrap();
         }
     });
     let a = analyze(&p, &Thresholds::default());
@@ -45,7 +47,9 @@ fn a_batch_size_change_is_explained_with_the_input_and_where_it_was_created() {
     assert_eq!(d.location, synced, "the sync's line");
     assert!(d.message.contains("changed from f32[16,8] to f32[24,8]"), "{}", d.message);
     assert!(d.message.contains(&format!("created at {created}")), "{} / {created}", d.message);
-    assert!(matches!(&d.changes[0], GraphChange::InputShape { from, to, .. } if from.dims == [16, 8] && to.dims == [24, 8]));
+    assert!(
+        matches!(&d.changes[0], GraphChange::InputShape { from, to, .. } if from.dims == [16, 8] && to.dims == [24, 8])
+    );
 }
 
 #[test]
@@ -54,7 +58,8 @@ fn a_dtype_change_is_explained() {
         for dtype in [DType::F32, DType::F32, DType::F64] {
             let x = Tensor::from_slice(&[1f32, 2.0, 3.0], &[3]).unwrap().cast(dtype).unwrap();
             let y = Tensor::from_slice(&[0.5f64, 0.5, 0.5], &[3]).unwrap();
-            let _z = x.exp().unwrap().sum(&[], false).unwrap().add(&y.sum(&[], false).unwrap()).unwrap();
+            let _z =
+                x.exp().unwrap().sum(&[], false).unwrap().add(&y.sum(&[], false).unwrap()).unwrap();
             step().unwrap();
         }
     });
@@ -97,7 +102,8 @@ fn a_structure_change_names_the_diverging_node_and_its_line() {
             let _z = if i < 2 {
                 y.sin().unwrap()
             } else {
-                op_line = here!(); y.cos().unwrap()
+                op_line = here!();
+                y.cos().unwrap()
             };
             step().unwrap();
         }
@@ -156,7 +162,8 @@ fn an_item_inside_the_step_is_a_hidden_sync_at_its_line() {
         for _ in 0..4 {
             let x = Tensor::from_slice(&[1f32; 64], &[8, 8]).unwrap();
             let loss = model_step(&x, &w);
-            read = here!(); let value = loss.item().unwrap();
+            read = here!();
+            let value = loss.item().unwrap();
             assert!(value.is_finite());
             step().unwrap();
         }
@@ -178,7 +185,8 @@ fn printing_a_pending_tensor_is_a_hidden_sync() {
     let p = record(|| {
         for _ in 0..2 {
             let x = Tensor::from_slice(&[1f32, 2.0], &[2]).unwrap();
-            computed = here!(); let y = x.exp().unwrap();
+            computed = here!();
+            let y = x.exp().unwrap();
             let text = format!("{y}");
             assert!(text.contains("tensor(f32[2]"));
             step().unwrap();
@@ -196,7 +204,8 @@ fn a_sync_inside_a_step_is_reported() {
         for _ in 0..3 {
             let x = Tensor::from_slice(&[1f32, 2.0], &[2]).unwrap();
             let _y = x.exp().unwrap();
-            mid = here!(); sync().unwrap();
+            mid = here!();
+            sync().unwrap();
             let _z = x.sin().unwrap();
             step().unwrap();
         }
@@ -215,7 +224,8 @@ fn reading_a_materialized_value_is_a_host_read_not_a_hidden_sync() {
             let x = Tensor::from_slice(&[1f32, 2.0], &[2]).unwrap();
             let loss = x.exp().unwrap().sum(&[], false).unwrap();
             step().unwrap();
-            read = here!(); let _ = loss.item().unwrap();
+            read = here!();
+            let _ = loss.item().unwrap();
         }
     });
     let a = analyze(&p, &Thresholds::default());

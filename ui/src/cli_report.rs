@@ -4,6 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use xlaprof_profiler::diagnostics::{check, Rule};
+use xlaprof_profiler::export::{self, Format};
 use xlaprof_profiler::{analyze, load, report, Analysis, Profile, Thresholds};
 
 type Error = Box<dyn std::error::Error>;
@@ -23,21 +24,20 @@ pub fn report(
     out: Option<&Path>,
     thresholds: &Thresholds,
 ) -> Result<(), Error> {
+    let format = Format::parse(format)
+        .ok_or_else(|| format!("unknown format {format:?}: use one of {}", Format::NAMES))?;
     let (profile, analysis) = open(path, thresholds)?;
-    let text = match format {
-        "text" => report::text(&analysis),
-        "short" => report::short(&analysis),
-        "json" => serde_json::to_string_pretty(&serde_json::json!({
-            "format": "xlaprof-json",
-            "version": 1,
-            "profile": profile,
-            "analysis": analysis,
-        }))?,
-        other => return Err(format!("unknown format {other:?}: use text, short or json").into()),
-    };
     match out {
-        Some(out) => std::fs::write(out, text).map_err(|e| format!("{}: {e}", out.display()))?,
-        None => print!("{text}"),
+        Some(out) => export::write(&profile, &analysis, format, out)?,
+        None if format.is_folder() => {
+            return Err(
+                "CSV and Parquet export write one file per table: give a folder with -o".into()
+            )
+        }
+        None => {
+            use std::io::Write;
+            std::io::stdout().write_all(&export::to_bytes(&profile, &analysis, format)?)?;
+        }
     }
     Ok(())
 }

@@ -57,10 +57,10 @@ enum Command {
     /// Print the report of a profile, or export it.
     Report {
         file: PathBuf,
-        /// text, short or json.
+        /// text, short, json, csv, parquet, chrome, folded or flamegraph.
         #[arg(long, default_value = "text")]
         format: String,
-        /// Write to this file instead of standard output.
+        /// Write to this file (a folder for csv and parquet) instead of standard output.
         #[arg(short, long)]
         out: Option<PathBuf>,
         #[command(flatten)]

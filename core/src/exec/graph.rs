@@ -32,7 +32,8 @@ pub(crate) struct Graph<'a> {
 impl<'a> Graph<'a> {
     /// Walks the graph under `roots` once (iteratively: chains can be 100,000 deep). `epoch` is
     /// this sync's mark; a node already marked with it was visited.
-    pub fn build(roots: &'a [NodeRef], epoch: u64) -> Graph<'a> {
+    /// `donate`: whether inputs only this graph refers to may be donated (see [`Graph::donate`]).
+    pub fn build(roots: &'a [NodeRef], epoch: u64, donate: bool) -> Graph<'a> {
         let mut g = Graph {
             order: Vec::new(),
             slot: Vec::new(),
@@ -118,7 +119,9 @@ impl<'a> Graph<'a> {
             h.write_u64(output as u64);
         }
         h.write_u64(g.outputs.len() as u64);
-        g.donate(&uses);
+        if donate {
+            g.donate(&uses);
+        }
         for &(param, output) in &g.donated {
             h.write_u64(((param as u64) << 32) | output as u64);
         }

@@ -133,7 +133,10 @@ pub(crate) fn sync_tensors(
     let roots: Vec<_> = tensors.iter().map(|t| t.node()).collect();
     let epoch = engine.epoch.fetch_add(1, Ordering::Relaxed);
     let t = events::now_ns();
-    let graph = Graph::build(&roots, epoch);
+    // Donating is only safe when every live pending tensor is in this graph: a value read computes
+    // a part, and a node it shares with a tensor left pending would still need the donated input.
+    let full = cause != SyncCause::ValueRead;
+    let graph = Graph::build(&roots, epoch, full);
 
     // 3: cache lookup (memory, then disk), 4-5: lower and compile on a miss.
     let cached = engine.cache.lock().unwrap_or_else(|p| p.into_inner()).get(graph.key);
@@ -220,6 +223,9 @@ pub(crate) fn sync_tensors(
         );
         tensor.set_node(data);
     }
+    // The replaced graph is freed here, inside the sync's time: a long chain costs its nodes.
+    drop(graph);
+    drop(roots);
     if listening {
         events::emit(Event::SyncEnd { sync_id, duration_ns: events::now_ns() - sync_start });
     }

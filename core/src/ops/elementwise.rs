@@ -33,13 +33,21 @@ pub(crate) fn align(
 fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, location: SourceLocation) -> Result<Tensor> {
     let name = Op::Binary(op).name();
     let (a, b) = align(name, a, b, &location)?;
-    if matches!(op, BinaryOp::And | BinaryOp::Or) && a.dtype() != DType::Pred {
-        return Err(shape_error(
-            name,
-            &location,
-            format!("logical ops need bool tensors, not {}", a.shape()),
-        ));
-    }
+    // True division, like PyTorch: integers divide as floats.
+    let (a, b) = if op == BinaryOp::Div && !a.dtype().is_float() {
+        (a.cast_at(DType::F32, &location)?, b.cast_at(DType::F32, &location)?)
+    } else {
+        (a, b)
+    };
+    // Logical ops on numbers: nonzero is true (PyTorch's logical_and / logical_or).
+    let (a, b) = if matches!(op, BinaryOp::And | BinaryOp::Or) && a.dtype() != DType::Pred {
+        scoped(&location, || -> Result<(Tensor, Tensor)> {
+            let zero = Tensor::scalar(0.0, a.dtype());
+            Ok((a.ne(&zero)?, b.ne(&zero)?))
+        })?
+    } else {
+        (a, b)
+    };
     let shape = a.shape().clone();
     let (ac, bc) = (a.clone(), b.clone());
     let grad = grad_fn(name, &[&a, &b], move |g| {
@@ -77,15 +85,39 @@ fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, location: SourceLocation) -> Res
     Ok(Tensor::op(Op::Binary(op), shape, &[&a, &b], location, grad))
 }
 
+/// The dtype of a host scalar combined with `t`: the tensor's own, unless a fractional value
+/// meets an integer tensor, which then computes in f32 (PyTorch's Python-float promotion).
+pub(crate) fn scalar_dtype(t: &Tensor, value: f64) -> DType {
+    if !t.dtype().is_float() && value.fract() != 0.0 {
+        DType::F32
+    } else {
+        t.dtype()
+    }
+}
+
 fn unary(op: UnaryOp, x: &Tensor, location: SourceLocation) -> Result<Tensor> {
     let name = Op::Unary(op).name();
-    let needs_float = !matches!(op, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Not | UnaryOp::Sign);
+    let needs_float =
+        !matches!(op, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Not | UnaryOp::Sign | UnaryOp::Floor);
     if needs_float && !x.dtype().is_float() {
-        return Err(shape_error(
-            name,
-            &location,
-            format!("needs a float tensor, not {}", x.shape()),
-        ));
+        // exp, log, sin, ... of integers compute in f32, like PyTorch.
+        let x = x.cast_at(DType::F32, &location)?;
+        return unary(op, &x, location);
+    }
+    // Integers are already whole.
+    if !x.dtype().is_float() && op == UnaryOp::Floor {
+        return Ok(x.clone());
+    }
+    // Logical not of numbers: true where zero (PyTorch's logical_not).
+    if op == UnaryOp::Not && x.dtype() != DType::Pred {
+        return scoped(&location, || x.eq(&Tensor::scalar(0.0, x.dtype())));
+    }
+    // Unsigned values are their own magnitude; their sign is 0 or 1.
+    if x.dtype() == DType::U8 && op == UnaryOp::Abs {
+        return Ok(x.clone());
+    }
+    if x.dtype() == DType::U8 && op == UnaryOp::Sign {
+        return scoped(&location, || x.ne(&Tensor::scalar(0.0, DType::U8))?.cast(DType::U8));
     }
     if op == UnaryOp::Not && x.dtype() != DType::Pred {
         return Err(shape_error(
@@ -141,7 +173,7 @@ macro_rules! binary_methods {
                 #[track_caller]
                 pub fn $scalar(&self, value: f64) -> Result<Tensor> {
                     let location = SourceLocation::caller();
-                    let s = scoped(&location, || Tensor::scalar(value, self.dtype()));
+                    let s = scoped(&location, || Tensor::scalar(value, scalar_dtype(self, value)));
                     binary(BinaryOp::$op, self, &s, location)
                 }
             )*
@@ -292,8 +324,9 @@ impl Tensor {
     pub fn relu(&self) -> Result<Tensor> {
         let location = SourceLocation::caller();
         scoped(&location, || {
+            // `x <= 0 ? 0 : x` keeps NaN (NaN <= 0 is false) and has gradient 0 at 0, as PyTorch.
             let zero = Tensor::scalar(0.0, self.dtype());
-            Tensor::where_(&self.gt_scalar(0.0)?, self, &zero)
+            Tensor::where_(&self.le(&zero)?, &zero, self)
         })
     }
 

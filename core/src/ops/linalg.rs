@@ -31,6 +31,17 @@ impl Tensor {
     ) -> Result<Tensor> {
         let location = SourceLocation::caller();
         let (a, b) = (self, other);
+        if a.dtype() != b.dtype() {
+            return Err(shape_error(
+                "dot_general",
+                &location,
+                format!(
+                    "the operands must have one dtype, but they are {} and {}",
+                    a.shape(),
+                    b.shape()
+                ),
+            ));
+        }
         let valid = lhs_batch.len() == rhs_batch.len()
             && lhs_contract.len() == rhs_contract.len()
             && lhs_batch.iter().chain(lhs_contract).all(|&d| d < a.rank())

@@ -229,9 +229,16 @@ impl Tensor {
             return Err(shape_error("concat", &location, "needs at least one tensor".into()));
         };
         let a = axis("concat", axis_, first.rank(), &location)?;
+        // Mixed dtypes join in their promoted dtype, like torch.cat.
+        let dtype = tensors.iter().map(|t| t.dtype()).fold(first.dtype(), crate::shape::promote);
+        if tensors.iter().any(|t| t.dtype() != dtype) {
+            let cast: Vec<Tensor> =
+                tensors.iter().map(|t| t.cast_at(dtype, &location)).collect::<Result<_>>()?;
+            let refs: Vec<&Tensor> = cast.iter().collect();
+            return scoped(&location, || Tensor::concat(&refs, axis_));
+        }
         for t in tensors {
             let same = t.rank() == first.rank()
-                && t.dtype() == first.dtype()
                 && t.dims()
                     .iter()
                     .zip(first.dims())
@@ -338,6 +345,16 @@ impl Tensor {
         let location = SourceLocation::caller();
         let axes: Vec<usize> =
             axes.iter().map(|&a| axis("flip", a, self.rank(), &location)).collect::<Result<_>>()?;
+        let mut unique = axes.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        if unique.len() != axes.len() {
+            return Err(shape_error(
+                "flip",
+                &location,
+                format!("axes {axes:?} repeat a dimension of {}", self.shape()),
+            ));
+        }
         let back: Vec<i64> = axes.iter().map(|&a| a as i64).collect();
         let grad = grad_fn("reverse", &[self], move |g| Ok(vec![Some(g.flip(&back)?)]));
         Ok(Tensor::op(Op::Reverse { axes }, self.shape().clone(), &[self], location, grad))

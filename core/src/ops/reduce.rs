@@ -19,6 +19,17 @@ fn axes_of(
     if axes.is_empty() {
         return Ok((0..t.rank()).collect()); // no axes: reduce everything
     }
+    if t.rank() == 0 {
+        // A 0-d tensor accepts dim 0 or -1 (PyTorch's convention); there is nothing to reduce.
+        return match axes.iter().all(|&a| a == 0 || a == -1) {
+            true => Ok(Vec::new()),
+            false => Err(shape_error(
+                op,
+                location,
+                format!("axis {axes:?} is out of range for {}", t.shape()),
+            )),
+        };
+    }
     let mut out = Vec::new();
     for &a in axes {
         let n = normalize_axis(a, t.rank()).ok_or_else(|| {
@@ -86,8 +97,14 @@ fn reduce(
 impl Tensor {
     /// Sum over `axes` (all when empty).
     #[track_caller]
+    /// Integers and bools sum in s64, like PyTorch (so 300 u8 sevens sum to 2100).
     pub fn sum(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
-        reduce(ReduceKind::Sum, self, axes, keepdim, SourceLocation::caller())
+        let location = SourceLocation::caller();
+        if !self.dtype().is_float() && self.dtype() != DType::S64 {
+            let wide = self.cast_at(DType::S64, &location)?;
+            return reduce(ReduceKind::Sum, &wide, axes, keepdim, location);
+        }
+        reduce(ReduceKind::Sum, self, axes, keepdim, location)
     }
 
     /// Maximum over `axes` (all when empty).
@@ -106,6 +123,16 @@ impl Tensor {
     #[track_caller]
     pub fn mean(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
         let location = SourceLocation::caller();
+        if !self.dtype().is_float() {
+            return Err(shape_error(
+                "mean",
+                &location,
+                format!(
+                    "mean needs a float tensor, not {}: cast it first (as in PyTorch)",
+                    self.shape()
+                ),
+            ));
+        }
         let ax = axes_of("mean", self, axes, &location)?;
         let n: i64 = ax.iter().map(|&a| self.dims()[a]).product();
         scoped(&location, || self.sum(axes, keepdim)?.div_scalar(n as f64))
@@ -119,7 +146,7 @@ impl Tensor {
         let n: i64 = ax.iter().map(|&a| self.dims()[a]).product();
         scoped(&location, || {
             let centered = self.sub(&self.mean(axes, true)?)?;
-            centered.mul(&centered)?.sum(axes, keepdim)?.div_scalar((n - correction).max(1) as f64)
+            centered.mul(&centered)?.sum(axes, keepdim)?.div_scalar((n - correction).max(0) as f64)
         })
     }
 
@@ -128,7 +155,11 @@ impl Tensor {
     pub fn logsumexp(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
         let location = SourceLocation::caller();
         scoped(&location, || {
+            // Shift by the maximum for stability, unless it is infinite (then -inf or inf is the
+            // answer and the shift would make NaN).
             let m = self.amax(axes, true)?.detach();
+            let finite = m.abs()?.lt(&Tensor::scalar(f64::INFINITY, m.dtype()))?;
+            let m = Tensor::where_(&finite, &m, &Tensor::scalar(0.0, m.dtype()))?;
             let s = self.sub(&m)?.exp()?.sum(axes, true)?.log()?.add(&m)?;
             if keepdim {
                 Ok(s)
@@ -166,11 +197,15 @@ fn arg_extreme(
     max: bool,
     location: SourceLocation,
 ) -> Result<Tensor> {
-    let a = axes_of("argmax", x, &[axis], &location)?[0];
+    let Some(&a) = axes_of("argmax", x, &[axis], &location)?.first() else {
+        // The only index of a 0-d tensor.
+        return Ok(scoped(&location, || Tensor::scalar(0.0, DType::S64)));
+    };
     scoped(&location, || {
         let x = x.detach();
         let ext = if max { x.amax(&[a as i64], true)? } else { x.amin(&[a as i64], true)? };
-        let hit = x.eq(&ext)?;
+        // NaN wins, like PyTorch: a row with a NaN points at its first NaN.
+        let hit = x.eq(&ext)?.logical_or(&x.ne(&x)?)?;
         let idx = Tensor::op(
             Op::Iota { axis: a },
             x.shape().with_dtype(DType::S64),

@@ -1,0 +1,195 @@
+//! The profile as spans on a timeline: steps, syncs and their phases, scopes, transfers and host
+//! reads. The Chrome trace, the flamegraph, the tables and the viewers all draw these.
+
+use serde::Serialize;
+
+use crate::profile::Profile;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum SpanKind {
+    Step,
+    Scope,
+    Sync,
+    GraphBuild,
+    Lower,
+    Compile,
+    Execute,
+    TransferToDevice,
+    HostRead,
+}
+
+impl SpanKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            SpanKind::Step => "step",
+            SpanKind::Scope => "scope",
+            SpanKind::Sync => "sync",
+            SpanKind::GraphBuild => "graph build",
+            SpanKind::Lower => "lower",
+            SpanKind::Compile => "compile",
+            SpanKind::Execute => "execute",
+            SpanKind::TransferToDevice => "transfer to device",
+            SpanKind::HostRead => "host read",
+        }
+    }
+
+    /// The lane (track) a span is drawn on: steps, program scopes, syncs and phases, transfers.
+    pub fn lane(self) -> u32 {
+        match self {
+            SpanKind::Step => 0,
+            SpanKind::Scope => 1,
+            SpanKind::Sync
+            | SpanKind::GraphBuild
+            | SpanKind::Lower
+            | SpanKind::Compile
+            | SpanKind::Execute => 2,
+            SpanKind::TransferToDevice | SpanKind::HostRead => 3,
+        }
+    }
+}
+
+pub const LANES: [&str; 4] = ["steps", "scopes", "syncs", "transfers"];
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Span {
+    pub kind: SpanKind,
+    pub name: String,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Nesting depth within the lane (phases are inside their sync; scopes nest).
+    pub depth: u32,
+    pub step: Option<u64>,
+    pub sync: Option<u64>,
+    pub hash: Option<u64>,
+    pub location: Option<u32>,
+    pub bytes: Option<u64>,
+}
+
+impl Span {
+    pub fn duration_ns(&self) -> u64 {
+        self.end_ns.saturating_sub(self.start_ns)
+    }
+}
+
+fn span(kind: SpanKind, name: String, start_ns: u64, end_ns: u64, depth: u32) -> Span {
+    Span {
+        kind,
+        name,
+        start_ns,
+        end_ns,
+        depth,
+        step: None,
+        sync: None,
+        hash: None,
+        location: None,
+        bytes: None,
+    }
+}
+
+/// Every span of a profile, sorted by start time.
+pub fn spans(p: &Profile) -> Vec<Span> {
+    let mut out = Vec::new();
+    for s in &p.steps {
+        let mut sp = span(SpanKind::Step, format!("step {}", s.index), s.start_ns, s.end_ns, 0);
+        sp.step = Some(s.index);
+        sp.location = Some(s.location);
+        out.push(sp);
+    }
+    for sc in &p.scopes {
+        let mut sp = span(
+            SpanKind::Scope,
+            sc.name.clone(),
+            sc.start_ns,
+            sc.end_ns.unwrap_or(p.end_ns()),
+            sc.depth,
+        );
+        sp.location = Some(sc.location);
+        out.push(sp);
+    }
+    for s in &p.syncs {
+        let graph = s.hash.map(|h| format!(" {h:016x}")).unwrap_or_default();
+        let mut sp = span(
+            SpanKind::Sync,
+            format!("sync ({}){graph}", s.cause.describe()),
+            s.start_ns,
+            s.end_ns,
+            0,
+        );
+        sp.step = Some(s.step);
+        sp.sync = Some(s.id);
+        sp.hash = s.hash;
+        sp.location = Some(s.location);
+        out.push(sp);
+        // Building and lowering have no start times of their own: they open the sync.
+        let mut at = s.start_ns;
+        for (kind, ns) in [(SpanKind::GraphBuild, s.build_ns), (SpanKind::Lower, s.lower_ns)] {
+            if ns > 0 {
+                let mut phase = span(kind, kind.name().to_string(), at, at + ns, 1);
+                phase.step = Some(s.step);
+                phase.sync = Some(s.id);
+                phase.hash = s.hash;
+                out.push(phase);
+                at += ns;
+            }
+        }
+    }
+    let step_of = |sync: u64| p.syncs.iter().find(|s| s.id == sync).map(|s| s.step);
+    for c in &p.compiles {
+        let mut sp = span(
+            SpanKind::Compile,
+            format!("compile {:016x}", c.hash),
+            c.start_ns,
+            c.start_ns + c.duration_ns,
+            1,
+        );
+        sp.sync = Some(c.sync);
+        sp.step = step_of(c.sync);
+        sp.hash = Some(c.hash);
+        out.push(sp);
+    }
+    for e in &p.executions {
+        let mut sp = span(
+            SpanKind::Execute,
+            format!("execute {:016x}", e.hash),
+            e.start_ns,
+            e.start_ns + e.duration_ns,
+            1,
+        );
+        sp.sync = Some(e.sync);
+        sp.step = step_of(e.sync);
+        sp.hash = Some(e.hash);
+        out.push(sp);
+    }
+    for t in p.transfers.iter().filter(|t| t.to_device) {
+        let mut sp = span(
+            SpanKind::TransferToDevice,
+            "to device".to_string(),
+            t.start_ns,
+            t.start_ns + t.duration_ns,
+            0,
+        );
+        sp.sync = (t.sync > 0).then_some(t.sync);
+        sp.bytes = Some(t.bytes);
+        out.push(sp);
+    }
+    for r in &p.value_reads {
+        let mut sp = span(
+            SpanKind::HostRead,
+            format!("read {}", r.shape),
+            r.start_ns,
+            r.start_ns + r.duration_ns,
+            0,
+        );
+        sp.step = Some(r.step);
+        sp.location = Some(r.location);
+        sp.bytes = Some(r.bytes);
+        out.push(sp);
+    }
+    out.sort_by(|a, b| {
+        a.start_ns
+            .cmp(&b.start_ns)
+            .then(a.kind.lane().cmp(&b.kind.lane()))
+            .then(a.depth.cmp(&b.depth))
+    });
+    out
+}
