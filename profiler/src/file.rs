@@ -14,9 +14,10 @@
 //! is a new format version. A new version keeps the old version's record types to decode old
 //! files, and `tests/data/profile-vN.xlaprof` of every version must keep loading.
 //!
-//! Records are appended while the program runs, each with one `write` call and no user-space
-//! buffer, so a crash loses at most the record being written, and a viewer can follow the file
-//! live. A reader takes every complete, intact record: a truncated tail or a record whose
+//! Records are appended while the program runs, with no buffer that outlives a sync: the records
+//! of a sync go out in one `write` when it ends (and before a compile starts, so a crash during a
+//! long compile still shows what was being compiled); every other record goes out at once. A
+//! crash loses at most the sync in progress, and a viewer can follow the file live. A reader takes every complete, intact record: a truncated tail or a record whose
 //! checksum fails is reported in the profile's warnings with what was lost, never as a failure.
 
 use std::fs::File;
@@ -53,10 +54,14 @@ impl Writer {
 
     /// Writes one record with a single `write` call.
     pub fn append(&mut self, record: &Record) -> std::io::Result<()> {
-        let frame = frame(record);
-        self.file.write_all(&frame)?;
-        self.bytes += frame.len() as u64;
-        self.records += 1;
+        self.append_frames(&frame(record), 1)
+    }
+
+    /// Writes already framed records (see [`frame`]) with a single `write` call.
+    pub fn append_frames(&mut self, frames: &[u8], records: u64) -> std::io::Result<()> {
+        self.file.write_all(frames)?;
+        self.bytes += frames.len() as u64;
+        self.records += records;
         Ok(())
     }
 

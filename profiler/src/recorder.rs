@@ -22,6 +22,10 @@ struct State {
     profile: Profile,
     writer: Option<Writer>,
     write_failed: bool,
+    /// Framed records of the sync in progress, written together (one syscall per sync).
+    pending: Vec<u8>,
+    pending_records: u64,
+    in_sync: bool,
     /// Engine time (ns) of the profile's time zero.
     t0: u64,
     locations: HashMap<SourceLocation, u32>,
@@ -33,15 +37,36 @@ struct Recorder(Mutex<State>);
 
 impl State {
     fn emit(&mut self, record: Record) {
-        if let Some(w) = &mut self.writer {
-            if let Err(e) = w.append(&record) {
-                if !self.write_failed {
-                    eprintln!("xlaprof: the profile file can no longer be written ({e}); recording continues in memory");
-                    self.write_failed = true;
-                }
+        if self.writer.is_some() {
+            match &record {
+                Record::SyncBegin { .. } => self.in_sync = true,
+                Record::SyncEnd { .. } => self.in_sync = false,
+                _ => {}
+            }
+            // Before a compile (which may take long, or crash), the sync so far goes out.
+            let flush = !self.in_sync || matches!(record, Record::CacheLookup { hit: false, .. });
+            self.pending.extend_from_slice(&crate::file::frame(&record));
+            self.pending_records += 1;
+            if flush {
+                self.flush();
             }
         }
         self.profile.apply(record);
+    }
+
+    fn flush(&mut self) {
+        let Some(w) = &mut self.writer else { return };
+        if self.pending.is_empty() {
+            return;
+        }
+        if let Err(e) = w.append_frames(&self.pending, self.pending_records) {
+            if !self.write_failed {
+                eprintln!("xlaprof: the profile file can no longer be written ({e}); recording continues in memory");
+                self.write_failed = true;
+            }
+        }
+        self.pending.clear();
+        self.pending_records = 0;
     }
 
     fn t(&self, at_ns: u64) -> u64 {
@@ -257,6 +282,9 @@ impl Recording {
             profile: Profile::default(),
             writer,
             write_failed: false,
+            pending: Vec::new(),
+            pending_records: 0,
+            in_sync: false,
             t0: events::now_ns(),
             locations: HashMap::new(),
             graphs: HashSet::new(),
@@ -285,6 +313,7 @@ impl Recording {
         events::remove_listener(self.listener);
         *ACTIVE.lock().unwrap_or_else(|p| p.into_inner()) = false;
         let mut s = self.recorder.0.lock().unwrap_or_else(|p| p.into_inner());
+        s.flush();
         s.writer = None;
         std::mem::take(&mut s.profile)
     }

@@ -133,7 +133,7 @@ pub fn spans(p: &Profile) -> Vec<Span> {
             }
         }
     }
-    let step_of = |sync: u64| p.syncs.iter().find(|s| s.id == sync).map(|s| s.step);
+    let step_of = |sync: u64| p.sync(sync).map(|s| s.step);
     for c in &p.compiles {
         let mut sp = span(
             SpanKind::Compile,

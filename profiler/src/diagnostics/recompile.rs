@@ -170,9 +170,12 @@ pub(crate) fn find_recompiles(p: &Profile) -> Vec<Recompile> {
         let Some(hash) = s.hash else { continue };
         let earlier = compiled_at.entry(s.location).or_default();
         if let Some(graph) = p.graphs.get(&hash) {
+            // The nearest of the most recent graphs of this site (a long storm is not compared
+            // with every graph it ever compiled).
             let nearest = earlier
                 .iter()
                 .rev()
+                .take(16)
                 .filter_map(|h| p.graphs.get(h).map(|g| (h, diff_graphs(p, g, graph))))
                 .min_by_key(|(_, c)| distance(c));
             if let Some((&previous, changes)) = nearest {

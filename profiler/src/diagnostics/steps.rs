@@ -129,7 +129,7 @@ pub(super) fn slow_compiles(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
     let mut by_site: BTreeMap<u32, Vec<Instance>> = BTreeMap::new();
     let mut graphs: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
     for c in p.compiles.iter().filter(|c| c.duration_ns > t.slow_compile_ns) {
-        let Some(s) = p.syncs.iter().find(|s| s.id == c.sync) else { continue };
+        let Some(s) = p.sync(c.sync) else { continue };
         let nodes = p.graphs.get(&c.hash).map(|g| g.def.nodes).unwrap_or(0);
         by_site.entry(s.location).or_default().push(Instance {
             message: format!(
@@ -167,8 +167,9 @@ fn median(mut v: Vec<u64>) -> u64 {
 
 pub(super) fn slow_steps(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
     // Compile time is a finding of its own (recompiles): a step is slow for what is left.
+    let per_step = p.step_compile_and_execute_ns();
     let own_ns = |s: &crate::profile::Step| {
-        let compile: u64 = p.syncs.iter().filter(|y| y.step == s.index).map(|y| y.compile_ns).sum();
+        let compile = per_step.get(s.index as usize).map(|c| c.0).unwrap_or(0);
         s.duration_ns().saturating_sub(compile)
     };
     let steady: Vec<_> = p.steps.iter().filter(|s| s.index > t.warmup_steps).collect();
@@ -206,13 +207,9 @@ pub(super) fn slow_steps(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
 pub(super) fn idle_device(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
     let mut instances = Vec::new();
     let mut busy_fractions = Vec::new();
+    let per_step = p.step_compile_and_execute_ns();
     for s in p.steps.iter().filter(|s| s.index > t.warmup_steps && s.duration_ns() > 0) {
-        let busy: u64 = p
-            .executions
-            .iter()
-            .filter(|e| e.start_ns >= s.start_ns && e.start_ns < s.end_ns)
-            .map(|e| e.duration_ns)
-            .sum();
+        let busy = per_step.get(s.index as usize).map(|c| c.1).unwrap_or(0);
         let fraction = busy as f64 / s.duration_ns() as f64;
         busy_fractions.push(fraction);
         if fraction < t.idle_fraction {

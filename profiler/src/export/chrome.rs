@@ -1,8 +1,11 @@
 //! Chrome trace event JSON (opens in Perfetto and chrome://tracing): one track per lane, every
 //! span a complete event with its graph hash and source line in `args`, and the engine's
-//! counters as counter tracks.
+//! counters as counter tracks. Written event by event, without building the document in memory.
 
-use serde_json::{json, Value};
+use std::io::Write;
+
+use serde::Serialize;
+use serde_json::json;
 
 use crate::profile::Profile;
 use crate::timeline::{spans, LANES};
@@ -11,53 +14,111 @@ fn us(ns: u64) -> f64 {
     ns as f64 / 1e3
 }
 
-pub fn trace(p: &Profile) -> Value {
-    let mut events: Vec<Value> = Vec::new();
-    events.push(json!({"ph": "M", "name": "process_name", "pid": 1, "args": {"name": format!("xlaprof: {}", p.meta.program)}}));
+#[derive(Serialize)]
+struct Args<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    graph: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    step: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bytes: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct Complete<'a> {
+    name: &'a str,
+    cat: &'a str,
+    ph: &'static str,
+    ts: f64,
+    dur: f64,
+    pid: u32,
+    tid: u32,
+    args: Args<'a>,
+}
+
+/// Writes the trace to `out`.
+pub fn write(p: &Profile, out: &mut impl Write) -> serde_json::Result<()> {
+    let io = serde_json::Error::io;
+    out.write_all(b"{\"displayTimeUnit\":\"ms\",\"otherData\":").map_err(io)?;
+    serde_json::to_writer(
+        &mut *out,
+        &json!({"program": p.meta.program, "platform": p.meta.platform}),
+    )?;
+    out.write_all(b",\"traceEvents\":[").map_err(io)?;
+    let mut first = true;
+    let mut event = |out: &mut dyn Write, value: &dyn erased::Event| -> serde_json::Result<()> {
+        if !first {
+            out.write_all(b",\n").map_err(io)?;
+        }
+        first = false;
+        value.write_to(out)
+    };
+    event(
+        out,
+        &json!({"ph": "M", "name": "process_name", "pid": 1, "args": {"name": format!("xlaprof: {}", p.meta.program)}}),
+    )?;
     for (tid, lane) in LANES.iter().enumerate() {
-        events.push(
-            json!({"ph": "M", "name": "thread_name", "pid": 1, "tid": tid, "args": {"name": lane}}),
-        );
-        events.push(json!({"ph": "M", "name": "thread_sort_index", "pid": 1, "tid": tid, "args": {"sort_index": tid}}));
+        event(
+            out,
+            &json!({"ph": "M", "name": "thread_name", "pid": 1, "tid": tid, "args": {"name": lane}}),
+        )?;
+        event(
+            out,
+            &json!({"ph": "M", "name": "thread_sort_index", "pid": 1, "tid": tid, "args": {"sort_index": tid}}),
+        )?;
     }
+    let locations: Vec<String> = (0..p.locations.len() as u32).map(|l| p.location(l)).collect();
     for s in spans(p) {
-        let mut args = serde_json::Map::new();
-        if let Some(h) = s.hash {
-            args.insert("graph".into(), json!(format!("{h:016x}")));
-        }
-        if let Some(step) = s.step {
-            args.insert("step".into(), json!(step));
-        }
-        if let Some(sync) = s.sync {
-            args.insert("sync".into(), json!(sync));
-        }
-        if let Some(l) = s.location {
-            args.insert("source".into(), json!(p.location(l)));
-        }
-        if let Some(b) = s.bytes {
-            args.insert("bytes".into(), json!(b));
-        }
-        events.push(json!({
-            "name": s.name,
-            "cat": s.kind.name(),
-            "ph": "X",
-            "ts": us(s.start_ns),
-            "dur": us(s.duration_ns()),
-            "pid": 1,
-            "tid": s.kind.lane(),
-            "args": args,
-        }));
+        let complete = Complete {
+            name: &s.name,
+            cat: s.kind.name(),
+            ph: "X",
+            ts: us(s.start_ns),
+            dur: us(s.duration_ns()),
+            pid: 1,
+            tid: s.kind.lane(),
+            args: Args {
+                graph: s.hash.map(|h| format!("{h:016x}")),
+                step: s.step,
+                sync: s.sync,
+                source: s.location.and_then(|l| locations.get(l as usize)).map(String::as_str),
+                bytes: s.bytes,
+            },
+        };
+        event(out, &complete)?;
     }
-    let first = p.meta.counters;
+    let first_counters = p.meta.counters;
     for (t, c) in &p.counters {
-        events.push(json!({
-            "name": "compiles", "ph": "C", "ts": us(*t), "pid": 1,
-            "args": {"compiles": c.compiles - first.compiles, "cache hits": c.cache_hits - first.cache_hits},
-        }));
-        events.push(json!({
-            "name": "live tensors", "ph": "C", "ts": us(*t), "pid": 1,
-            "args": {"tensors": c.tensors_created.saturating_sub(c.tensors_destroyed)},
-        }));
+        event(
+            out,
+            &json!({
+                "name": "compiles", "ph": "C", "ts": us(*t), "pid": 1,
+                "args": {"compiles": c.compiles - first_counters.compiles, "cache hits": c.cache_hits - first_counters.cache_hits},
+            }),
+        )?;
+        event(
+            out,
+            &json!({
+                "name": "live tensors", "ph": "C", "ts": us(*t), "pid": 1,
+                "args": {"tensors": c.tensors_created.saturating_sub(c.tensors_destroyed)},
+            }),
+        )?;
     }
-    json!({"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"program": p.meta.program, "platform": p.meta.platform}})
+    out.write_all(b"]}\n").map_err(io)
+}
+
+/// Serializes either a typed event or a `json!` value through one `dyn` call.
+mod erased {
+    pub trait Event {
+        fn write_to(&self, out: &mut dyn std::io::Write) -> serde_json::Result<()>;
+    }
+    impl<T: serde::Serialize> Event for T {
+        fn write_to(&self, out: &mut dyn std::io::Write) -> serde_json::Result<()> {
+            serde_json::to_writer(out, self)
+        }
+    }
 }

@@ -51,9 +51,17 @@ impl Format {
     }
 }
 
-/// The JSON document: the profile and its analysis (schema in `docs/json-schema.md`).
-pub fn json(p: &Profile, a: &Analysis) -> serde_json::Value {
-    serde_json::json!({"format": "xlaprof-json", "version": 1, "profile": p, "analysis": a})
+/// The JSON document: the profile and its analysis (schema in `docs/json-export.md`).
+#[derive(serde::Serialize)]
+pub struct JsonDocument<'a> {
+    pub format: &'static str,
+    pub version: u32,
+    pub profile: &'a Profile,
+    pub analysis: &'a Analysis,
+}
+
+pub fn json<'a>(p: &'a Profile, a: &'a Analysis) -> JsonDocument<'a> {
+    JsonDocument { format: "xlaprof-json", version: 1, profile: p, analysis: a }
 }
 
 /// One-file formats as bytes.
@@ -63,8 +71,12 @@ pub fn to_bytes(p: &Profile, a: &Analysis, format: Format) -> Result<Vec<u8>> {
         Format::Short => report::short(a).into_bytes(),
         Format::Json => serde_json::to_vec_pretty(&json(p, a))
             .map_err(|e| Error::Export { what: "json", reason: e.to_string() })?,
-        Format::Chrome => serde_json::to_vec(&chrome::trace(p))
-            .map_err(|e| Error::Export { what: "chrome trace", reason: e.to_string() })?,
+        Format::Chrome => {
+            let mut out = Vec::new();
+            chrome::write(p, &mut out)
+                .map_err(|e| Error::Export { what: "chrome trace", reason: e.to_string() })?;
+            out
+        }
         Format::Folded => {
             let mut s = flame::folded(p).join("\n");
             s.push('\n');

@@ -78,8 +78,8 @@ pub fn graphs_table(p: &Profile) -> Result<DataFrame> {
 }
 
 pub fn compiles_table(p: &Profile) -> Result<DataFrame> {
-    let step = |sync: u64| p.syncs.iter().find(|s| s.id == sync).map(|s| s.step);
-    let source = |sync: u64| p.syncs.iter().find(|s| s.id == sync).map(|s| p.location(s.location));
+    let step = |sync: u64| p.sync(sync).map(|s| s.step);
+    let source = |sync: u64| p.sync(sync).map(|s| p.location(s.location));
     let c = &p.compiles;
     frame(
         "compiles",
@@ -95,7 +95,7 @@ pub fn compiles_table(p: &Profile) -> Result<DataFrame> {
 }
 
 pub fn executions_table(p: &Profile) -> Result<DataFrame> {
-    let step = |sync: u64| p.syncs.iter().find(|s| s.id == sync).map(|s| s.step);
+    let step = |sync: u64| p.sync(sync).map(|s| s.step);
     let e = &p.executions;
     frame(
         "executions",
