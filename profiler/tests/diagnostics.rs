@@ -17,10 +17,11 @@ fn record(f: impl FnOnce()) -> Profile {
     recording.stop()
 }
 
-/// `line!()` of the statement `offset` lines below the call.
-macro_rules! here {
+/// `file:line` of the statement on the line after this macro (each checked statement stands on a
+/// line of its own right below it).
+macro_rules! next_line {
     () => {
-        format!("{}:{}", file!(), line!())
+        format!("{}:{}", file!(), line!() + 1)
     };
 }
 
@@ -35,10 +36,10 @@ fn a_batch_size_change_is_explained_with_the_input_and_where_it_was_created() {
     let mut synced = String::new();
     let p = record(|| {
         for batch in [16i64, 16, 24] {
-            created = here!();
+            created = next_line!();
             let x = Tensor::from_slice(&vec![1f32; batch as usize * 8], &[batch, 8]).unwrap();
             let _loss = model_step(&x, &w);
-            synced = here!();
+            synced = next_line!();
             step().unwrap();
         }
     });
@@ -102,7 +103,7 @@ fn a_structure_change_names_the_diverging_node_and_its_line() {
             let _z = if i < 2 {
                 y.sin().unwrap()
             } else {
-                op_line = here!();
+                op_line = next_line!();
                 y.cos().unwrap()
             };
             step().unwrap();
@@ -162,7 +163,7 @@ fn an_item_inside_the_step_is_a_hidden_sync_at_its_line() {
         for _ in 0..4 {
             let x = Tensor::from_slice(&[1f32; 64], &[8, 8]).unwrap();
             let loss = model_step(&x, &w);
-            read = here!();
+            read = next_line!();
             let value = loss.item().unwrap();
             assert!(value.is_finite());
             step().unwrap();
@@ -185,7 +186,7 @@ fn printing_a_pending_tensor_is_a_hidden_sync() {
     let p = record(|| {
         for _ in 0..2 {
             let x = Tensor::from_slice(&[1f32, 2.0], &[2]).unwrap();
-            computed = here!();
+            computed = next_line!();
             let y = x.exp().unwrap();
             let text = format!("{y}");
             assert!(text.contains("tensor(f32[2]"));
@@ -204,7 +205,7 @@ fn a_sync_inside_a_step_is_reported() {
         for _ in 0..3 {
             let x = Tensor::from_slice(&[1f32, 2.0], &[2]).unwrap();
             let _y = x.exp().unwrap();
-            mid = here!();
+            mid = next_line!();
             sync().unwrap();
             let _z = x.sin().unwrap();
             step().unwrap();
@@ -224,7 +225,7 @@ fn reading_a_materialized_value_is_a_host_read_not_a_hidden_sync() {
             let x = Tensor::from_slice(&[1f32, 2.0], &[2]).unwrap();
             let loss = x.exp().unwrap().sum(&[], false).unwrap();
             step().unwrap();
-            read = here!();
+            read = next_line!();
             let _ = loss.item().unwrap();
         }
     });
