@@ -260,15 +260,21 @@ impl Recording {
         if *active {
             return Err(Error::AlreadyRecording);
         }
+        // File names only: a profile is shared, and should not carry this machine's folders.
+        let file_name =
+            |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let (platform, plugin) = match xlaprof_core::engine() {
             Ok(e) => (
                 format!("{} {}", e.client.platform_name(), e.client.platform_version()),
-                e.client.plugin().path().display().to_string(),
+                file_name(e.client.plugin().path()),
             ),
             Err(_) => (String::new(), String::new()),
         };
+        let mut args = std::env::args();
+        let program = args.next().map(|a| file_name(Path::new(&a))).unwrap_or_default();
+        let program = std::iter::once(program).chain(args).collect::<Vec<_>>().join(" ");
         let meta = Meta {
-            program: std::env::args().collect::<Vec<_>>().join(" "),
+            program,
             pid: std::process::id(),
             start_unix_ms: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

@@ -46,9 +46,15 @@ impl GraphChange {
                 }
                 s
             }
-            GraphChange::Structure { node, from, to, location } => {
-                format!("the op structure diverged at node %{node}: {to} instead of {from} (recorded at {location})")
-            }
+            GraphChange::Structure { node, from, to, location } => match (from.as_str(), to.as_str()) {
+                (_, NO_NODE) => format!(
+                    "the graph is shorter: it ends before node %{node}, where the earlier one went on with `{from}` (recorded at {location})"
+                ),
+                (NO_NODE, _) => format!(
+                    "the graph is longer: node %{node} `{to}` is new (recorded at {location})"
+                ),
+                _ => format!("the op structure diverged at node %{node}: `{to}` instead of `{from}` (recorded at {location})"),
+            },
             GraphChange::Donation { input, donated } => {
                 if *donated {
                     format!("input {input} is now donated (nothing else holds it any more)")
@@ -62,6 +68,9 @@ impl GraphChange {
         }
     }
 }
+
+/// Stands for a node one version of a graph does not have.
+const NO_NODE: &str = "(no node)";
 
 /// The op part of a node line, without its shape (`%3 = add(%1, %2)`).
 fn op_text(line: &str) -> &str {
@@ -117,7 +126,7 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
         });
     if let Some(node) = first_diff {
         let text = |d: &crate::record::GraphDef| {
-            d.nodes_text.get(node).cloned().unwrap_or_else(|| "(no node)".into())
+            d.nodes_text.get(node).cloned().unwrap_or_else(|| NO_NODE.into())
         };
         let location = db
             .node_locations
@@ -234,8 +243,8 @@ pub(super) fn recompiles(p: &Profile) -> Vec<Diagnostic> {
                 )
             } else {
                 format!(
-                    "{site} recompiled {} times ({}); the first time because {first}",
-                    rs.len(),
+                    "{site} recompiled {} ({}); the first time because {first}",
+                    super::steps::times(rs.len()),
                     format_ns(cost_ns as f64)
                 )
             };

@@ -8,6 +8,24 @@ use crate::metrics::{format_bytes, format_ns};
 use crate::profile::Profile;
 use crate::record::Cause;
 
+/// "once", "twice", "5 times".
+pub(super) fn times(n: usize) -> String {
+    match n {
+        1 => "once".to_string(),
+        2 => "twice".to_string(),
+        n => format!("{n} times"),
+    }
+}
+
+/// "1 step", "3 steps".
+pub(super) fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 fn diagnostic(
     p: &Profile,
     kind: Kind,
@@ -68,9 +86,9 @@ pub(super) fn syncs_in_steps(p: &Profile) -> Vec<Diagnostic> {
         let site = p.location(location);
         let cost: u64 = instances.iter().map(|i| i.cost_ns).sum();
         let message = format!(
-            "a value read at {site} forced a graph to run before the step ended, {} times in {} steps ({}): the step runs as two graphs and the host waits for the device",
-            instances.len(),
-            steps_with(&instances),
+            "a value read at {site} forced a graph to run before the step ended, {} in {} ({}): the step runs as two graphs and the host waits for the device",
+            times(instances.len()),
+            plural(steps_with(&instances), "step"),
             format_ns(cost as f64)
         );
         let advice = "read the value after step() (it is then already on the device), or keep it as a tensor; avoid branching on tensor values inside the step".to_string();
@@ -80,8 +98,8 @@ pub(super) fn syncs_in_steps(p: &Profile) -> Vec<Diagnostic> {
     for (location, instances) in mid {
         let site = p.location(location);
         let message = format!(
-            "sync() at {site} ran inside a step {} times: each splits the step into separate graphs",
-            instances.len()
+            "sync() at {site} ran inside a step {}: each splits the step into separate graphs",
+            times(instances.len())
         );
         let advice = "sync once per step (step() at its end)".to_string();
         let g = graphs.remove(&location).unwrap_or_default();
@@ -97,10 +115,10 @@ pub(super) fn syncs_in_steps(p: &Profile) -> Vec<Diagnostic> {
         let mut steps: Vec<u64> = rs.iter().map(|r| r.0).collect();
         steps.dedup();
         let message = format!(
-            "{} copied values to the host {} times in {} steps ({} in all, {} of stalls)",
+            "{} copied values to the host {} in {} ({} in all, {} of stalls)",
             p.location(location),
-            rs.len(),
-            steps.len(),
+            times(rs.len()),
+            plural(steps.len(), "step"),
             format_bytes(bytes as f64),
             format_ns(stall as f64)
         );
@@ -208,21 +226,26 @@ pub(super) fn idle_device(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
     let mut instances = Vec::new();
     let mut busy_fractions = Vec::new();
     let per_step = p.step_compile_and_execute_ns();
-    for s in p.steps.iter().filter(|s| s.index > t.warmup_steps && s.duration_ns() > 0) {
-        let busy = per_step.get(s.index as usize).map(|c| c.1).unwrap_or(0);
-        let fraction = busy as f64 / s.duration_ns() as f64;
+    for s in p.steps.iter().filter(|s| s.index > t.warmup_steps) {
+        let (compile, busy) = per_step.get(s.index as usize).copied().unwrap_or((0, 0));
+        // Compile time is the recompile finding's; the device is idle if the rest is host work.
+        let host_and_device = s.duration_ns().saturating_sub(compile);
+        if host_and_device == 0 {
+            continue;
+        }
+        let fraction = busy as f64 / host_and_device as f64;
         busy_fractions.push(fraction);
         if fraction < t.idle_fraction {
             instances.push(Instance {
                 message: format!(
-                    "step {}: the device ran {:.0}% of {}",
+                    "step {}: the device ran {:.0}% of {} (compiles aside)",
                     s.index,
                     fraction * 100.0,
-                    format_ns(s.duration_ns() as f64)
+                    format_ns(host_and_device as f64)
                 ),
                 sync: None,
                 step: Some(s.index),
-                cost_ns: s.duration_ns().saturating_sub(busy),
+                cost_ns: host_and_device.saturating_sub(busy),
             });
         }
     }
