@@ -7,11 +7,38 @@
 use std::path::Path;
 use std::time::Instant;
 
-use xlaprof_core::nn::{Module, Optimizer, Sgd};
+use xlaprof_core::nn::{Linear, Module, Optimizer, Sgd};
 use xlaprof_core::Tensor;
 use xlaprof_profiler::export::{self, Format};
 use xlaprof_profiler::{analyze, load, Recording, Thresholds};
-use xlaprof_samples::{Mlp, Prototypes};
+
+/// The MLP of the JAX peer's workload: 784-512-512-10 with ReLU.
+struct Mlp(Vec<Linear>);
+
+impl Mlp {
+    fn new() -> xlaprof_core::Result<Mlp> {
+        Ok(Mlp(vec![
+            Linear::new(784, 512, true, 1)?,
+            Linear::new(512, 512, true, 2)?,
+            Linear::new(512, 10, true, 3)?,
+        ]))
+    }
+    fn forward(&self, x: &Tensor) -> xlaprof_core::Result<Tensor> {
+        let h = self.0[0].forward(x)?.relu()?;
+        let h = self.0[1].forward(&h)?.relu()?;
+        self.0[2].forward(&h)
+    }
+    fn parameters(&self) -> Vec<Tensor> {
+        self.0.iter().flat_map(|l| l.parameters()).collect()
+    }
+}
+
+/// A fixed random batch of 64 inputs and labels.
+fn batch() -> xlaprof_core::Result<(Tensor, Tensor)> {
+    let x: Vec<f32> = (0..64 * 784).map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0).collect();
+    let y: Vec<i64> = (0..64).map(|i| i % 10).collect();
+    Ok((Tensor::from_slice(&x, &[64, 784])?, Tensor::from_slice(&y, &[64])?))
+}
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -21,13 +48,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Median MLP step time (ms) over `steps` steps, recording to `file` when given.
-fn mlp_steps(
-    model: &Mlp,
-    opt: &mut Sgd,
-    data: &mut Prototypes,
-    steps: usize,
-    file: Option<&Path>,
-) -> Result<f64> {
+fn mlp_steps(model: &Mlp, opt: &mut Sgd, steps: usize, file: Option<&Path>) -> Result<f64> {
     let recording = match file {
         Some(f) if f.as_os_str().is_empty() => Some(Recording::start()?),
         Some(f) => Some(Recording::to_file(f)?),
@@ -35,7 +56,7 @@ fn mlp_steps(
     };
     let mut times = Vec::new();
     for _ in 0..steps {
-        let (x, y) = data.batch(64, 1.0)?;
+        let (x, y) = batch()?;
         let t = Instant::now();
         opt.zero_grad();
         let loss = model.forward(&x)?.cross_entropy(&y)?;
@@ -76,21 +97,14 @@ fn main() -> Result<()> {
     std::fs::create_dir_all(&dir)?;
 
     // Recording overhead on the MLP step: interleaved blocks, with and without recording.
-    let mut data = Prototypes::new(10, 784, 1);
-    let model = Mlp::new(&[784, 512, 512, 10], 3)?;
+    let model = Mlp::new()?;
     let mut opt = Sgd::new(model.parameters(), 0.01);
-    mlp_steps(&model, &mut opt, &mut data, 5, None)?; // compile and warm up
+    mlp_steps(&model, &mut opt, 5, None)?; // compile and warm up
     let (mut off, mut on, mut mem) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..8 {
-        off.push(mlp_steps(&model, &mut opt, &mut data, 25, None)?);
-        on.push(mlp_steps(
-            &model,
-            &mut opt,
-            &mut data,
-            25,
-            Some(&dir.join(format!("mlp{i}.xlaprof"))),
-        )?);
-        mem.push(mlp_steps(&model, &mut opt, &mut data, 25, Some(Path::new("")))?);
+        off.push(mlp_steps(&model, &mut opt, 25, None)?);
+        on.push(mlp_steps(&model, &mut opt, 25, Some(&dir.join(format!("mlp{i}.xlaprof"))))?);
+        mem.push(mlp_steps(&model, &mut opt, 25, Some(Path::new("")))?);
     }
     let (off, on, mem) = (median(off), median(on), median(mem));
     println!("MLP step, not recording          {off:>10.3} ms (median)");

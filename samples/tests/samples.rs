@@ -71,3 +71,31 @@ fn a_second_process_loads_compiled_graphs_from_the_persistent_cache() {
     assert!(fourth.contains("persistent compile cache: 2 loaded, 0 compiled"), "{fourth}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn xlaprof_profile_records_a_sample_from_its_start_and_the_profiler_explains_its_recompiles() {
+    let file =
+        std::env::temp_dir().join(format!("xlaprof-recompile-demo-{}.xlaprof", std::process::id()));
+    let out = run_with(
+        env!("CARGO_BIN_EXE_recompile_demo"),
+        &["14"],
+        &[("XLAPROF_PROFILE", file.as_path())],
+    );
+    assert!(out.contains("distinct signatures"), "{out}");
+    let profile = xlaprof_profiler::load(&file).unwrap();
+    assert!(profile.warnings.is_empty(), "{:?}", profile.warnings);
+    assert_eq!(profile.steps.len(), 14);
+    let analysis = xlaprof_profiler::analyze(&profile, &xlaprof_profiler::Thresholds::default());
+    let recompile = analysis
+        .diagnostics
+        .iter()
+        .find(|d| d.kind == xlaprof_profiler::diagnostics::Kind::Recompile)
+        .expect("the recompiles are explained");
+    assert!(
+        recompile.location.starts_with("samples/src/bin/recompile_demo.rs:"),
+        "{}",
+        recompile.location
+    );
+    assert!(recompile.message.contains("changed from"), "{}", recompile.message);
+    let _ = std::fs::remove_file(&file);
+}

@@ -43,7 +43,9 @@ impl Module for Cnn {
     }
 }
 
-fn main() -> Result<()> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // XLAPROF_PROFILE=FILE records the whole run.
+    xlaprof_profiler::init_from_env()?;
     let steps: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(40);
     let classes = Shapes::CLASSES.len();
     let mut data = Shapes::new(SIZE, 42);

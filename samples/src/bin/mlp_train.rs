@@ -7,7 +7,9 @@ use xlaprof_core::nn::{Adam, Module, Optimizer};
 use xlaprof_core::{events, no_grad, Result};
 use xlaprof_samples::{accuracy, Mlp, Prototypes};
 
-fn main() -> Result<()> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // XLAPROF_PROFILE=FILE records the whole run.
+    xlaprof_profiler::init_from_env()?;
     let steps: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(40);
     let mut data = Prototypes::new(10, 784, 42);
     let model = Mlp::new(&[784, 512, 512, 10], 7)?;

@@ -37,7 +37,9 @@ const SCHEDULE: [(usize, DType); 14] = [
     (64, DType::F32),
 ];
 
-fn main() -> Result<()> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // XLAPROF_PROFILE=FILE records the whole run.
+    xlaprof_profiler::init_from_env()?;
     let steps: usize =
         std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(SCHEDULE.len());
     let mut data = Prototypes::new(CLASSES, FEATURES, 42);

@@ -103,7 +103,9 @@ impl Module for Block {
     }
 }
 
-fn main() -> Result<()> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // XLAPROF_PROFILE=FILE records the whole run.
+    xlaprof_profiler::init_from_env()?;
     let steps: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(60);
     let mut data = Repeats::new(VOCAB, PERIOD, LEN, 42);
     let model = Block::new(7)?;

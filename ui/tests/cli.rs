@@ -1,0 +1,138 @@
+//! The `xlaprof` command line end to end: the demo records a real profile, and every report
+//! format, the diff and the rule check work on it, with clear errors for bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+fn xlaprof(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xlaprof")).args(args).output().expect("xlaprof starts")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("xlaprof-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The demo's profile, recorded once for all tests.
+fn demo_profile() -> &'static Path {
+    static PROFILE: OnceLock<PathBuf> = OnceLock::new();
+    PROFILE.get_or_init(|| {
+        let out = dir().join("demo.xlaprof");
+        let o = xlaprof(&["demo", "--out", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", text(&o));
+        let t = text(&o);
+        assert!(t.contains("Findings, by time lost"), "{t}");
+        assert!(t.contains("[recompile]") && t.contains("f32[64,784] to f32[40,784]"), "{t}");
+        assert!(t.contains("[hidden sync]") && t.contains("ui/src/demo.rs:"), "{t}");
+        out
+    })
+}
+
+#[test]
+fn report_prints_summary_findings_and_metrics() {
+    let o = xlaprof(&["report", demo_profile().to_str().unwrap()]);
+    assert!(o.status.success());
+    let t = text(&o);
+    for want in [
+        "xlaprof report:",
+        "Findings, by time lost",
+        "Metric: CompileTime",
+        "Counter: CachedCompile",
+        "Percentiles:",
+    ] {
+        assert!(t.contains(want), "missing {want:?} in\n{t}");
+    }
+}
+
+#[test]
+fn every_export_format_writes_what_it_says() {
+    let profile = demo_profile().to_str().unwrap();
+    let d = dir();
+    let json = d.join("r.json");
+    assert!(xlaprof(&["report", profile, "--format", "json", "-o", json.to_str().unwrap()])
+        .status
+        .success());
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["format"], "xlaprof-json");
+    let chrome = d.join("trace.json");
+    assert!(xlaprof(&["report", profile, "--format", "chrome", "-o", chrome.to_str().unwrap()])
+        .status
+        .success());
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&chrome).unwrap()).unwrap();
+    assert!(v["traceEvents"].as_array().unwrap().len() > 50);
+    let svg = d.join("flame.svg");
+    assert!(xlaprof(&["report", profile, "--format", "flamegraph", "-o", svg.to_str().unwrap()])
+        .status
+        .success());
+    assert!(String::from_utf8_lossy(&std::fs::read(&svg).unwrap()).contains("<svg"));
+    for (format, ext) in [("csv", "csv"), ("parquet", "parquet")] {
+        let out = d.join(format);
+        assert!(xlaprof(&["report", profile, "--format", format, "-o", out.to_str().unwrap()])
+            .status
+            .success());
+        for table in ["spans", "graphs", "compiles", "executions", "diagnostics"] {
+            assert!(out.join(format!("{table}.{ext}")).is_file(), "{format} {table}");
+        }
+    }
+    let o = xlaprof(&["report", profile, "--format", "csv"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("give a folder with -o"), "{}", text(&o));
+}
+
+#[test]
+fn check_fails_the_build_when_a_rule_fails() {
+    let profile = demo_profile().to_str().unwrap();
+    let o =
+        xlaprof(&["check", profile, "--rule", "max-hidden-syncs=0", "--rule", "max-compiles=100"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("FAIL") && t.contains("hidden syncs") && t.contains("ui/src/demo.rs:"),
+        "{t}"
+    );
+    assert!(t.contains("pass"), "{t}");
+    let o = xlaprof(&["check", profile, "--rule", "max-compiles=100"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = xlaprof(&["check", profile, "--rule", "fastest-ever=1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).contains("unknown rule; the rules are: no-compiles-after-step=N"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn diff_compares_two_runs_metric_by_metric() {
+    let profile = demo_profile().to_str().unwrap();
+    let o = xlaprof(&["diff", profile, profile]);
+    assert!(o.status.success());
+    let t = text(&o);
+    assert!(t.contains("CompileTime") && t.contains("+0.0%"), "{t}");
+}
+
+#[test]
+fn bad_files_are_clear_errors_and_damaged_ones_open_with_a_warning() {
+    let o = xlaprof(&["report", "/nonexistent/run.xlaprof"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("/nonexistent/run.xlaprof"), "{}", text(&o));
+    let bytes = std::fs::read(demo_profile()).unwrap();
+    let cut = dir().join("cut.xlaprof");
+    std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
+    let o = xlaprof(&["report", cut.to_str().unwrap(), "--format", "short"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("warning: the file ends in the middle of a record"), "{t}");
+    assert!(t.contains("xlaprof report:"), "{t}");
+    let junk = dir().join("junk.xlaprof");
+    std::fs::write(&junk, b"certainly not a profile").unwrap();
+    let o = xlaprof(&["report", junk.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("not an xlaprof profile"), "{}", text(&o));
+}
