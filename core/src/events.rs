@@ -97,6 +97,8 @@ pub enum Event {
         duration_ns: u64,
         memory: Option<MemoryStats>,
         cost: Option<CostAnalysis>,
+        /// XLA's optimized HLO text, when the engine was asked to keep it.
+        optimized_hlo: Option<Arc<str>>,
     },
     Transfer {
         sync_id: u64,

@@ -47,6 +47,8 @@ impl Sync {
 pub struct Graph {
     pub def: GraphDef,
     pub stablehlo: Option<String>,
+    /// XLA's optimized HLO, when recorded with `XLAPROF_OPTIMIZED_HLO=1`.
+    pub optimized_hlo: Option<String>,
     pub memory: Option<MemoryRec>,
     pub cost: Option<CostRec>,
     pub compiles: u32,
@@ -219,6 +221,7 @@ impl Profile {
                 self.graphs.entry(hash).or_insert_with(|| Graph {
                     def: *def,
                     stablehlo: None,
+                    optimized_hlo: None,
                     memory: None,
                     cost: None,
                     compiles: 0,
@@ -231,6 +234,11 @@ impl Profile {
             Record::StableHlo { hash, text } => {
                 if let Some(g) = self.graphs.get_mut(&hash) {
                     g.stablehlo = Some(text);
+                }
+            }
+            Record::OptimizedHlo { hash, text } => {
+                if let Some(g) = self.graphs.get_mut(&hash) {
+                    g.optimized_hlo = Some(text);
                 }
             }
             Record::SyncBegin { t, sync, cause, location, tensors } => {

@@ -218,4 +218,11 @@ pub enum Record {
         bytes: u64,
         dur: u64,
     },
+    /// XLA's optimized HLO text of a graph (only when the program ran with
+    /// `XLAPROF_OPTIMIZED_HLO=1`). Added after the other variants, so version-1 files written
+    /// before it existed still decode: new variants only ever go at the end.
+    OptimizedHlo {
+        hash: u64,
+        text: String,
+    },
 }

@@ -180,25 +180,30 @@ impl Listener for Recorder {
                 }
                 Record::Lowered { t, sync: *sync_id, hash: *hash, dur: *duration_ns }
             }
-            Event::Compiled { sync_id, hash, duration_ns, memory, cost } => Record::Compiled {
-                t,
-                sync: *sync_id,
-                hash: *hash,
-                dur: *duration_ns,
-                memory: memory.map(|m| MemoryRec {
-                    generated_code_bytes: m.generated_code_bytes,
-                    argument_bytes: m.argument_bytes,
-                    output_bytes: m.output_bytes,
-                    alias_bytes: m.alias_bytes,
-                    temp_bytes: m.temp_bytes,
-                    peak_memory_bytes: m.peak_memory_bytes,
-                }),
-                cost: cost.as_ref().map(|c| CostRec {
-                    flops: c.flops().unwrap_or(0.0),
-                    bytes_accessed: c.bytes_accessed().unwrap_or(0.0),
-                    transcendentals: c.transcendentals().unwrap_or(0.0),
-                }),
-            },
+            Event::Compiled { sync_id, hash, duration_ns, memory, cost, optimized_hlo } => {
+                if let Some(text) = optimized_hlo {
+                    s.emit(Record::OptimizedHlo { hash: *hash, text: text.to_string() });
+                }
+                Record::Compiled {
+                    t,
+                    sync: *sync_id,
+                    hash: *hash,
+                    dur: *duration_ns,
+                    memory: memory.map(|m| MemoryRec {
+                        generated_code_bytes: m.generated_code_bytes,
+                        argument_bytes: m.argument_bytes,
+                        output_bytes: m.output_bytes,
+                        alias_bytes: m.alias_bytes,
+                        temp_bytes: m.temp_bytes,
+                        peak_memory_bytes: m.peak_memory_bytes,
+                    }),
+                    cost: cost.as_ref().map(|c| CostRec {
+                        flops: c.flops().unwrap_or(0.0),
+                        bytes_accessed: c.bytes_accessed().unwrap_or(0.0),
+                        transcendentals: c.transcendentals().unwrap_or(0.0),
+                    }),
+                }
+            }
             Event::Transfer { sync_id, direction, bytes, duration_ns } => Record::Transfer {
                 t,
                 sync: *sync_id,

@@ -99,3 +99,21 @@ fn xlaprof_profile_records_a_sample_from_its_start_and_the_profiler_explains_its
     assert!(recompile.message.contains("changed from"), "{}", recompile.message);
     let _ = std::fs::remove_file(&file);
 }
+
+#[test]
+fn xlaprof_optimized_hlo_keeps_xlas_optimized_program_in_the_profile() {
+    let file = std::env::temp_dir().join(format!("xlaprof-hlo-{}.xlaprof", std::process::id()));
+    let one = std::path::Path::new("1");
+    run_with(
+        env!("CARGO_BIN_EXE_mlp_train"),
+        &["2"],
+        &[("XLAPROF_PROFILE", file.as_path()), ("XLAPROF_OPTIMIZED_HLO", one)],
+    );
+    let profile = xlaprof_profiler::load(&file).unwrap();
+    assert!(!profile.graphs.is_empty());
+    for g in profile.graphs.values() {
+        let hlo = g.optimized_hlo.as_deref().expect("optimized HLO recorded");
+        assert!(hlo.contains("HloModule") && hlo.contains("ENTRY"), "{hlo}");
+    }
+    let _ = std::fs::remove_file(&file);
+}

@@ -27,6 +27,8 @@ pub struct Engine {
     pub device: usize,
     cache: Mutex<GraphCache>,
     disk: Option<disk_cache::DiskCache>,
+    /// Keep XLA's optimized HLO of every compile (`XLAPROF_OPTIMIZED_HLO=1`).
+    capture_optimized_hlo: bool,
     /// Syncs are serialized: they mark nodes with the sync's epoch while walking the graph.
     sync_lock: Mutex<()>,
     epoch: AtomicU64,
@@ -58,6 +60,8 @@ pub fn engine() -> Result<&'static Engine> {
     let engine = Engine {
         client,
         disk,
+        capture_optimized_hlo: std::env::var("XLAPROF_OPTIMIZED_HLO")
+            .is_ok_and(|v| v.trim() == "1"),
         device: 0,
         cache: Mutex::new(GraphCache::new(capacity)),
         sync_lock: Mutex::new(()),
@@ -271,8 +275,20 @@ fn compile(
         None => {
             let t = events::now_ns();
             let options = CompileOptions { device: engine.device, ..Default::default() };
-            let executable =
-                engine.client.compile(&text, &options).map_err(|e| with_program_line(e, &text))?;
+            // XLAPROF_OPTIMIZED_HLO=1: also keep XLA's optimized HLO (for profiles and debugging).
+            let (executable, optimized_hlo) = if engine.capture_optimized_hlo {
+                let (exe, hlo) = engine
+                    .client
+                    .compile_with_optimized_hlo(&text, &options)
+                    .map_err(|e| with_program_line(e, &text))?;
+                (exe, Some(Arc::<str>::from(hlo)))
+            } else {
+                let exe = engine
+                    .client
+                    .compile(&text, &options)
+                    .map_err(|e| with_program_line(e, &text))?;
+                (exe, None)
+            };
             bump(&counter::compiles, 1);
             if listening {
                 let duration_ns = events::now_ns() - t;
@@ -282,6 +298,7 @@ fn compile(
                     duration_ns,
                     memory: executable.memory_stats().ok(),
                     cost: executable.cost_analysis().ok(),
+                    optimized_hlo,
                 });
             }
             if let Some(disk) = &engine.disk {
