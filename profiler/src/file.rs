@@ -14,10 +14,10 @@
 //! is a new format version. A new version keeps the old version's record types to decode old
 //! files, and `tests/data/profile-vN.xlaprof` of every version must keep loading.
 //!
-//! Records are appended while the program runs, with no buffer that outlives a sync: the records
-//! of a sync go out in one `write` when it ends (and before a compile starts, so a crash during a
-//! long compile still shows what was being compiled); every other record goes out at once. A
-//! crash loses at most the sync in progress, and a viewer can follow the file live. A reader takes every complete, intact record: a truncated tail or a record whose
+//! Records are appended while the program runs, one `write` per sync or step: the records since
+//! the last write go out when a sync or a step ends, before a compile starts (so a crash during a
+//! long compile still shows what was being compiled), and whenever 64 KiB are waiting. A crash
+//! loses at most what happened since the last sync, and a viewer can follow the file live. A reader takes every complete, intact record: a truncated tail or a record whose
 //! checksum fails is reported in the profile's warnings with what was lost, never as a failure.
 
 use std::fs::File;

@@ -22,10 +22,9 @@ struct State {
     profile: Profile,
     writer: Option<Writer>,
     write_failed: bool,
-    /// Framed records of the sync in progress, written together (one syscall per sync).
+    /// Framed records not yet written: they go out together, one syscall per sync or step.
     pending: Vec<u8>,
     pending_records: u64,
-    in_sync: bool,
     /// Engine time (ns) of the profile's time zero.
     t0: u64,
     locations: HashMap<SourceLocation, u32>,
@@ -38,13 +37,15 @@ struct Recorder(Mutex<State>);
 impl State {
     fn emit(&mut self, record: Record) {
         if self.writer.is_some() {
-            match &record {
-                Record::SyncBegin { .. } => self.in_sync = true,
-                Record::SyncEnd { .. } => self.in_sync = false,
-                _ => {}
-            }
-            // Before a compile (which may take long, or crash), the sync so far goes out.
-            let flush = !self.in_sync || matches!(record, Record::CacheLookup { hit: false, .. });
+            // Out at the end of each sync and step, before a compile (which may take long, or
+            // crash), and whenever 64 KiB wait: a crash loses what happened since then.
+            let flush = matches!(
+                record,
+                Record::SyncEnd { .. }
+                    | Record::Step { .. }
+                    | Record::Meta(_)
+                    | Record::CacheLookup { hit: false, .. }
+            ) || self.pending.len() > 64 << 10;
             self.pending.extend_from_slice(&crate::file::frame(&record));
             self.pending_records += 1;
             if flush {
@@ -295,7 +296,6 @@ impl Recording {
             write_failed: false,
             pending: Vec::new(),
             pending_records: 0,
-            in_sync: false,
             t0: events::now_ns(),
             locations: HashMap::new(),
             graphs: HashSet::new(),
