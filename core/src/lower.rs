@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use crate::dtype::DType;
 use crate::exec::Graph;
-use crate::ir::{BinaryOp, CompareOp, Node, Op, ReduceKind, UnaryOp};
+use crate::ir::{BinaryOp, CompareOp, Node, Op, ReduceKind};
 use crate::shape::Shape;
 
 /// The StableHLO module for `graph`: parameters are its device data in order, then the packed
@@ -194,12 +194,12 @@ fn lower_node(mut c: Ctx, slot: u32) {
         }
         Op::Iota { axis } => c.generic("iota", &format!("iota_dimension = {axis} : i64")),
         Op::Random { normal } => lower_random(&mut c, *normal),
-        Op::Unary(u) => c.generic(unary_name(*u), ""),
+        Op::Unary(_) => c.generic(node.op.name(), ""),
         Op::Binary(b @ (BinaryOp::Max | BinaryOp::Min)) if node.shape.dtype.is_float() => {
             // XLA's CPU maximum returns the other operand for a NaN; PyTorch propagates NaN.
             let (a, b_arg) = (c.args[0].clone(), c.args[1].clone());
             let pred = node.shape.with_dtype(DType::Pred).mlir();
-            let _ = writeln!(c.out, "  {name}_m = \"stablehlo.{}\"({a}, {b_arg}) : ({ty}, {ty}) -> {ty}", binary_name(*b));
+            let _ = writeln!(c.out, "  {name}_m = \"stablehlo.{}\"({a}, {b_arg}) : ({ty}, {ty}) -> {ty}", node.op.name());
             for (suffix, x) in [("na", &a), ("nb", &b_arg)] {
                 let _ = writeln!(
                     c.out,
@@ -209,7 +209,7 @@ fn lower_node(mut c: Ctx, slot: u32) {
             let _ = writeln!(c.out, "  {name}_t = \"stablehlo.select\"({name}_nb, {b_arg}, {name}_m) : ({pred}, {ty}, {ty}) -> {ty}");
             let _ = writeln!(c.out, "  {name} = \"stablehlo.select\"({name}_na, {a}, {name}_t) : ({pred}, {ty}, {ty}) -> {ty}");
         }
-        Op::Binary(b) => c.generic(binary_name(*b), ""),
+        Op::Binary(_) => c.generic(node.op.name(), ""),
         Op::Compare(cmp) => {
             let dir = match cmp {
                 CompareOp::Eq => "EQ",
@@ -352,39 +352,6 @@ fn combiner(kind: ReduceKind, dt: DType) -> String {
         body += &format!("    \"stablehlo.return\"(%m) : ({t}) -> ()\n");
     }
     body
-}
-
-fn unary_name(u: UnaryOp) -> &'static str {
-    match u {
-        UnaryOp::Neg => "negate",
-        UnaryOp::Abs => "abs",
-        UnaryOp::Exp => "exponential",
-        UnaryOp::Log => "log",
-        UnaryOp::Sqrt => "sqrt",
-        UnaryOp::Rsqrt => "rsqrt",
-        UnaryOp::Sin => "sine",
-        UnaryOp::Cos => "cosine",
-        UnaryOp::Tanh => "tanh",
-        UnaryOp::Logistic => "logistic",
-        UnaryOp::Not => "not",
-        UnaryOp::Sign => "sign",
-        UnaryOp::Floor => "floor",
-    }
-}
-
-fn binary_name(b: BinaryOp) -> &'static str {
-    match b {
-        BinaryOp::Add => "add",
-        BinaryOp::Sub => "subtract",
-        BinaryOp::Mul => "multiply",
-        BinaryOp::Div => "divide",
-        BinaryOp::Pow => "power",
-        BinaryOp::Max => "maximum",
-        BinaryOp::Min => "minimum",
-        BinaryOp::And => "and",
-        BinaryOp::Or => "or",
-        BinaryOp::Rem => "remainder",
-    }
 }
 
 fn reduce_op(kind: ReduceKind, dtype: DType) -> &'static str {

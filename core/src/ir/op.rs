@@ -163,7 +163,8 @@ pub enum OpKind {
 }
 
 impl Op {
-    /// A short name, as StableHLO spells it where there is one (`add`, `dot_general`).
+    /// A short name, as StableHLO spells it where there is one (`add`, `dot_general`): the
+    /// lowering writes elementwise ops by this name.
     pub fn name(&self) -> &'static str {
         match self {
             Op::Data(_) => "parameter",
