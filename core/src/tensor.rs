@@ -47,8 +47,11 @@ impl std::hash::Hasher for IdHasher {
     fn finish(&self) -> u64 {
         self.0
     }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("only u64 ids are hashed")
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u64 ids are hashed; anything else still hashes, just slower.
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E3779B97F4A7C15);
+        }
     }
     fn write_u64(&mut self, i: u64) {
         self.0 = i.wrapping_mul(0x9E3779B97F4A7C15);
@@ -223,7 +226,10 @@ impl Tensor {
         exec::sync_tensors(&[self.clone()], SyncCause::ValueRead, location)?;
         match &self.node().op {
             Op::Data(buffer) => Ok(buffer.clone()),
-            _ => unreachable!("a synced tensor is device data"),
+            _ => Err(crate::Error::Unsupported(format!(
+                "{} was synced but is not device data",
+                self.shape()
+            ))),
         }
     }
 
