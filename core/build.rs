@@ -14,7 +14,7 @@ fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let header = match std::env::var_os("XLAPROF_PJRT_HEADER") {
         Some(path) => PathBuf::from(path),
-        None => match locate::find_cpu_plugin(&[manifest.clone()]) {
+        None => match locate::find_cpu_plugin(std::slice::from_ref(&manifest)) {
             Ok(dir) => dir.header(),
             Err(searched) => {
                 eprintln!(

@@ -13,8 +13,11 @@ struct DebugPrinter {
     level: u8,
     out: Mutex<Box<dyn std::io::Write + Send>>,
     /// The sync being analysed (syncs are serialized).
-    current: Mutex<Option<(SyncCause, SourceLocation, Option<Arc<GraphSummary>>)>>,
+    current: Mutex<Option<CurrentSync>>,
 }
+
+/// What the analysis of one sync needs from its earlier events: cause, line, and graph.
+type CurrentSync = (SyncCause, SourceLocation, Option<Arc<GraphSummary>>);
 
 /// Installs the printer when `XLAPROF_DEBUG` asks for it.
 pub(crate) fn install_from_env() {

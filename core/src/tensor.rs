@@ -223,7 +223,7 @@ impl Tensor {
         if let Op::Data(buffer) = &self.node().op {
             return Ok(buffer.clone());
         }
-        exec::sync_tensors(&[self.clone()], SyncCause::ValueRead, location)?;
+        exec::sync_tensors(std::slice::from_ref(self), SyncCause::ValueRead, location)?;
         match &self.node().op {
             Op::Data(buffer) => Ok(buffer.clone()),
             _ => Err(crate::Error::Unsupported(format!(
