@@ -34,9 +34,17 @@ fi
 
 # --- libclang for bindgen -------------------------------------------------------------------
 have_libclang() {
-  ls /usr/lib/llvm-*/lib/libclang.so /usr/lib/llvm-*/lib/libclang-*.so* \
-     /usr/lib/x86_64-linux-gnu/libclang-*.so* /usr/lib64/libclang.so* >/dev/null 2>&1 &&
-  ls /usr/lib/llvm-*/lib/clang/*/include/stddef.h /usr/lib/clang/*/include/stddef.h >/dev/null 2>&1
+  # Both the library (not libclang-cpp, which is another one) and clang's own headers.
+  local lib="" hdr="" f
+  for f in /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* \
+           /usr/lib/x86_64-linux-gnu/libclang.so* /usr/lib/x86_64-linux-gnu/libclang-[0-9]*.so* \
+           /usr/lib64/libclang.so*; do
+    [ -e "$f" ] && lib=1
+  done
+  for f in /usr/lib/llvm-*/lib/clang/*/include/stddef.h /usr/lib/clang/*/include/stddef.h; do
+    [ -e "$f" ] && hdr=1
+  done
+  [ -n "$lib" ] && [ -n "$hdr" ]
 }
 if ! have_libclang; then
   say "installing libclang-dev (bindgen reads pjrt_c_api.h with it)"
