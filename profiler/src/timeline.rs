@@ -134,30 +134,22 @@ pub fn spans(p: &Profile) -> Vec<Span> {
         }
     }
     let step_of = |sync: u64| p.sync(sync).map(|s| s.step);
-    for c in &p.compiles {
-        let mut sp = span(
-            SpanKind::Compile,
-            format!("compile {:016x}", c.hash),
-            c.start_ns,
-            c.start_ns + c.duration_ns,
-            1,
+    // Compiles and executions: a graph's phase inside its sync.
+    let graph_phases = p
+        .compiles
+        .iter()
+        .map(|c| (SpanKind::Compile, c.sync, c.hash, c.start_ns, c.duration_ns))
+        .chain(
+            p.executions
+                .iter()
+                .map(|e| (SpanKind::Execute, e.sync, e.hash, e.start_ns, e.duration_ns)),
         );
-        sp.sync = Some(c.sync);
-        sp.step = step_of(c.sync);
-        sp.hash = Some(c.hash);
-        out.push(sp);
-    }
-    for e in &p.executions {
-        let mut sp = span(
-            SpanKind::Execute,
-            format!("execute {:016x}", e.hash),
-            e.start_ns,
-            e.start_ns + e.duration_ns,
-            1,
-        );
-        sp.sync = Some(e.sync);
-        sp.step = step_of(e.sync);
-        sp.hash = Some(e.hash);
+    for (kind, sync, hash, start_ns, duration_ns) in graph_phases {
+        let mut sp =
+            span(kind, format!("{} {hash:016x}", kind.name()), start_ns, start_ns + duration_ns, 1);
+        sp.sync = Some(sync);
+        sp.step = step_of(sync);
+        sp.hash = Some(hash);
         out.push(sp);
     }
     for t in p.transfers.iter().filter(|t| t.to_device) {
