@@ -172,33 +172,16 @@ fn reduce_window(
         strides: vec![1, 1, stride[0], stride[1]],
         padding: vec![(0, 0), (0, 0), padding[0], padding[1]],
     };
-    let grad = (kind == ReduceKind::Sum).then(|| {
-        let x_dims = x.dims().to_vec();
-        grad_fn("reduce_window", &[x], move |dy| {
-            // Every input element receives the sum of the windows that cover it.
-            let mut low = vec![0, 0, 0, 0];
-            let mut high = vec![0, 0, 0, 0];
-            let mut interior = vec![0, 0, 0, 0];
-            for i in 0..2 {
-                let rest =
-                    (x_dims[2 + i] + padding[i].0 + padding[i].1 - kernel[i]).rem_euclid(stride[i]);
-                low[2 + i] = kernel[i] - 1 - padding[i].0;
-                high[2 + i] = kernel[i] - 1 - padding[i].1 + rest;
-                interior[2 + i] = stride[i] - 1;
-            }
-            let spread = dy.pad_general(&low, &high, &interior, 0.0)?;
-            let loc = SourceLocation::caller();
-            Ok(vec![Some(reduce_window(
-                &spread,
-                ReduceKind::Sum,
-                kernel,
-                [1, 1],
-                [(0, 0); 2],
-                &loc,
-            )?)])
-        })
-    });
-    Ok(Tensor::op(op, x.shape().with_dims(dims), &[x, &init], location.clone(), grad.flatten()))
+    let grad = match kind {
+        ReduceKind::Sum => {
+            grad_fn("reduce_window", &[x], sum_window_backward(x.dims(), kernel, stride, padding))
+        }
+        ReduceKind::Max => {
+            grad_fn("max_pool2d", &[x], max_window_backward(x, kernel, stride, padding))
+        }
+        ReduceKind::Min => None,
+    };
+    Ok(Tensor::op(op, x.shape().with_dims(dims), &[x, &init], location.clone(), grad))
 }
 
 /// The lowest finite value of a float dtype: padding for max pooling that stays finite when the
@@ -212,26 +195,47 @@ fn lowest(dtype: DType) -> f64 {
     }
 }
 
-/// Max pooling with a gradient that goes to each window's first maximum.
-fn max_pool(
+type Backward = dyn Fn(&Tensor) -> Result<Vec<Option<Tensor>>> + Send + Sync;
+
+/// Windowed sum: every input element receives the sum of the windows that cover it.
+fn sum_window_backward(
+    x_dims: &[i64],
+    kernel: [i64; 2],
+    stride: [i64; 2],
+    padding: [(i64, i64); 2],
+) -> Box<Backward> {
+    let x_dims = x_dims.to_vec();
+    Box::new(move |dy| {
+        let mut low = vec![0, 0, 0, 0];
+        let mut high = vec![0, 0, 0, 0];
+        let mut interior = vec![0, 0, 0, 0];
+        for i in 0..2 {
+            let rest =
+                (x_dims[2 + i] + padding[i].0 + padding[i].1 - kernel[i]).rem_euclid(stride[i]);
+            low[2 + i] = kernel[i] - 1 - padding[i].0;
+            high[2 + i] = kernel[i] - 1 - padding[i].1 + rest;
+            interior[2 + i] = stride[i] - 1;
+        }
+        let spread = dy.pad_general(&low, &high, &interior, 0.0)?;
+        let loc = SourceLocation::caller();
+        Ok(vec![Some(reduce_window(&spread, ReduceKind::Sum, kernel, [1, 1], [(0, 0); 2], &loc)?)])
+    })
+}
+
+/// Windowed max: the gradient goes to each window's first maximum, as PyTorch's max pooling.
+fn max_window_backward(
     x: &Tensor,
     kernel: [i64; 2],
     stride: [i64; 2],
-    padding: [i64; 2],
-    location: &SourceLocation,
-) -> Result<Tensor> {
-    let pads = [(padding[0], padding[0]), (padding[1], padding[1])];
-    // Forward on the reduce-window primitive (fast); the gradient is attached here.
-    let y = crate::autograd::no_grad(|| {
-        reduce_window(x, ReduceKind::Max, kernel, stride, pads, location)
-    })?;
+    padding: [(i64, i64); 2],
+) -> Box<Backward> {
     let xc = x.clone();
-    let grad = grad_fn("max_pool2d", &[x], move |dy| {
+    Box::new(move |dy| {
         let (n, c) = (xc.dims()[0], xc.dims()[1]);
         let kk = kernel[0] * kernel[1];
         let padded = xc.pad_general(
-            &[0, 0, padding[0], padding[1]],
-            &[0, 0, padding[0], padding[1]],
+            &[0, 0, padding[0].0, padding[1].0],
+            &[0, 0, padding[0].1, padding[1].1],
             &[0; 4],
             lowest(xc.dtype()),
         )?;
@@ -263,19 +267,9 @@ fn max_pool(
         ])?;
         let dpadded = conv_input_grad(&routed, &ident, padded.dims(), g, &loc)?;
         let (h, w) = (xc.dims()[2], xc.dims()[3]);
-        Ok(vec![Some(dpadded.slice(2, padding[0], padding[0] + h, 1)?.slice(
-            3,
-            padding[1],
-            padding[1] + w,
-            1,
-        )?)])
-    });
-    match grad {
-        Some(grad) => {
-            Ok(Tensor::op(Op::Reshape, y.shape().clone(), &[&y], location.clone(), Some(grad)))
-        }
-        None => Ok(y),
-    }
+        let dx = dpadded.slice(2, padding[0].0, padding[0].0 + h, 1)?;
+        Ok(vec![Some(dx.slice(3, padding[1].0, padding[1].0 + w, 1)?)])
+    })
 }
 
 impl Tensor {
@@ -330,7 +324,8 @@ impl Tensor {
     ) -> Result<Tensor> {
         let location = SourceLocation::caller();
         check_pool(self, kernel, stride, padding, &location)?;
-        scoped(&location, || max_pool(self, kernel, stride, padding, &location))
+        let pads = [(padding[0], padding[0]), (padding[1], padding[1])];
+        scoped(&location, || reduce_window(self, ReduceKind::Max, kernel, stride, pads, &location))
     }
 
     /// Average pooling over `[N, C, H, W]` (padding counts as zeros, PyTorch's default).
