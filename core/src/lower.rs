@@ -185,11 +185,11 @@ fn lower_node(mut c: Ctx, slot: u32) {
                 array([slot + 1]),
                 c.scalars_ty
             );
-            let _ = writeln!(c.out, "  {name}_r = \"stablehlo.reshape\"({name}_s) : (tensor<1xf64>) -> tensor<f64>");
-            if dt == DType::F64 {
-                let _ = writeln!(c.out, "  {name} = \"stablehlo.reshape\"({name}_r) : (tensor<f64>) -> tensor<f64>");
-            } else {
-                let _ = writeln!(c.out, "  {name} = \"stablehlo.convert\"({name}_r) : (tensor<f64>) -> {ty}");
+            // An f64 scalar is the reshaped slice itself; others are converted from it.
+            let reshaped = if dt == DType::F64 { name.clone() } else { format!("{name}_r") };
+            let _ = writeln!(c.out, "  {reshaped} = \"stablehlo.reshape\"({name}_s) : (tensor<1xf64>) -> tensor<f64>");
+            if dt != DType::F64 {
+                let _ = writeln!(c.out, "  {name} = \"stablehlo.convert\"({reshaped}) : (tensor<f64>) -> {ty}");
             }
         }
         Op::Iota { axis } => c.generic("iota", &format!("iota_dimension = {axis} : i64")),

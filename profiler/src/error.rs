@@ -15,7 +15,10 @@ pub enum Error {
     #[error("the profile was written in format version {version} by a newer xlaprof; this one reads up to version {supported}")]
     NewerFormat { version: u16, supported: u16 },
 
-    #[error("a profile is already being recorded in this process")]
+    #[error(
+        "a profile is already being recorded in this process (by another Recording, or by \
+         XLAPROF_PROFILE): stop that one first"
+    )]
     AlreadyRecording,
 
     #[error("invalid rule {rule:?}: {reason}")]

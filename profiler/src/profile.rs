@@ -170,7 +170,7 @@ impl Profile {
         self.end_ns
     }
 
-    /// The step a record at time `t` belongs to.
+    /// The step the record being applied belongs to: the one after the last `step()`.
     fn current_step(&self) -> u64 {
         self.steps.len() as u64 + 1
     }

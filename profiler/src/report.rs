@@ -48,7 +48,7 @@ fn summary_text(a: &Analysis, out: &mut String) {
         format_ns(s.compile_ns as f64),
         s.compiles_after_warmup,
         s.cache_hits,
-        pct((s.hit_rate * 1000.0) as u64, 1000),
+        format!("{:.0}%", s.hit_rate * 100.0),
         s.persistent_hits
     );
     let _ = writeln!(
