@@ -43,12 +43,12 @@ fn summary_text(a: &Analysis, out: &mut String) {
     }
     let _ = writeln!(
         out,
-        "  compiles       {} ({}), {} after warm-up; cache hits {} ({} of syncs served without compiling), persistent cache {}",
+        "  compiles       {} ({}), {} after warm-up; cache hits {} ({:.0}% of syncs served without compiling), persistent cache {}",
         s.compiles,
         format_ns(s.compile_ns as f64),
         s.compiles_after_warmup,
         s.cache_hits,
-        format!("{:.0}%", s.hit_rate * 100.0),
+        s.hit_rate * 100.0,
         s.persistent_hits
     );
     let _ = writeln!(
