@@ -2,7 +2,8 @@
 //!
 //! - [`recorder`]: record a program ([`Recording`], or `XLAPROF_PROFILE=FILE`);
 //! - [`file`]: the profile file format (documented there), written while the program runs;
-//! - [`profile`]: the profile model every analysis and view reads.
+//! - [`profile`]: the profile model every analysis and view reads;
+//! - [`views`]: the per-step and per-graph tables the viewers draw.
 
 pub mod analysis;
 pub mod diagnostics;
@@ -15,6 +16,7 @@ pub mod record;
 pub mod recorder;
 pub mod report;
 pub mod timeline;
+pub mod views;
 
 pub use analysis::{analyze, Analysis};
 pub use diagnostics::Thresholds;

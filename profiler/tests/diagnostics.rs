@@ -280,3 +280,42 @@ fn metrics_match_the_event_stream() {
     assert_eq!(m.metric("ExecuteTime").unwrap().total, total as f64);
     assert!(m.counter("CreateTensor") >= 5, "each step records a tensor");
 }
+
+#[test]
+fn the_graph_table_links_each_version_to_the_one_it_replaced_and_steps_add_up() {
+    use xlaprof_profiler::views::{graph_rows, site_history, step_phases};
+    let w = Tensor::from_slice(&[0.1f32; 32], &[8, 4]).unwrap();
+    let mut synced = String::new();
+    let p = record(|| {
+        for batch in [16i64, 16, 24, 24] {
+            let x = Tensor::from_slice(&vec![1f32; batch as usize * 8], &[batch, 8]).unwrap();
+            let _loss = model_step(&x, &w);
+            if batch == 24 {
+                // A read of another value: a sync of its own, at its own line.
+                assert!(w.sum(&[], false).unwrap().item().unwrap().is_finite());
+            }
+            synced = next_line!();
+            step().unwrap();
+        }
+    });
+    let rows = graph_rows(&p);
+    let at_step: Vec<_> = rows.iter().filter(|r| r.site == synced).collect();
+    assert_eq!(at_step.len(), 2, "{rows:#?}");
+    let (first, second) = (at_step[0], at_step[1]);
+    assert_eq!((first.version, second.version), (1, 2));
+    assert_eq!(second.previous, Some(first.hash));
+    assert!(second.changes.iter().any(|c| matches!(c, GraphChange::InputShape { .. })));
+    assert_eq!(first.executions, 2);
+    assert_eq!(first.mean_execute_ns, first.execute_ns / 2);
+    assert!(first.source_lines.iter().any(|(l, _)| l.contains("diagnostics.rs")));
+    assert_eq!(site_history(&rows, second.hash), vec![first, second]);
+
+    let steps = step_phases(&p);
+    assert_eq!(steps.len(), 4);
+    assert_eq!(steps.iter().map(|s| s.compiles).collect::<Vec<_>>(), [1, 0, 2, 0]);
+    assert_eq!(steps.iter().map(|s| s.value_read_syncs).collect::<Vec<_>>(), [0, 0, 1, 1]);
+    for s in &steps {
+        let total: u64 = s.phases().iter().map(|(_, ns)| ns).sum();
+        assert_eq!(total, s.duration_ns, "{s:?}");
+    }
+}

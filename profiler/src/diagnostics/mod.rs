@@ -2,7 +2,7 @@
 //! line and what it cost, aggregated per call site and ranked by time lost. Every view shows
 //! these; none recomputes them.
 
-mod recompile;
+pub(crate) mod recompile;
 mod rules;
 mod steps;
 

@@ -1,0 +1,168 @@
+//! The tables every viewer shows (terminal UI, GUI, notebook): the phases of each step, and each
+//! distinct graph with its cost and the version of its call site it replaced. Computed here once,
+//! so the views draw and never recompute.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::diagnostics::recompile::{find_recompiles, GraphChange};
+use crate::profile::Profile;
+
+/// Where one step's time went.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepPhases {
+    pub index: u64,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    pub build_ns: u64,
+    pub lower_ns: u64,
+    pub compile_ns: u64,
+    pub transfer_ns: u64,
+    pub execute_ns: u64,
+    /// The rest of the step: tracing ops and the program's own work, outside syncs.
+    pub other_ns: u64,
+    pub syncs: u32,
+    pub compiles: u32,
+    /// Syncs forced by reading a value inside the step.
+    pub value_read_syncs: u32,
+}
+
+impl StepPhases {
+    /// The phases in drawing order, with their names.
+    pub fn phases(&self) -> [(&'static str, u64); 6] {
+        [
+            ("trace", self.other_ns),
+            ("build", self.build_ns),
+            ("lower", self.lower_ns),
+            ("compile", self.compile_ns),
+            ("transfer", self.transfer_ns),
+            ("execute", self.execute_ns),
+        ]
+    }
+}
+
+/// Per step of the profile, in order.
+pub fn step_phases(p: &Profile) -> Vec<StepPhases> {
+    let mut out: Vec<StepPhases> = p
+        .steps
+        .iter()
+        .map(|s| StepPhases {
+            index: s.index,
+            start_ns: s.start_ns,
+            duration_ns: s.duration_ns(),
+            build_ns: 0,
+            lower_ns: 0,
+            compile_ns: 0,
+            transfer_ns: 0,
+            execute_ns: 0,
+            other_ns: 0,
+            syncs: 0,
+            compiles: 0,
+            value_read_syncs: 0,
+        })
+        .collect();
+    for s in &p.syncs {
+        // Steps are 1-based; syncs after the last `step()` belong to no finished step.
+        let Some(row) = (s.step as usize).checked_sub(1).and_then(|i| out.get_mut(i)) else {
+            continue;
+        };
+        row.build_ns += s.build_ns;
+        row.lower_ns += s.lower_ns;
+        row.compile_ns += s.compile_ns;
+        row.transfer_ns += s.transfer_ns;
+        row.execute_ns += s.execute_ns;
+        row.syncs += 1;
+        row.compiles += s.compiled() as u32;
+        row.value_read_syncs += matches!(s.cause, crate::record::Cause::ValueRead) as u32;
+    }
+    for row in &mut out {
+        let in_syncs =
+            row.build_ns + row.lower_ns + row.compile_ns + row.transfer_ns + row.execute_ns;
+        row.other_ns = row.duration_ns.saturating_sub(in_syncs);
+    }
+    out
+}
+
+/// One distinct graph: what it cost, where it came from, and what it replaced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GraphRow {
+    pub hash: u64,
+    /// The call site of the sync that first built it (location id and text).
+    pub site_id: u32,
+    pub site: String,
+    /// 1 for the first graph its site compiled, 2 for the next, ...
+    pub version: u32,
+    pub nodes: u32,
+    pub inputs: u32,
+    pub outputs: u32,
+    pub compiles: u32,
+    pub compile_ns: u64,
+    pub executions: u32,
+    pub execute_ns: u64,
+    pub mean_execute_ns: u64,
+    pub flops: Option<f64>,
+    pub peak_memory_bytes: Option<i64>,
+    /// The earlier graph of the same site it is nearest to, and what changed from it.
+    pub previous: Option<u64>,
+    pub changes: Vec<GraphChange>,
+    /// The source lines its ops were recorded at, with how many nodes each, most first.
+    pub source_lines: Vec<(String, u32)>,
+}
+
+/// Every graph of the profile, in the order they were first built.
+pub fn graph_rows(p: &Profile) -> Vec<GraphRow> {
+    let mut replaced: BTreeMap<u64, (u64, Vec<GraphChange>)> = BTreeMap::new();
+    for r in find_recompiles(p) {
+        replaced.entry(r.hash).or_insert((r.previous, r.changes));
+    }
+    let mut graphs: Vec<_> = p.graphs.values().collect();
+    graphs.sort_by_key(|g| (g.first_sync, g.def.hash));
+    let mut versions: BTreeMap<u32, u32> = BTreeMap::new();
+    graphs
+        .into_iter()
+        .map(|g| {
+            let site_id = p.sync(g.first_sync).map(|s| s.location).unwrap_or(u32::MAX);
+            let version = versions.entry(site_id).or_default();
+            *version += 1;
+            // By text: one line can hold several locations (columns).
+            let mut lines: BTreeMap<String, u32> = BTreeMap::new();
+            for &l in &g.def.node_locations {
+                *lines.entry(p.location(l)).or_default() += 1;
+            }
+            let mut source_lines: Vec<(String, u32)> = lines.into_iter().collect();
+            source_lines.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            let (previous, changes) = match replaced.get(&g.def.hash) {
+                Some((prev, changes)) => (Some(*prev), changes.clone()),
+                None => (None, Vec::new()),
+            };
+            GraphRow {
+                hash: g.def.hash,
+                site_id,
+                site: p.location(site_id),
+                version: *version,
+                nodes: g.def.nodes,
+                inputs: g.def.inputs.len() as u32,
+                outputs: g.def.outputs.len() as u32,
+                compiles: g.compiles,
+                compile_ns: g.compile_ns,
+                executions: g.executions,
+                execute_ns: g.execute_ns,
+                mean_execute_ns: g.execute_ns.checked_div(g.executions as u64).unwrap_or(0),
+                flops: g.cost.map(|c| c.flops),
+                peak_memory_bytes: g.memory.map(|m| m.peak_memory_bytes),
+                previous,
+                changes,
+                source_lines,
+            }
+        })
+        .collect()
+}
+
+/// The versions of a graph's call site, oldest first: its recompile history.
+pub fn site_history(rows: &[GraphRow], hash: u64) -> Vec<&GraphRow> {
+    let Some(site) = rows.iter().find(|r| r.hash == hash).map(|r| r.site_id) else {
+        return Vec::new();
+    };
+    rows.iter().filter(|r| r.site_id == site).collect()
+}
