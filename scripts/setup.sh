@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what xlaprof needs on a fresh machine, and does nothing when it is already there:
 # - the official XLA CPU PJRT plugin (PyPI `xla-cpu-pjrt`) into the project's .venv;
-# - libclang, which bindgen uses to generate the PJRT bindings from the plugin's header.
+# - libclang, which bindgen uses to generate the PJRT bindings from the plugin's header;
+# - tmux, for the terminal UI's end-to-end test.
 # Source it (`. scripts/setup.sh`) or run it; it exits non-zero with a message when a step fails.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -51,4 +52,10 @@ if ! have_libclang; then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libclang-dev >/dev/null
 fi
-say "ready: plugin in .venv, libclang present"
+# --- tmux, the real terminal the terminal UI's end-to-end test runs in -------------------------
+if ! command -v tmux >/dev/null; then
+  say "installing tmux (the terminal UI's end-to-end test)"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
+fi
+say "ready: plugin in .venv, libclang and tmux present"

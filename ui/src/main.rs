@@ -9,6 +9,7 @@ use xlaprof_profiler::Thresholds;
 mod bench;
 mod cli_report;
 mod demo;
+mod tui;
 
 #[derive(Parser)]
 #[command(name = "xlaprof", version, about = "See why lazy-tensor / XLA programs are slow")]
@@ -66,6 +67,26 @@ enum Command {
         #[command(flatten)]
         thresholds: ThresholdArgs,
     },
+    /// Open a profile in the terminal UI (or follow one still being written).
+    View {
+        file: PathBuf,
+        /// Keep reading as the file grows.
+        #[arg(long)]
+        follow: bool,
+        #[command(flatten)]
+        thresholds: ThresholdArgs,
+    },
+    /// Run a program with profiling on and follow it live in the terminal UI.
+    Run {
+        /// Where the program's profile goes.
+        #[arg(long, default_value = "xlaprof-run.xlaprof")]
+        out: PathBuf,
+        #[command(flatten)]
+        thresholds: ThresholdArgs,
+        /// The program and its arguments (after `--`).
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
     /// Compare two profiles, metric by metric.
     Diff {
         a: PathBuf,
@@ -95,6 +116,12 @@ enum Command {
         #[arg(long, default_value_t = 30)]
         steps: usize,
     },
+    /// Measure the terminal UI on a profile of about a million events.
+    #[command(hide = true)]
+    BenchTui {
+        #[arg(long, default_value_t = 1_000_000)]
+        events: u64,
+    },
     /// Time the first MLP training step of this process (used by `bench` for warm starts).
     #[command(hide = true)]
     BenchFirstStep,
@@ -108,6 +135,12 @@ fn main() -> ExitCode {
             cli_report::report(&file, &format, out.as_deref(), &thresholds.thresholds())
                 .map(|_| ExitCode::SUCCESS)
         }
+        Command::View { file, follow, thresholds } => {
+            tui::view(&file, follow, thresholds.thresholds())
+        }
+        Command::Run { out, thresholds, command } => {
+            tui::run(&out, &command, thresholds.thresholds())
+        }
         Command::Diff { a, b, thresholds } => {
             cli_report::diff(&a, &b, &thresholds.thresholds()).map(|_| ExitCode::SUCCESS)
         }
@@ -117,6 +150,7 @@ fn main() -> ExitCode {
         Command::Bench { json, reps, steps } => {
             bench::run(json, reps, steps).map(|_| ExitCode::SUCCESS).map_err(Into::into)
         }
+        Command::BenchTui { events } => tui::bench::run(events).map(|_| ExitCode::SUCCESS),
         Command::BenchFirstStep => bench::first_step_ms()
             .map(|ms| println!("{ms}"))
             .map(|_| ExitCode::SUCCESS)

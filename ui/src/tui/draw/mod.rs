@@ -1,0 +1,312 @@
+//! Drawing the terminal UI: the frame (views bar, status, key hints, help, output pane) here,
+//! each view in a module of its own. Only named ANSI colors and the terminal's own foreground
+//! and background are used, so it reads on dark and light themes alike.
+
+mod detail;
+mod overview;
+mod table;
+mod timeline;
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Paragraph, Tabs, Wrap};
+use ratatui::Frame;
+
+use super::app::{App, Tab};
+use super::tables::{DIAGNOSTIC_COLUMNS, GRAPH_COLUMNS, METRIC_COLUMNS};
+
+pub(super) const BOLD: Style = Style::new().add_modifier(Modifier::BOLD);
+pub(super) const DIM: Style = Style::new().add_modifier(Modifier::DIM);
+pub(super) const SELECTED: Style = Style::new().add_modifier(Modifier::REVERSED);
+pub(super) const WARN: Style = Style::new().fg(Color::Yellow);
+pub(super) const BAD: Style = Style::new().fg(Color::Red);
+pub(super) const GOOD: Style = Style::new().fg(Color::Green);
+
+/// The color of each phase of a step, by the name `StepPhases::phases` gives it.
+pub(super) fn phase_color(name: &str) -> Color {
+    match name {
+        "trace" => Color::Gray,
+        "build" => Color::Cyan,
+        "lower" => Color::Blue,
+        "compile" => Color::Red,
+        "transfer" => Color::Yellow,
+        "execute" => Color::Green,
+        _ => Color::Magenta,
+    }
+}
+
+pub fn frame(f: &mut Frame, app: &App) {
+    let area = f.area();
+    if app.source.error.is_some() && app.model.profile.records == 0 && app.source.program.is_none()
+    {
+        error_screen(f, app, area);
+        return;
+    }
+    let [bar, status, body, keys] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Min(3),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    views_bar(f, app, bar);
+    status_line(f, app, status);
+    let body = match &app.source.program {
+        Some(program) if app.show_output => {
+            let pane = (body.height / 3).clamp(4, 12);
+            let [main, out] =
+                Layout::vertical([Constraint::Min(3), Constraint::Length(pane)]).areas(body);
+            output_pane(f, program, out);
+            main
+        }
+        _ => body,
+    };
+    match app.tab {
+        Tab::Overview => overview::draw(f, app, body),
+        Tab::Graphs => match app.graph_detail {
+            Some(hash) => detail::graph(f, app, hash, body),
+            None => table::draw(
+                f,
+                body,
+                "Graphs: every distinct graph (Enter: history, ops, StableHLO)",
+                &app.model.graphs,
+                &GRAPH_COLUMNS,
+                &app.graphs,
+                app.editing_filter,
+            ),
+        },
+        Tab::Timeline => timeline::draw(f, app, body),
+        Tab::Metrics => metrics(f, app, body),
+        Tab::Diagnostics => {
+            if app.diagnostic_detail {
+                detail::diagnostic(f, app, body)
+            } else {
+                table::draw(
+                    f,
+                    body,
+                    "Diagnostics, most costly first (Enter: details)",
+                    &app.model.analysis.diagnostics,
+                    &DIAGNOSTIC_COLUMNS,
+                    &app.diagnostics,
+                    app.editing_filter,
+                )
+            }
+        }
+    }
+    key_hints(f, app, keys);
+    if app.help {
+        help(f, area);
+    }
+}
+
+fn views_bar(f: &mut Frame, app: &App, area: Rect) {
+    let titles: Vec<Line> = Tab::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Line::from(format!("{} {}", i + 1, t.title())))
+        .collect();
+    let selected = Tab::ALL.iter().position(|t| *t == app.tab).unwrap_or(0);
+    let tabs = Tabs::new(titles)
+        .select(selected)
+        .highlight_style(SELECTED.add_modifier(Modifier::BOLD))
+        .divider("│")
+        .padding(" ", " ");
+    let [name, tabs_area] =
+        Layout::horizontal([Constraint::Length(9), Constraint::Min(10)]).areas(area);
+    f.render_widget(Paragraph::new(Span::styled(" xlaprof ", BOLD)), name);
+    f.render_widget(tabs, tabs_area);
+}
+
+/// What is shown and whether it still changes: file, program state, warnings.
+fn status_line(f: &mut Frame, app: &App, area: Rect) {
+    let s = &app.model.analysis.summary;
+    let mut spans = Vec::new();
+    let state = match &app.source.program {
+        Some(p) => match p.status {
+            None if app.paused => Span::styled("❚❚ paused", WARN),
+            None => Span::styled("● running", GOOD),
+            Some(st) if st.success() => Span::styled("■ exited 0", GOOD),
+            Some(st) => Span::styled(format!("■ {}", exit_text(st)), BAD),
+        },
+        None if app.paused => Span::styled("❚❚ paused", WARN),
+        None if app.source.following() => Span::styled("● following", GOOD),
+        None => Span::styled("■ file", DIM),
+    };
+    spans.push(Span::raw(" "));
+    spans.push(state);
+    let program = if s.program.is_empty() { "?" } else { s.program.as_str() };
+    spans.push(Span::raw(format!("  {}  ", program)));
+    spans.push(Span::styled(super::text::clean(&app.source.path.display().to_string()), DIM));
+    let warnings = &app.model.profile.warnings;
+    if let Some(first) = warnings.first() {
+        spans.push(Span::styled(
+            format!(
+                "  ⚠ {} warning{}: {}",
+                warnings.len(),
+                if warnings.len() == 1 { "" } else { "s" },
+                first
+            ),
+            WARN,
+        ));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+pub(super) fn exit_text(status: std::process::ExitStatus) -> String {
+    match status.code() {
+        Some(code) => format!("exited {code}"),
+        None => {
+            #[cfg(unix)]
+            {
+                use std::os::unix::process::ExitStatusExt;
+                if let Some(sig) = status.signal() {
+                    return format!("killed by signal {sig}");
+                }
+            }
+            "exited".to_string()
+        }
+    }
+}
+
+fn key_hints(f: &mut Frame, app: &App, area: Rect) {
+    let hints: &[(&str, &str)] = if app.editing_filter {
+        &[("type", "filter"), ("Enter", "keep"), ("Esc", "clear")]
+    } else {
+        match app.tab {
+            Tab::Timeline => &[
+                ("?", "help"),
+                ("q", "quit"),
+                ("←→", "pan"),
+                ("+-", "zoom"),
+                ("jk", "step"),
+                ("m", "slowest"),
+                ("Enter", "zoom to step"),
+                ("0", "all"),
+            ],
+            Tab::Graphs if app.graph_detail.is_some() => {
+                &[("?", "help"), ("q", "quit"), ("jk", "scroll"), ("Esc", "back")]
+            }
+            Tab::Diagnostics if app.diagnostic_detail => &[
+                ("?", "help"),
+                ("q", "quit"),
+                ("jk", "scroll"),
+                ("Enter", "its graph"),
+                ("Esc", "back"),
+            ],
+            Tab::Overview => &[
+                ("?", "help"),
+                ("q", "quit"),
+                ("Tab", "views"),
+                ("jk", "move"),
+                ("Enter", "open"),
+                ("space", "pause"),
+            ],
+            _ => &[
+                ("?", "help"),
+                ("q", "quit"),
+                ("jk", "move"),
+                ("Enter", "open"),
+                ("/", "filter"),
+                ("←→ s", "sort"),
+                ("space", "pause"),
+            ],
+        }
+    };
+    let mut spans = Vec::new();
+    for (key, what) in hints {
+        spans.push(Span::styled(format!(" {key}"), BOLD));
+        spans.push(Span::raw(format!(" {what} ")));
+    }
+    if app.source.program.is_some() {
+        spans.push(Span::styled(" o", BOLD));
+        spans.push(Span::raw(" output "));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn output_pane(f: &mut Frame, program: &super::source::Program, area: Rect) {
+    let state = match program.status {
+        None => "running".to_string(),
+        Some(st) => exit_text(st),
+    };
+    let block = Block::bordered().title(format!(" output of `{}` ({state}) ", program.command));
+    let inner = block.inner(area);
+    let lines = program.lines();
+    let first = lines.len().saturating_sub(inner.height as usize);
+    let text: Vec<Line> = lines[first..].iter().map(|l| Line::raw(l.as_str())).collect();
+    f.render_widget(Paragraph::new(text).block(block), area);
+}
+
+fn metrics(f: &mut Frame, app: &App, area: Rect) {
+    let counters = &app.model.analysis.metrics.counters;
+    let rows = (counters.len() as u16).div_ceil(3) + 2;
+    let [top, bottom] =
+        Layout::vertical([Constraint::Min(4), Constraint::Length(rows.min(area.height / 2))])
+            .areas(area);
+    table::draw(
+        f,
+        top,
+        "Metrics (the metrics report; / filter, ←→ s sort)",
+        &app.model.analysis.metrics.metrics,
+        &METRIC_COLUMNS,
+        &app.metrics,
+        app.editing_filter,
+    );
+    let cells: Vec<String> =
+        counters.iter().map(|c| format!("{:<24}{:>10}", c.name, c.value)).collect();
+    let lines: Vec<Line> = cells.chunks(3).map(|c| Line::raw(c.join("   "))).collect();
+    f.render_widget(Paragraph::new(lines).block(Block::bordered().title(" Counters ")), bottom);
+}
+
+fn error_screen(f: &mut Frame, app: &App, area: Rect) {
+    let error = app.source.error.as_deref().unwrap_or("");
+    let text = vec![
+        Line::styled("xlaprof cannot show this profile", BOLD),
+        Line::raw(""),
+        Line::styled(error.to_string(), BAD),
+        Line::raw(""),
+        Line::raw(
+            "Record one with XLAPROF_PROFILE=FILE, or run a program under `xlaprof run -- CMD`.",
+        ),
+        Line::raw("Press q to quit."),
+    ];
+    let block = Block::bordered().title(" error ");
+    f.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }).block(block), area);
+}
+
+const HELP: &[(&str, &str)] = &[
+    ("?", "this help (any key closes it)"),
+    ("q, Ctrl-C", "quit (stops a program started by `run`)"),
+    ("Tab, Shift-Tab", "next, previous view"),
+    ("1-5", "Overview, Graphs, Timeline, Metrics, Diagnostics"),
+    ("↑↓, j k", "move; scroll details"),
+    ("PgUp PgDn, g G", "page; first, last"),
+    ("Enter", "drill in (a graph, a finding, a step)"),
+    ("Esc", "back; clear the filter"),
+    ("/", "filter the table (Enter keeps, Esc clears)"),
+    ("←→, s", "choose the sort column; sort (again: reverse)"),
+    ("space", "pause live updates"),
+    ("o", "show or hide the program's output (run)"),
+    ("timeline", "←→ h l pan, + - zoom, 0 all, m slowest step"),
+    ("mouse", "scroll moves"),
+];
+
+fn help(f: &mut Frame, area: Rect) {
+    let width = 64.min(area.width);
+    let height = (HELP.len() as u16 + 2).min(area.height);
+    let popup = Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    };
+    let lines: Vec<Line> = HELP
+        .iter()
+        .map(|(k, what)| {
+            Line::from(vec![Span::styled(format!(" {k:<15}"), BOLD), Span::raw(*what)])
+        })
+        .collect();
+    f.render_widget(Clear, popup);
+    f.render_widget(Paragraph::new(lines).block(Block::bordered().title(" keys ")), popup);
+}

@@ -1,0 +1,176 @@
+//! Overview: is the program healthy? Summary figures, step times and compiles over the steps,
+//! where the time of recent steps went, and the findings ranked by time lost.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, List, ListItem, ListState, Paragraph, Sparkline, Wrap};
+use ratatui::Frame;
+use xlaprof_profiler::metrics::format_ns;
+
+use super::{phase_color, BAD, BOLD, DIM, GOOD, SELECTED, WARN};
+use crate::tui::app::App;
+
+/// The phases in the order `StepPhases::phases` gives them.
+const PHASES: [&str; 6] = ["trace", "build", "lower", "compile", "transfer", "execute"];
+
+pub fn draw(f: &mut Frame, app: &App, area: Rect) {
+    let [summary, sparks, phases, findings] = Layout::vertical([
+        Constraint::Length(3),
+        Constraint::Length(4),
+        Constraint::Length(phases_height(app, area)),
+        Constraint::Min(3),
+    ])
+    .areas(area);
+    summary_text(f, app, summary);
+    let [steps, compiles] =
+        Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(sparks);
+    let shown = steps.width.saturating_sub(2) as usize;
+    let recent = &app.model.steps[app.model.steps.len().saturating_sub(shown)..];
+    let times: Vec<u64> = recent.iter().map(|s| s.duration_ns).collect();
+    let max = times.iter().copied().max().unwrap_or(0);
+    f.render_widget(
+        Sparkline::default()
+            .block(Block::bordered().title(format!(
+                " step time, last {} (max {}) ",
+                recent.len(),
+                format_ns(max as f64)
+            )))
+            .data(&times)
+            .style(Style::new().fg(ratatui::style::Color::Cyan)),
+        steps,
+    );
+    let shown = compiles.width.saturating_sub(2) as usize;
+    let recent_c = &app.model.steps[app.model.steps.len().saturating_sub(shown)..];
+    let counts: Vec<u64> = recent_c.iter().map(|s| s.compiles as u64).collect();
+    let total: u64 = app.model.steps.iter().map(|s| s.compiles as u64).sum();
+    f.render_widget(
+        Sparkline::default()
+            .block(Block::bordered().title(format!(" compiles per step ({total}) ")))
+            .data(&counts)
+            .style(Style::new().fg(ratatui::style::Color::Red)),
+        compiles,
+    );
+    phase_bars(f, app, phases);
+    top_findings(f, app, findings);
+}
+
+fn phases_height(app: &App, area: Rect) -> u16 {
+    let wanted = app.model.steps.len().min(6) as u16 + 3;
+    wanted.min(area.height.saturating_sub(10)).max(3)
+}
+
+fn summary_text(f: &mut Frame, app: &App, area: Rect) {
+    let s = &app.model.analysis.summary;
+    let pct = |x: f64| format!("{:.1}%", x * 100.0);
+    let hit = Span::styled(pct(s.hit_rate), if s.hit_rate >= 0.9 { GOOD } else { WARN });
+    let after = Span::styled(
+        format!("{} after warm-up", s.compiles_after_warmup),
+        if s.compiles_after_warmup == 0 { GOOD } else { BAD },
+    );
+    let hidden = Span::styled(
+        format!("{} hidden", s.hidden_syncs),
+        if s.hidden_syncs == 0 { GOOD } else { BAD },
+    );
+    let lines = vec![
+        Line::from(vec![
+            Span::styled(" steps ", DIM),
+            Span::styled(s.steps.to_string(), BOLD),
+            Span::styled("  median ", DIM),
+            Span::styled(format_ns(s.step_median_ns as f64), BOLD),
+            Span::styled("  p90 ", DIM),
+            Span::raw(format_ns(s.step_p90_ns as f64)),
+            Span::styled("  profile ", DIM),
+            Span::raw(format_ns(s.duration_ns as f64)),
+        ]),
+        Line::from(vec![
+            Span::styled(" compiles ", DIM),
+            Span::styled(s.compiles.to_string(), BOLD),
+            Span::raw(format!(" ({}, ", format_ns(s.compile_ns as f64))),
+            after,
+            Span::raw(")"),
+            Span::styled("  graphs ", DIM),
+            Span::raw(s.graphs.to_string()),
+            Span::styled("  cache hits ", DIM),
+            hit,
+            Span::styled("  syncs ", DIM),
+            Span::raw(format!("{} (", s.syncs)),
+            hidden,
+            Span::raw(")"),
+        ]),
+    ];
+    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+}
+
+/// One stacked bar per recent step, all on one scale, with a legend.
+fn phase_bars(f: &mut Frame, app: &App, area: Rect) {
+    let block = Block::bordered().title(" where the time of recent steps went ");
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    if inner.height == 0 || inner.width < 20 {
+        return;
+    }
+    let mut legend = vec![];
+    for name in PHASES {
+        legend.push(Span::styled("█", Style::new().fg(phase_color(name))));
+        legend.push(Span::raw(format!("{name} ")));
+    }
+    let rows = inner.height as usize - 1;
+    let recent = &app.model.steps[app.model.steps.len().saturating_sub(rows)..];
+    let scale = recent.iter().map(|s| s.duration_ns).max().unwrap_or(1).max(1);
+    let label_width = 20usize;
+    let bar_width = (inner.width as usize).saturating_sub(label_width);
+    let mut lines = vec![Line::from(legend)];
+    for s in recent {
+        let mut spans = vec![Span::raw(format!(
+            "{:>5} {:>9} {:>3}c ",
+            format!("#{}", s.index),
+            format_ns(s.duration_ns as f64),
+            s.compiles
+        ))];
+        let mut drawn = 0usize;
+        let mut acc = 0u64;
+        for (name, ns) in s.phases() {
+            acc += ns;
+            // Cells up to the cumulative end, so rounding never adds up past the bar.
+            let end = (acc as f64 / scale as f64 * bar_width as f64).round() as usize;
+            if end > drawn {
+                spans.push(Span::styled(
+                    "█".repeat(end - drawn),
+                    Style::new().fg(phase_color(name)),
+                ));
+                drawn = end;
+            }
+        }
+        lines.push(Line::from(spans));
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+fn top_findings(f: &mut Frame, app: &App, area: Rect) {
+    let diags = &app.model.analysis.diagnostics;
+    let title = if diags.is_empty() {
+        " findings: none ".to_string()
+    } else {
+        format!(" findings, by time lost ({}; Enter opens) ", diags.len())
+    };
+    let items: Vec<ListItem> = diags
+        .iter()
+        .map(|d| {
+            ListItem::new(Line::from(vec![
+                Span::styled(format!("{:>9} ", format_ns(d.cost_ns as f64)), BAD),
+                Span::styled(format!("{:<16} ", d.kind.title()), BOLD),
+                Span::raw(d.message.clone()),
+            ]))
+        })
+        .collect();
+    let mut state = ListState::default();
+    if !diags.is_empty() {
+        state.select(Some(app.overview_selected.min(diags.len() - 1)));
+    }
+    f.render_stateful_widget(
+        List::new(items).block(Block::bordered().title(title)).highlight_style(SELECTED),
+        area,
+        &mut state,
+    );
+}

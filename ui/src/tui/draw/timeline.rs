@@ -1,0 +1,199 @@
+//! Timeline: the spans of the window, one row per lane and depth, each terminal cell showing the
+//! longest span that covers it; the selected step's phases; the slowest steps to jump to.
+//! Only the spans inside the window are looked at (rows are sorted by start), so a profile of a
+//! million events draws as fast as a small one once zoomed in.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph};
+use ratatui::Frame;
+use xlaprof_profiler::metrics::format_ns;
+use xlaprof_profiler::timeline::{Span as TimeSpan, SpanKind};
+
+use super::{phase_color, BOLD, DIM, SELECTED};
+use crate::tui::app::{App, Window};
+use crate::tui::model::TimelineRow;
+use crate::tui::tables::short_hash;
+
+const LABEL: u16 = 10;
+
+pub fn draw(f: &mut Frame, app: &App, area: Rect) {
+    let lanes = app.model.rows.len() as u16;
+    let [tracks, details] =
+        Layout::vertical([Constraint::Length(lanes + 3), Constraint::Min(3)]).areas(area);
+    let w = app.current_window();
+    let title = format!(
+        " timeline {} – {} ({} shown) ",
+        format_ns(w.start_ns as f64),
+        format_ns((w.start_ns + w.len_ns) as f64),
+        format_ns(w.len_ns as f64)
+    );
+    let block = Block::bordered().title(title);
+    let inner = block.inner(tracks);
+    f.render_widget(block, tracks);
+    let selected_step = app.step_selected.and_then(|i| app.model.steps.get(i)).map(|s| s.index);
+    let buf = f.buffer_mut();
+    for (i, row) in app.model.rows.iter().enumerate() {
+        let y = inner.y + i as u16;
+        if y >= inner.bottom().saturating_sub(1) {
+            break;
+        }
+        let label = if row.depth == 0 { row.lane.to_string() } else { format!("  {}", row.depth) };
+        buf.set_stringn(inner.x, y, &label, LABEL as usize, DIM);
+        let cells =
+            Rect { x: inner.x + LABEL, y, width: inner.width.saturating_sub(LABEL), height: 1 };
+        paint_row(buf, cells, row, w, selected_step);
+    }
+    axis(buf, inner, w);
+    step_details(f, app, details);
+}
+
+/// The span shown in each cell of a row: the one covering the most of it.
+fn paint_row(
+    buf: &mut Buffer,
+    area: Rect,
+    row: &TimelineRow,
+    w: Window,
+    selected_step: Option<u64>,
+) {
+    let width = area.width as usize;
+    if width == 0 {
+        return;
+    }
+    let end = w.start_ns + w.len_ns;
+    let per_cell = w.len_ns as f64 / width as f64;
+    // The first span that may reach into the window (spans of a row rarely overlap).
+    let first = row.spans.partition_point(|s| s.start_ns < w.start_ns).saturating_sub(1);
+    let mut best: Vec<Option<(usize, u64)>> = vec![None; width];
+    for (i, s) in row.spans.iter().enumerate().skip(first) {
+        if s.start_ns >= end {
+            break;
+        }
+        if s.end_ns <= w.start_ns {
+            continue;
+        }
+        let x0 = ((s.start_ns.max(w.start_ns) - w.start_ns) as f64 / per_cell) as usize;
+        let x1 = (((s.end_ns.min(end) - w.start_ns) as f64 / per_cell).ceil() as usize)
+            .clamp(x0 + 1, width);
+        for cell in best.iter_mut().take(x1).skip(x0.min(width - 1)) {
+            let d = s.duration_ns();
+            if cell.map_or(true, |(_, bd)| d > bd) {
+                *cell = Some((i, d));
+            }
+        }
+    }
+    let mut x = 0;
+    while x < width {
+        let Some((i, _)) = best[x] else {
+            x += 1;
+            continue;
+        };
+        let run = best[x..].iter().take_while(|c| c.map(|(j, _)| j) == Some(i)).count();
+        let s = &row.spans[i];
+        let mut style = Style::new().bg(color(s)).fg(Color::Black);
+        if s.kind == SpanKind::Step && s.step == selected_step {
+            style = SELECTED.add_modifier(ratatui::style::Modifier::BOLD);
+        }
+        let label: String =
+            format!("{:<run$}", short_name(s), run = run).chars().take(run).collect();
+        buf.set_string(area.x + x as u16, area.y, label, style);
+        x += run;
+    }
+}
+
+fn short_name(s: &TimeSpan) -> String {
+    match s.kind {
+        SpanKind::Step => s.name.clone(),
+        SpanKind::Sync => "sync".to_string(),
+        _ => s.name.clone(),
+    }
+}
+
+fn color(s: &TimeSpan) -> Color {
+    match s.kind {
+        SpanKind::Step => Color::Gray,
+        SpanKind::Scope => Color::Magenta,
+        SpanKind::Sync => Color::DarkGray,
+        SpanKind::GraphBuild => phase_color("build"),
+        SpanKind::Lower => phase_color("lower"),
+        SpanKind::Compile => phase_color("compile"),
+        SpanKind::Execute => phase_color("execute"),
+        SpanKind::TransferToDevice | SpanKind::HostRead => phase_color("transfer"),
+    }
+}
+
+/// Tick marks on the last line of the tracks.
+fn axis(buf: &mut Buffer, inner: Rect, w: Window) {
+    if inner.height == 0 || inner.width <= LABEL + 10 {
+        return;
+    }
+    let y = inner.bottom() - 1;
+    let width = inner.width - LABEL;
+    let ticks = (width / 20).max(1);
+    for t in 0..ticks {
+        let x = t * width / ticks;
+        let at = w.start_ns + (w.len_ns as f64 * x as f64 / width as f64) as u64;
+        buf.set_stringn(inner.x + LABEL + x, y, format!("|{}", format_ns(at as f64)), 19, DIM);
+    }
+}
+
+fn step_details(f: &mut Frame, app: &App, area: Rect) {
+    let mut lines = Vec::new();
+    match app.step_selected.and_then(|i| app.model.steps.get(i)) {
+        Some(s) => {
+            let mut spans = vec![
+                Span::styled(format!(" step {} ", s.index), BOLD),
+                Span::raw(format!(
+                    "{} · {} syncs ({} forced by a value read) · {} compiles  ",
+                    format_ns(s.duration_ns as f64),
+                    s.syncs,
+                    s.value_read_syncs,
+                    s.compiles
+                )),
+            ];
+            for (name, ns) in s.phases() {
+                spans.push(Span::styled("█", Style::new().fg(phase_color(name))));
+                spans.push(Span::raw(format!("{name} {}  ", format_ns(ns as f64))));
+            }
+            lines.push(Line::from(spans));
+            let p = &app.model.profile;
+            for sync in p.syncs.iter().filter(|x| x.step == s.index) {
+                let graph = sync.hash.map(short_hash).unwrap_or_else(|| "-".into());
+                let how = if sync.compiled() { "compiled" } else { "cached" };
+                lines.push(Line::raw(format!(
+                    "   sync ({}) graph {graph} {how}, {} at {}",
+                    sync.cause.describe(),
+                    format_ns(sync.duration_ns() as f64),
+                    p.location(sync.location)
+                )));
+            }
+        }
+        None => lines.push(Line::styled(" j k select a step; m the slowest", DIM)),
+    }
+    let mut strips = Vec::new();
+    let list: Vec<String> = app
+        .model
+        .slowest_steps
+        .iter()
+        .map(|&i| &app.model.steps[i])
+        .map(|s| format!("#{} {}", s.index, format_ns(s.duration_ns as f64)))
+        .collect();
+    strips
+        .push(Line::from(vec![Span::styled(" slowest steps: ", BOLD), Span::raw(list.join("  "))]));
+    let recent: Vec<String> = app
+        .model
+        .steps
+        .iter()
+        .rev()
+        .take(8)
+        .map(|s| format!("#{} {}", s.index, format_ns(s.duration_ns as f64)))
+        .collect();
+    strips.push(Line::from(vec![
+        Span::styled(" recent steps:  ", BOLD),
+        Span::raw(recent.join("  ")),
+    ]));
+    strips.extend(lines);
+    f.render_widget(Paragraph::new(strips).block(Block::bordered().title(" steps ")), area);
+}

@@ -1,0 +1,382 @@
+//! The terminal UI on profiles recorded from the real engine: each view drawn at 80x24 and at a
+//! larger size (snapshots, with times, hashes and paths redacted), and what the keys do.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use xlaprof_core::nn::{Adam, Module, Optimizer};
+use xlaprof_profiler::{Recording, Thresholds};
+use xlaprof_samples::{Mlp, Prototypes};
+
+use super::app::{App, Tab};
+use super::draw::frame;
+use super::source::Source;
+
+fn dir() -> PathBuf {
+    // A fixed-width name: the snapshots show paths cut at the screen's edge.
+    let d = std::env::temp_dir().join(format!("xlaprof-tui-tests-{:010}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A short training run with the two mistakes the views must show: a ragged last batch (a
+/// second graph) and a loss read inside the step (a hidden sync), inside a named scope.
+fn recorded() -> &'static Path {
+    static FILE: OnceLock<PathBuf> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let path = dir().join("train.xlaprof");
+        let mut data = Prototypes::new(4, 16, 3);
+        let model = Mlp::new(&[16, 32, 4], 5).unwrap();
+        let mut opt = Adam::new(model.parameters(), 1e-2).unwrap();
+        let recording = Recording::to_file(&path).unwrap();
+        for batch in [8usize, 8, 8, 5, 8, 8] {
+            let _scope = xlaprof_core::events::scope("train step");
+            let (x, y) = data.batch(batch, 1.0).unwrap();
+            opt.zero_grad();
+            let loss = model.forward(&x).unwrap().cross_entropy(&y).unwrap();
+            loss.backward().unwrap();
+            opt.step().unwrap();
+            assert!(loss.item().unwrap().is_finite());
+            xlaprof_core::step().unwrap();
+        }
+        recording.stop();
+        path
+    })
+}
+
+/// The same profile on a made-up clock (a record every millisecond, every duration half of
+/// one), so snapshots are the same from run to run while everything else is as recorded.
+fn on_fixed_clock() -> &'static Path {
+    use xlaprof_profiler::file::{frame as encode, header, read};
+    use xlaprof_profiler::record::Record;
+    static FILE: OnceLock<PathBuf> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let mut bytes = header();
+        for (i, mut r) in read(recorded()).unwrap().records.into_iter().enumerate() {
+            let at = (i as u64 + 1) * 1_000_000;
+            match &mut r {
+                Record::SyncBegin { t, .. }
+                | Record::CacheLookup { t, .. }
+                | Record::Step { t, .. }
+                | Record::ScopeBegin { t, .. }
+                | Record::ScopeEnd { t, .. } => *t = at,
+                Record::GraphBuilt { t, dur, .. }
+                | Record::Lowered { t, dur, .. }
+                | Record::Compiled { t, dur, .. }
+                | Record::Transfer { t, dur, .. }
+                | Record::Executed { t, dur, .. }
+                | Record::SyncEnd { t, dur, .. }
+                | Record::ValueRead { t, dur, .. } => {
+                    *t = at;
+                    *dur = 500_000;
+                }
+                _ => {}
+            }
+            bytes.extend(encode(&r));
+        }
+        let path = dir().join("fixed-clock.xlaprof");
+        std::fs::write(&path, bytes).unwrap();
+        path
+    })
+}
+
+fn app() -> App {
+    App::new(Source::open(recorded()), Thresholds::default())
+}
+
+fn app_on_fixed_clock() -> App {
+    App::new(Source::open(on_fixed_clock()), Thresholds::default())
+}
+
+fn render(app: &App, width: u16, height: u16) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|f| frame(f, app)).unwrap();
+    let buf = terminal.backend().buffer();
+    let mut out = String::new();
+    for y in 0..height {
+        let line: String = (0..width).map(|x| buf[(x, y)].symbol()).collect();
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn key(app: &mut App, code: KeyCode) {
+    app.on_key(KeyEvent::new(code, KeyModifiers::NONE));
+}
+
+fn keys(app: &mut App, text: &str) {
+    for c in text.chars() {
+        key(app, KeyCode::Char(c));
+    }
+}
+
+/// Paths and the test binary's name change from run to run, graph hashes whenever the engine
+/// changes (replaced by marks of the same width, so the layout shows as it is).
+macro_rules! snapshot {
+    ($name:expr, $text:expr) => {
+        insta::with_settings!({filters => vec![
+            (r"/\S*xlaprof-tui-tests-\d+/", "[dir]/"),
+            (r"xlaprof-[0-9a-f]{16}", "xlaprof-[test binary...]"),
+            (r"\b[0-9a-f]{16}\b", "[graph hash....]"),
+            (r"\b[0-9a-f]{8}\b", "[graph.]"),
+        ]}, {
+            insta::assert_snapshot!($name, $text);
+        });
+    };
+}
+
+#[test]
+fn every_view_at_80x24_and_at_140x40() {
+    let mut app = app_on_fixed_clock();
+    for (tab, name) in [
+        (Tab::Overview, "overview"),
+        (Tab::Graphs, "graphs"),
+        (Tab::Timeline, "timeline"),
+        (Tab::Metrics, "metrics"),
+        (Tab::Diagnostics, "diagnostics"),
+    ] {
+        app.tab = tab;
+        snapshot!(format!("{name}_80x24"), render(&app, 80, 24));
+        if tab != Tab::Metrics {
+            snapshot!(format!("{name}_140x40"), render(&app, 140, 40));
+        }
+    }
+}
+
+#[test]
+fn the_overview_shows_the_findings_of_the_real_run() {
+    let app = app();
+    let screen = render(&app, 120, 40);
+    assert!(screen.contains("steps 6"), "{screen}");
+    assert!(screen.contains("recompile"), "{screen}");
+    assert!(screen.contains("hidden sync"), "{screen}");
+    assert!(screen.contains("src/tui/tests.rs:"), "findings point at this file: {screen}");
+}
+
+#[test]
+fn drilling_into_a_graph_shows_its_history_ops_and_stablehlo() {
+    let mut app = app_on_fixed_clock();
+    key(&mut app, KeyCode::Char('2'));
+    assert_eq!(app.tab, Tab::Graphs);
+    // The second version of the training step's graph (the ragged batch) explains itself.
+    keys(&mut app, "/");
+    for c in "tests.rs".chars() {
+        key(&mut app, KeyCode::Char(c));
+    }
+    key(&mut app, KeyCode::Enter);
+    assert!(!app.editing_filter);
+    let shown = app.visible_graphs();
+    let v2 =
+        shown.iter().position(|&i| app.model.graphs[i].version == 2).expect("a second version");
+    for _ in 0..v2 {
+        key(&mut app, KeyCode::Down);
+    }
+    key(&mut app, KeyCode::Enter);
+    let hash = app.graph_detail.expect("drilled into a graph");
+    assert_eq!(app.model.graphs.iter().find(|g| g.hash == hash).unwrap().version, 2);
+    let screen = render(&app, 140, 40);
+    assert!(screen.contains("recompile history"), "{screen}");
+    assert!(screen.contains("changed from f32[8,16] to f32[5,16]"), "{screen}");
+    assert!(screen.contains("stablehlo.") || screen.contains("func.func"), "{screen}");
+    snapshot!("graph_detail_140x40", screen);
+    snapshot!("graph_detail_80x24", render(&app, 80, 24));
+    // j scrolls the StableHLO; Esc goes back to the list, still filtered.
+    keys(&mut app, "jjj");
+    assert_eq!(app.detail_scroll, 3);
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.graph_detail, None);
+    assert_eq!(app.graphs.filter, "tests.rs");
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.graphs.filter, "");
+}
+
+#[test]
+fn sort_orders_by_the_chosen_column_and_again_reverses() {
+    let mut app = app();
+    key(&mut app, KeyCode::Char('4'));
+    // Column 1 is the count.
+    key(&mut app, KeyCode::Right);
+    key(&mut app, KeyCode::Char('s'));
+    let counts = |app: &App| -> Vec<u64> {
+        app.visible_metrics().iter().map(|&i| app.model.analysis.metrics.metrics[i].count).collect()
+    };
+    let down = counts(&app);
+    assert!(down.windows(2).all(|w| w[0] >= w[1]), "{down:?}");
+    assert!(down.first() > down.last(), "the counts differ: {down:?}");
+    key(&mut app, KeyCode::Char('s'));
+    let up = counts(&app);
+    assert!(up.windows(2).all(|w| w[0] <= w[1]), "{up:?}");
+    assert!(render(&app, 100, 30).contains("count▲"));
+}
+
+#[test]
+fn filter_keeps_matching_rows_and_esc_clears_it() {
+    let mut app = app();
+    key(&mut app, KeyCode::Char('4'));
+    let all = app.visible_metrics().len();
+    key(&mut app, KeyCode::Char('/'));
+    keys(&mut app, "compile");
+    assert!(app.editing_filter);
+    let names: Vec<&str> =
+        app.visible_metrics().iter().map(|&i| app.model.analysis.metrics.metrics[i].name).collect();
+    assert!(!names.is_empty() && names.len() < all, "{names:?}");
+    assert!(names.iter().all(|n| n.to_lowercase().contains("compile")), "{names:?}");
+    // While typing, q is part of the filter, not quit.
+    key(&mut app, KeyCode::Char('q'));
+    assert!(!app.quit);
+    key(&mut app, KeyCode::Backspace);
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.visible_metrics().len(), all);
+}
+
+#[test]
+fn navigation_tabs_help_pause_and_quit() {
+    let mut app = app_on_fixed_clock();
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.tab, Tab::Graphs);
+    app.on_key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT));
+    key(&mut app, KeyCode::BackTab);
+    assert_eq!(app.tab, Tab::Diagnostics);
+    key(&mut app, KeyCode::Char('?'));
+    assert!(app.help);
+    let screen = render(&app, 80, 24);
+    assert!(screen.contains("pause live updates"), "{screen}");
+    snapshot!("help_80x24", screen);
+    key(&mut app, KeyCode::Char('x'));
+    assert!(!app.help, "any key closes the help");
+    key(&mut app, KeyCode::Char(' '));
+    assert!(app.paused);
+    assert!(!app.tick(), "a paused UI does not redraw for new data");
+    key(&mut app, KeyCode::Char(' '));
+    assert!(!app.paused);
+    app.on_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+    assert!(app.quit);
+}
+
+#[test]
+fn a_finding_opens_from_the_overview_and_leads_to_its_graph() {
+    let mut app = app();
+    let recompile = app
+        .model
+        .analysis
+        .diagnostics
+        .iter()
+        .position(|d| d.kind == xlaprof_profiler::diagnostics::Kind::Recompile)
+        .expect("a recompile finding");
+    for _ in 0..recompile {
+        key(&mut app, KeyCode::Char('j'));
+    }
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.tab, Tab::Diagnostics);
+    assert!(app.diagnostic_detail);
+    let screen = render(&app, 120, 40);
+    assert!(screen.contains("what changed"), "{screen}");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.tab, Tab::Graphs);
+    let hash = app.graph_detail.expect("the finding's graph");
+    assert!(app.model.analysis.diagnostics[recompile].graphs.contains(&hash));
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.graph_detail, None);
+}
+
+#[test]
+fn the_timeline_zooms_pans_and_finds_the_slowest_step() {
+    let mut app = app();
+    key(&mut app, KeyCode::Char('3'));
+    assert_eq!(app.window, None);
+    key(&mut app, KeyCode::Char('m'));
+    let slowest = app.step_selected.expect("a step");
+    let max = app.model.steps.iter().map(|s| s.duration_ns).max().unwrap();
+    assert_eq!(app.model.steps[slowest].duration_ns, max);
+    let w = app.window.expect("zoomed to the step");
+    assert!(w.len_ns < app.model.end_ns);
+    key(&mut app, KeyCode::Char('-'));
+    let wider = app.current_window();
+    assert!(wider.len_ns > w.len_ns);
+    key(&mut app, KeyCode::Char('+'));
+    key(&mut app, KeyCode::Char('+'));
+    let narrower = app.current_window();
+    assert!(narrower.len_ns < w.len_ns);
+    let before = app.current_window().start_ns;
+    key(&mut app, KeyCode::Left);
+    assert!(app.current_window().start_ns < before || before == 0);
+    key(&mut app, KeyCode::Char('j'));
+    assert_eq!(app.step_selected, Some((slowest + 1).min(app.model.steps.len() - 1)));
+    let screen = render(&app, 120, 30);
+    assert!(screen.contains("slowest steps"), "{screen}");
+    key(&mut app, KeyCode::Char('0'));
+    assert_eq!(app.window, None);
+}
+
+#[test]
+fn hostile_strings_are_shown_inert() {
+    use xlaprof_profiler::file::{frame as encode, header};
+    use xlaprof_profiler::record::{Location, Meta, Record};
+    let path = dir().join("hostile.xlaprof");
+    let mut bytes = header();
+    let meta = Meta { program: "evil\x1b]0;pwned\x07\x1b[2J".into(), ..Meta::default() };
+    bytes.extend(encode(&Record::Meta(meta)));
+    bytes.extend(encode(&Record::Location {
+        id: 0,
+        location: Location {
+            file: "a\u{202e}b.rs".into(),
+            line: 1,
+            function: "\x1b[31mred".into(),
+        },
+    }));
+    std::fs::write(&path, bytes).unwrap();
+    let app = App::new(Source::open(&path), Thresholds::default());
+    let screen = render(&app, 100, 24);
+    assert!(!screen.contains('\x1b') && !screen.contains('\u{202e}') && !screen.contains('\x07'));
+    assert!(screen.contains("evil\u{fffd}]0;pwned"), "{screen}");
+}
+
+#[test]
+fn missing_corrupt_and_truncated_files_show_what_they_can() {
+    let missing =
+        App::new(Source::open(Path::new("no-such-folder/nope.xlaprof")), Thresholds::default());
+    let screen = render(&missing, 80, 24);
+    assert!(screen.contains("cannot show this profile"), "{screen}");
+    assert!(screen.contains("nope.xlaprof"), "{screen}");
+    snapshot!("error_missing_80x24", screen);
+
+    let garbage = dir().join("garbage.xlaprof");
+    std::fs::write(&garbage, b"this is not a profile at all").unwrap();
+    let screen = render(&App::new(Source::open(&garbage), Thresholds::default()), 80, 24);
+    assert!(screen.contains("cannot show this profile"), "{screen}");
+
+    // The first half of a real profile: the views open on what was read, with a warning.
+    let whole = std::fs::read(recorded()).unwrap();
+    let half = dir().join("half.xlaprof");
+    std::fs::write(&half, &whole[..whole.len() / 2]).unwrap();
+    let app = App::new(Source::open(&half), Thresholds::default());
+    assert!(!app.source.profile.warnings.is_empty());
+    let screen = render(&app, 100, 24);
+    assert!(screen.contains("⚠ 1 warning"), "{screen}");
+    assert!(screen.contains("steps"), "{screen}");
+}
+
+#[test]
+fn following_a_growing_file_shows_new_steps() {
+    let whole = std::fs::read(recorded()).unwrap();
+    let growing = dir().join("growing.xlaprof");
+    let cut = whole.len() / 3;
+    std::fs::write(&growing, &whole[..cut]).unwrap();
+    let mut app = App::new(Source::follow(&growing), Thresholds::default());
+    let before = app.model.steps.len();
+    assert!(app.source.profile.warnings.is_empty(), "an unfinished record is not damage");
+    std::fs::write(&growing, &whole).unwrap();
+    let start = std::time::Instant::now();
+    let mut redrawn = false;
+    while app.model.steps.len() < 6 {
+        assert!(start.elapsed().as_secs() < 10, "the new steps never showed");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        redrawn |= app.tick();
+    }
+    assert!(redrawn, "new records redraw");
+    assert!(before < 6);
+}
