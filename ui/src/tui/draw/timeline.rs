@@ -92,7 +92,14 @@ fn paint_row(
         };
         let run = best[x..].iter().take_while(|c| c.map(|(j, _)| j) == Some(i)).count();
         let s = &row.spans[i];
-        let mut style = Style::new().bg(color(s)).fg(Color::Black);
+        let bg = color(s);
+        // Dark text on light fills, light text on dark ones: the fill sets the contrast, not the
+        // terminal's theme.
+        let fg = match bg {
+            Color::DarkGray | Color::Blue | Color::Red | Color::Magenta => Color::White,
+            _ => Color::Black,
+        };
+        let mut style = Style::new().bg(bg).fg(fg);
         if s.kind == SpanKind::Step && s.step == selected_step {
             style = SELECTED.add_modifier(ratatui::style::Modifier::BOLD);
         }
