@@ -138,6 +138,13 @@ fn status_line(f: &mut Frame, app: &App, area: Rect) {
     let program = if s.program.is_empty() { "?" } else { s.program.as_str() };
     spans.push(Span::raw(format!("  {}  ", program)));
     spans.push(Span::styled(super::text::clean(&app.source.path.display().to_string()), DIM));
+    let exited = app.source.program.as_ref().is_some_and(|p| p.status.is_some());
+    if exited && app.model.profile.records == 0 && !app.source.path.exists() {
+        spans.push(Span::styled(
+            "  ⚠ the program wrote no profile: is it built on xlaprof, calling init_from_env()?",
+            WARN,
+        ));
+    }
     let warnings = &app.model.profile.warnings;
     if let Some(first) = warnings.first() {
         spans.push(Span::styled(
