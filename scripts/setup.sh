@@ -51,4 +51,5 @@ if ! have_libclang; then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libclang-dev >/dev/null
 fi
+bash "$root/scripts/setup_gui.sh"
 say "ready: plugin in .venv, libclang present"
