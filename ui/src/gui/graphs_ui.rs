@@ -36,14 +36,14 @@ pub fn show(ui: &mut egui::Ui, model: &Model, view: &mut GraphsView, selection: 
         );
         return;
     };
-    ui.horizontal(|ui| {
+    ui.horizontal_wrapped(|ui| {
+        ui.selectable_value(&mut view.diagram, false, "Side by side");
+        ui.selectable_value(&mut view.diagram, true, "Diagram");
+        ui.separator();
         pick_ui(ui, "older", model, &mut selection.compare, true);
         let mut graph = selection.graph;
         pick_ui(ui, "newer", model, &mut graph, false);
         selection.graph = graph;
-        ui.separator();
-        ui.selectable_value(&mut view.diagram, false, "Side by side");
-        ui.selectable_value(&mut view.diagram, true, "Diagram");
     });
     let graph_b = model.profile.graphs.get(&b.hash);
     let a = selection.compare.and_then(|h| model.graph(h));
@@ -125,7 +125,7 @@ fn pick_ui(
 ) {
     let text =
         value.and_then(|h| model.graph(h)).map(version_label).unwrap_or_else(|| "(none)".into());
-    egui::ComboBox::from_label(label).selected_text(text).width(360.0).show_ui(ui, |ui| {
+    egui::ComboBox::from_label(label).selected_text(text).width(300.0).show_ui(ui, |ui| {
         if allow_none {
             ui.selectable_value(value, None, "(none)");
         }
@@ -157,7 +157,7 @@ fn side_by_side_ui(
         _ => None,
     });
     let highlight = Color32::from_rgba_unmultiplied(230, 180, 40, 90);
-    let column_width = ((ui.available_width() - 24.0) / 2.0).max(200.0);
+    let column_width = ((ui.available_width() - 16.0) / 2.0).max(200.0);
     let title = |g: Option<&Graph>| {
         g.map(|g| {
             format!(
@@ -173,8 +173,16 @@ fn side_by_side_ui(
     // Inputs, row by row.
     let inputs = a.map_or(0, |g| g.def.inputs.len()).max(b.map_or(0, |g| g.def.inputs.len()));
     ui.horizontal(|ui| {
-        ui.add_sized([column_width, 18.0], egui::Label::new(RichText::new(title(a)).strong()));
-        ui.add_sized([column_width, 18.0], egui::Label::new(RichText::new(title(b)).strong()));
+        for g in [a, b] {
+            ui.allocate_ui_with_layout(
+                egui::vec2(column_width, 18.0),
+                egui::Layout::left_to_right(egui::Align::Center),
+                |ui| {
+                    ui.set_min_width(column_width);
+                    ui.label(RichText::new(title(g)).strong());
+                },
+            );
+        }
     });
     egui::ScrollArea::vertical().id_salt("inputs").max_height(140.0).show(ui, |ui| {
         for i in 0..inputs {
@@ -240,10 +248,21 @@ fn side_by_side_ui(
 }
 
 fn cell_ui(ui: &mut egui::Ui, width: f32, text: &str, fill: Option<Color32>) {
-    let label = egui::Label::new(RichText::new(text).monospace()).truncate();
-    let response = ui.add_sized([width, 18.0], label);
-    if let Some(fill) = fill {
-        ui.painter().rect_filled(response.rect, 2.0, fill);
-    }
+    let size = egui::vec2(width, 18.0);
+    let layout = egui::Layout::left_to_right(egui::Align::Center);
+    let response = ui
+        .allocate_ui_with_layout(size, layout, |ui| {
+            ui.set_min_size(size);
+            ui.set_max_width(width);
+            if let Some(fill) = fill {
+                ui.painter().rect_filled(
+                    egui::Rect::from_min_size(ui.cursor().min, size),
+                    2.0,
+                    fill,
+                );
+            }
+            ui.add(egui::Label::new(RichText::new(text).monospace()).truncate())
+        })
+        .inner;
     response.on_hover_text(text);
 }

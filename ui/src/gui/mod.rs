@@ -212,7 +212,14 @@ impl GuiApp {
         let model = Model::new(profile, &self.thresholds);
         let keep_view = self.model.is_some() && self.source.as_ref().is_some_and(|s| s.is_live());
         if !keep_view {
-            self.selection = Selection::default();
+            // The graphs panel opens on the latest recompile and the graph it replaced.
+            let latest =
+                model.graphs.iter().rev().find(|g| g.previous.is_some()).or(model.graphs.last());
+            self.selection = Selection {
+                graph: latest.map(|g| g.hash),
+                compare: latest.and_then(|g| g.previous),
+                ..Selection::default()
+            };
             self.timeline = timeline_ui::TimelineView::default();
         }
         self.model = Some(model);

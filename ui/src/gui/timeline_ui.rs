@@ -17,7 +17,7 @@ const ROW_HEIGHT: f32 = 20.0;
 const GUTTER: f32 = 90.0;
 const AXIS_HEIGHT: f32 = 18.0;
 /// How many steps the strip shows in each group.
-const STRIP_STEPS: usize = 12;
+const STRIP_STEPS: usize = 10;
 
 /// The visible time range, in ns; `None` until the first frame fits the whole profile.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -75,10 +75,8 @@ pub fn show(
 
     let rows = &model.rows;
     let height = AXIS_HEIGHT + rows.len() as f32 * ROW_HEIGHT + 4.0;
-    let (rect, response) = ui.allocate_exact_size(
-        Vec2::new(ui.available_width(), height.max(ui.available_height().min(400.0))),
-        Sense::click_and_drag(),
-    );
+    let (rect, response) =
+        ui.allocate_exact_size(Vec2::new(ui.available_width(), height), Sense::click_and_drag());
     let tracks = Rect::from_min_max(Pos2::new(rect.left() + GUTTER, rect.top()), rect.max);
     let ns_per_px = (to - from) / tracks.width().max(1.0) as f64;
 
@@ -226,6 +224,75 @@ pub fn show(
     } else if response.clicked() {
         selection.span = None;
     }
+    ui.add_space(8.0);
+    step_phases_ui(ui, model, selection);
+}
+
+/// Where the time of one step went (the selected span's step, else the slowest), as one bar.
+fn step_phases_ui(ui: &mut egui::Ui, model: &Model, selection: &Selection) {
+    let selected = selection.span.and_then(|i| model.spans.get(i)).and_then(|s| s.step);
+    let Some(step) =
+        selected.and_then(|n| model.steps.iter().find(|s| s.index == n)).or_else(|| {
+            model.slowest_steps.first().and_then(|&n| model.steps.iter().find(|s| s.index == n))
+        })
+    else {
+        return;
+    };
+    let which = if selected.is_some() { "selected" } else { "slowest" };
+    ui.label(
+        egui::RichText::new(format!(
+            "Step {} ({which}): {}, {} sync(s), {} compile(s), {} forced by value reads",
+            step.index,
+            format_ns(step.duration_ns as f64),
+            step.syncs,
+            step.compiles,
+            step.value_read_syncs
+        ))
+        .strong(),
+    );
+    let (rect, _) = ui.allocate_exact_size(Vec2::new(ui.available_width(), 26.0), Sense::hover());
+    let painter = ui.painter_at(rect);
+    let total = step.duration_ns.max(1) as f32;
+    let mut x = rect.left();
+    for (name, ns) in step.phases() {
+        let width = rect.width() * ns as f32 / total;
+        if width <= 0.0 {
+            continue;
+        }
+        let r = Rect::from_min_size(Pos2::new(x, rect.top()), Vec2::new(width, rect.height()));
+        painter.rect_filled(r, 0.0, phase_color(name));
+        if width > 60.0 {
+            painter.text(
+                r.left_center() + Vec2::new(4.0, 0.0),
+                Align2::LEFT_CENTER,
+                name,
+                FontId::proportional(12.0),
+                Color32::BLACK,
+            );
+        }
+        x += width;
+    }
+    ui.horizontal_wrapped(|ui| {
+        for (name, ns) in step.phases() {
+            ui.label(egui::RichText::new("    ").background_color(phase_color(name)));
+            ui.label(format!(
+                "{name} {} ({:.0}%)",
+                format_ns(ns as f64),
+                ns as f32 / total * 100.0
+            ));
+        }
+    });
+}
+
+fn phase_color(phase: &str) -> Color32 {
+    match phase {
+        "build" => kind_color(SpanKind::GraphBuild),
+        "lower" => kind_color(SpanKind::Lower),
+        "compile" => kind_color(SpanKind::Compile),
+        "transfer" => kind_color(SpanKind::TransferToDevice),
+        "execute" => kind_color(SpanKind::Execute),
+        _ => Color32::from_rgb(150, 150, 150),
+    }
 }
 
 /// The span of `row` under time `at_ns` (or within `slack_ns` of it), innermost last drawn.
@@ -286,7 +353,7 @@ fn step_strip_ui(
     let mut step_button = |ui: &mut egui::Ui, index: u64| {
         let Some(step) = model.steps.iter().find(|s| s.index == index) else { return };
         let fraction = step.duration_ns as f32 / max_ns as f32;
-        let (rect, response) = ui.allocate_exact_size(Vec2::new(44.0, 34.0), Sense::click());
+        let (rect, response) = ui.allocate_exact_size(Vec2::new(34.0, 34.0), Sense::click());
         let painter = ui.painter_at(rect);
         painter.rect_filled(rect, 2.0, ui.visuals().faint_bg_color);
         let bar_height = (rect.height() - 12.0) * fraction.max(0.05);
@@ -322,18 +389,20 @@ fn step_strip_ui(
                 model.spans.iter().position(|s| s.kind == SpanKind::Step && s.step == Some(index));
         }
     };
-    ui.horizontal(|ui| {
-        ui.label("recent");
-        let recent: Vec<u64> =
-            model.steps.iter().rev().take(STRIP_STEPS).map(|s| s.index).rev().collect();
-        for index in recent {
-            step_button(ui, index);
-        }
-        ui.separator();
-        ui.label("slowest");
-        for &index in model.slowest_steps.iter().take(STRIP_STEPS) {
-            step_button(ui, index);
-        }
+    egui::ScrollArea::horizontal().id_salt("step-strip").show(ui, |ui| {
+        ui.horizontal(|ui| {
+            ui.label("recent");
+            let recent: Vec<u64> =
+                model.steps.iter().rev().take(STRIP_STEPS).map(|s| s.index).rev().collect();
+            for index in recent {
+                step_button(ui, index);
+            }
+            ui.separator();
+            ui.label("slowest");
+            for &index in model.slowest_steps.iter().take(STRIP_STEPS) {
+                step_button(ui, index);
+            }
+        })
     });
 }
 
