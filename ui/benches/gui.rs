@@ -9,8 +9,9 @@
 //! OpenGL), measured on the panels as a user would see them; uploading and drawing the triangles
 //! on the GPU is not included. Launch to first frame runs `xlaprof gui` under Xvfb when present.
 
-// The viewer is compiled into this bench from its sources (the command line is a binary crate).
-#[allow(dead_code)]
+// The viewer is compiled into this bench from its sources (the command line is a binary crate);
+// cargo builds benches with `cfg(test)`, so its test module comes along, unused.
+#[allow(dead_code, unused_imports)]
 #[path = "../src/gui/mod.rs"]
 mod gui;
 
@@ -41,9 +42,9 @@ fn memory_mib() -> (f64, f64) {
 /// Records tiny syncs until the file holds at least `events` records.
 fn record(path: &Path, events: u64) -> Result<u64> {
     let x = Tensor::from_slice(&[1f32; 4], &[4])?;
-    // About 8 records per sync; a few more syncs than needed, then stop at the count.
+    // About 7 records per sync (begin, built, lookup, transfer, execute, end, step): a margin.
     let recording = Recording::to_file(path)?;
-    let syncs = events / 8 + 1000;
+    let syncs = events / 6 + 1000;
     for _ in 0..syncs {
         let _y = x.add_scalar(1.0)?;
         xlaprof_core::step()?;
@@ -72,6 +73,7 @@ fn frame_times(app: &mut gui::GuiApp, frames: usize, zoom: bool) -> (f64, f64) {
                 delta: egui::vec2(0.0, if (i / 20) % 2 == 0 { 40.0 } else { -40.0 }),
                 modifiers: egui::Modifiers::NONE,
                 phase: egui::TouchPhase::Move,
+                source: egui::MouseWheelSource::Wheel,
             });
         }
         let start = Instant::now();
@@ -134,6 +136,7 @@ fn launch_to_first_frame(file: &Path) -> Result<Vec<(f64, f64)>> {
     }
     let _ = server.kill();
     let _ = server.wait();
+    let _ = std::fs::remove_dir_all(&home);
     Ok(runs)
 }
 

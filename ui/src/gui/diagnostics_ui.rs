@@ -98,7 +98,7 @@ pub fn show(ui: &mut egui::Ui, model: &Model, selection: &mut Selection) -> Opti
         }
     });
     if let Some((0, 0, Tab::Graphs)) = jump {
-        return Some((0, model.end_ns(), Tab::Graphs));
+        return Some((0, model.end_ns, Tab::Graphs));
     }
     jump
 }

@@ -330,7 +330,7 @@ impl GuiApp {
                         m.profile.records,
                         m.spans.len(),
                         m.steps.len(),
-                        format_ns(m.end_ns() as f64)
+                        format_ns(m.end_ns as f64)
                     ));
                 }
                 (None, _) => {

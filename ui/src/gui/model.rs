@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use xlaprof_profiler::export::flame;
 use xlaprof_profiler::file::Follower;
-use xlaprof_profiler::timeline::{self, Span, LANES};
+use xlaprof_profiler::timeline::{self, Span, SpanKind, LANES};
 use xlaprof_profiler::views::{self, GraphRow, StepPhases};
 use xlaprof_profiler::{analyze, Analysis, Profile, Thresholds};
 
@@ -16,6 +16,11 @@ pub struct TimelineRow {
     pub depth: u32,
     /// Indexes into `Model::spans`, sorted by start time.
     pub spans: Vec<u32>,
+    /// Start, end and kind of each of `spans`, side by side: a zoomed-out frame reads every
+    /// span of a row, and these few bytes each are all it needs.
+    pub starts: Vec<u64>,
+    pub ends: Vec<u64>,
+    pub kinds: Vec<SpanKind>,
     /// `max_end_ns[i]`: the latest end of `spans[..=i]`; non-decreasing, so the first span that
     /// can reach into a visible range is found by binary search even when spans overlap.
     pub max_end_ns: Vec<u64>,
@@ -23,9 +28,9 @@ pub struct TimelineRow {
 
 impl TimelineRow {
     /// The range of `spans` that can intersect `[from_ns, to_ns]`.
-    pub fn visible(&self, starts: &[u64], from_ns: u64, to_ns: u64) -> std::ops::Range<usize> {
+    pub fn visible(&self, from_ns: u64, to_ns: u64) -> std::ops::Range<usize> {
         let first = self.max_end_ns.partition_point(|&end| end < from_ns);
-        let last = first + self.spans[first..].partition_point(|&i| starts[i as usize] <= to_ns);
+        let last = first + self.starts[first..].partition_point(|&start| start <= to_ns);
         first..last
     }
 }
@@ -82,21 +87,45 @@ pub struct Model {
     pub profile: Profile,
     pub analysis: Analysis,
     pub spans: Vec<Span>,
-    /// `spans[i].start_ns`, contiguous, for the culling binary searches.
-    pub span_starts: Vec<u64>,
     pub rows: Vec<TimelineRow>,
     pub steps: Vec<StepPhases>,
     pub graphs: Vec<GraphRow>,
     pub flame: FlameNode,
     /// Step indexes, slowest first.
     pub slowest_steps: Vec<u64>,
+    /// The last time anything happened (ns).
+    pub end_ns: u64,
+    /// The plots' series over steps, thinned to what a plot can show (see [`thin`]).
+    pub step_time_ms: Vec<[f64; 2]>,
+    pub hit_rate_percent: Vec<[f64; 2]>,
+}
+
+/// At most about `2 * buckets` points: the lowest and highest point of each run of consecutive
+/// points, in order, so spikes survive (a plot is a few thousand pixels wide at most).
+pub fn thin(points: Vec<[f64; 2]>, buckets: usize) -> Vec<[f64; 2]> {
+    if points.len() <= 2 * buckets {
+        return points;
+    }
+    let per = points.len().div_ceil(buckets);
+    let mut out = Vec::with_capacity(2 * buckets);
+    for chunk in points.chunks(per) {
+        let lowest = chunk.iter().min_by(|a, b| a[1].total_cmp(&b[1])).copied();
+        let highest = chunk.iter().max_by(|a, b| a[1].total_cmp(&b[1])).copied();
+        if let (Some(lo), Some(hi)) = (lowest, highest) {
+            if lo[0] <= hi[0] {
+                out.extend([lo, hi]);
+            } else {
+                out.extend([hi, lo]);
+            }
+        }
+    }
+    out
 }
 
 impl Model {
     pub fn new(profile: Profile, thresholds: &Thresholds) -> Model {
         let analysis = analyze(&profile, thresholds);
         let spans = timeline::spans(&profile);
-        let span_starts: Vec<u64> = spans.iter().map(|s| s.start_ns).collect();
         let rows = timeline_rows(&spans);
         let steps = views::step_phases(&profile);
         let graphs = views::graph_rows(&profile);
@@ -104,11 +133,42 @@ impl Model {
         let mut by_time: Vec<&StepPhases> = steps.iter().collect();
         by_time.sort_by(|a, b| b.duration_ns.cmp(&a.duration_ns).then(a.index.cmp(&b.index)));
         let slowest_steps = by_time.iter().map(|s| s.index).collect();
-        Model { profile, analysis, spans, span_starts, rows, steps, graphs, flame, slowest_steps }
+        let end_ns = profile.end_ns().max(spans.iter().map(|s| s.end_ns).max().unwrap_or(0));
+        let step_time_ms = thin(
+            steps.iter().map(|s| [s.index as f64, s.duration_ns as f64 / 1e6]).collect(),
+            2000,
+        );
+        // A step's syncs that needed no compile, over its syncs.
+        let hit_rate_percent = thin(
+            steps
+                .iter()
+                .filter(|s| s.syncs > 0)
+                .map(|s| {
+                    let served = s.syncs.saturating_sub(s.compiles) as f64;
+                    [s.index as f64, served / s.syncs as f64 * 100.0]
+                })
+                .collect(),
+            2000,
+        );
+        Model {
+            profile,
+            analysis,
+            spans,
+            rows,
+            steps,
+            graphs,
+            flame,
+            slowest_steps,
+            end_ns,
+            step_time_ms,
+            hit_rate_percent,
+        }
     }
 
-    pub fn end_ns(&self) -> u64 {
-        self.profile.end_ns().max(self.spans.iter().map(|s| s.end_ns).max().unwrap_or(0))
+    /// The step with index `index` (steps are numbered from 1, in order, so this is a lookup).
+    pub fn step(&self, index: u64) -> Option<&StepPhases> {
+        let at = (index as usize).checked_sub(1).and_then(|i| self.steps.get(i));
+        at.filter(|s| s.index == index).or_else(|| self.steps.iter().find(|s| s.index == index))
     }
 
     pub fn graph(&self, hash: u64) -> Option<&GraphRow> {
@@ -124,13 +184,24 @@ fn timeline_rows(spans: &[Span]) -> Vec<TimelineRow> {
         let row = match rows.iter().position(|r| r.lane == lane && r.depth == depth) {
             Some(r) => r,
             None => {
-                rows.push(TimelineRow { lane, depth, spans: Vec::new(), max_end_ns: Vec::new() });
+                rows.push(TimelineRow {
+                    lane,
+                    depth,
+                    spans: Vec::new(),
+                    starts: Vec::new(),
+                    ends: Vec::new(),
+                    kinds: Vec::new(),
+                    max_end_ns: Vec::new(),
+                });
                 rows.len() - 1
             }
         };
         let row = &mut rows[row];
         let max_end = row.max_end_ns.last().copied().unwrap_or(0).max(s.end_ns);
         row.spans.push(i as u32);
+        row.starts.push(s.start_ns);
+        row.ends.push(s.end_ns);
+        row.kinds.push(s.kind);
         row.max_end_ns.push(max_end);
     }
     rows.sort_by_key(|r| (r.lane, r.depth));
@@ -214,18 +285,31 @@ mod tests {
     }
 
     #[test]
+    fn thinning_keeps_the_extremes_in_order() {
+        let points: Vec<[f64; 2]> =
+            (0..1000).map(|i| [i as f64, if i == 537 { 99.0 } else { 1.0 }]).collect();
+        let thinned = thin(points.clone(), 10);
+        assert!(thinned.len() <= 20);
+        assert!(thinned.contains(&[537.0, 99.0]));
+        assert!(thinned.windows(2).all(|w| w[0][0] <= w[1][0]));
+        assert_eq!(thin(points[..15].to_vec(), 10).len(), 15);
+    }
+
+    #[test]
     fn culling_finds_overlapping_and_later_spans() {
         // Spans: [0,100] [10,20] [30,40] [200,300]
-        let starts = [0u64, 10, 30, 200];
         let row = TimelineRow {
             lane: 0,
             depth: 0,
             spans: vec![0, 1, 2, 3],
+            starts: vec![0, 10, 30, 200],
+            ends: vec![100, 20, 40, 300],
+            kinds: vec![SpanKind::Step; 4],
             max_end_ns: vec![100, 100, 100, 300],
         };
-        assert_eq!(row.visible(&starts, 50, 60), 0..3);
-        assert_eq!(row.visible(&starts, 150, 160), 3..3);
-        assert_eq!(row.visible(&starts, 250, 400), 3..4);
-        assert_eq!(row.visible(&starts, 400, 500), 4..4);
+        assert_eq!(row.visible(50, 60), 0..3);
+        assert_eq!(row.visible(150, 160), 3..3);
+        assert_eq!(row.visible(250, 400), 3..4);
+        assert_eq!(row.visible(400, 500), 4..4);
     }
 }

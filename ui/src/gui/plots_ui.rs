@@ -16,8 +16,7 @@ pub fn show(ui: &mut egui::Ui, model: &Model) {
     egui::Grid::new("plots").num_columns(2).spacing([12.0, 8.0]).show(ui, |ui| {
         ui.vertical(|ui| {
             ui.strong("Step time (ms)");
-            let points: Vec<[f64; 2]> =
-                model.steps.iter().map(|s| [s.index as f64, s.duration_ns as f64 / 1e6]).collect();
+            let points = model.step_time_ms.clone();
             Plot::new("step-time").height(height).width(width).legend(Legend::default()).show(
                 ui,
                 |p| {
@@ -27,9 +26,11 @@ pub fn show(ui: &mut egui::Ui, model: &Model) {
         });
         ui.vertical(|ui| {
             ui.strong("Compiles per step");
+            // Steps without compiles draw nothing, so only the others become bars.
             let bars: Vec<Bar> = model
                 .steps
                 .iter()
+                .filter(|s| s.compiles > 0)
                 .map(|s| Bar::new(s.index as f64, s.compiles as f64).width(0.8))
                 .collect();
             Plot::new("compiles").height(height).width(width).show(ui, |p| {
@@ -39,16 +40,7 @@ pub fn show(ui: &mut egui::Ui, model: &Model) {
         ui.end_row();
         ui.vertical(|ui| {
             ui.strong("Cache hit rate per step (%)");
-            // A step's syncs that needed no compile, over its syncs.
-            let points: Vec<[f64; 2]> = model
-                .steps
-                .iter()
-                .filter(|s| s.syncs > 0)
-                .map(|s| {
-                    let served = s.syncs.saturating_sub(s.compiles) as f64;
-                    [s.index as f64, served / s.syncs as f64 * 100.0]
-                })
-                .collect();
+            let points = model.hit_rate_percent.clone();
             Plot::new("hit-rate").height(height).width(width).include_y(0.0).include_y(100.0).show(
                 ui,
                 |p| {

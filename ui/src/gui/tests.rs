@@ -133,7 +133,7 @@ fn show_in_timeline_highlights_and_frames_the_finding() {
     let model = app.model.as_ref().unwrap();
     let sync = model.profile.sync(app.selection.syncs[0]).unwrap();
     assert!(from <= sync.start_ns as f64 && to >= sync.end_ns as f64);
-    assert!(to - from < model.end_ns() as f64, "zoomed in on the sync");
+    assert!(to - from < model.end_ns as f64, "zoomed in on the sync");
 }
 
 #[test]

@@ -56,7 +56,7 @@ pub fn show(
     selection: &mut Selection,
     _settings: &mut Settings,
 ) {
-    let end_ns = model.end_ns().max(1) as f64;
+    let end_ns = model.end_ns.max(1) as f64;
     if let Some(focus) = view.pending_focus.take() {
         view.range = Some(focus);
     }
@@ -142,10 +142,11 @@ pub fn show(
             Pos2::new(tracks.left(), top),
             Pos2::new(tracks.right(), top + ROW_HEIGHT),
         ));
-        // A run of sub-pixel spans merged into one rectangle: (x0, x1, color).
-        let mut run: Option<(f32, f32, Color32)> = None;
-        let flush = |run: &mut Option<(f32, f32, Color32)>| {
-            if let Some((x0, x1, color)) = run.take() {
+        // A run of sub-pixel spans merged into one rectangle, coloured as its widest span:
+        // (x0, x1, color, widest).
+        let mut run: Option<(f32, f32, Color32, f32)> = None;
+        let flush = |run: &mut Option<(f32, f32, Color32, f32)>| {
+            if let Some((x0, x1, color, _)) = run.take() {
                 track_painter.rect_filled(
                     Rect::from_min_max(
                         Pos2::new(x0, top + 2.0),
@@ -156,22 +157,28 @@ pub fn show(
                 );
             }
         };
-        for &i in &row.spans[row.visible(&model.span_starts, view_from, view_to)] {
-            let s = &model.spans[i as usize];
-            if (s.end_ns as f64) < from {
+        let any_highlight = !selection.syncs.is_empty();
+        for k in row.visible(view_from, view_to) {
+            let (start, end, i) = (row.starts[k], row.ends[k], row.spans[k] as usize);
+            if (end as f64) < from {
                 continue;
             }
-            let (x0, x1) = (x_of(s.start_ns as f64), x_of(s.end_ns as f64));
-            let mut color = kind_color(s.kind);
-            if highlighted(s) || selection.span == Some(i as usize) {
+            let (x0, x1) = (x_of(start as f64), x_of(end as f64));
+            let mut color = kind_color(row.kinds[k]);
+            if selection.span == Some(i) || (any_highlight && highlighted(&model.spans[i])) {
                 color = Color32::from_rgb(255, 215, 0);
             }
             if x1 - x0 < 1.5 {
                 match &mut run {
-                    Some((_, end, c)) if x0 <= *end + 1.0 && *c == color => *end = end.max(x1),
+                    Some((_, end, c, widest)) if x0 <= *end + 1.0 => {
+                        *end = end.max(x1);
+                        if x1 - x0 > *widest {
+                            (*c, *widest) = (color, x1 - x0);
+                        }
+                    }
                     _ => {
                         flush(&mut run);
-                        run = Some((x0, x1, color));
+                        run = Some((x0, x1, color, x1 - x0));
                     }
                 }
                 continue;
@@ -180,7 +187,7 @@ pub fn show(
             let span_rect =
                 Rect::from_min_max(Pos2::new(x0, top + 2.0), Pos2::new(x1, top + ROW_HEIGHT - 2.0));
             track_painter.rect_filled(span_rect, 2.0, color);
-            if selection.span == Some(i as usize) {
+            if selection.span == Some(i) {
                 track_painter.rect_stroke(
                     span_rect,
                     2.0,
@@ -193,7 +200,7 @@ pub fn show(
                 track_painter.with_clip_rect(clip).text(
                     Pos2::new(clip.left(), span_rect.center().y),
                     Align2::LEFT_CENTER,
-                    &s.name,
+                    &model.spans[i].name,
                     FontId::proportional(11.0),
                     Color32::BLACK,
                 );
@@ -201,12 +208,8 @@ pub fn show(
         }
         flush(&mut run);
         if let Some(p) = pointer.filter(|p| row_rect.contains(*p) && p.x >= tracks.left()) {
-            hovered = span_at(
-                model,
-                row,
-                from + (p.x - tracks.left()) as f64 * ns_per_px,
-                ns_per_px * 2.0,
-            );
+            hovered =
+                span_at(row, from + (p.x - tracks.left()) as f64 * ns_per_px, ns_per_px * 2.0);
         }
     }
 
@@ -231,10 +234,9 @@ pub fn show(
 /// Where the time of one step went (the selected span's step, else the slowest), as one bar.
 fn step_phases_ui(ui: &mut egui::Ui, model: &Model, selection: &Selection) {
     let selected = selection.span.and_then(|i| model.spans.get(i)).and_then(|s| s.step);
-    let Some(step) =
-        selected.and_then(|n| model.steps.iter().find(|s| s.index == n)).or_else(|| {
-            model.slowest_steps.first().and_then(|&n| model.steps.iter().find(|s| s.index == n))
-        })
+    let Some(step) = selected
+        .and_then(|n| model.step(n))
+        .or_else(|| model.slowest_steps.first().and_then(|&n| model.step(n)))
     else {
         return;
     };
@@ -296,19 +298,13 @@ fn phase_color(phase: &str) -> Color32 {
 }
 
 /// The span of `row` under time `at_ns` (or within `slack_ns` of it), innermost last drawn.
-fn span_at(
-    model: &Model,
-    row: &super::model::TimelineRow,
-    at_ns: f64,
-    slack_ns: f64,
-) -> Option<usize> {
+fn span_at(row: &super::model::TimelineRow, at_ns: f64, slack_ns: f64) -> Option<usize> {
     let at = at_ns.max(0.0) as u64;
     let slack = slack_ns as u64;
-    let visible = row.visible(&model.span_starts, at.saturating_sub(slack), at + slack);
-    row.spans[visible].iter().rev().map(|&i| i as usize).find(|&i| {
-        let s = &model.spans[i];
-        s.start_ns <= at + slack && s.end_ns + slack >= at
-    })
+    row.visible(at.saturating_sub(slack), at + slack)
+        .rev()
+        .find(|&k| row.starts[k] <= at + slack && row.ends[k] + slack >= at)
+        .map(|k| row.spans[k] as usize)
 }
 
 fn axis_ui(painter: &egui::Painter, tracks: Rect, from: f64, to: f64, visuals: &egui::Visuals) {
@@ -351,7 +347,7 @@ fn step_strip_ui(
     }
     let max_ns = model.steps.iter().map(|s| s.duration_ns).max().unwrap_or(1).max(1);
     let mut step_button = |ui: &mut egui::Ui, index: u64| {
-        let Some(step) = model.steps.iter().find(|s| s.index == index) else { return };
+        let Some(step) = model.step(index) else { return };
         let fraction = step.duration_ns as f32 / max_ns as f32;
         let (rect, response) = ui.allocate_exact_size(Vec2::new(34.0, 34.0), Sense::click());
         let painter = ui.painter_at(rect);
