@@ -99,7 +99,6 @@ fn flame_ui(ui: &mut egui::Ui, model: &Model, state: &mut FlameState) {
         0,
         rect.left(),
         rect.width(),
-        root.total_us.max(1),
         model.flame.total_us.max(1),
         &mut path,
         &mut clicked,
@@ -127,7 +126,6 @@ fn draw_node(
     depth: usize,
     x: f32,
     width: f32,
-    scale_us: u64,
     all_us: u64,
     path: &mut Vec<String>,
     clicked: &mut Option<Vec<String>>,
@@ -169,18 +167,7 @@ fn draw_node(
     let mut child_x = x;
     for child in &node.children {
         let child_width = width * child.total_us as f32 / node.total_us.max(1) as f32;
-        draw_node(
-            ui,
-            area,
-            child,
-            depth + 1,
-            child_x,
-            child_width,
-            scale_us,
-            all_us,
-            path,
-            clicked,
-        );
+        draw_node(ui, area, child, depth + 1, child_x, child_width, all_us, path, clicked);
         child_x += child_width;
     }
     path.pop();
