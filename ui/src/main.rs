@@ -94,6 +94,9 @@ enum Command {
         /// Print the time from launch to the first frame drawn, then quit (for benchmarks).
         #[arg(long, hide = true)]
         exit_after_first_frame: bool,
+        /// Write a PNG screenshot of the window (File > Export does the same), then quit.
+        #[arg(long, hide = true, value_name = "PNG")]
+        screenshot: Option<PathBuf>,
     },
     /// Measure the engine: tracing cost, sync overhead, MLP training step.
     Bench {
@@ -126,8 +129,8 @@ fn main() -> ExitCode {
         Command::Check { file, rules, thresholds } => {
             cli_report::check_rules(&file, &rules, &thresholds.thresholds())
         }
-        Command::Gui { file, follow, exit_after_first_frame } => {
-            gui::run(gui::Launch { file, follow, exit_after_first_frame })
+        Command::Gui { file, follow, exit_after_first_frame, screenshot } => {
+            gui::run(gui::Launch { file, follow, exit_after_first_frame, screenshot })
                 .map(|_| ExitCode::SUCCESS)
         }
         Command::Bench { json, reps, steps } => {

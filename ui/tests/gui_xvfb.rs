@@ -188,3 +188,58 @@ fn gui_renders_a_recorded_profile_under_xvfb() {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("gui-xvfb.png"));
     write_png(&out, &image);
 }
+
+/// File > Export > PNG screenshot, through `--screenshot` (the same code path): the window reads
+/// its own framebuffer back and writes a PNG, then quits.
+#[test]
+fn gui_writes_its_own_png_screenshot_under_xvfb() {
+    let profile =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiler/tests/data/profile-v1.xlaprof");
+    let (_xvfb, display) = start_xvfb();
+    let home = std::env::temp_dir().join(format!("xlaprof-gui-png-{}", std::process::id()));
+    std::fs::create_dir_all(&home).unwrap();
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("gui-self-screenshot.png");
+    let _ = std::fs::remove_file(&out);
+    let mut gui = Running(
+        Command::new(env!("CARGO_BIN_EXE_xlaprof"))
+            .arg("gui")
+            .arg(&profile)
+            .arg("--screenshot")
+            .arg(&out)
+            .env("DISPLAY", &display)
+            .env_remove("WAYLAND_DISPLAY")
+            .env("HOME", &home)
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env("LIBGL_ALWAYS_SOFTWARE", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start xlaprof gui"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = gui.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "xlaprof gui --screenshot did not quit");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(gui.0.stderr.as_mut().unwrap(), &mut err).ok();
+    assert!(status.success(), "{status}: {err}");
+    let decoder =
+        png::Decoder::new(BufReader::new(std::fs::File::open(&out).expect("the PNG was written")));
+    let mut reader = decoder.read_info().unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut pixels).unwrap();
+    assert_eq!(info.color_type, png::ColorType::Rgba);
+    let rgb: Vec<[u8; 3]> =
+        pixels[..info.buffer_size()].chunks(4).map(|p| [p[0], p[1], p[2]]).collect();
+    let image = Image { width: info.width as usize, height: info.height as usize, rgb };
+    assert!(image.width >= 640 && image.height >= 400, "{}x{}", image.width, image.height);
+    let (colours, covered) = content(&image);
+    assert!(
+        colours >= 64 && covered >= 0.5,
+        "blank screenshot: {colours} colours, {covered:.2} covered"
+    );
+}

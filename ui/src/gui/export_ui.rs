@@ -92,7 +92,7 @@ impl ExportDialog {
         }
     }
 
-    fn request_screenshot(&mut self, ctx: &egui::Context, path: PathBuf) {
+    pub fn request_screenshot(&mut self, ctx: &egui::Context, path: PathBuf) {
         let result = self.screenshot_result.clone();
         let repaint = ctx.clone();
         ctx.request_screenshot(move |image| {

@@ -33,6 +33,8 @@ pub struct Launch {
     pub follow: bool,
     /// Print the time from launch to the first frame, then quit (benchmarks).
     pub exit_after_first_frame: bool,
+    /// Write a screenshot of the window to this PNG once it has drawn, then quit (tests, docs).
+    pub screenshot: Option<PathBuf>,
 }
 
 /// Opens the window and runs until it is closed.
@@ -58,6 +60,7 @@ pub fn run(launch: Launch) -> Result<(), Box<dyn std::error::Error>> {
             if launch.exit_after_first_frame {
                 app.first_frame_report = Some(started);
             }
+            app.screenshot_and_quit = launch.screenshot.clone().map(|path| (path, 0));
             if let Some(file) = &launch.file {
                 app.open(file.clone(), launch.follow);
             }
@@ -155,6 +158,8 @@ pub struct GuiApp {
     /// Mean CPU time of recent frames, in milliseconds (from eframe).
     frame_ms: Option<f32>,
     first_frame_report: Option<Instant>,
+    /// `--screenshot`: where, and how many frames have been drawn.
+    screenshot_and_quit: Option<(PathBuf, u32)>,
     applied_dark: Option<bool>,
 }
 
@@ -175,6 +180,7 @@ impl GuiApp {
             last_poll: None,
             frame_ms: None,
             first_frame_report: None,
+            screenshot_and_quit: None,
             applied_dark: None,
         }
     }
@@ -434,6 +440,29 @@ impl GuiApp {
     }
 }
 
+impl GuiApp {
+    /// `--screenshot`: asks for a screenshot once a few frames have settled the layout, and
+    /// closes the window when it is written (or failed, said on stderr).
+    fn screenshot_then_quit(&mut self, ctx: &egui::Context) {
+        let Some((path, frames)) = &mut self.screenshot_and_quit else { return };
+        *frames += 1;
+        ctx.request_repaint();
+        if *frames == 5 {
+            self.export.request_screenshot(ctx, path.clone());
+        }
+        match &self.notice {
+            Some(Notice::Info(m)) if m.starts_with("screenshot written") => {
+                ctx.send_viewport_cmd(egui::ViewportCommand::Close)
+            }
+            Some(Notice::Error(m)) if m.starts_with("screenshot failed") => {
+                eprintln!("error: {m}");
+                ctx.send_viewport_cmd(egui::ViewportCommand::Close)
+            }
+            _ => {}
+        }
+    }
+}
+
 fn warnings_ui(ui: &mut egui::Ui, warnings: &[String]) {
     let color = ui.visuals().warn_fg_color;
     egui::CollapsingHeader::new(
@@ -458,6 +487,7 @@ impl eframe::App for GuiApp {
             self.frame_ms = Some(self.frame_ms.map_or(ms, |m| m * 0.9 + ms * 0.1));
         }
         self.show(ui);
+        self.screenshot_then_quit(ui.ctx());
         if let Some(started) = self.first_frame_report.take() {
             println!("first frame after {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
             ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
@@ -465,6 +495,10 @@ impl eframe::App for GuiApp {
     }
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
+        if self.screenshot_and_quit.is_some() {
+            // A scripted screenshot leaves the user's settings alone.
+            return;
+        }
         eframe::set_value(storage, eframe::APP_KEY, &self.settings);
     }
 }

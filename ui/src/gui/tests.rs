@@ -272,3 +272,30 @@ fn settings_persist_through_eframe_storage() {
     assert_eq!(restored.recent_files, vec![golden()]);
     assert_eq!(restored, h.state().settings);
 }
+
+#[test]
+fn an_empty_profile_draws_every_panel_and_zooms() {
+    let empty = scratch("empty.xlaprof");
+    std::fs::write(&empty, xlaprof_profiler::file::header()).unwrap();
+    let mut h = opened(&empty);
+    let fit = h.get_by_label("Fit").rect();
+    h.event(egui::Event::PointerMoved(egui::pos2(fit.left() + 300.0, fit.bottom() + 30.0)));
+    h.event(egui::Event::MouseWheel {
+        unit: egui::MouseWheelUnit::Point,
+        delta: egui::vec2(0.0, 200.0),
+        modifiers: egui::Modifiers::NONE,
+        phase: egui::TouchPhase::Move,
+        source: egui::MouseWheelSource::Wheel,
+    });
+    h.run();
+    for (tab, says) in [
+        ("Flamegraph", "No syncs recorded yet: nothing to draw."),
+        ("Plots", "No steps or graphs recorded yet: nothing to plot."),
+        ("Graphs", "No graphs recorded yet."),
+        ("Diagnostics", "No findings: no recompiles, hidden syncs, slow steps or idle device."),
+    ] {
+        h.get_by_label(tab).click();
+        h.run();
+        h.get_by_label(says);
+    }
+}

@@ -86,7 +86,7 @@ pub fn show(
         let factor = zoom as f64 * (-(scroll.y as f64) * 0.003).exp();
         if let Some(pointer) = response.hover_pos().filter(|_| (factor - 1.0).abs() > 1e-6) {
             let at = from + (pointer.x - tracks.left()).max(0.0) as f64 * ns_per_px;
-            let width = ((to - from) / factor).clamp(100.0, end_ns * 4.0);
+            let width = ((to - from) / factor).clamp(100.0, (end_ns * 4.0).max(1000.0));
             let left = (at - from) / (to - from);
             from = at - width * left;
             to = from + width;
