@@ -1,4 +1,4 @@
-//! A graph as a node-link diagram: nodes in layers by their distance from the inputs, edges from
+//! A graph as a node-link diagram: nodes in columns by their distance from the inputs, edges from
 //! operands to users; pan by dragging, zoom with ctrl+wheel. Drawn for graphs up to
 //! `MAX_NODES` (beyond that a diagram is a hairball; the side-by-side text view stays).
 
@@ -7,8 +7,8 @@ use xlaprof_profiler::profile::Graph;
 
 pub const MAX_NODES: usize = 400;
 const NODE_SIZE: Vec2 = Vec2::new(130.0, 26.0);
-const LAYER_GAP: f32 = 60.0;
-const ROW_GAP: f32 = 12.0;
+const LAYER_GAP: f32 = 50.0;
+const ROW_GAP: f32 = 10.0;
 
 /// One node of `nodes_text` (`%3 = add(%1, %2) : f32[4]`): its op and its operands' indexes.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,12 +64,16 @@ pub fn show(ui: &mut egui::Ui, graph: &Graph) {
         .map(|&l| {
             let row = slot[l];
             slot[l] += 1;
-            Pos2::new(row as f32 * (NODE_SIZE.x + ROW_GAP), l as f32 * (NODE_SIZE.y + LAYER_GAP))
+            // Layers run left to right (screens are wide), operands before their users.
+            Pos2::new(l as f32 * (NODE_SIZE.x + LAYER_GAP), row as f32 * (NODE_SIZE.y + ROW_GAP))
         })
         .collect();
     ui.weak("drag to pan · ctrl+wheel to zoom · hover a node for its line");
     let id = ui.scope_id().with(("diagram", graph.def.hash));
-    let mut scene_rect = ui.data(|d| d.get_temp::<Rect>(id)).unwrap_or(Rect::NOTHING);
+    // The first view is life-size from the inputs, readable; zoom out to see the whole graph.
+    let initial =
+        Rect::from_min_size(Pos2::new(-20.0, -20.0), ui.available_size().max(Vec2::splat(100.0)));
+    let mut scene_rect = ui.data(|d| d.get_temp::<Rect>(id)).unwrap_or(initial);
     let stroke_color = ui.visuals().weak_text_color();
     let text_color = ui.visuals().strong_text_color();
     let fill = ui.visuals().faint_bg_color;
@@ -77,8 +81,8 @@ pub fn show(ui: &mut egui::Ui, graph: &Graph) {
         let painter = ui.painter().clone();
         for (i, n) in nodes.iter().enumerate() {
             for &o in n.operands.iter().filter(|&&o| o < i) {
-                let from = positions[o] + Vec2::new(NODE_SIZE.x / 2.0, NODE_SIZE.y);
-                let to = positions[i] + Vec2::new(NODE_SIZE.x / 2.0, 0.0);
+                let from = positions[o] + Vec2::new(NODE_SIZE.x, NODE_SIZE.y / 2.0);
+                let to = positions[i] + Vec2::new(0.0, NODE_SIZE.y / 2.0);
                 painter.line_segment([from, to], Stroke::new(1.0, stroke_color));
             }
         }
