@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what xlaprof needs on a fresh machine, and does nothing when it is already there:
 # - the official XLA CPU PJRT plugin (PyPI `xla-cpu-pjrt`) into the project's .venv;
-# - libclang, which bindgen uses to generate the PJRT bindings from the plugin's header.
+# - libclang, which bindgen uses to generate the PJRT bindings from the plugin's header;
+# - for `xlaprof gui` and its end-to-end test: Xvfb, xwd, Mesa's OpenGL (scripts/setup_gui.sh).
 # Source it (`. scripts/setup.sh`) or run it; it exits non-zero with a message when a step fails.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
