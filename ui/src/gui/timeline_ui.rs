@@ -158,7 +158,11 @@ pub fn show(
             }
         };
         let any_highlight = !selection.syncs.is_empty();
-        for k in row.visible(view_from, view_to) {
+        let visible = row.visible(view_from, view_to);
+        let mut next_k = visible.start;
+        while next_k < visible.end {
+            let k = next_k;
+            next_k += 1;
             let (start, end, i) = (row.starts[k], row.ends[k], row.spans[k] as usize);
             if (end as f64) < from {
                 continue;
@@ -179,6 +183,22 @@ pub fn show(
                     _ => {
                         flush(&mut run);
                         run = Some((x0, x1, color, x1 - x0));
+                    }
+                }
+                // Zoomed out, hundreds of spans can lie in this pixel column and change nothing
+                // on screen. The running maximum of ends is sorted, so one binary search finds
+                // where the spans that end inside the column stop, and we jump there.
+                if !any_highlight {
+                    let column_end_ns =
+                        from + ((x1.floor() + 1.0 - tracks.left()) as f64) * ns_per_px;
+                    let skip_to = next_k
+                        + row.max_end_ns[next_k..visible.end]
+                            .partition_point(|&e| (e as f64) <= column_end_ns);
+                    if skip_to > next_k {
+                        if let Some((_, end, _, _)) = &mut run {
+                            *end = end.max(x_of(row.max_end_ns[skip_to - 1] as f64));
+                        }
+                        next_k = skip_to;
                     }
                 }
                 continue;
