@@ -2,7 +2,8 @@
 # Installs what xlaprof needs on a fresh machine, and does nothing when it is already there:
 # - the official XLA CPU PJRT plugin (PyPI `xla-cpu-pjrt`) into the project's .venv;
 # - libclang, which bindgen uses to generate the PJRT bindings from the plugin's header;
-# - tmux, for the terminal UI's end-to-end test.
+# - tmux, for the terminal UI's end-to-end test;
+# - for `xlaprof gui` and its end-to-end test: Xvfb, xwd, Mesa's OpenGL (scripts/setup_gui.sh).
 # Source it (`. scripts/setup.sh`) or run it; it exits non-zero with a message when a step fails.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -58,4 +59,5 @@ if ! command -v tmux >/dev/null; then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
 fi
-say "ready: plugin in .venv, libclang and tmux present"
+bash "$root/scripts/setup_gui.sh"
+say "ready: plugin in .venv, libclang, tmux and the GUI's X11 pieces present"

@@ -9,6 +9,7 @@ use xlaprof_profiler::Thresholds;
 mod bench;
 mod cli_report;
 mod demo;
+mod gui;
 mod tui;
 
 #[derive(Parser)]
@@ -104,6 +105,20 @@ enum Command {
         #[command(flatten)]
         thresholds: ThresholdArgs,
     },
+    /// Open a profile in the desktop viewer (timeline, flamegraph, plots, graphs, diagnostics).
+    Gui {
+        /// The profile to open (or open one from the window: File > Open, or drop it on it).
+        file: Option<PathBuf>,
+        /// Keep reading the file as a running program writes it.
+        #[arg(long)]
+        follow: bool,
+        /// Print the time from launch to the first frame drawn, then quit (for benchmarks).
+        #[arg(long, hide = true)]
+        exit_after_first_frame: bool,
+        /// Write a PNG screenshot of the window (File > Export does the same), then quit.
+        #[arg(long, hide = true, value_name = "PNG")]
+        screenshot: Option<PathBuf>,
+    },
     /// Measure the engine: tracing cost, sync overhead, MLP training step.
     Bench {
         /// Print one JSON object instead of a table.
@@ -146,6 +161,10 @@ fn main() -> ExitCode {
         }
         Command::Check { file, rules, thresholds } => {
             cli_report::check_rules(&file, &rules, &thresholds.thresholds())
+        }
+        Command::Gui { file, follow, exit_after_first_frame, screenshot } => {
+            gui::run(gui::Launch { file, follow, exit_after_first_frame, screenshot })
+                .map(|_| ExitCode::SUCCESS)
         }
         Command::Bench { json, reps, steps } => {
             bench::run(json, reps, steps).map(|_| ExitCode::SUCCESS).map_err(Into::into)

@@ -1,0 +1,504 @@
+//! `xlaprof gui`: the desktop viewer (eframe/egui on OpenGL).
+//!
+//! Every number it shows comes from the profiler (`Analysis`, `timeline::spans`, `views::*`,
+//! `diff_graphs`, the folded stacks); this module only lays them out. [`GuiApp::show`] draws one
+//! frame into any `egui::Ui`, so tests drive the same code with egui_kittest.
+
+mod diagnostics_ui;
+mod diagram;
+mod export_ui;
+mod flame_ui;
+mod graphs_ui;
+pub mod model;
+mod open_ui;
+mod plots_ui;
+mod timeline_ui;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use eframe::egui;
+use serde::{Deserialize, Serialize};
+use xlaprof_profiler::metrics::format_ns;
+use xlaprof_profiler::{Profile, Thresholds};
+
+use model::{Model, Source};
+
+/// How the command line started the viewer.
+pub struct Launch {
+    pub file: Option<PathBuf>,
+    pub follow: bool,
+    /// Print the time from launch to the first frame, then quit (benchmarks).
+    pub exit_after_first_frame: bool,
+    /// Write a screenshot of the window to this PNG once it has drawn, then quit (tests, docs).
+    pub screenshot: Option<PathBuf>,
+}
+
+/// Opens the window and runs until it is closed.
+pub fn run(launch: Launch) -> Result<(), Box<dyn std::error::Error>> {
+    let started = Instant::now();
+    let options = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default()
+            .with_title("xlaprof")
+            .with_inner_size([1280.0, 800.0])
+            .with_drag_and_drop(true),
+        renderer: eframe::Renderer::Glow,
+        ..Default::default()
+    };
+    eframe::run_native(
+        "xlaprof",
+        options,
+        Box::new(move |cc| {
+            let settings = cc
+                .storage
+                .and_then(|s| eframe::get_value::<Settings>(s, eframe::APP_KEY))
+                .unwrap_or_default();
+            let mut app = GuiApp::new(settings);
+            if launch.exit_after_first_frame {
+                app.first_frame_report = Some(started);
+            }
+            app.screenshot_and_quit = launch.screenshot.clone().map(|path| (path, 0));
+            if let Some(file) = &launch.file {
+                app.open(file.clone(), launch.follow);
+            }
+            Ok(Box::new(app))
+        }),
+    )
+    .map_err(|e| format!("cannot open the window: {e}").into())
+}
+
+/// The panels, one shown at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Tab {
+    Timeline,
+    Flamegraph,
+    Plots,
+    Graphs,
+    Diagnostics,
+}
+
+impl Tab {
+    const ALL: [Tab; 5] =
+        [Tab::Timeline, Tab::Flamegraph, Tab::Plots, Tab::Graphs, Tab::Diagnostics];
+
+    fn title(self) -> &'static str {
+        match self {
+            Tab::Timeline => "Timeline",
+            Tab::Flamegraph => "Flamegraph",
+            Tab::Plots => "Plots",
+            Tab::Graphs => "Graphs",
+            Tab::Diagnostics => "Diagnostics",
+        }
+    }
+}
+
+/// What persists between runs (with eframe's storage; panel sizes persist in egui's memory).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    pub tab: Tab,
+    pub dark: bool,
+    /// The details side panel (selection, summary).
+    pub show_details: bool,
+    /// The flamegraph panel shows its table instead of the graph.
+    pub flame_as_table: bool,
+    /// Most recent first.
+    pub recent_files: Vec<PathBuf>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            tab: Tab::Timeline,
+            dark: true,
+            show_details: true,
+            flame_as_table: false,
+            recent_files: Vec::new(),
+        }
+    }
+}
+
+/// What is selected, shared by every panel: picking a diagnostic selects its graph and syncs.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Selection {
+    /// An index into `Model::spans`.
+    pub span: Option<usize>,
+    /// The graph shown in the graphs panel, and the version it is compared with.
+    pub graph: Option<u64>,
+    pub compare: Option<u64>,
+    /// An index into `Analysis::diagnostics`.
+    pub diagnostic: Option<usize>,
+    /// Syncs whose spans are highlighted.
+    pub syncs: Vec<u64>,
+}
+
+/// A message to the user in the status area.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice {
+    Info(String),
+    Error(String),
+}
+
+pub struct GuiApp {
+    pub settings: Settings,
+    pub model: Option<Model>,
+    source: Option<Source>,
+    pub notice: Option<Notice>,
+    pub selection: Selection,
+    pub timeline: timeline_ui::TimelineView,
+    pub open_prompt: open_ui::OpenPrompt,
+    pub export: export_ui::ExportDialog,
+    pub flame: flame_ui::FlameState,
+    pub graphs_view: graphs_ui::GraphsView,
+    thresholds: Thresholds,
+    last_poll: Option<Instant>,
+    /// Mean CPU time of recent frames, in milliseconds (from eframe).
+    frame_ms: Option<f32>,
+    first_frame_report: Option<Instant>,
+    /// `--screenshot`: where, and how many frames have been drawn.
+    screenshot_and_quit: Option<(PathBuf, u32)>,
+    applied_dark: Option<bool>,
+}
+
+impl GuiApp {
+    pub fn new(settings: Settings) -> GuiApp {
+        GuiApp {
+            settings,
+            model: None,
+            source: None,
+            notice: None,
+            selection: Selection::default(),
+            timeline: timeline_ui::TimelineView::default(),
+            open_prompt: open_ui::OpenPrompt::default(),
+            export: export_ui::ExportDialog::default(),
+            flame: flame_ui::FlameState::default(),
+            graphs_view: graphs_ui::GraphsView::default(),
+            thresholds: Thresholds::default(),
+            last_poll: None,
+            frame_ms: None,
+            first_frame_report: None,
+            screenshot_and_quit: None,
+            applied_dark: None,
+        }
+    }
+
+    /// Opens a profile file (or follows it); failures become a message, never a panic.
+    pub fn open(&mut self, path: PathBuf, follow: bool) {
+        let opened = if follow { Source::follow(&path) } else { Source::open(&path) };
+        match opened {
+            Ok((source, profile)) => {
+                self.source = Some(source);
+                self.set_profile(profile);
+                self.settings.recent_files.retain(|p| p != &path);
+                self.settings.recent_files.insert(0, path.clone());
+                self.settings.recent_files.truncate(8);
+                let warnings = self.model.as_ref().map_or(0, |m| m.profile.warnings.len());
+                self.notice = Some(if warnings > 0 {
+                    Notice::Error(format!(
+                        "{}: the file is damaged ({warnings} problem(s)); showing what could be read",
+                        path.display()
+                    ))
+                } else {
+                    Notice::Info(format!(
+                        "opened {}{}",
+                        path.display(),
+                        if follow { " (following)" } else { "" }
+                    ))
+                });
+            }
+            Err(e) => self.notice = Some(Notice::Error(format!("cannot open the profile: {e}"))),
+        }
+    }
+
+    /// Shows a profile already in memory (tests and benchmarks).
+    pub fn set_profile(&mut self, profile: Profile) {
+        let model = Model::new(profile, &self.thresholds);
+        let keep_view = self.model.is_some() && self.source.as_ref().is_some_and(|s| s.is_live());
+        if !keep_view {
+            // The graphs panel opens on the latest recompile and the graph it replaced.
+            let latest =
+                model.graphs.iter().rev().find(|g| g.previous.is_some()).or(model.graphs.last());
+            self.selection = Selection {
+                graph: latest.map(|g| g.hash),
+                compare: latest.and_then(|g| g.previous),
+                ..Selection::default()
+            };
+            self.timeline = timeline_ui::TimelineView::default();
+        }
+        self.model = Some(model);
+    }
+
+    /// Reads what a followed file gained, at most twice a second.
+    fn poll_live(&mut self, ctx: &egui::Context) {
+        let Some(source) = &mut self.source else { return };
+        if !source.is_live() {
+            return;
+        }
+        ctx.request_repaint_after(Duration::from_millis(500));
+        if self.last_poll.is_some_and(|t| t.elapsed() < Duration::from_millis(500)) {
+            return;
+        }
+        self.last_poll = Some(Instant::now());
+        match source.poll() {
+            Ok(Some(profile)) => self.set_profile(profile),
+            Ok(None) => {}
+            Err(e) => self.notice = Some(Notice::Error(e)),
+        }
+    }
+
+    fn apply_theme(&mut self, ctx: &egui::Context) {
+        if self.applied_dark != Some(self.settings.dark) {
+            ctx.set_theme(if self.settings.dark { egui::Theme::Dark } else { egui::Theme::Light });
+            self.applied_dark = Some(self.settings.dark);
+        }
+    }
+
+    /// Draws one frame.
+    pub fn show(&mut self, ui: &mut egui::Ui) {
+        let ctx = ui.ctx().clone();
+        self.apply_theme(&ctx);
+        self.poll_live(&ctx);
+        self.take_dropped_files(&ctx);
+        self.export.poll_screenshot(&mut self.notice);
+
+        egui::Panel::top("menu").show(ui, |ui| self.menu_ui(ui));
+        egui::Panel::bottom("status").show(ui, |ui| self.status_ui(ui));
+        if self.settings.show_details && self.model.is_some() {
+            egui::Panel::right("details").default_size(320.0).show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| self.details_ui(ui));
+            });
+        }
+        egui::CentralPanel::default().show(ui, |ui| self.central_ui(ui));
+
+        if let Some((path, follow)) = self.open_prompt.window_ui(&ctx) {
+            self.open(path, follow);
+        }
+        if let Some(model) = &self.model {
+            self.export.window_ui(&ctx, model, &mut self.notice);
+        }
+    }
+
+    fn take_dropped_files(&mut self, ctx: &egui::Context) {
+        let dropped = ctx.input(|i| i.raw.dropped_files.clone());
+        if let Some(path) = dropped.first().map(|f| f.path().to_path_buf()) {
+            self.open(path, false);
+        }
+    }
+
+    fn menu_ui(&mut self, ui: &mut egui::Ui) {
+        egui::MenuBar::new().ui(ui, |ui| {
+            ui.menu_button("File", |ui| {
+                if ui.button("Open…").clicked() {
+                    self.open_prompt.start(self.source.as_ref().map(|s| s.path.clone()));
+                    ui.close();
+                }
+                let recent = self.settings.recent_files.clone();
+                if !recent.is_empty() {
+                    ui.separator();
+                    for path in recent {
+                        if ui.button(path.display().to_string()).clicked() {
+                            self.open(path, false);
+                            ui.close();
+                        }
+                    }
+                }
+            });
+            if let Some(model) = &self.model {
+                let path = self.source.as_ref().map(|s| s.path.clone());
+                ui.menu_button("Export", |ui| self.export.menu_ui(ui, model, path.as_deref()));
+            }
+            ui.menu_button("View", |ui| {
+                ui.checkbox(&mut self.settings.dark, "Dark theme");
+                ui.checkbox(&mut self.settings.show_details, "Details panel");
+            });
+            ui.separator();
+            for tab in Tab::ALL {
+                ui.selectable_value(&mut self.settings.tab, tab, tab.title());
+            }
+        });
+    }
+
+    fn status_ui(&mut self, ui: &mut egui::Ui) {
+        ui.horizontal_wrapped(|ui| {
+            match (&self.model, &self.source) {
+                (Some(m), source) => {
+                    if let Some(s) = source {
+                        ui.label(s.path.display().to_string());
+                        if s.is_live() {
+                            ui.colored_label(egui::Color32::LIGHT_GREEN, "LIVE");
+                        }
+                    }
+                    ui.label(format!(
+                        "{} records · {} spans · {} steps · {}",
+                        m.profile.records,
+                        m.spans.len(),
+                        m.steps.len(),
+                        format_ns(m.end_ns as f64)
+                    ));
+                }
+                (None, _) => {
+                    ui.label("no profile");
+                }
+            }
+            if let Some(ms) = self.frame_ms {
+                ui.label(format!("frame {ms:.1} ms"));
+            }
+            match &self.notice {
+                Some(Notice::Info(text)) => {
+                    ui.label(text.as_str());
+                }
+                Some(Notice::Error(text)) => {
+                    ui.colored_label(ui.visuals().warn_fg_color, text.as_str());
+                }
+                None => {}
+            }
+        });
+    }
+
+    fn central_ui(&mut self, ui: &mut egui::Ui) {
+        let Some(model) = &self.model else {
+            self.welcome_ui(ui);
+            return;
+        };
+        if !model.profile.warnings.is_empty() {
+            warnings_ui(ui, &model.profile.warnings);
+        }
+        match self.settings.tab {
+            Tab::Timeline => timeline_ui::show(
+                ui,
+                model,
+                &mut self.timeline,
+                &mut self.selection,
+                &mut self.settings,
+            ),
+            Tab::Flamegraph => flame_ui::show(ui, model, &mut self.flame, &mut self.settings),
+            Tab::Plots => plots_ui::show(ui, model),
+            Tab::Graphs => graphs_ui::show(ui, model, &mut self.graphs_view, &mut self.selection),
+            Tab::Diagnostics => {
+                if let Some(jump) = diagnostics_ui::show(ui, model, &mut self.selection) {
+                    self.timeline.focus(jump.0, jump.1);
+                    self.settings.tab = jump.2;
+                }
+            }
+        }
+    }
+
+    fn welcome_ui(&mut self, ui: &mut egui::Ui) {
+        ui.vertical_centered(|ui| {
+            ui.add_space(ui.available_height() / 3.0);
+            ui.heading("xlaprof");
+            ui.label("Open a profile: File > Open…, or drop a .xlaprof file on this window.");
+            if ui.button("Open…").clicked() {
+                self.open_prompt.start(None);
+            }
+        });
+    }
+
+    fn details_ui(&mut self, ui: &mut egui::Ui) {
+        let Some(model) = &self.model else { return };
+        let s = &model.analysis.summary;
+        ui.heading("Summary");
+        egui::Grid::new("summary").num_columns(2).striped(true).show(ui, |ui| {
+            let mut row = |k: &str, v: String| {
+                ui.label(k);
+                ui.label(v);
+                ui.end_row();
+            };
+            row("program", s.program.clone());
+            row("duration", format_ns(s.duration_ns as f64));
+            row("steps", s.steps.to_string());
+            row("syncs", s.syncs.to_string());
+            row("graphs", s.graphs.to_string());
+            row("compiles", format!("{} ({})", s.compiles, format_ns(s.compile_ns as f64)));
+            row("cache hit rate", format!("{:.1}%", s.hit_rate * 100.0));
+            row("step median", format_ns(s.step_median_ns as f64));
+            row("hidden syncs", s.hidden_syncs.to_string());
+            row("findings", model.analysis.diagnostics.len().to_string());
+        });
+        ui.separator();
+        ui.heading("Selection");
+        if let Some(span) = self.selection.span.and_then(|i| model.spans.get(i)) {
+            timeline_ui::span_details_ui(ui, model, span);
+            if let Some(hash) = span.hash {
+                if ui.button("Show this graph").clicked() {
+                    self.selection.graph = Some(hash);
+                    self.selection.compare = model.graph(hash).and_then(|g| g.previous);
+                    self.settings.tab = Tab::Graphs;
+                }
+            }
+        } else {
+            ui.label("Click a span in the timeline, a graph or a finding.");
+        }
+        if let Some(d) = self.selection.diagnostic.and_then(|i| model.analysis.diagnostics.get(i)) {
+            ui.separator();
+            ui.label(egui::RichText::new(d.kind.title()).strong());
+            ui.label(d.message.as_str());
+        }
+    }
+}
+
+impl GuiApp {
+    /// `--screenshot`: asks for a screenshot once a few frames have settled the layout, and
+    /// closes the window when it is written (or failed, said on stderr).
+    fn screenshot_then_quit(&mut self, ctx: &egui::Context) {
+        let Some((path, frames)) = &mut self.screenshot_and_quit else { return };
+        *frames += 1;
+        ctx.request_repaint();
+        if *frames == 5 {
+            self.export.request_screenshot(ctx, path.clone());
+        }
+        match &self.notice {
+            Some(Notice::Info(m)) if m.starts_with("screenshot written") => {
+                ctx.send_viewport_cmd(egui::ViewportCommand::Close)
+            }
+            Some(Notice::Error(m)) if m.starts_with("screenshot failed") => {
+                eprintln!("error: {m}");
+                ctx.send_viewport_cmd(egui::ViewportCommand::Close)
+            }
+            _ => {}
+        }
+    }
+}
+
+fn warnings_ui(ui: &mut egui::Ui, warnings: &[String]) {
+    let color = ui.visuals().warn_fg_color;
+    egui::CollapsingHeader::new(
+        egui::RichText::new(format!(
+            "warning: the file is damaged: {} problem(s); showing what could be read",
+            warnings.len()
+        ))
+        .color(color),
+    )
+    .id_salt("warnings")
+    .show(ui, |ui| {
+        for w in warnings {
+            ui.label(w.as_str());
+        }
+    });
+}
+
+impl eframe::App for GuiApp {
+    fn ui(&mut self, ui: &mut egui::Ui, frame: &mut eframe::Frame) {
+        if let Some(ms) = frame.info().cpu_usage {
+            let ms = ms * 1000.0;
+            self.frame_ms = Some(self.frame_ms.map_or(ms, |m| m * 0.9 + ms * 0.1));
+        }
+        self.show(ui);
+        self.screenshot_then_quit(ui.ctx());
+        if let Some(started) = self.first_frame_report.take() {
+            println!("first frame after {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
+            ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
+        }
+    }
+
+    fn save(&mut self, storage: &mut dyn eframe::Storage) {
+        if self.screenshot_and_quit.is_some() {
+            // A scripted screenshot leaves the user's settings alone.
+            return;
+        }
+        eframe::set_value(storage, eframe::APP_KEY, &self.settings);
+    }
+}
