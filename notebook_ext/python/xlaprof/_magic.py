@@ -12,7 +12,7 @@ import time
 from typing import Any, Optional
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
-from IPython.display import HTML, display
+from IPython.display import display
 
 from . import _native, _progress
 from ._api import step
@@ -49,16 +49,17 @@ class _LiveProgress:
         self.base = _native.counters()
         self.steps = 0
         self.last_draw = 0.0
-        self.handle = display(HTML(self._html()), display_id=True)
+        self.handle = display(self._bundle(), raw=True, display_id=True)
 
-    def _html(self) -> str:
+    def _bundle(self) -> dict:
         c = _native.counters()
-        return _native.progress_html(
-            self.steps,
-            c["syncs"] - self.base["syncs"],
-            c["compiles"] - self.base["compiles"],
-            time.perf_counter() - self.start,
-        )
+        syncs, compiles = c["syncs"] - self.base["syncs"], c["compiles"] - self.base["compiles"]
+        elapsed = time.perf_counter() - self.start
+        return {
+            "text/html": _native.progress_html(self.steps, syncs, compiles, elapsed),
+            "text/plain": f"xlaprof: running... {self.steps} steps, {syncs} syncs, "
+            f"{compiles} compiles, {elapsed:.1f} s",
+        }
 
     def __call__(self, event: str) -> None:
         if event == "step":
@@ -67,17 +68,17 @@ class _LiveProgress:
         if now - self.last_draw >= PROGRESS_INTERVAL_S:
             self.last_draw = now
             if self.handle is not None:
-                self.handle.update(HTML(self._html()))
+                self.handle.update(self._bundle(), raw=True)
 
     def finish(self, profile: Profile) -> None:
         if self.handle is None:
             return
         done = (
-            f"<div style=\"font-family:monospace\">xlaprof: done in "
-            f"{time.perf_counter() - self.start:.2f} s: {profile.steps} steps, "
-            f"{profile.syncs} syncs, {profile.compiles} compiles</div>"
+            f"xlaprof: done in {time.perf_counter() - self.start:.2f} s: {profile.steps} steps, "
+            f"{profile.syncs} syncs, {profile.compiles} compiles"
         )
-        self.handle.update(HTML(done))
+        html = f'<div style="font-family:monospace">{done}</div>'
+        self.handle.update({"text/html": html, "text/plain": done}, raw=True)
 
 
 @magics_class
@@ -102,12 +103,15 @@ class XlaProfileMagics(Magics):
         rules = [r.strip() for r in str(opts.get("rules", "")).split(",") if r.strip()]
         widget = "no-widget" not in opts
         ip = self.shell
-        number = ip.execution_count
+        # IPython counts the running cell before it runs: this cell is the previous number.
+        number = max(ip.execution_count - 1, 0)
         title = f"{'%%' if cell is not None else '%'}xla_profile: In[{number}]"
         profile = Profile(title=title, rules=rules)
         profile.widget = widget
         _native.validate_rules(rules)  # a malformed rule fails before anything runs
-        code = _compile(ip, source, number)
+        # A cell's body starts on the cell's second line (the first is the magic): a blank first
+        # line keeps the line numbers in diagnostics equal to the cell's.
+        code = _compile(ip, source, number, first_line=2 if cell is not None else 1)
         progress = _LiveProgress() if widget else None
         if progress is not None:
             _progress.add(progress)
@@ -132,9 +136,10 @@ class XlaProfileMagics(Magics):
         return profile
 
 
-def _compile(ip: Any, source: str, number: int) -> Any:
-    """Compiles the code under IPython's name for this cell, so its lines can be shown."""
-    transformed = ip.transform_cell(source)
+def _compile(ip: Any, source: str, number: int, first_line: int) -> Any:
+    """Compiles the code under IPython's name for this cell, so its lines can be shown, with
+    its first line numbered `first_line`."""
+    transformed = "\n" * (first_line - 1) + ip.transform_cell(source)
     try:
         filename = ip.compile.cache(transformed, number, raw_code=source)
     except Exception:  # an IPython without the cache: the code still runs

@@ -162,6 +162,7 @@ impl PyTensor {
         to_numpy(py, &self.t)
     }
 
+    #[pyo3(signature = (dtype=None, copy=None))]
     fn __array__<'py>(
         &self,
         py: Python<'py>,
