@@ -128,14 +128,16 @@ impl HostValues {
             DType::F16 => HostValues::F16(t.to_vec()?),
             DType::F32 => HostValues::F32(t.to_vec()?),
             DType::F64 => HostValues::F64(t.to_vec()?),
-            DType::BF16 => {
-                HostValues::F32(t.to_f64_vec()?.into_iter().map(|v| v as f32).collect())
-            }
+            DType::BF16 => HostValues::F32(t.to_f64_vec()?.into_iter().map(|v| v as f32).collect()),
         })
     }
 
     /// The values as an array of `dims`; the vector becomes the array's memory (no copy).
-    pub(crate) fn into_numpy<'py>(self, py: Python<'py>, dims: &[i64]) -> PyResult<Bound<'py, PyAny>> {
+    pub(crate) fn into_numpy<'py>(
+        self,
+        py: Python<'py>,
+        dims: &[i64],
+    ) -> PyResult<Bound<'py, PyAny>> {
         let dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
         macro_rules! array {
             ($v:expr) => {

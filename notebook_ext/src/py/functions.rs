@@ -123,7 +123,11 @@ fn tensors(list: &[PyRef<'_, PyTensor>]) -> Vec<Tensor> {
 
 #[pyfunction]
 #[pyo3(signature = (tensors, dim=0))]
-pub(crate) fn cat(py: Python<'_>, tensors: Vec<PyRef<'_, PyTensor>>, dim: i64) -> PyResult<PyTensor> {
+pub(crate) fn cat(
+    py: Python<'_>,
+    tensors: Vec<PyRef<'_, PyTensor>>,
+    dim: i64,
+) -> PyResult<PyTensor> {
     let ts = self::tensors(&tensors);
     let refs: Vec<&Tensor> = ts.iter().collect();
     traced(py, "cat", || Tensor::concat(&refs, dim)).map(PyTensor::new)
@@ -131,7 +135,11 @@ pub(crate) fn cat(py: Python<'_>, tensors: Vec<PyRef<'_, PyTensor>>, dim: i64) -
 
 #[pyfunction]
 #[pyo3(signature = (tensors, dim=0))]
-pub(crate) fn stack(py: Python<'_>, tensors: Vec<PyRef<'_, PyTensor>>, dim: i64) -> PyResult<PyTensor> {
+pub(crate) fn stack(
+    py: Python<'_>,
+    tensors: Vec<PyRef<'_, PyTensor>>,
+    dim: i64,
+) -> PyResult<PyTensor> {
     let ts = self::tensors(&tensors);
     let refs: Vec<&Tensor> = ts.iter().collect();
     traced(py, "stack", || Tensor::stack(&refs, dim)).map(PyTensor::new)
@@ -195,7 +203,11 @@ pub(crate) fn avg_pool2d(
 
 /// Mean cross-entropy of logits `[N, C]` against integer labels `[N]`.
 #[pyfunction]
-pub(crate) fn cross_entropy(py: Python<'_>, logits: &PyTensor, labels: &PyTensor) -> PyResult<PyTensor> {
+pub(crate) fn cross_entropy(
+    py: Python<'_>,
+    logits: &PyTensor,
+    labels: &PyTensor,
+) -> PyResult<PyTensor> {
     traced(py, "cross_entropy", || logits.t.cross_entropy(&labels.t)).map(PyTensor::new)
 }
 

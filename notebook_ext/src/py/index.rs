@@ -35,7 +35,11 @@ fn parse(key: &Bound<'_, PyAny>, dims: &[i64], axis: usize) -> PyResult<Index> {
         if s.step <= 0 {
             return Err(PyIndexError::new_err("slices need a positive step (use flip to reverse)"));
         }
-        return Ok(Index::Range { start: s.start as i64, stop: s.stop as i64, step: s.step as i64 });
+        return Ok(Index::Range {
+            start: s.start as i64,
+            stop: s.stop as i64,
+            step: s.step as i64,
+        });
     }
     if let Ok(i) = key.extract::<i64>() {
         let at = if i < 0 { i + size } else { i };
@@ -59,7 +63,8 @@ pub(crate) fn get(py: Python<'_>, t: &Tensor, key: &Bound<'_, PyAny>) -> PyResul
     };
     let dims = t.dims().to_vec();
     // Parse against the input's dims: `axis` walks the input, skipping what `...` covers.
-    let consumed = keys.iter().filter(|k| !k.is_none() && !k.is_instance_of::<PyEllipsis>()).count();
+    let consumed =
+        keys.iter().filter(|k| !k.is_none() && !k.is_instance_of::<PyEllipsis>()).count();
     let mut parsed = Vec::with_capacity(keys.len());
     let mut axis = 0usize;
     for k in &keys {

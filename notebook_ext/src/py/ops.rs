@@ -114,7 +114,25 @@ macro_rules! unary {
     };
 }
 
-unary!(neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, sign, floor, relu, gelu, silu, flatten, logical_not);
+unary!(
+    neg,
+    abs,
+    exp,
+    log,
+    sqrt,
+    rsqrt,
+    sin,
+    cos,
+    tanh,
+    sigmoid,
+    sign,
+    floor,
+    relu,
+    gelu,
+    silu,
+    flatten,
+    logical_not
+);
 
 macro_rules! binary_methods {
     ($($name:ident => $t:ident, $s:ident);* $(;)?) => {
@@ -136,7 +154,9 @@ binary_methods! {
     remainder => remainder, remainder_scalar;
 }
 
-fn compare_scalar(op: fn(&Tensor, &Tensor) -> EngineResult) -> impl Fn(&Tensor, f64) -> EngineResult {
+fn compare_scalar(
+    op: fn(&Tensor, &Tensor) -> EngineResult,
+) -> impl Fn(&Tensor, f64) -> EngineResult {
     move |t, v| op(t, &Tensor::scalar(v, scalar_dtype(t, v)))
 }
 
@@ -249,7 +269,11 @@ impl PyTensor {
     // ---- shape and movement ----
 
     #[pyo3(signature = (*shape))]
-    fn reshape(&self, py: Python<'_>, shape: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<PyTensor> {
+    fn reshape(
+        &self,
+        py: Python<'_>,
+        shape: &Bound<'_, pyo3::types::PyTuple>,
+    ) -> PyResult<PyTensor> {
         let dims = dims_arg(shape)?;
         traced(py, "reshape", || self.t.reshape(&dims)).map(PyTensor::new)
     }
@@ -260,7 +284,11 @@ impl PyTensor {
     }
 
     #[pyo3(signature = (*dims))]
-    fn permute(&self, py: Python<'_>, dims: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<PyTensor> {
+    fn permute(
+        &self,
+        py: Python<'_>,
+        dims: &Bound<'_, pyo3::types::PyTuple>,
+    ) -> PyResult<PyTensor> {
         let rank = self.t.rank() as i64;
         let perm = dims_arg(dims)?
             .into_iter()
@@ -289,7 +317,11 @@ impl PyTensor {
     }
 
     #[pyo3(signature = (*shape))]
-    fn expand(&self, py: Python<'_>, shape: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<PyTensor> {
+    fn expand(
+        &self,
+        py: Python<'_>,
+        shape: &Bound<'_, pyo3::types::PyTuple>,
+    ) -> PyResult<PyTensor> {
         let dims = dims_arg(shape)?;
         traced(py, "expand", || self.t.broadcast_to(&dims)).map(PyTensor::new)
     }
@@ -345,37 +377,67 @@ impl PyTensor {
     // ---- reductions ----
 
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn sum(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+    fn sum(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<PyTensor> {
         let axes = axes(dim)?;
         traced(py, "sum", || self.t.sum(&axes, keepdim)).map(PyTensor::new)
     }
 
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn mean(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+    fn mean(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<PyTensor> {
         let axes = axes(dim)?;
         traced(py, "mean", || self.t.mean(&axes, keepdim)).map(PyTensor::new)
     }
 
     /// The largest values over `dim` (all dims when None); use `argmax` for the positions.
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn max(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+    fn max(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<PyTensor> {
         let axes = axes(dim)?;
         traced(py, "max", || self.t.amax(&axes, keepdim)).map(PyTensor::new)
     }
 
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn min(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+    fn min(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<PyTensor> {
         let axes = axes(dim)?;
         traced(py, "min", || self.t.amin(&axes, keepdim)).map(PyTensor::new)
     }
 
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn amax(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+    fn amax(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<PyTensor> {
         self.max(py, dim, keepdim)
     }
 
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn amin(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+    fn amin(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<PyTensor> {
         self.min(py, dim, keepdim)
     }
 

@@ -137,7 +137,11 @@ impl PyProfile {
 
     /// Every location of the profile as `(file, line, function)`, by id.
     fn locations(&self) -> Vec<(String, u32, String)> {
-        self.profile.locations.iter().map(|l| (l.file.clone(), l.line, l.function.clone())).collect()
+        self.profile
+            .locations
+            .iter()
+            .map(|l| (l.file.clone(), l.line, l.function.clone()))
+            .collect()
     }
 
     /// Compiles in steps after `step`, as `(step, location, graph hash)`.
@@ -185,7 +189,9 @@ impl PyProfile {
     /// Writes the profile file (readable by `xlaprof.load` and the `xlaprof` command line).
     fn save(&self, path: PathBuf) -> PyResult<()> {
         let from = self.file.as_ref().ok_or_else(|| {
-            ProfileError::new_err("a profile still recording cannot be saved: leave the `with` block first")
+            ProfileError::new_err(
+                "a profile still recording cannot be saved: leave the `with` block first",
+            )
         })?;
         if same_file(from, &path) {
             return Ok(());
@@ -199,7 +205,10 @@ impl PyProfile {
     /// flamegraph.
     fn export(&self, path: PathBuf, format: &str) -> PyResult<()> {
         let f = Format::parse(format).ok_or_else(|| {
-            PyValueError::new_err(format!("unknown format {format:?}; the formats are: {}", Format::NAMES))
+            PyValueError::new_err(format!(
+                "unknown format {format:?}; the formats are: {}",
+                Format::NAMES
+            ))
         })?;
         export::write(&self.profile, &self.analysis, f, &path).map_err(profile_error)
     }

@@ -79,10 +79,8 @@ fn scope_css(css: &str) -> String {
     css.lines()
         .map(|line| match line.split_once('{') {
             Some((selectors, rule)) if !selectors.trim().is_empty() => {
-                let scoped: Vec<String> = selectors
-                    .split(',')
-                    .map(|s| format!(".{SCOPE} {}", s.trim()))
-                    .collect();
+                let scoped: Vec<String> =
+                    selectors.split(',').map(|s| format!(".{SCOPE} {}", s.trim())).collect();
                 format!("{} {{{rule}", scoped.join(", "))
             }
             _ => line.to_string(),

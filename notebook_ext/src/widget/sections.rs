@@ -137,8 +137,7 @@ pub(crate) fn metrics(out: &mut String, a: &Analysis) {
     }
     body.push_str("</table><table><tr><th>counter</th><th class=\"num\">value</th></tr>");
     for c in &a.metrics.counters {
-        let _ =
-            write!(body, "<tr><td>{}</td><td class=\"num\">{}</td></tr>", esc(c.name), c.value);
+        let _ = write!(body, "<tr><td>{}</td><td class=\"num\">{}</td></tr>", esc(c.name), c.value);
     }
     body.push_str("</table>");
     section(out, "Metrics", false, &body);
@@ -176,7 +175,11 @@ pub(crate) fn graphs(out: &mut String, p: &Profile) {
         let mut detail = String::new();
         if let Some(prev) = earlier {
             let changes = diff_graphs(p, prev, g);
-            let _ = write!(detail, "<p>Recompiled: differs from <code>{:016x}</code>:</p><ul>", prev.def.hash);
+            let _ = write!(
+                detail,
+                "<p>Recompiled: differs from <code>{:016x}</code>:</p><ul>",
+                prev.def.hash
+            );
             for c in &changes {
                 let _ = write!(detail, "<li>{}</li>", esc(&c.sentence()));
             }
@@ -187,7 +190,11 @@ pub(crate) fn graphs(out: &mut String, p: &Profile) {
         if let Some(hlo) = &g.stablehlo {
             let shown = cut(hlo, HLO_SHOWN_BYTES);
             let more = if shown.len() < hlo.len() { "\n… (cut)" } else { "" };
-            let _ = write!(detail, "<details><summary>StableHLO</summary><pre>{}{more}</pre></details>", esc(shown));
+            let _ = write!(
+                detail,
+                "<details><summary>StableHLO</summary><pre>{}{more}</pre></details>",
+                esc(shown)
+            );
         }
         let title = format!(
             "graph {:016x}{}",
