@@ -40,6 +40,15 @@ def tracing_figures() -> None:
     print(f"  a * 2.0      (host scalar + op)           {per_op_ns(lambda: a * 2.0, 1):8.0f} ns")
     print(f"  a @ b                                     {per_op_ns(lambda: a @ b, 1):8.0f} ns")
 
+    def chain():
+        # The Rust bench's workload (`xlaprof bench`): x = x * 1.0001 + 0.5, 1,000 times.
+        x = a
+        for _ in range(1000):
+            x = x * 1.0001 + 0.5
+        return x
+
+    print(f"  chain x = x * 1.0001 + 0.5 (as xlaprof bench) {per_op_ns(chain, 2000, calls=10):4.0f} ns")
+
 
 def make_batch(rng: np.random.Generator, batch: int = 64, features: int = 32, classes: int = 10):
     x = rng.standard_normal((batch, features)).astype(np.float32)
