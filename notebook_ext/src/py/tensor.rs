@@ -122,9 +122,8 @@ impl PyTensor {
 
     /// Marks this tensor as a leaf whose gradient `backward` accumulates; returns it.
     #[pyo3(signature = (requires_grad=true))]
-    fn requires_grad_(slf: Py<Self>, py: Python<'_>, requires_grad: bool) -> Py<Self> {
+    fn requires_grad_(slf: Py<Self>, requires_grad: bool) -> Py<Self> {
         slf.get().t.set_requires_grad(requires_grad);
-        let _ = py;
         slf
     }
 

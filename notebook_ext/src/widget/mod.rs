@@ -41,7 +41,7 @@ pub fn render(p: &Profile, a: &Analysis, options: &WidgetOptions) -> String {
     if !options.rules.is_empty() {
         sections::rules(&mut out, &options.rules);
     }
-    sections::diagnostics(&mut out, p, a, &options.source_lines);
+    sections::diagnostics(&mut out, a, &options.source_lines);
     section(&mut out, "Timeline", true, &timeline::svg(p));
     section(&mut out, "Flamegraph: where the time goes", true, &flame::svg(p));
     sections::metrics(&mut out, a);

@@ -76,12 +76,7 @@ pub(crate) fn rules(out: &mut String, outcomes: &[RuleOutcome]) {
     section(out, &title, true, &body);
 }
 
-pub(crate) fn diagnostics(
-    out: &mut String,
-    p: &Profile,
-    a: &Analysis,
-    source_lines: &HashMap<u32, String>,
-) {
+pub(crate) fn diagnostics(out: &mut String, a: &Analysis, source_lines: &HashMap<u32, String>) {
     let mut body = String::new();
     if a.diagnostics.is_empty() {
         body.push_str("<p class=\"xp-good\">No findings: no recompiles, no hidden syncs.</p>");
@@ -107,7 +102,6 @@ pub(crate) fn diagnostics(
         }
         body.push_str("</div>");
     }
-    let _ = p;
     section(out, &format!("Diagnostics ({})", a.diagnostics.len()), true, &body);
 }
 
