@@ -5,3 +5,4 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
 cargo test --release --workspace "$@"
+bash scripts/test_python.sh

@@ -96,6 +96,14 @@ pub fn with_location<R>(location: ExternalLocation, f: impl FnOnce() -> R) -> R 
     f()
 }
 
+/// Like [`with_location`], for a location the front end has interned once and shares between
+/// calls (no allocation per op: the Python front end records each op this way).
+pub fn with_shared_location<R>(location: Arc<ExternalLocation>, f: impl FnOnce() -> R) -> R {
+    let location = SourceLocation::External(location);
+    let _restore = Restore(OVERRIDE.with(|o| o.borrow_mut().replace(location)));
+    f()
+}
+
 /// Puts back the previous location when dropped, also when the op body unwinds.
 struct Restore(Option<SourceLocation>);
 

@@ -118,6 +118,13 @@ fn metrics_text(m: &Metrics, out: &mut String) {
     }
 }
 
+/// The metrics and counters alone, in PyTorch/XLA's `metrics_report()` layout.
+pub fn metrics(m: &Metrics) -> String {
+    let mut out = String::new();
+    metrics_text(m, &mut out);
+    out
+}
+
 /// The full report: summary, every finding, every metric and counter.
 pub fn text(a: &Analysis) -> String {
     let mut out = String::new();

@@ -1,0 +1,108 @@
+"""xlaprof: a lazy-tensor engine on the XLA compiler, with a profiler that says why it is slow.
+
+    import xlaprof as xp
+    x = xp.randn(64, 32)
+    with xp.profile() as p:
+        y = (x @ x.T).relu().sum()
+        print(y.item())
+    print(p.report())
+
+In Jupyter: ``%load_ext xlaprof``, then ``%%xla_profile`` on a cell.
+"""
+
+from __future__ import annotations
+
+import os as _os
+
+from ._plugin import ensure_plugin as _ensure_plugin
+
+_ensure_plugin()
+
+from . import _native  # noqa: E402
+from ._native import (  # noqa: E402
+    AutogradError,
+    InternalError,
+    PluginError,
+    ProfileError,
+    ShapeError,
+    Tensor,
+    XlaError,
+    XlaprofError,
+)
+
+# Ops are located at the first frame outside this package.
+_native.set_package_dir(_os.path.dirname(_os.path.abspath(__file__)) + _os.sep)
+
+from ._api import (  # noqa: E402
+    arange,
+    avg_pool2d,
+    cat,
+    conv2d,
+    counters,
+    cross_entropy,
+    dropout,
+    eye,
+    from_numpy,
+    full,
+    is_grad_enabled,
+    layer_norm,
+    manual_seed,
+    max_pool2d,
+    no_grad,
+    ones,
+    profile_scope,
+    rand,
+    randn,
+    stack,
+    step,
+    sync,
+    tensor,
+    where,
+    zeros,
+)
+from ._profile import Profile, load, metrics_report, profile  # noqa: E402
+from . import nn, optim  # noqa: E402
+
+bool_ = "bool"
+int8 = "int8"
+int32 = "int32"
+int64 = "int64"
+uint8 = "uint8"
+float16 = "float16"
+bfloat16 = "bfloat16"
+float32 = "float32"
+float64 = "float64"
+
+__version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython):  # type: ignore[no-untyped-def]
+    """``%load_ext xlaprof``: registers ``%xla_profile`` and ``%%xla_profile``."""
+    from ._magic import load
+
+    load(ipython)
+
+
+def _name_notebook_cells() -> None:
+    # Inside IPython, cells are named as IPython names them (`In[5]`), not by their temp files.
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    ip = get_ipython()
+    if ip is not None:
+        from ._magic import name_cells
+
+        name_cells(ip)
+
+
+_name_notebook_cells()
+
+__all__ = [
+    "AutogradError", "InternalError", "PluginError", "ProfileError", "ShapeError", "Tensor",
+    "XlaError", "XlaprofError", "Profile", "arange", "avg_pool2d", "cat", "conv2d", "counters",
+    "cross_entropy", "dropout", "eye", "from_numpy", "full", "is_grad_enabled", "layer_norm",
+    "load", "manual_seed", "max_pool2d", "metrics_report", "nn", "no_grad", "ones", "optim",
+    "profile", "profile_scope", "rand", "randn", "stack", "step", "sync", "tensor", "where",
+    "zeros",
+]

@@ -1,0 +1,152 @@
+"""The IPython extension: ``%xla_profile STATEMENT`` and ``%%xla_profile`` cells.
+
+Options: ``--steps N`` (run the code N times, a training step after each), ``--out FILE`` (save
+the profile file), ``--rules R1,R2`` (check rules such as ``no-compiles-after-step=2``),
+``--no-widget`` (text only). Returns the profile; it renders under the cell as the widget.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Optional
+
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.display import display
+
+from . import _native, _progress
+from ._api import step
+from ._profile import Profile
+
+#: How often the progress line is redrawn at most (seconds).
+PROGRESS_INTERVAL_S = 0.25
+
+
+def name_cells(ip: Any) -> None:
+    """Names cells as IPython does in tracebacks (``In[5]``) in every location."""
+    compiler = getattr(ip, "compile", None)
+
+    def namer(path: str) -> str:
+        formatted = None
+        fmt = getattr(compiler, "format_code_name", None)
+        if fmt is not None:
+            try:
+                formatted = fmt(path)
+            except Exception:  # a compiler that does not know the name
+                formatted = None
+        if formatted:
+            return str(formatted[1])
+        return os.path.basename(path)
+
+    _native.set_file_namer(namer)
+
+
+class _LiveProgress:
+    """A display handle that shows steps, syncs and compiles while the cell runs."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.base = _native.counters()
+        self.steps = 0
+        self.last_draw = 0.0
+        self.handle = display(self._bundle(), raw=True, display_id=True)
+
+    def _bundle(self) -> dict:
+        c = _native.counters()
+        syncs, compiles = c["syncs"] - self.base["syncs"], c["compiles"] - self.base["compiles"]
+        elapsed = time.perf_counter() - self.start
+        return {
+            "text/html": _native.progress_html(self.steps, syncs, compiles, elapsed),
+            "text/plain": f"xlaprof: running... {self.steps} steps, {syncs} syncs, "
+            f"{compiles} compiles, {elapsed:.1f} s",
+        }
+
+    def __call__(self, event: str) -> None:
+        if event == "step":
+            self.steps += 1
+        now = time.perf_counter()
+        if now - self.last_draw >= PROGRESS_INTERVAL_S:
+            self.last_draw = now
+            if self.handle is not None:
+                self.handle.update(self._bundle(), raw=True)
+
+    def finish(self, profile: Profile) -> None:
+        if self.handle is None:
+            return
+        done = (
+            f"xlaprof: done in {time.perf_counter() - self.start:.2f} s: {profile.steps} steps, "
+            f"{profile.syncs} syncs, {profile.compiles} compiles"
+        )
+        html = f'<div style="font-family:monospace">{done}</div>'
+        self.handle.update({"text/html": html, "text/plain": done}, raw=True)
+
+
+@magics_class
+class XlaProfileMagics(Magics):
+    @line_cell_magic
+    def xla_profile(self, line: str, cell: Optional[str] = None) -> Profile:
+        """Profile a statement or a cell with xlaprof.
+
+        %xla_profile [--steps N] [--out FILE] [--rules R1,R2] [--no-widget] STATEMENT
+        %%xla_profile [--steps N] [--out FILE] [--rules R1,R2] [--no-widget]
+        """
+        opts, statement = self.parse_options(
+            line, "", "steps=", "out=", "rules=", "no-widget", posix=False, strict=False,
+            preserve_non_opts=True,
+        )
+        source = cell if cell is not None else statement
+        if not source.strip():
+            raise ValueError("%xla_profile needs a statement (or use %%xla_profile on a cell)")
+        steps = int(opts.get("steps", 0) or 0)
+        if steps < 0:
+            raise ValueError("--steps must be a positive number")
+        rules = [r.strip() for r in str(opts.get("rules", "")).split(",") if r.strip()]
+        widget = "no-widget" not in opts
+        ip = self.shell
+        # IPython counts the running cell before it runs: this cell is the previous number.
+        number = max(ip.execution_count - 1, 0)
+        title = f"{'%%' if cell is not None else '%'}xla_profile: In[{number}]"
+        profile = Profile(title=title, rules=rules)
+        profile.widget = widget
+        _native.validate_rules(rules)  # a malformed rule fails before anything runs
+        # A cell's body starts on the cell's second line (the first is the magic): a blank first
+        # line keeps the line numbers in diagnostics equal to the cell's.
+        code = _compile(ip, source, number, first_line=2 if cell is not None else 1)
+        progress = _LiveProgress() if widget else None
+        if progress is not None:
+            _progress.add(progress)
+        failure: Optional[BaseException] = None
+        try:
+            with profile:
+                for _ in range(max(steps, 1)):
+                    exec(code, ip.user_ns)
+                    if steps:
+                        step()
+        except BaseException as e:  # shown with the profile of what ran, then raised
+            failure = e
+        finally:
+            if progress is not None:
+                _progress.remove(progress)
+                progress.finish(profile)
+        if "out" in opts:
+            profile.save(str(opts["out"]))
+        if failure is not None:
+            display(profile)
+            raise failure
+        return profile
+
+
+def _compile(ip: Any, source: str, number: int, first_line: int) -> Any:
+    """Compiles the code under IPython's name for this cell, so its lines can be shown, with
+    its first line numbered `first_line`."""
+    transformed = "\n" * (first_line - 1) + ip.transform_cell(source)
+    try:
+        filename = ip.compile.cache(transformed, number, raw_code=source)
+    except Exception:  # an IPython without the cache: the code still runs
+        filename = "<xla_profile>"
+    return compile(transformed, filename, "exec")
+
+
+def load(ip: Any) -> None:
+    ip.register_magics(XlaProfileMagics)
+    name_cells(ip)

@@ -1,0 +1,185 @@
+"""`xp.profile()`: record what the engine does while a block runs, then read the answers."""
+
+from __future__ import annotations
+
+import io
+import linecache
+from typing import Any, Dict, List, Optional, Sequence
+
+from . import _native
+
+_active: Optional["Profile"] = None
+_last: Optional["Profile"] = None
+
+
+class Profile:
+    """A profile: recording inside ``with xp.profile() as p:``, finished after it.
+
+    Its answers (``report``, ``diagnostics``, ``to_polars``, the notebook widget) are the
+    profiler's analysis; while the block runs they describe the profile so far.
+    """
+
+    def __init__(self, title: str = "", rules: Sequence[str] = ()) -> None:
+        self.title = title
+        self.rules = list(rules)
+        self.widget = True
+        self._recording: Optional[Any] = None
+        self._native: Optional[Any] = None
+
+    # ---- recording ----
+    def __enter__(self) -> "Profile":
+        global _active
+        if self._native is not None or self._recording is not None:
+            raise RuntimeError("a profile records once; make a new one with xp.profile()")
+        self._recording = _native._Recording()
+        _active = self
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        global _active, _last
+        if self._recording is not None:
+            self._native = self._recording.stop()
+            self._recording = None
+        if _active is self:
+            _active = None
+        _last = self
+
+    def step(self) -> None:
+        """Ends a training step (same as ``xp.step()``)."""
+        from . import step
+
+        step()
+
+    @property
+    def recording(self) -> bool:
+        return self._recording is not None
+
+    def _data(self) -> Any:
+        if self._native is not None:
+            return self._native
+        if self._recording is not None:
+            return self._recording.snapshot()
+        raise RuntimeError("this profile has not recorded anything yet: use `with xp.profile() as p:`")
+
+    # ---- answers ----
+    def report(self, short: bool = False) -> str:
+        return self._data().report(short)
+
+    def metrics_report(self) -> str:
+        return self._data().metrics_report()
+
+    def summary(self) -> Dict[str, Any]:
+        return self._data().summary()
+
+    def diagnostics(self) -> List[Dict[str, Any]]:
+        """Findings, most costly first: kind, message, location, cost_ns, count, advice, ..."""
+        return self._data().diagnostics()
+
+    def metrics(self) -> Dict[str, Any]:
+        return self._data().metrics()
+
+    def check(self, *rules: str) -> List[Dict[str, Any]]:
+        """Evaluates rules such as ``"max-compiles=1"`` or ``"no-compiles-after-step=2"``."""
+        return self._data().check(list(rules))
+
+    def assert_rules(self, *rules: str) -> None:
+        failed = [o["message"] for o in self.check(*rules) if not o["passed"]]
+        if failed:
+            raise AssertionError("; ".join(failed))
+
+    def assert_max_compiles(self, n: int, after_step: int = 0) -> None:
+        """Fails when more than ``n`` compiles happened in the steps after ``after_step``."""
+        late = self._data().compiles_after(after_step)
+        if len(late) > n:
+            where = ", ".join(f"step {s} at {loc} (graph {g})" for s, loc, g in late[:5])
+            raise AssertionError(
+                f"{len(late)} compiles after step {after_step} (at most {n} allowed): {where}"
+            )
+
+    @property
+    def steps(self) -> int:
+        return self._data().steps
+
+    @property
+    def compiles(self) -> int:
+        return self._data().compiles
+
+    @property
+    def syncs(self) -> int:
+        return self._data().syncs
+
+    def to_polars(self, table: Optional[str] = None) -> Any:
+        """The profile's tables as polars DataFrames: a dict of all (spans, graphs, compiles,
+        executions, diagnostics), or the one named."""
+        import polars as pl
+
+        raw = self._data().tables_parquet()
+        if table is not None:
+            if table not in raw:
+                raise KeyError(f"no table {table!r}; the tables are {sorted(raw)}")
+            return pl.read_parquet(io.BytesIO(raw[table]))
+        return {name: pl.read_parquet(io.BytesIO(data)) for name, data in raw.items()}
+
+    def save(self, path: str) -> None:
+        """Writes the profile file (open it with ``xp.load`` or the ``xlaprof`` command line)."""
+        self._data().save(str(path))
+
+    def export(self, path: str, format: str = "json") -> None:
+        """Exports as text, short, json, csv, parquet, chrome, folded or flamegraph."""
+        self._data().export(str(path), format)
+
+    # ---- display ----
+    def source_lines(self) -> Dict[int, str]:
+        """The text of each located line, by location id (where the source is known here)."""
+        files = _native.source_files()
+        lines: Dict[int, str] = {}
+        for i, (file, line, _function) in enumerate(self._data().locations()):
+            path = files.get(file)
+            if path is None:
+                continue
+            text = linecache.getline(path, line)
+            if text.strip():
+                lines[i] = text.rstrip("\n")
+        return lines
+
+    def html(self) -> str:
+        return self._data().render_html(self.title, self.source_lines(), self.rules)
+
+    def _repr_html_(self) -> Optional[str]:
+        if not self.widget:
+            return None
+        return self.html()
+
+    def __repr__(self) -> str:
+        if self._native is None and self._recording is None:
+            return "<xlaprof.Profile (not started)>"
+        text = self.report(short=True)
+        if self.rules:
+            for o in self.check(*self.rules):
+                text += f"\nrule {'passed' if o['passed'] else 'FAILED'}: {o['message']}"
+        return text
+
+
+def profile(title: str = "", rules: Sequence[str] = ()) -> Profile:
+    """Records the engine while a ``with`` block runs: ``with xp.profile() as p: ...``."""
+    return Profile(title=title, rules=rules)
+
+
+def load(path: str) -> Profile:
+    """Opens a profile file (recorded by Python, ``XLAPROF_PROFILE`` or the command line)."""
+    p = Profile(title=str(path))
+    p._native = _native.load(str(path))
+    return p
+
+
+def metrics_report() -> str:
+    """PyTorch/XLA-style metrics: of the profile recording now, else the last one, else the
+    engine's counters since the process started."""
+    current = _active or _last
+    if current is not None:
+        return current.metrics_report()
+    counters = _native.counters()
+    return "".join(f"Counter: {k}\n  Value: {v}\n" for k, v in counters.items())

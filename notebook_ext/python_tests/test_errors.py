@@ -1,0 +1,71 @@
+"""Errors are Python exceptions that name the shapes and the Python line."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import xlaprof as xp
+
+
+def this_line() -> int:
+    return inspect.currentframe().f_back.f_lineno
+
+
+def test_shape_error_names_shapes_and_the_python_line():
+    a, b = xp.zeros(2, 3), xp.zeros(4, 5)
+    with pytest.raises(xp.ShapeError) as e:
+        line = this_line(); a @ b  # noqa: E702
+    message = str(e.value)
+    assert "f32[2,3]" in message and "f32[4,5]" in message
+    assert f"test_errors.py:{line} in test_shape_error_names_shapes_and_the_python_line" in message
+    assert isinstance(e.value, ValueError)
+
+
+def test_broadcast_error():
+    with pytest.raises(xp.ShapeError, match=r"f32\[3\] and f32\[4\] cannot be broadcast"):
+        xp.zeros(3) + xp.zeros(4)
+
+
+def test_errors_inside_modules_point_at_the_caller():
+    layer = xp.nn.Linear(3, 2)
+    with pytest.raises(xp.ShapeError) as e:
+        line = this_line(); layer(xp.zeros(5, 4))  # noqa: E702
+    assert f"test_errors.py:{line}" in str(e.value)
+
+
+def test_item_of_many_elements():
+    with pytest.raises(xp.ShapeError, match=r"one element, not f32\[2,2\]"):
+        xp.zeros(2, 2).item()
+
+
+def test_backward_needs_a_scalar():
+    x = xp.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(xp.AutogradError, match=r"one-element tensor, but this is f32\[2\]"):
+        (x * 2).backward()
+
+
+def test_bad_arguments_are_type_and_value_errors():
+    with pytest.raises(ValueError, match="unknown dtype"):
+        xp.zeros(2, dtype="complex64")
+    with pytest.raises(TypeError):
+        xp.from_numpy(np.array(["a", "b"]))
+    with pytest.raises(TypeError):
+        xp.zeros(2) + "x"
+    with pytest.raises(ValueError, match="unknown format"):
+        with xp.profile() as p:
+            xp.sync()
+        p.export("/dev/null", format="docx")
+
+
+def test_reshape_error_and_the_engine_still_works():
+    with pytest.raises(xp.ShapeError, match="reshape"):
+        xp.zeros(2, 3).reshape(4, 2)
+    assert (xp.ones(2) * 2).sum().item() == 4.0
+
+
+def test_errors_share_a_base_class():
+    for cls in (xp.ShapeError, xp.AutogradError, xp.XlaError, xp.PluginError, xp.ProfileError):
+        assert issubclass(cls, Exception)
+    with pytest.raises(xp.ProfileError):
+        xp.load("/nonexistent/file.xlaprof")

@@ -1,0 +1,43 @@
+"""The package finds its plugin and works from any directory; small API pieces."""
+
+import os
+import subprocess
+import sys
+
+import xlaprof as xp
+from xlaprof import _plugin
+
+
+def test_the_plugin_of_the_dependency_is_found():
+    found = _plugin.find_plugin()
+    assert found is not None and os.path.isfile(found)
+    assert found.endswith("xla_cpu_pjrt.so")
+
+
+def test_works_from_an_unrelated_directory_without_an_active_venv(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "XLAPROF_PJRT_PLUGIN")}
+    code = "import xlaprof as xp; print((xp.ones(3) * 2).sum().item())"
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "6.0"
+
+
+def test_no_grad_as_a_decorator():
+    @xp.no_grad()
+    def f(x):
+        return x * 2
+
+    x = xp.tensor([1.0], requires_grad=True)
+    assert not f(x).requires_grad
+    assert (x * 2).requires_grad
+
+
+def test_modules_collect_nested_parameters():
+    class Net(xp.nn.Module):
+        def __init__(self):
+            self.blocks = [xp.nn.Linear(2, 2, seed=1), {"norm": xp.nn.LayerNorm(2)}]
+            self.scale = xp.tensor([1.0], requires_grad=True)
+            self.frozen = xp.tensor([1.0])
+
+    assert len(Net().parameters()) == 5

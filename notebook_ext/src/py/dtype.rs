@@ -1,0 +1,158 @@
+//! Dtypes by their NumPy names, and host data (NumPy arrays) to tensors and back.
+
+use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods, ToPyArray};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use xlaprof_core::{DType, NativeType, Tensor};
+
+pub(crate) fn dtype_name(d: DType) -> &'static str {
+    match d {
+        DType::Pred => "bool",
+        DType::S8 => "int8",
+        DType::S32 => "int32",
+        DType::S64 => "int64",
+        DType::U8 => "uint8",
+        DType::F16 => "float16",
+        DType::BF16 => "bfloat16",
+        DType::F32 => "float32",
+        DType::F64 => "float64",
+    }
+}
+
+pub(crate) fn parse_dtype(name: &str) -> PyResult<DType> {
+    Ok(match name {
+        "bool" => DType::Pred,
+        "int8" => DType::S8,
+        "int32" => DType::S32,
+        "int64" => DType::S64,
+        "uint8" => DType::U8,
+        "float16" => DType::F16,
+        "bfloat16" => DType::BF16,
+        "float32" | "float" => DType::F32,
+        "float64" | "double" => DType::F64,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "unknown dtype {name:?}; the dtypes are bool, int8, int32, int64, uint8, \
+                 float16, bfloat16, float32, float64"
+            )))
+        }
+    })
+}
+
+/// A dtype given as a name, an `xp` dtype, or a NumPy dtype/type (anything whose `str()` or
+/// `numpy.dtype(...).name` is a dtype name).
+pub(crate) fn extract_dtype(value: &Bound<'_, PyAny>) -> PyResult<DType> {
+    if let Ok(name) = value.extract::<String>() {
+        return parse_dtype(&name);
+    }
+    let numpy = value.py().import("numpy")?;
+    let name: String = numpy.call_method1("dtype", (value,))?.getattr("name")?.extract()?;
+    parse_dtype(&name)
+}
+
+fn upload<T: NativeType + numpy::Element>(array: &Bound<'_, PyAny>) -> Option<(Vec<T>, Vec<i64>)> {
+    let array = array.cast::<PyArrayDyn<T>>().ok()?;
+    let dims = array.shape().iter().map(|&d| d as i64).collect();
+    let ro = array.readonly();
+    // A contiguous array is read in place; others are gathered in logical order.
+    let data = match ro.as_slice() {
+        Ok(slice) => slice.to_vec(),
+        Err(_) => ro.as_array().iter().copied().collect(),
+    };
+    Some((data, dims))
+}
+
+/// Host values of one supported element type, with their dims.
+pub(crate) enum HostData {
+    Bool(Vec<bool>, Vec<i64>),
+    I8(Vec<i8>, Vec<i64>),
+    I32(Vec<i32>, Vec<i64>),
+    I64(Vec<i64>, Vec<i64>),
+    U8(Vec<u8>, Vec<i64>),
+    F16(Vec<half::f16>, Vec<i64>),
+    F32(Vec<f32>, Vec<i64>),
+    F64(Vec<f64>, Vec<i64>),
+}
+
+impl HostData {
+    pub(crate) fn from_numpy(array: &Bound<'_, PyAny>) -> PyResult<HostData> {
+        macro_rules! try_types {
+            ($($t:ty => $v:ident),*) => {
+                $(if let Some((d, dims)) = upload::<$t>(array) { return Ok(HostData::$v(d, dims)); })*
+            };
+        }
+        try_types!(f32 => F32, f64 => F64, i64 => I64, i32 => I32, bool => Bool, u8 => U8,
+                   i8 => I8, half::f16 => F16);
+        let dtype = array.getattr("dtype").map(|d| d.to_string()).unwrap_or_default();
+        Err(PyTypeError::new_err(format!(
+            "cannot make a tensor of a NumPy array of {dtype}; supported: bool, int8, int32, \
+             int64, uint8, float16, float32, float64"
+        )))
+    }
+
+    pub(crate) fn upload(&self) -> xlaprof_core::Result<Tensor> {
+        match self {
+            HostData::Bool(d, s) => Tensor::from_slice(d, s),
+            HostData::I8(d, s) => Tensor::from_slice(d, s),
+            HostData::I32(d, s) => Tensor::from_slice(d, s),
+            HostData::I64(d, s) => Tensor::from_slice(d, s),
+            HostData::U8(d, s) => Tensor::from_slice(d, s),
+            HostData::F16(d, s) => Tensor::from_slice(d, s),
+            HostData::F32(d, s) => Tensor::from_slice(d, s),
+            HostData::F64(d, s) => Tensor::from_slice(d, s),
+        }
+    }
+}
+
+/// Values read from the device, ready to become a NumPy array.
+pub(crate) enum HostValues {
+    Bool(Vec<bool>),
+    I8(Vec<i8>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    U8(Vec<u8>),
+    F16(Vec<half::f16>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+impl HostValues {
+    /// Reads a tensor (materializing it). bfloat16 has no NumPy type: it reads as float32.
+    pub(crate) fn read(t: &Tensor) -> xlaprof_core::Result<HostValues> {
+        Ok(match t.dtype() {
+            DType::Pred => HostValues::Bool(t.to_vec()?),
+            DType::S8 => HostValues::I8(t.to_vec()?),
+            DType::S32 => HostValues::I32(t.to_vec()?),
+            DType::S64 => HostValues::I64(t.to_vec()?),
+            DType::U8 => HostValues::U8(t.to_vec()?),
+            DType::F16 => HostValues::F16(t.to_vec()?),
+            DType::F32 => HostValues::F32(t.to_vec()?),
+            DType::F64 => HostValues::F64(t.to_vec()?),
+            DType::BF16 => HostValues::F32(t.to_f64_vec()?.into_iter().map(|v| v as f32).collect()),
+        })
+    }
+
+    /// The values as an array of `dims`; the vector becomes the array's memory (no copy).
+    pub(crate) fn into_numpy<'py>(
+        self,
+        py: Python<'py>,
+        dims: &[i64],
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
+        macro_rules! array {
+            ($v:expr) => {
+                numpy::PyArray1::from_vec(py, $v).reshape(dims)?.into_any()
+            };
+        }
+        Ok(match self {
+            HostValues::Bool(v) => array!(v),
+            HostValues::I8(v) => array!(v),
+            HostValues::I32(v) => array!(v),
+            HostValues::I64(v) => array!(v),
+            HostValues::U8(v) => array!(v),
+            HostValues::F16(v) => v.to_pyarray(py).reshape(dims)?.into_any(),
+            HostValues::F32(v) => array!(v),
+            HostValues::F64(v) => array!(v),
+        })
+    }
+}

@@ -1,0 +1,68 @@
+//! The `xlaprof._native` extension module. The Python package `xlaprof` re-exports it with a
+//! few pure-Python parts (the IPython extension, `nn.Module`, context managers).
+
+mod dtype;
+mod errors;
+mod functions;
+mod index;
+mod location;
+mod nn;
+mod ops;
+mod profile;
+mod tensor;
+mod trace;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
+    m.add_class::<tensor::PyTensor>()?;
+    m.add_class::<nn::PyLinear>()?;
+    m.add_class::<nn::PyConv2d>()?;
+    m.add_class::<nn::PyLayerNorm>()?;
+    m.add_class::<nn::PyEmbedding>()?;
+    m.add_class::<nn::PySgd>()?;
+    m.add_class::<nn::PyAdam>()?;
+    m.add_class::<profile::PyRecording>()?;
+    m.add_class::<profile::PyProfile>()?;
+    m.add_class::<functions::PyScope>()?;
+    m.add_function(wrap_pyfunction!(profile::load, m)?)?;
+    m.add_function(wrap_pyfunction!(profile::progress_html, m)?)?;
+    m.add_function(wrap_pyfunction!(profile::validate_rules, m)?)?;
+    use functions::*;
+    for f in [
+        wrap_pyfunction!(manual_seed, m)?,
+        wrap_pyfunction!(from_array, m)?,
+        wrap_pyfunction!(zeros, m)?,
+        wrap_pyfunction!(ones, m)?,
+        wrap_pyfunction!(full, m)?,
+        wrap_pyfunction!(arange, m)?,
+        wrap_pyfunction!(eye, m)?,
+        wrap_pyfunction!(rand, m)?,
+        wrap_pyfunction!(randn, m)?,
+        wrap_pyfunction!(cat, m)?,
+        wrap_pyfunction!(stack, m)?,
+        wrap_pyfunction!(where_, m)?,
+        wrap_pyfunction!(conv2d, m)?,
+        wrap_pyfunction!(max_pool2d, m)?,
+        wrap_pyfunction!(avg_pool2d, m)?,
+        wrap_pyfunction!(cross_entropy, m)?,
+        wrap_pyfunction!(layer_norm, m)?,
+        wrap_pyfunction!(embedding, m)?,
+        wrap_pyfunction!(dropout, m)?,
+        wrap_pyfunction!(sync, m)?,
+        wrap_pyfunction!(step, m)?,
+        wrap_pyfunction!(no_grad_enter, m)?,
+        wrap_pyfunction!(no_grad_exit, m)?,
+        wrap_pyfunction!(is_grad_enabled, m)?,
+        wrap_pyfunction!(counters, m)?,
+        wrap_pyfunction!(set_package_dir, m)?,
+        wrap_pyfunction!(set_file_namer, m)?,
+        wrap_pyfunction!(source_files, m)?,
+        wrap_pyfunction!(_trace_cost_probe, m)?,
+    ] {
+        m.add_function(f)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,498 @@
+//! The engine's ops as `Tensor` methods and Python operators. Each is recorded (not run) at the
+//! caller's Python line; shape errors are raised there, naming both shapes.
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::pyclass::CompareOp;
+use xlaprof_core::{DType, Tensor};
+
+use super::dtype::extract_dtype;
+use super::tensor::{from_numpy, PyTensor};
+use super::trace::traced;
+
+type EngineResult = xlaprof_core::Result<Tensor>;
+
+/// The other operand of a binary op: a tensor, or a host scalar (a graph input: changing it
+/// does not recompile).
+pub(crate) enum Operand {
+    Tensor(Tensor),
+    Scalar(f64),
+}
+
+impl Operand {
+    pub(crate) fn extract(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Operand> {
+        if let Ok(t) = value.cast::<PyTensor>() {
+            return Ok(Operand::Tensor(t.get().t.clone()));
+        }
+        if let Ok(v) = value.extract::<f64>() {
+            return Ok(Operand::Scalar(v));
+        }
+        if value.hasattr("__array_interface__")? || value.is_instance_of::<pyo3::types::PyList>() {
+            return Ok(Operand::Tensor(from_numpy(py, value)?));
+        }
+        Err(PyTypeError::new_err(format!(
+            "expected a tensor, a number or an array, not {}",
+            value.get_type().name()?
+        )))
+    }
+}
+
+/// The dtype a host scalar takes next to `t` (PyTorch: a fraction promotes integers to f32).
+fn scalar_dtype(t: &Tensor, v: f64) -> DType {
+    if !t.dtype().is_float() && v.fract() != 0.0 {
+        DType::F32
+    } else {
+        t.dtype()
+    }
+}
+
+/// Records `self <op> other`.
+fn binary(
+    py: Python<'_>,
+    what: &str,
+    a: &Tensor,
+    other: &Bound<'_, PyAny>,
+    tensor_op: fn(&Tensor, &Tensor) -> EngineResult,
+    scalar_op: fn(&Tensor, f64) -> EngineResult,
+) -> PyResult<PyTensor> {
+    let other = Operand::extract(py, other)?;
+    traced(py, what, || match &other {
+        Operand::Tensor(b) => tensor_op(a, b),
+        Operand::Scalar(v) => scalar_op(a, *v),
+    })
+    .map(PyTensor::new)
+}
+
+/// Records `other <op> self` (the reflected operators).
+fn reflected(
+    py: Python<'_>,
+    what: &str,
+    a: &Tensor,
+    other: &Bound<'_, PyAny>,
+    tensor_op: fn(&Tensor, &Tensor) -> EngineResult,
+) -> PyResult<PyTensor> {
+    let other = Operand::extract(py, other)?;
+    traced(py, what, || match &other {
+        Operand::Tensor(b) => tensor_op(b, a),
+        Operand::Scalar(v) => tensor_op(&Tensor::scalar(*v, scalar_dtype(a, *v)), a),
+    })
+    .map(PyTensor::new)
+}
+
+/// Axes given as None (all), an int, or a sequence of ints.
+pub(crate) fn axes(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<i64>> {
+    match dim {
+        None => Ok(vec![]),
+        Some(d) if d.is_none() => Ok(vec![]),
+        Some(d) => match d.extract::<i64>() {
+            Ok(one) => Ok(vec![one]),
+            Err(_) => d.extract::<Vec<i64>>(),
+        },
+    }
+}
+
+/// Dims given either as one sequence or as several ints (`reshape(2, 3)` or `reshape((2, 3))`).
+pub(crate) fn dims_arg(args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<Vec<i64>> {
+    if args.len() == 1 {
+        if let Ok(dims) = args.get_item(0)?.extract::<Vec<i64>>() {
+            return Ok(dims);
+        }
+    }
+    args.extract::<Vec<i64>>()
+}
+
+macro_rules! unary {
+    ($($name:ident),* $(,)?) => {
+        #[pymethods]
+        impl PyTensor {
+            $(
+                fn $name(&self, py: Python<'_>) -> PyResult<PyTensor> {
+                    traced(py, stringify!($name), || self.t.$name()).map(PyTensor::new)
+                }
+            )*
+        }
+    };
+}
+
+unary!(
+    neg,
+    abs,
+    exp,
+    log,
+    sqrt,
+    rsqrt,
+    sin,
+    cos,
+    tanh,
+    sigmoid,
+    sign,
+    floor,
+    relu,
+    gelu,
+    silu,
+    flatten,
+    logical_not
+);
+
+macro_rules! binary_methods {
+    ($($name:ident => $t:ident, $s:ident);* $(;)?) => {
+        #[pymethods]
+        impl PyTensor {
+            $(
+                fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+                    binary(py, stringify!($name), &self.t, other, Tensor::$t, Tensor::$s)
+                }
+            )*
+        }
+    };
+}
+
+binary_methods! {
+    add => add, add_scalar; sub => sub, sub_scalar; mul => mul, mul_scalar;
+    div => div, div_scalar; pow => pow, pow_scalar; maximum => maximum, maximum_scalar;
+    minimum => minimum, minimum_scalar; fmod => fmod, fmod_scalar;
+    remainder => remainder, remainder_scalar;
+}
+
+fn compare_scalar(
+    op: fn(&Tensor, &Tensor) -> EngineResult,
+) -> impl Fn(&Tensor, f64) -> EngineResult {
+    move |t, v| op(t, &Tensor::scalar(v, scalar_dtype(t, v)))
+}
+
+// The operators are written out: pyo3's slot wrappers trip the `unsafe_op_in_unsafe_fn` lint
+// when they come out of a `macro_rules!` expansion.
+#[pymethods]
+impl PyTensor {
+    fn __add__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(py, "add", &self.t, other, Tensor::add, Tensor::add_scalar)
+    }
+    fn __radd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(py, "add", &self.t, other, Tensor::add, Tensor::add_scalar)
+    }
+    fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(py, "sub", &self.t, other, Tensor::sub, Tensor::sub_scalar)
+    }
+    fn __mul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(py, "mul", &self.t, other, Tensor::mul, Tensor::mul_scalar)
+    }
+    fn __rmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(py, "mul", &self.t, other, Tensor::mul, Tensor::mul_scalar)
+    }
+    fn __truediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(py, "div", &self.t, other, Tensor::div, Tensor::div_scalar)
+    }
+    fn __mod__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(py, "remainder", &self.t, other, Tensor::remainder, Tensor::remainder_scalar)
+    }
+    fn __rsub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        reflected(py, "sub", &self.t, other, Tensor::sub)
+    }
+    fn __rtruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        reflected(py, "div", &self.t, other, Tensor::div)
+    }
+    fn __pow__(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTensor> {
+        if modulo.is_some_and(|m| !m.is_none()) {
+            return Err(PyTypeError::new_err("pow() with a modulo is not supported"));
+        }
+        binary(py, "pow", &self.t, other, Tensor::pow, Tensor::pow_scalar)
+    }
+    fn __rpow__(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTensor> {
+        let _ = modulo;
+        reflected(py, "pow", &self.t, other, Tensor::pow)
+    }
+    fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        let other = Operand::extract(py, other)?;
+        match other {
+            Operand::Tensor(b) => traced(py, "matmul", || self.t.matmul(&b)).map(PyTensor::new),
+            Operand::Scalar(_) => Err(PyTypeError::new_err("matmul needs a tensor, not a number")),
+        }
+    }
+    fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        reflected(py, "matmul", &self.t, other, Tensor::matmul)
+    }
+    fn matmul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        self.__matmul__(py, other)
+    }
+    fn __neg__(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        self.neg(py)
+    }
+    fn __abs__(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        self.abs(py)
+    }
+    fn __invert__(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        self.logical_not(py)
+    }
+    fn __and__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(py, "and", &self.t, other, Tensor::logical_and, |t, v| {
+            t.logical_and(&Tensor::scalar(v, DType::Pred))
+        })
+    }
+    fn __or__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(py, "or", &self.t, other, Tensor::logical_or, |t, v| {
+            t.logical_or(&Tensor::scalar(v, DType::Pred))
+        })
+    }
+
+    fn __richcmp__(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        op: CompareOp,
+    ) -> PyResult<PyTensor> {
+        let f: fn(&Tensor, &Tensor) -> EngineResult = match op {
+            CompareOp::Eq => Tensor::eq,
+            CompareOp::Ne => Tensor::ne,
+            CompareOp::Lt => Tensor::lt,
+            CompareOp::Le => Tensor::le,
+            CompareOp::Gt => Tensor::gt,
+            CompareOp::Ge => Tensor::ge,
+        };
+        let other = Operand::extract(py, other)?;
+        traced(py, "compare", || match &other {
+            Operand::Tensor(b) => f(&self.t, b),
+            Operand::Scalar(v) => compare_scalar(f)(&self.t, *v),
+        })
+        .map(PyTensor::new)
+    }
+
+    // ---- shape and movement ----
+
+    #[pyo3(signature = (*shape))]
+    fn reshape(
+        &self,
+        py: Python<'_>,
+        shape: &Bound<'_, pyo3::types::PyTuple>,
+    ) -> PyResult<PyTensor> {
+        let dims = dims_arg(shape)?;
+        traced(py, "reshape", || self.t.reshape(&dims)).map(PyTensor::new)
+    }
+
+    #[pyo3(signature = (*shape))]
+    fn view(&self, py: Python<'_>, shape: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<PyTensor> {
+        self.reshape(py, shape)
+    }
+
+    #[pyo3(signature = (*dims))]
+    fn permute(
+        &self,
+        py: Python<'_>,
+        dims: &Bound<'_, pyo3::types::PyTuple>,
+    ) -> PyResult<PyTensor> {
+        let rank = self.t.rank() as i64;
+        let perm = dims_arg(dims)?
+            .into_iter()
+            .map(|d| if d < 0 { d + rank } else { d }.max(0) as usize)
+            .collect::<Vec<_>>();
+        traced(py, "permute", || self.t.permute(&perm)).map(PyTensor::new)
+    }
+
+    #[pyo3(signature = (dim0=0, dim1=1))]
+    fn transpose(&self, py: Python<'_>, dim0: i64, dim1: i64) -> PyResult<PyTensor> {
+        traced(py, "transpose", || self.t.transpose(dim0, dim1)).map(PyTensor::new)
+    }
+
+    /// The transpose of a matrix (the last two dims reversed).
+    #[getter(T)]
+    fn t_(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        traced(py, "T", || self.t.transpose(-2, -1)).map(PyTensor::new)
+    }
+
+    fn unsqueeze(&self, py: Python<'_>, dim: i64) -> PyResult<PyTensor> {
+        traced(py, "unsqueeze", || self.t.unsqueeze(dim)).map(PyTensor::new)
+    }
+
+    fn squeeze(&self, py: Python<'_>, dim: i64) -> PyResult<PyTensor> {
+        traced(py, "squeeze", || self.t.squeeze(dim)).map(PyTensor::new)
+    }
+
+    #[pyo3(signature = (*shape))]
+    fn expand(
+        &self,
+        py: Python<'_>,
+        shape: &Bound<'_, pyo3::types::PyTuple>,
+    ) -> PyResult<PyTensor> {
+        let dims = dims_arg(shape)?;
+        traced(py, "expand", || self.t.broadcast_to(&dims)).map(PyTensor::new)
+    }
+
+    fn broadcast_to(&self, py: Python<'_>, shape: Vec<i64>) -> PyResult<PyTensor> {
+        traced(py, "broadcast_to", || self.t.broadcast_to(&shape)).map(PyTensor::new)
+    }
+
+    fn flip(&self, py: Python<'_>, dims: Vec<i64>) -> PyResult<PyTensor> {
+        traced(py, "flip", || self.t.flip(&dims)).map(PyTensor::new)
+    }
+
+    /// Pads with `(before, after)` pairs, one per dim, with a constant.
+    #[pyo3(signature = (pads, value=0.0))]
+    fn pad(&self, py: Python<'_>, pads: Vec<(i64, i64)>, value: f64) -> PyResult<PyTensor> {
+        traced(py, "pad", || self.t.pad(&pads, value)).map(PyTensor::new)
+    }
+
+    fn index_select(&self, py: Python<'_>, dim: i64, index: &PyTensor) -> PyResult<PyTensor> {
+        traced(py, "index_select", || self.t.index_select(dim, &index.t)).map(PyTensor::new)
+    }
+
+    fn index_add(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        index: &PyTensor,
+        source: &PyTensor,
+    ) -> PyResult<PyTensor> {
+        traced(py, "index_add", || self.t.index_add(dim, &index.t, &source.t)).map(PyTensor::new)
+    }
+
+    // ---- dtypes ----
+
+    /// The same values in another dtype (`t.to("float64")`, `t.to(numpy.int32)`).
+    fn to(&self, py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        let dtype = extract_dtype(dtype)?;
+        traced(py, "to", || self.t.cast(dtype)).map(PyTensor::new)
+    }
+
+    fn astype(&self, py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        self.to(py, dtype)
+    }
+
+    fn float(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        traced(py, "float", || self.t.cast(DType::F32)).map(PyTensor::new)
+    }
+
+    fn long(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        traced(py, "long", || self.t.cast(DType::S64)).map(PyTensor::new)
+    }
+
+    // ---- reductions ----
+
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn sum(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<PyTensor> {
+        let axes = axes(dim)?;
+        traced(py, "sum", || self.t.sum(&axes, keepdim)).map(PyTensor::new)
+    }
+
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn mean(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<PyTensor> {
+        let axes = axes(dim)?;
+        traced(py, "mean", || self.t.mean(&axes, keepdim)).map(PyTensor::new)
+    }
+
+    /// The largest values over `dim` (all dims when None); use `argmax` for the positions.
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn max(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<PyTensor> {
+        let axes = axes(dim)?;
+        traced(py, "max", || self.t.amax(&axes, keepdim)).map(PyTensor::new)
+    }
+
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn min(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<PyTensor> {
+        let axes = axes(dim)?;
+        traced(py, "min", || self.t.amin(&axes, keepdim)).map(PyTensor::new)
+    }
+
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn amax(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<PyTensor> {
+        self.max(py, dim, keepdim)
+    }
+
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn amin(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<PyTensor> {
+        self.min(py, dim, keepdim)
+    }
+
+    #[pyo3(signature = (dim=None, correction=1, keepdim=false))]
+    fn var(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        correction: i64,
+        keepdim: bool,
+    ) -> PyResult<PyTensor> {
+        let axes = axes(dim)?;
+        traced(py, "var", || self.t.var(&axes, correction, keepdim)).map(PyTensor::new)
+    }
+
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn logsumexp(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<PyTensor> {
+        let axes = axes(dim)?;
+        traced(py, "logsumexp", || self.t.logsumexp(&axes, keepdim)).map(PyTensor::new)
+    }
+
+    #[pyo3(signature = (dim, keepdim=false))]
+    fn argmax(&self, py: Python<'_>, dim: i64, keepdim: bool) -> PyResult<PyTensor> {
+        traced(py, "argmax", || self.t.argmax(dim, keepdim)).map(PyTensor::new)
+    }
+
+    #[pyo3(signature = (dim, keepdim=false))]
+    fn argmin(&self, py: Python<'_>, dim: i64, keepdim: bool) -> PyResult<PyTensor> {
+        traced(py, "argmin", || self.t.argmin(dim, keepdim)).map(PyTensor::new)
+    }
+
+    // ---- neural-network ops ----
+
+    #[pyo3(signature = (dim=-1))]
+    fn softmax(&self, py: Python<'_>, dim: i64) -> PyResult<PyTensor> {
+        traced(py, "softmax", || self.t.softmax(dim)).map(PyTensor::new)
+    }
+
+    #[pyo3(signature = (dim=-1))]
+    fn log_softmax(&self, py: Python<'_>, dim: i64) -> PyResult<PyTensor> {
+        traced(py, "log_softmax", || self.t.log_softmax(dim)).map(PyTensor::new)
+    }
+
+    #[pyo3(signature = (min=None, max=None))]
+    fn clamp(&self, py: Python<'_>, min: Option<f64>, max: Option<f64>) -> PyResult<PyTensor> {
+        let (lo, hi) = (min.unwrap_or(f64::NEG_INFINITY), max.unwrap_or(f64::INFINITY));
+        traced(py, "clamp", || self.t.clamp(lo, hi)).map(PyTensor::new)
+    }
+
+    fn one_hot(&self, py: Python<'_>, num_classes: i64) -> PyResult<PyTensor> {
+        traced(py, "one_hot", || self.t.one_hot(num_classes, DType::F32)).map(PyTensor::new)
+    }
+}

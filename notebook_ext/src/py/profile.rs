@@ -1,0 +1,272 @@
+//! Profiling from Python: a recording (streamed to a file, so a profile can be saved as it is),
+//! and a profile with its analysis, reports, exports, tables and the notebook widget.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use polars::prelude::ParquetWriter;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use xlaprof_profiler::diagnostics::{check, Rule};
+use xlaprof_profiler::export::{self, tables, Format};
+use xlaprof_profiler::{analyze, report, Analysis, Profile, Recording, Thresholds};
+
+use super::errors::{guarded, profile_error, ProfileError};
+use crate::widget::{self, WidgetOptions};
+
+static NEXT_FILE: AtomicU64 = AtomicU64::new(1);
+
+fn temp_profile_path() -> PathBuf {
+    let n = NEXT_FILE.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!("xlaprof-{}-{n}.xlaprof", std::process::id()))
+}
+
+/// A profile being recorded (one at a time per process).
+#[pyclass(name = "_Recording", module = "xlaprof")]
+pub struct PyRecording {
+    recording: Option<Recording>,
+    path: PathBuf,
+}
+
+#[pymethods]
+impl PyRecording {
+    #[new]
+    fn new() -> PyResult<Self> {
+        let path = temp_profile_path();
+        let recording = Recording::to_file(&path).map_err(profile_error)?;
+        Ok(PyRecording { recording: Some(recording), path })
+    }
+
+    /// The profile so far, without stopping.
+    fn snapshot(&self) -> PyResult<PyProfile> {
+        let r = self.recording.as_ref().ok_or_else(|| ProfileError::new_err("stopped"))?;
+        Ok(PyProfile::new(r.snapshot(), None, false))
+    }
+
+    /// Stops and returns the profile (its file stays until the profile is dropped).
+    fn stop(&mut self) -> PyResult<PyProfile> {
+        let r = self
+            .recording
+            .take()
+            .ok_or_else(|| ProfileError::new_err("this recording was already stopped"))?;
+        guarded("stop", || Ok(PyProfile::new(r.stop(), Some(self.path.clone()), true)))
+    }
+}
+
+impl Drop for PyRecording {
+    fn drop(&mut self) {
+        if let Some(r) = self.recording.take() {
+            r.stop();
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// A finished (or loaded) profile and its analysis.
+#[pyclass(name = "_Profile", module = "xlaprof", frozen)]
+pub struct PyProfile {
+    profile: Profile,
+    analysis: Analysis,
+    /// The profile file behind it: what `save` copies.
+    file: Option<PathBuf>,
+    /// The file is a temporary of this process, removed with the profile.
+    temporary: bool,
+}
+
+impl PyProfile {
+    fn new(profile: Profile, file: Option<PathBuf>, temporary: bool) -> PyProfile {
+        let analysis = analyze(&profile, &Thresholds::default());
+        PyProfile { profile, analysis, file, temporary }
+    }
+}
+
+impl Drop for PyProfile {
+    fn drop(&mut self) {
+        if let (true, Some(f)) = (self.temporary, &self.file) {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
+fn to_py<'py>(py: Python<'py>, value: &impl serde::Serialize) -> PyResult<Bound<'py, PyAny>> {
+    let text = serde_json::to_string(value).map_err(|e| ProfileError::new_err(e.to_string()))?;
+    py.import("json")?.call_method1("loads", (text,))
+}
+
+fn parse_rules(rules: &[String]) -> PyResult<Vec<Rule>> {
+    rules.iter().map(|r| Rule::parse(r).map_err(|e| PyValueError::new_err(e.to_string()))).collect()
+}
+
+#[pymethods]
+impl PyProfile {
+    /// The text report (`short=True`: the summary and the top findings).
+    #[pyo3(signature = (short=false))]
+    fn report(&self, short: bool) -> String {
+        if short {
+            report::short(&self.analysis)
+        } else {
+            report::text(&self.analysis)
+        }
+    }
+
+    fn metrics_report(&self) -> String {
+        report::metrics(&self.analysis.metrics)
+    }
+
+    fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.analysis.summary)
+    }
+
+    fn diagnostics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let list = to_py(py, &self.analysis.diagnostics)?;
+        // Each finding also carries its causes as sentences and its kind's title.
+        for (item, d) in list.try_iter()?.zip(&self.analysis.diagnostics) {
+            let item = item?;
+            let sentences: Vec<String> = d.changes.iter().map(|c| c.sentence()).collect();
+            item.set_item("change_sentences", sentences)?;
+            item.set_item("title", d.kind.title())?;
+        }
+        Ok(list)
+    }
+
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.analysis.metrics)
+    }
+
+    /// Every location of the profile as `(file, line, function)`, by id.
+    fn locations(&self) -> Vec<(String, u32, String)> {
+        self.profile
+            .locations
+            .iter()
+            .map(|l| (l.file.clone(), l.line, l.function.clone()))
+            .collect()
+    }
+
+    /// Compiles in steps after `step`, as `(step, location, graph hash)`.
+    fn compiles_after(&self, step: u64) -> Vec<(u64, String, String)> {
+        self.profile
+            .syncs
+            .iter()
+            .filter(|s| s.compiled() && s.step > step)
+            .map(|s| {
+                let graph = s.hash.map(|h| format!("{h:016x}")).unwrap_or_default();
+                (s.step, self.profile.location(s.location), graph)
+            })
+            .collect()
+    }
+
+    /// Evaluates rules (`"max-compiles=1"`, ...) as dicts with `rule`, `passed`, `message`.
+    fn check<'py>(&self, py: Python<'py>, rules: Vec<String>) -> PyResult<Bound<'py, PyAny>> {
+        let rules = parse_rules(&rules)?;
+        let outcomes = check(&self.profile, &rules, self.analysis.thresholds.warmup_steps);
+        let out = pyo3::types::PyList::empty(py);
+        for o in outcomes {
+            let d = PyDict::new(py);
+            d.set_item("rule", format!("{:?}", o.rule))?;
+            d.set_item("passed", o.passed)?;
+            d.set_item("message", o.message)?;
+            out.append(d)?;
+        }
+        Ok(out.into_any())
+    }
+
+    /// Each table (spans, graphs, compiles, executions, diagnostics) as Parquet bytes.
+    fn tables_parquet<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let all = tables::tables(&self.profile, &self.analysis).map_err(profile_error)?;
+        let out = PyDict::new(py);
+        for (name, mut df) in all {
+            let mut bytes = Vec::new();
+            ParquetWriter::new(&mut bytes)
+                .finish(&mut df)
+                .map_err(|e| ProfileError::new_err(format!("table {name}: {e}")))?;
+            out.set_item(name, PyBytes::new(py, &bytes))?;
+        }
+        Ok(out)
+    }
+
+    /// Writes the profile file (readable by `xlaprof.load` and the `xlaprof` command line).
+    fn save(&self, path: PathBuf) -> PyResult<()> {
+        let from = self.file.as_ref().ok_or_else(|| {
+            ProfileError::new_err(
+                "a profile still recording cannot be saved: leave the `with` block first",
+            )
+        })?;
+        if same_file(from, &path) {
+            return Ok(());
+        }
+        std::fs::copy(from, &path)
+            .map(|_| ())
+            .map_err(|e| ProfileError::new_err(format!("{}: {e}", path.display())))
+    }
+
+    /// Exports to `path` as text, short, json, csv, parquet (folders), chrome, folded or
+    /// flamegraph.
+    fn export(&self, path: PathBuf, format: &str) -> PyResult<()> {
+        let f = Format::parse(format).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "unknown format {format:?}; the formats are: {}",
+                Format::NAMES
+            ))
+        })?;
+        export::write(&self.profile, &self.analysis, f, &path).map_err(profile_error)
+    }
+
+    /// The notebook widget's HTML.
+    #[pyo3(signature = (title="", source_lines=HashMap::new(), rules=Vec::new()))]
+    fn render_html(
+        &self,
+        title: &str,
+        source_lines: HashMap<u32, String>,
+        rules: Vec<String>,
+    ) -> PyResult<String> {
+        let rules = parse_rules(&rules)?;
+        let outcomes = check(&self.profile, &rules, self.analysis.thresholds.warmup_steps);
+        let options = WidgetOptions { title: title.to_string(), source_lines, rules: outcomes };
+        guarded("render", || Ok(widget::render(&self.profile, &self.analysis, &options)))
+    }
+
+    #[getter]
+    fn steps(&self) -> usize {
+        self.profile.steps.len()
+    }
+    #[getter]
+    fn compiles(&self) -> usize {
+        self.profile.compiles.len()
+    }
+    #[getter]
+    fn syncs(&self) -> usize {
+        self.profile.syncs.len()
+    }
+    #[getter]
+    fn graphs(&self) -> usize {
+        self.profile.graphs.len()
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Reads a profile file.
+#[pyfunction]
+pub(crate) fn load(path: PathBuf) -> PyResult<PyProfile> {
+    let profile = xlaprof_profiler::load(&path).map_err(profile_error)?;
+    Ok(PyProfile::new(profile, Some(path), false))
+}
+
+/// The live-progress line of the notebook magic.
+#[pyfunction]
+pub(crate) fn progress_html(steps: u64, syncs: u64, compiles: u64, elapsed_s: f64) -> String {
+    widget::progress_html(steps, syncs, compiles, elapsed_s)
+}
+
+/// Raises ValueError for the first rule that does not parse (before a cell runs).
+#[pyfunction]
+pub(crate) fn validate_rules(rules: Vec<String>) -> PyResult<()> {
+    parse_rules(&rules).map(|_| ())
+}

@@ -1,0 +1,244 @@
+//! `xlaprof.Tensor`: a handle to a lazy engine tensor. Properties, conversions and `repr`;
+//! the ops are in `ops.rs` and indexing in `index.rs`.
+
+use std::collections::HashSet;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use xlaprof_core::ir::Op;
+use xlaprof_core::Tensor;
+
+use super::dtype::{dtype_name, HostData, HostValues};
+use super::trace::{traced, traced_detached};
+
+#[pyclass(name = "Tensor", module = "xlaprof", frozen, weakref)]
+pub struct PyTensor {
+    pub(crate) t: Tensor,
+}
+
+impl PyTensor {
+    pub(crate) fn new(t: Tensor) -> PyTensor {
+        PyTensor { t }
+    }
+}
+
+/// The number of distinct IR nodes a pending value depends on (no execution: it walks the IR).
+fn graph_size(t: &Tensor) -> usize {
+    const LIMIT: usize = 1_000_000;
+    let root = t.node();
+    let mut seen: HashSet<*const xlaprof_core::ir::Node> = HashSet::new();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if seen.len() >= LIMIT || !seen.insert(std::sync::Arc::as_ptr(&node)) {
+            continue;
+        }
+        stack.extend(node.inputs.iter().cloned());
+    }
+    seen.len()
+}
+
+/// Reads a tensor to a NumPy array (a sync when it is pending), with the GIL released.
+pub(crate) fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    let t2 = t.clone();
+    let values = traced_detached(py, "numpy", move || HostValues::read(&t2))?;
+    values.into_numpy(py, t.dims())
+}
+
+/// A tensor from NumPy data (or anything `numpy.asarray` takes).
+pub(crate) fn from_numpy(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    let array = if array.hasattr("__array_interface__")? {
+        array.clone()
+    } else {
+        py.import("numpy")?.call_method1("asarray", (array,))?
+    };
+    let host = HostData::from_numpy(&array)?;
+    traced(py, "tensor", || host.upload())
+}
+
+#[pymethods]
+impl PyTensor {
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.t.dims().iter().copied())
+    }
+
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        dtype_name(self.t.dtype())
+    }
+
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.t.rank()
+    }
+
+    fn dim(&self) -> usize {
+        self.t.rank()
+    }
+
+    fn numel(&self) -> usize {
+        self.t.element_count()
+    }
+
+    #[pyo3(signature = (dim=None))]
+    fn size<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
+        match dim {
+            None => Ok(self.shape(py)?.into_any()),
+            Some(d) => {
+                let rank = self.t.rank() as i64;
+                let i = if d < 0 { d + rank } else { d };
+                let size = self.t.dims().get(i as usize).filter(|_| i >= 0).ok_or_else(|| {
+                    pyo3::exceptions::PyIndexError::new_err(format!(
+                        "dimension {d} is out of range for a tensor of rank {rank}"
+                    ))
+                })?;
+                Ok(size.into_pyobject(py)?.into_any())
+            }
+        }
+    }
+
+    /// True while the value is IR that has not run yet.
+    #[getter]
+    fn is_pending(&self) -> bool {
+        !self.t.is_materialized()
+    }
+
+    /// Distinct IR nodes behind this value (1 once it is device data).
+    #[getter]
+    fn graph_size(&self) -> usize {
+        graph_size(&self.t)
+    }
+
+    #[getter]
+    fn requires_grad(&self) -> bool {
+        self.t.requires_grad()
+    }
+
+    #[setter]
+    fn set_requires_grad(&self, value: bool) {
+        self.t.set_requires_grad(value);
+    }
+
+    /// Marks this tensor as a leaf whose gradient `backward` accumulates; returns it.
+    #[pyo3(signature = (requires_grad=true))]
+    fn requires_grad_(slf: Py<Self>, requires_grad: bool) -> Py<Self> {
+        slf.get().t.set_requires_grad(requires_grad);
+        slf
+    }
+
+    #[getter]
+    fn grad(&self) -> Option<PyTensor> {
+        self.t.grad().map(PyTensor::new)
+    }
+
+    #[setter]
+    fn set_grad(&self, value: Option<&PyTensor>) -> PyResult<()> {
+        match value {
+            None => {
+                self.t.zero_grad();
+                Ok(())
+            }
+            Some(_) => Err(PyTypeError::new_err("only `tensor.grad = None` is supported")),
+        }
+    }
+
+    fn detach(&self) -> PyTensor {
+        PyTensor::new(self.t.detach())
+    }
+
+    /// Back-propagates into every leaf that requires grad (the gradient is recorded, not run).
+    #[pyo3(signature = (gradient=None))]
+    fn backward(&self, py: Python<'_>, gradient: Option<&PyTensor>) -> PyResult<()> {
+        match gradient {
+            None => traced(py, "backward", || self.t.backward()),
+            Some(g) => traced(py, "backward", || self.t.backward_with(&g.t)),
+        }
+    }
+
+    /// The values as a NumPy array (runs what they need).
+    fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_numpy(py, &self.t)
+    }
+
+    #[pyo3(signature = (dtype=None, copy=None))]
+    fn __array__<'py>(
+        &self,
+        py: Python<'py>,
+        dtype: Option<Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let _ = copy;
+        let array = to_numpy(py, &self.t)?;
+        match dtype {
+            Some(d) => array.call_method1("astype", (d,)),
+            None => Ok(array),
+        }
+    }
+
+    fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_numpy(py, &self.t)?.call_method0("tolist")
+    }
+
+    /// The single value, as a Python number (runs what it needs: a sync if pending).
+    fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if self.t.element_count() != 1 {
+            // The engine's message names the shape and the line.
+            traced(py, "item", || self.t.item())?;
+        }
+        to_numpy(py, &self.t)?.call_method0("item")
+    }
+
+    fn __float__(&self, py: Python<'_>) -> PyResult<f64> {
+        let t = self.t.clone();
+        traced_detached(py, "float", move || t.item())
+    }
+
+    fn __int__(&self, py: Python<'_>) -> PyResult<i64> {
+        let t = self.t.clone();
+        traced_detached(py, "int", move || t.item()).map(|v| v as i64)
+    }
+
+    /// Branching on a tensor reads it: a hidden sync, as in PyTorch/XLA.
+    fn __bool__(&self, py: Python<'_>) -> PyResult<bool> {
+        let t = self.t.clone();
+        traced_detached(py, "bool", move || t.item()).map(|v| v != 0.0)
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        self.t
+            .dims()
+            .first()
+            .map(|&d| d as usize)
+            .ok_or_else(|| PyTypeError::new_err("len() of a 0-d tensor"))
+    }
+
+    fn __hash__(&self) -> u64 {
+        self.t.id()
+    }
+
+    /// Shape, dtype and graph size: never runs anything.
+    fn __repr__(&self) -> String {
+        let node = self.t.node();
+        let mut s = match &node.op {
+            Op::Data(_) => format!("Tensor({}, device data", self.t.shape()),
+            op => format!(
+                "Tensor({}, pending {}, graph of {} nodes",
+                self.t.shape(),
+                op.name(),
+                graph_size(&self.t)
+            ),
+        };
+        if self.t.requires_grad() {
+            s.push_str(", requires_grad");
+        }
+        s.push(')');
+        s
+    }
+
+    /// The values, like `print(torch_tensor)`: this runs the pending graph.
+    fn __str__(&self, py: Python<'_>) -> PyResult<String> {
+        let array = to_numpy(py, &self.t)?;
+        Ok(format!("tensor({}, dtype={})", array.str()?, dtype_name(self.t.dtype())))
+    }
+}

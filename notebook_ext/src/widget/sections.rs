@@ -1,0 +1,213 @@
+//! The widget's sections that are tables and lists: summary, rule checks, diagnostics, metrics,
+//! graphs. Numbers come from the profiler's `Analysis`; nothing is recomputed here.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use xlaprof_profiler::diagnostics::{diff_graphs, RuleOutcome};
+use xlaprof_profiler::metrics::{format_bytes, format_ns, format_value};
+use xlaprof_profiler::{Analysis, Profile};
+
+use super::escape::esc;
+use super::section;
+
+/// The most StableHLO text shown per graph (the rest is cut, with a note).
+const HLO_SHOWN_BYTES: usize = 20_000;
+
+fn card(out: &mut String, value: &str, label: &str, class: &str) {
+    let _ = write!(
+        out,
+        "<div class=\"xp-card\"><b class=\"{class}\">{}</b><span>{}</span></div>",
+        esc(value),
+        esc(label)
+    );
+}
+
+pub(crate) fn summary(out: &mut String, a: &Analysis) {
+    let s = &a.summary;
+    let mut body = String::from("<div class=\"xp-cards\">");
+    let step = if s.step_median_ns > 0 {
+        format!("{} / {}", format_ns(s.step_median_ns as f64), format_ns(s.step_p90_ns as f64))
+    } else {
+        "-".to_string()
+    };
+    card(&mut body, &format_ns(s.duration_ns as f64), "profiled", "");
+    card(&mut body, &s.steps.to_string(), "steps", "");
+    card(&mut body, &step, "step time (median / p90, after warm-up)", "");
+    card(&mut body, &s.syncs.to_string(), "syncs", "");
+    let late = if s.compiles_after_warmup > 0 { "xp-bad" } else { "" };
+    card(
+        &mut body,
+        &format!("{} ({} after warm-up)", s.compiles, s.compiles_after_warmup),
+        "compiles",
+        late,
+    );
+    card(&mut body, &format_ns(s.compile_ns as f64), "compile time", "");
+    card(
+        &mut body,
+        &format!("{} ({:.0}%)", s.cache_hits + s.persistent_hits, s.hit_rate * 100.0),
+        "cache hits (hit rate)",
+        "",
+    );
+    let hidden = if s.hidden_syncs > 0 { "xp-bad" } else { "" };
+    card(&mut body, &s.hidden_syncs.to_string(), "hidden syncs (value reads)", hidden);
+    card(&mut body, &format_ns(s.execute_ns as f64), "execute time", "");
+    card(&mut body, &format_ns(s.outside_syncs_ns as f64), "outside syncs (tracing, host)", "");
+    card(&mut body, &format_bytes(s.bytes_to_device as f64), "to device", "");
+    card(&mut body, &format_bytes(s.bytes_to_host as f64), "to host", "");
+    body.push_str("</div>");
+    section(out, "Summary", true, &body);
+}
+
+pub(crate) fn rules(out: &mut String, outcomes: &[RuleOutcome]) {
+    let failed = outcomes.iter().filter(|o| !o.passed).count();
+    let mut body = String::from("<ul>");
+    for o in outcomes {
+        let (class, mark) = if o.passed { ("xp-good", "pass") } else { ("xp-bad", "FAIL") };
+        let _ = write!(
+            body,
+            "<li><b class=\"{class}\">{mark}</b> <code>{}</code>: {}</li>",
+            esc(&format!("{:?}", o.rule)),
+            esc(&o.message)
+        );
+    }
+    body.push_str("</ul>");
+    let title = format!("Rules: {} of {} passed", outcomes.len() - failed, outcomes.len());
+    section(out, &title, true, &body);
+}
+
+pub(crate) fn diagnostics(out: &mut String, a: &Analysis, source_lines: &HashMap<u32, String>) {
+    let mut body = String::new();
+    if a.diagnostics.is_empty() {
+        body.push_str("<p class=\"xp-good\">No findings: no recompiles, no hidden syncs.</p>");
+    }
+    for d in &a.diagnostics {
+        let _ = write!(
+            body,
+            "<div class=\"xp-diag\"><span class=\"xp-kind\">{}</span> {} <span class=\"xp-where\">({} lost, {}x)</span><br>",
+            esc(d.kind.title()),
+            esc(&d.message),
+            esc(&format_ns(d.cost_ns as f64)),
+            d.count
+        );
+        let _ = write!(body, "<span class=\"xp-where\">at {}</span>", esc(&d.location));
+        if let Some(line) = source_lines.get(&d.location_id) {
+            let _ = write!(body, " <code class=\"xp-src\">{}</code>", esc(line.trim()));
+        }
+        for change in &d.changes {
+            let _ = write!(body, "<br>&nbsp;&nbsp;• {}", esc(&change.sentence()));
+        }
+        if let Some(advice) = &d.advice {
+            let _ = write!(body, "<br><i>advice:</i> {}", esc(advice));
+        }
+        body.push_str("</div>");
+    }
+    section(out, &format!("Diagnostics ({})", a.diagnostics.len()), true, &body);
+}
+
+pub(crate) fn metrics(out: &mut String, a: &Analysis) {
+    let mut body = String::from(
+        "<table><tr><th>metric</th><th class=\"num\">count</th><th class=\"num\">total</th>\
+         <th class=\"num\">mean</th><th class=\"num\">p50</th><th class=\"num\">p90</th>\
+         <th class=\"num\">max</th></tr>",
+    );
+    let pct = |m: &xlaprof_profiler::metrics::Metric, want: u8| {
+        m.percentiles.iter().find(|(p, _)| *p == want).map(|(_, v)| *v).unwrap_or(0.0)
+    };
+    for m in a.metrics.metrics.iter().filter(|m| m.count > 0) {
+        let f = |v: f64| esc(&format_value(m.unit, v));
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            esc(m.name),
+            m.count,
+            f(m.total),
+            f(m.mean),
+            f(pct(m, 50)),
+            f(pct(m, 90)),
+            f(m.max)
+        );
+    }
+    body.push_str("</table><table><tr><th>counter</th><th class=\"num\">value</th></tr>");
+    for c in &a.metrics.counters {
+        let _ = write!(body, "<tr><td>{}</td><td class=\"num\">{}</td></tr>", esc(c.name), c.value);
+    }
+    body.push_str("</table>");
+    section(out, "Metrics", false, &body);
+}
+
+pub(crate) fn graphs(out: &mut String, p: &Profile) {
+    let mut body = String::from(
+        "<table><tr><th>graph</th><th>first built at</th><th class=\"num\">nodes</th>\
+         <th class=\"num\">compiles</th><th class=\"num\">compile time</th>\
+         <th class=\"num\">executions</th><th class=\"num\">execute time</th></tr>",
+    );
+    let site = |g: &xlaprof_profiler::profile::Graph| p.sync(g.first_sync).map(|s| s.location);
+    let mut ordered: Vec<_> = p.graphs.values().collect();
+    ordered.sort_by_key(|g| g.first_sync);
+    for g in &ordered {
+        let where_ = site(g).map(|l| p.location(l)).unwrap_or_else(|| "?".to_string());
+        let _ = write!(
+            body,
+            "<tr><td><code>{:016x}</code></td><td>{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td></tr>",
+            g.def.hash,
+            esc(&where_),
+            g.def.nodes,
+            g.compiles,
+            esc(&format_ns(g.compile_ns as f64)),
+            g.executions,
+            esc(&format_ns(g.execute_ns as f64))
+        );
+    }
+    body.push_str("</table>");
+    // Each graph that an earlier graph of the same call site preceded: what changed.
+    for (i, g) in ordered.iter().enumerate() {
+        let earlier = ordered[..i].iter().rev().find(|e| site(e) == site(g) && site(g).is_some());
+        let mut detail = String::new();
+        if let Some(prev) = earlier {
+            let changes = diff_graphs(p, prev, g);
+            let _ = write!(
+                detail,
+                "<p>Recompiled: differs from <code>{:016x}</code>:</p><ul>",
+                prev.def.hash
+            );
+            for c in &changes {
+                let _ = write!(detail, "<li>{}</li>", esc(&c.sentence()));
+            }
+            detail.push_str("</ul>");
+        }
+        let ops: Vec<String> = g.def.ops.iter().map(|(name, n)| format!("{name}×{n}")).collect();
+        let _ = write!(detail, "<p>ops: {}</p>", esc(&ops.join(", ")));
+        if let Some(hlo) = &g.stablehlo {
+            let shown = cut(hlo, HLO_SHOWN_BYTES);
+            let more = if shown.len() < hlo.len() { "\n… (cut)" } else { "" };
+            let _ = write!(
+                detail,
+                "<details><summary>StableHLO</summary><pre>{}{more}</pre></details>",
+                esc(shown)
+            );
+        }
+        let title = format!(
+            "graph {:016x}{}",
+            g.def.hash,
+            if earlier.is_some() { " (a recompile)" } else { "" }
+        );
+        let _ = write!(body, "<details><summary>{}</summary>{detail}</details>", esc(&title));
+    }
+    section(out, &format!("Graphs ({})", p.graphs.len()), false, &body);
+}
+
+/// The first `max` bytes of `s`, cut at a character boundary.
+fn cut(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}

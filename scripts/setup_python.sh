@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Sets up the Python side on top of scripts/setup.sh, and does nothing when it is already there:
+# - the tools the Python tests use (maturin, pytest, Jupyter's nbclient/nbconvert/ipykernel,
+#   polars, Pillow) into the project's .venv;
+# - Chromium (Debian package), which renders the exported notebook in the tests;
+# - the `xlaprof` package itself: a wheel built by maturin and installed into .venv, rebuilt
+#   only when its sources (or the engine's) changed.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+say() { printf '[setup-python] %s\n' "$*" >&2; }
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    say "need root to run: $*"; return 1; fi
+}
+
+bash scripts/setup.sh
+py="$root/.venv/bin/python"
+
+# --- Python tools ---------------------------------------------------------------------------
+if ! "$py" -c 'import pytest, nbclient, nbconvert, nbformat, ipykernel, IPython, numpy, polars, PIL' \
+     >/dev/null 2>&1 || [ ! -x "$root/.venv/bin/maturin" ]; then
+  say "installing maturin, pytest, nbclient, nbconvert, ipykernel, numpy, polars, pillow into .venv"
+  "$py" -m pip install -q --disable-pip-version-check "maturin>=1.5,<2" pytest nbclient nbconvert \
+    nbformat ipykernel ipython numpy polars pillow
+fi
+
+# --- Chromium -------------------------------------------------------------------------------
+if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+  say "installing chromium (the notebook test renders the exported HTML with it)"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
+# --- the xlaprof package --------------------------------------------------------------------
+stamp="$root/.venv/.xlaprof-wheel-sources"
+sources_hash() {
+  find notebook_ext/src notebook_ext/python core/src core/build.rs profiler/src -type f \
+       \( -name '*.rs' -o -name '*.py' -o -name '*.pyi' -o -name '*.css' -o -name 'py.typed' \) \
+       -print0 2>/dev/null | sort -z | xargs -0 sha256sum
+  sha256sum Cargo.lock Cargo.toml notebook_ext/Cargo.toml notebook_ext/pyproject.toml core/Cargo.toml \
+    profiler/Cargo.toml
+}
+current="$(sources_hash | sha256sum | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$current" ] || \
+   ! (cd /tmp && "$py" -c 'import xlaprof') >/dev/null 2>&1; then
+  say "building the xlaprof wheel (maturin, release) and installing it into .venv"
+  wheels="$root/target/wheels"
+  rm -f "$wheels"/xlaprof-*.whl
+  (cd notebook_ext && "$root/.venv/bin/maturin" build --release --quiet --interpreter "$py" --out "$wheels")
+  "$py" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$wheels"/xlaprof-*.whl
+  "$py" -m pip install -q --disable-pip-version-check "$wheels"/xlaprof-*.whl  # its dependencies
+  echo "$current" > "$stamp"
+fi
+say "ready: xlaprof installed in .venv"
