@@ -58,5 +58,6 @@ pub fn run(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
     println!();
     print!("{}", report::short(&analysis));
     println!("\nThe whole report: xlaprof report {}", out.display());
+    println!("Explore it: xlaprof view {0} (terminal) or xlaprof gui {0} (window)", out.display());
     Ok(())
 }
