@@ -9,18 +9,13 @@
 //! OpenGL), measured on the panels as a user would see them; uploading and drawing the triangles
 //! on the GPU is not included. Launch to first frame runs `xlaprof gui` under Xvfb when present.
 
-// The viewer is compiled into this bench from its sources (the command line is a binary crate);
-// cargo builds benches with `cfg(test)`, so its test module comes along, unused.
-#[allow(dead_code, unused_imports)]
-#[path = "../src/gui/mod.rs"]
-mod gui;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use eframe::egui;
 use xlaprof_core::Tensor;
+use xlaprof::gui;
 use xlaprof_profiler::Recording;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;

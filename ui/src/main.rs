@@ -6,11 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use xlaprof_profiler::Thresholds;
 
-mod bench;
-mod cli_report;
-mod demo;
-mod gui;
-mod tui;
+use xlaprof::{bench, cli_report, demo, gui, tui};
 
 #[derive(Parser)]
 #[command(name = "xlaprof", version, about = "See why lazy-tensor / XLA programs are slow")]
