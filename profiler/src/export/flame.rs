@@ -6,20 +6,31 @@ use std::collections::BTreeMap;
 use crate::error::{Error, Result};
 use crate::profile::Profile;
 
-/// Folded stacks, microseconds per stack, sorted.
-pub fn folded(p: &Profile) -> Vec<String> {
-    let mut stacks: BTreeMap<String, u64> = BTreeMap::new();
+/// One stack of the flamegraph: its frames, outermost first, and the time spent in it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stack {
+    pub frames: Vec<String>,
+    pub us: u64,
+}
+
+/// Every stack with time in it, in the order of their folded lines.
+pub fn stacks(p: &Profile) -> Vec<Stack> {
+    let mut ns_by_stack: BTreeMap<Vec<String>, u64> = BTreeMap::new();
     let in_steps =
         |step: u64| if step as usize <= p.steps.len() { "steps" } else { "after the last step" };
     let mut synced_ns: BTreeMap<&'static str, u64> = BTreeMap::new();
     for s in &p.syncs {
-        let base = format!(
-            "program;{};sync at {}",
-            in_steps(s.step),
-            p.location(s.location).replace(';', ",")
-        );
+        // `;` separates frames in the folded form.
+        let site = format!("sync at {}", p.location(s.location).replace(';', ","));
+        let base = ["program", in_steps(s.step), site.as_str()];
         let graph =
             s.hash.map(|h| format!("graph {h:016x}")).unwrap_or_else(|| "graph ?".to_string());
+        let mut add = |tail: &[&str], ns: u64| {
+            if ns > 0 {
+                let frames = base.iter().chain(tail).map(|f| f.to_string()).collect();
+                *ns_by_stack.entry(frames).or_default() += ns;
+            }
+        };
         for (phase, ns) in [
             ("graph build", s.build_ns),
             ("lower", s.lower_ns),
@@ -27,30 +38,31 @@ pub fn folded(p: &Profile) -> Vec<String> {
             ("transfer", s.transfer_ns),
             ("execute", s.execute_ns),
         ] {
-            if ns > 0 {
-                *stacks.entry(format!("{base};{phase};{graph}")).or_default() += ns;
-            }
+            add(&[phase, &graph], ns);
         }
         let phases = s.build_ns + s.lower_ns + s.compile_ns + s.transfer_ns + s.execute_ns;
-        let rest = s.duration_ns().saturating_sub(phases);
-        if rest > 0 {
-            *stacks.entry(format!("{base};other")).or_default() += rest;
-        }
+        add(&["other"], s.duration_ns().saturating_sub(phases));
         *synced_ns.entry(in_steps(s.step)).or_default() += s.duration_ns();
     }
     // Time in steps outside syncs: the program tracing ops and doing its own work.
     let steps_ns: u64 = p.steps.iter().map(|s| s.duration_ns()).sum();
     let outside = steps_ns.saturating_sub(synced_ns.get("steps").copied().unwrap_or(0));
     if outside > 0 {
-        *stacks.entry("program;steps;host (tracing ops, user code)".to_string()).or_default() +=
-            outside;
+        let frames = ["program", "steps", "host (tracing ops, user code)"];
+        *ns_by_stack.entry(frames.map(String::from).to_vec()).or_default() += outside;
     }
-    stacks
+    let mut stacks: Vec<Stack> = ns_by_stack
         .into_iter()
-        .map(|(stack, ns)| (stack, ns / 1000))
-        .filter(|(_, us)| *us > 0)
-        .map(|(stack, us)| format!("{stack} {us}"))
-        .collect()
+        .map(|(frames, ns)| Stack { frames, us: ns / 1000 })
+        .filter(|s| s.us > 0)
+        .collect();
+    stacks.sort_by_cached_key(|s| s.frames.join(";"));
+    stacks
+}
+
+/// Folded stacks (`frame;frame;... microseconds`), sorted.
+pub fn folded(p: &Profile) -> Vec<String> {
+    stacks(p).into_iter().map(|s| format!("{} {}", s.frames.join(";"), s.us)).collect()
 }
 
 /// The flamegraph of [`folded`] as an SVG document.
