@@ -14,8 +14,8 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use eframe::egui;
-use xlaprof_core::Tensor;
 use xlaprof::gui;
+use xlaprof_core::Tensor;
 use xlaprof_profiler::Recording;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;

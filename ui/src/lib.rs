@@ -7,3 +7,4 @@ pub mod cli_report;
 pub mod demo;
 pub mod gui;
 pub mod tui;
+pub mod viewer;

@@ -18,6 +18,7 @@ mod timeline_ui;
 mod tests;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eframe::egui;
@@ -25,7 +26,9 @@ use serde::{Deserialize, Serialize};
 use xlaprof_profiler::metrics::format_ns;
 use xlaprof_profiler::{Profile, Thresholds};
 
-use model::{Model, Source};
+use model::Model;
+
+use crate::viewer::Source;
 
 /// How the command line started the viewer.
 pub struct Launch {
@@ -187,11 +190,12 @@ impl GuiApp {
 
     /// Opens a profile file (or follows it); failures become a message, never a panic.
     pub fn open(&mut self, path: PathBuf, follow: bool) {
-        let opened = if follow { Source::follow(&path) } else { Source::open(&path) };
-        match opened {
-            Ok((source, profile)) => {
+        let source = if follow { Source::follow(&path) } else { Source::open(&path) };
+        match source.error.clone() {
+            None => {
+                let profile = source.snapshot();
                 self.source = Some(source);
-                self.set_profile(profile);
+                self.show_profile(profile);
                 self.settings.recent_files.retain(|p| p != &path);
                 self.settings.recent_files.insert(0, path.clone());
                 self.settings.recent_files.truncate(8);
@@ -209,14 +213,18 @@ impl GuiApp {
                     ))
                 });
             }
-            Err(e) => self.notice = Some(Notice::Error(format!("cannot open the profile: {e}"))),
+            Some(e) => self.notice = Some(Notice::Error(format!("cannot open the profile: {e}"))),
         }
     }
 
     /// Shows a profile already in memory (tests and benchmarks).
     pub fn set_profile(&mut self, profile: Profile) {
+        self.show_profile(Arc::new(profile));
+    }
+
+    fn show_profile(&mut self, profile: Arc<Profile>) {
         let model = Model::new(profile, &self.thresholds);
-        let keep_view = self.model.is_some() && self.source.as_ref().is_some_and(|s| s.is_live());
+        let keep_view = self.model.is_some() && self.source.as_ref().is_some_and(|s| s.following());
         if !keep_view {
             // The graphs panel opens on the latest recompile and the graph it replaced.
             let latest =
@@ -234,7 +242,7 @@ impl GuiApp {
     /// Reads what a followed file gained, at most twice a second.
     fn poll_live(&mut self, ctx: &egui::Context) {
         let Some(source) = &mut self.source else { return };
-        if !source.is_live() {
+        if !source.following() {
             return;
         }
         ctx.request_repaint_after(Duration::from_millis(500));
@@ -242,10 +250,9 @@ impl GuiApp {
             return;
         }
         self.last_poll = Some(Instant::now());
-        match source.poll() {
-            Ok(Some(profile)) => self.set_profile(profile),
-            Ok(None) => {}
-            Err(e) => self.notice = Some(Notice::Error(e)),
+        if source.poll() {
+            let profile = source.snapshot();
+            self.show_profile(profile);
         }
     }
 
@@ -327,7 +334,7 @@ impl GuiApp {
                 (Some(m), source) => {
                     if let Some(s) = source {
                         ui.label(s.path.display().to_string());
-                        if s.is_live() {
+                        if s.following() {
                             ui.colored_label(egui::Color32::LIGHT_GREEN, "LIVE");
                         }
                     }

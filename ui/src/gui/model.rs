@@ -1,39 +1,12 @@
-//! What the viewer draws, computed once per load (and again when a followed file grows): the
-//! profiler's analysis, spans, step phases and graph rows, plus indexes that make a frame cheap
-//! (spans grouped per timeline row, sorted, with a running maximum of their ends for culling).
+//! What the desktop viewer draws on top of the model both viewers share: the flamegraph as a
+//! tree and the plots' series, computed once per load (and again when a followed file grows).
 
-use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use xlaprof_profiler::export::flame;
-use xlaprof_profiler::file::Follower;
-use xlaprof_profiler::timeline::{self, Span, SpanKind, LANES};
-use xlaprof_profiler::views::{self, GraphRow, StepPhases};
-use xlaprof_profiler::{analyze, Analysis, Profile, Thresholds};
+use xlaprof_profiler::{Profile, Thresholds};
 
-/// One row of the timeline: the spans of one lane at one nesting depth, sorted by start.
-pub struct TimelineRow {
-    pub lane: u32,
-    pub depth: u32,
-    /// Indexes into `Model::spans`, sorted by start time.
-    pub spans: Vec<u32>,
-    /// Start, end and kind of each of `spans`, side by side: a zoomed-out frame reads every
-    /// span of a row, and these few bytes each are all it needs.
-    pub starts: Vec<u64>,
-    pub ends: Vec<u64>,
-    pub kinds: Vec<SpanKind>,
-    /// `max_end_ns[i]`: the latest end of `spans[..=i]`; non-decreasing, so the first span that
-    /// can reach into a visible range is found by binary search even when spans overlap.
-    pub max_end_ns: Vec<u64>,
-}
-
-impl TimelineRow {
-    /// The range of `spans` that can intersect `[from_ns, to_ns]`.
-    pub fn visible(&self, from_ns: u64, to_ns: u64) -> std::ops::Range<usize> {
-        let first = self.max_end_ns.partition_point(|&end| end < from_ns);
-        let last = first + self.starts[first..].partition_point(|&start| start <= to_ns);
-        first..last
-    }
-}
+use crate::viewer;
 
 /// A node of the flamegraph (the profiler's folded stacks as a tree).
 #[derive(Debug, Clone, PartialEq)]
@@ -61,14 +34,12 @@ impl FlameNode {
         child.insert(rest, us);
     }
 
-    /// The tree of `flame::folded` lines (`a;b;c 123`).
-    pub fn from_folded(lines: &[String]) -> FlameNode {
+    /// The tree of the profiler's flamegraph stacks.
+    pub fn from_stacks(stacks: &[flame::Stack]) -> FlameNode {
         let mut root = FlameNode { name: "all".into(), total_us: 0, children: Vec::new() };
-        for line in lines {
-            let Some((stack, count)) = line.rsplit_once(' ') else { continue };
-            let Ok(us) = count.parse::<u64>() else { continue };
-            let frames: Vec<&str> = stack.split(';').collect();
-            root.insert(&frames, us);
+        for stack in stacks {
+            let frames: Vec<&str> = stack.frames.iter().map(String::as_str).collect();
+            root.insert(&frames, stack.us);
         }
         root.sort();
         root
@@ -82,22 +53,21 @@ impl FlameNode {
     }
 }
 
-/// Everything a frame draws, derived from one profile.
+/// Everything a frame draws: the shared model (analysis, spans, timeline rows, steps, graphs),
+/// reached through `Deref`, and what only this viewer shows.
 pub struct Model {
-    pub profile: Profile,
-    pub analysis: Analysis,
-    pub spans: Vec<Span>,
-    pub rows: Vec<TimelineRow>,
-    pub steps: Vec<StepPhases>,
-    pub graphs: Vec<GraphRow>,
+    pub view: viewer::Model,
     pub flame: FlameNode,
-    /// Step indexes, slowest first.
-    pub slowest_steps: Vec<u64>,
-    /// The last time anything happened (ns).
-    pub end_ns: u64,
     /// The plots' series over steps, thinned to what a plot can show (see [`thin`]).
     pub step_time_ms: Vec<[f64; 2]>,
     pub hit_rate_percent: Vec<[f64; 2]>,
+}
+
+impl std::ops::Deref for Model {
+    type Target = viewer::Model;
+    fn deref(&self) -> &viewer::Model {
+        &self.view
+    }
 }
 
 /// At most about `2 * buckets` points: the lowest and highest point of each run of consecutive
@@ -123,24 +93,16 @@ pub fn thin(points: Vec<[f64; 2]>, buckets: usize) -> Vec<[f64; 2]> {
 }
 
 impl Model {
-    pub fn new(profile: Profile, thresholds: &Thresholds) -> Model {
-        let analysis = analyze(&profile, thresholds);
-        let spans = timeline::spans(&profile);
-        let rows = timeline_rows(&spans);
-        let steps = views::step_phases(&profile);
-        let graphs = views::graph_rows(&profile);
-        let flame = FlameNode::from_folded(&flame::folded(&profile));
-        let mut by_time: Vec<&StepPhases> = steps.iter().collect();
-        by_time.sort_by(|a, b| b.duration_ns.cmp(&a.duration_ns).then(a.index.cmp(&b.index)));
-        let slowest_steps = by_time.iter().map(|s| s.index).collect();
-        let end_ns = profile.end_ns().max(spans.iter().map(|s| s.end_ns).max().unwrap_or(0));
+    pub fn new(profile: Arc<Profile>, thresholds: &Thresholds) -> Model {
+        let flame = FlameNode::from_stacks(&flame::stacks(&profile));
+        let view = viewer::Model::build(profile, thresholds);
         let step_time_ms = thin(
-            steps.iter().map(|s| [s.index as f64, s.duration_ns as f64 / 1e6]).collect(),
+            view.steps.iter().map(|s| [s.index as f64, s.duration_ns as f64 / 1e6]).collect(),
             2000,
         );
         // A step's syncs that needed no compile, over its syncs.
         let hit_rate_percent = thin(
-            steps
+            view.steps
                 .iter()
                 .filter(|s| s.syncs > 0)
                 .map(|s| {
@@ -150,115 +112,7 @@ impl Model {
                 .collect(),
             2000,
         );
-        Model {
-            profile,
-            analysis,
-            spans,
-            rows,
-            steps,
-            graphs,
-            flame,
-            slowest_steps,
-            end_ns,
-            step_time_ms,
-            hit_rate_percent,
-        }
-    }
-
-    /// The step with index `index` (steps are numbered from 1, in order, so this is a lookup).
-    pub fn step(&self, index: u64) -> Option<&StepPhases> {
-        let at = (index as usize).checked_sub(1).and_then(|i| self.steps.get(i));
-        at.filter(|s| s.index == index).or_else(|| self.steps.iter().find(|s| s.index == index))
-    }
-
-    pub fn graph(&self, hash: u64) -> Option<&GraphRow> {
-        self.graphs.iter().find(|g| g.hash == hash)
-    }
-}
-
-fn timeline_rows(spans: &[Span]) -> Vec<TimelineRow> {
-    let mut rows: Vec<TimelineRow> = Vec::new();
-    // `spans` is sorted by start, so each row's indexes come out sorted too.
-    for (i, s) in spans.iter().enumerate() {
-        let (lane, depth) = (s.kind.lane(), s.depth);
-        let row = match rows.iter().position(|r| r.lane == lane && r.depth == depth) {
-            Some(r) => r,
-            None => {
-                rows.push(TimelineRow {
-                    lane,
-                    depth,
-                    spans: Vec::new(),
-                    starts: Vec::new(),
-                    ends: Vec::new(),
-                    kinds: Vec::new(),
-                    max_end_ns: Vec::new(),
-                });
-                rows.len() - 1
-            }
-        };
-        let row = &mut rows[row];
-        let max_end = row.max_end_ns.last().copied().unwrap_or(0).max(s.end_ns);
-        row.spans.push(i as u32);
-        row.starts.push(s.start_ns);
-        row.ends.push(s.end_ns);
-        row.kinds.push(s.kind);
-        row.max_end_ns.push(max_end);
-    }
-    rows.sort_by_key(|r| (r.lane, r.depth));
-    rows
-}
-
-pub fn lane_name(lane: u32) -> &'static str {
-    LANES.get(lane as usize).copied().unwrap_or("other")
-}
-
-/// Where the profile comes from: a file read once, or a file still being written.
-pub struct Source {
-    pub path: PathBuf,
-    follower: Option<Follower>,
-    profile: Profile,
-}
-
-impl Source {
-    /// Reads a whole file. Damage becomes warnings in the profile; only a file that cannot be
-    /// opened or is no profile at all is an error.
-    pub fn open(path: &Path) -> Result<(Source, Profile), String> {
-        let profile = xlaprof_profiler::load(path).map_err(|e| e.to_string())?;
-        Ok((
-            Source { path: path.to_path_buf(), follower: None, profile: Profile::default() },
-            profile,
-        ))
-    }
-
-    /// Follows a file a program is writing: what is there now, then more at each `poll`.
-    pub fn follow(path: &Path) -> Result<(Source, Profile), String> {
-        let mut follower = Follower::open(path).map_err(|e| e.to_string())?;
-        let mut profile = Profile::default();
-        let decoded = follower.poll().map_err(|e| format!("{}: {e}", path.display()))?;
-        profile.warnings.extend(decoded.warnings);
-        for r in decoded.records {
-            profile.apply(r);
-        }
-        let snapshot = profile.clone();
-        Ok((Source { path: path.to_path_buf(), follower: Some(follower), profile }, snapshot))
-    }
-
-    pub fn is_live(&self) -> bool {
-        self.follower.is_some()
-    }
-
-    /// New records of a followed file: the grown profile when anything arrived.
-    pub fn poll(&mut self) -> Result<Option<Profile>, String> {
-        let Some(follower) = &mut self.follower else { return Ok(None) };
-        let decoded = follower.poll().map_err(|e| format!("{}: {e}", self.path.display()))?;
-        if decoded.records.is_empty() && decoded.warnings.is_empty() {
-            return Ok(None);
-        }
-        self.profile.warnings.extend(decoded.warnings);
-        for r in decoded.records {
-            self.profile.apply(r);
-        }
-        Ok(Some(self.profile.clone()))
+        Model { view, flame, step_time_ms, hit_rate_percent }
     }
 }
 
@@ -267,14 +121,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn folded_stacks_become_a_tree_sorted_by_time() {
-        let lines = vec![
-            "program;steps;sync at a.rs:1;compile;graph 1 30".to_string(),
-            "program;steps;sync at a.rs:1;execute;graph 1 10".to_string(),
-            "program;steps;host 5".to_string(),
-            "broken line without count".to_string(),
+    fn stacks_become_a_tree_sorted_by_time() {
+        let stack = |frames: &[&str], us| flame::Stack {
+            frames: frames.iter().map(|f| f.to_string()).collect(),
+            us,
+        };
+        let stacks = vec![
+            stack(&["program", "steps", "sync at a.rs:1", "compile", "graph 1"], 30),
+            stack(&["program", "steps", "sync at a.rs:1", "execute", "graph 1"], 10),
+            stack(&["program", "steps", "host"], 5),
         ];
-        let root = FlameNode::from_folded(&lines);
+        let root = FlameNode::from_stacks(&stacks);
         assert_eq!(root.total_us, 45);
         let steps = &root.children[0].children[0];
         assert_eq!(steps.name, "steps");
@@ -293,23 +150,5 @@ mod tests {
         assert!(thinned.contains(&[537.0, 99.0]));
         assert!(thinned.windows(2).all(|w| w[0][0] <= w[1][0]));
         assert_eq!(thin(points[..15].to_vec(), 10).len(), 15);
-    }
-
-    #[test]
-    fn culling_finds_overlapping_and_later_spans() {
-        // Spans: [0,100] [10,20] [30,40] [200,300]
-        let row = TimelineRow {
-            lane: 0,
-            depth: 0,
-            spans: vec![0, 1, 2, 3],
-            starts: vec![0, 10, 30, 200],
-            ends: vec![100, 20, 40, 300],
-            kinds: vec![SpanKind::Step; 4],
-            max_end_ns: vec![100, 100, 100, 300],
-        };
-        assert_eq!(row.visible(50, 60), 0..3);
-        assert_eq!(row.visible(150, 160), 3..3);
-        assert_eq!(row.visible(250, 400), 3..4);
-        assert_eq!(row.visible(400, 500), 4..4);
     }
 }

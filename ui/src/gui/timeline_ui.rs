@@ -10,8 +10,9 @@ use eframe::egui::{self, Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, Str
 use xlaprof_profiler::metrics::{format_bytes, format_ns};
 use xlaprof_profiler::timeline::{Span, SpanKind};
 
-use super::model::{lane_name, Model};
+use super::model::Model;
 use super::{Selection, Settings};
+use crate::viewer::{lane_name, TimelineRow};
 
 const ROW_HEIGHT: f32 = 20.0;
 const GUTTER: f32 = 90.0;
@@ -318,7 +319,7 @@ fn phase_color(phase: &str) -> Color32 {
 }
 
 /// The span of `row` under time `at_ns` (or within `slack_ns` of it), innermost last drawn.
-fn span_at(row: &super::model::TimelineRow, at_ns: f64, slack_ns: f64) -> Option<usize> {
+fn span_at(row: &TimelineRow, at_ns: f64, slack_ns: f64) -> Option<usize> {
     let at = at_ns.max(0.0) as u64;
     let slack = slack_ns as u64;
     row.visible(at.saturating_sub(slack), at + slack)

@@ -2,7 +2,6 @@
 //! is plain state, so key handling is tested without a terminal.
 
 use std::sync::mpsc::{channel, Receiver};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ratatui::crossterm::event::{
@@ -10,9 +9,8 @@ use ratatui::crossterm::event::{
 };
 use xlaprof_profiler::Thresholds;
 
-use super::model::Model;
-use super::source::Source;
 use super::tables::{visible, Column, DIAGNOSTIC_COLUMNS, GRAPH_COLUMNS, METRIC_COLUMNS};
+use crate::viewer::{Model, Source};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tab {
@@ -108,7 +106,7 @@ const PAGE: usize = 10;
 
 impl App {
     pub fn new(source: Source, thresholds: Thresholds) -> App {
-        let model = Model::build(Arc::new(source.profile.clone()), &thresholds);
+        let model = Model::build(source.snapshot(), &thresholds);
         let show_output = source.program.is_some();
         App {
             source,
@@ -168,7 +166,7 @@ impl App {
     }
 
     fn start_build(&mut self) {
-        let profile = Arc::new(self.source.profile.clone());
+        let profile = self.source.snapshot();
         let thresholds = self.thresholds.clone();
         let (tx, rx) = channel();
         std::thread::spawn(move || {
@@ -404,8 +402,8 @@ impl App {
 
     /// The slowest step, selected and zoomed into.
     pub fn select_slowest_step(&mut self) {
-        let slowest = (0..self.model.steps.len()).max_by_key(|&i| self.model.steps[i].duration_ns);
-        if let Some(i) = slowest {
+        let slowest = self.model.slowest_steps.first();
+        if let Some(i) = slowest.and_then(|&n| self.model.steps.iter().position(|s| s.index == n)) {
             self.select_step(i, true);
         }
     }

@@ -13,7 +13,7 @@ use xlaprof_core::Tensor;
 use xlaprof_profiler::{Recording, Thresholds};
 
 use super::app::{App, Tab};
-use super::source::Source;
+use crate::viewer::Source;
 
 type Error = Box<dyn std::error::Error>;
 

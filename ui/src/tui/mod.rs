@@ -1,16 +1,13 @@
 //! The terminal UI: `xlaprof view FILE` opens a profile (or follows one being written), and
 //! `xlaprof run -- CMD` starts a program with profiling on and follows it live.
 //!
-//! [`source`] reads the profile, [`model`] asks the profiler for what the views show, [`app`] is
-//! the state and its keys, [`draw`] draws it.
+//! The profile comes from a [`crate::viewer::Source`] and is drawn from a [`crate::viewer::Model`]
+//! (both shared with the desktop viewer); [`app`] is the state and its keys, [`draw`] draws it.
 
 mod app;
 pub mod bench;
 mod draw;
-mod model;
-mod source;
 mod tables;
-mod text;
 
 use std::io::{stdout, IsTerminal, Write};
 use std::path::Path;
@@ -26,8 +23,8 @@ use ratatui::prelude::CrosstermBackend;
 use ratatui::Terminal;
 use xlaprof_profiler::Thresholds;
 
+use crate::viewer::Source;
 use app::App;
-use source::Source;
 
 /// How often a live profile is read while nothing else happens.
 const POLL: Duration = Duration::from_millis(50);

@@ -13,7 +13,7 @@ use xlaprof_samples::{Mlp, Prototypes};
 
 use super::app::{App, Tab};
 use super::draw::frame;
-use super::source::Source;
+use crate::viewer::Source;
 
 fn dir() -> PathBuf {
     // A fixed-width name: the snapshots show paths cut at the screen's edge.

@@ -1,12 +1,11 @@
-//! Where the terminal UI's profile comes from: a finished file, a file still being written, or a
-//! program `xlaprof run` started, whose output is kept for a pane.
+//! Where a viewer's profile comes from: a finished file, a file still being written, or a program
+//! started with profiling on (`xlaprof run`), whose output is kept for a pane.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use xlaprof_profiler::file::Follower;
 use xlaprof_profiler::record::Record;
@@ -19,14 +18,14 @@ const OUTPUT_LINES: usize = 5000;
 
 pub struct Source {
     pub path: PathBuf,
-    pub profile: Profile,
+    /// Shared with the models built from it: a record arriving while a model still holds it
+    /// copies it once, and a finished file is never copied.
+    pub profile: Arc<Profile>,
     /// Follows the file as it grows; `None` once a finished file was read whole.
     follower: Option<Follower>,
     /// Why the file cannot be shown (missing, not a profile); the error screen says it.
     pub error: Option<String>,
     pub program: Option<Program>,
-    /// When records last arrived (for the live latency figure and the "live" marker).
-    pub last_records_at: Option<Instant>,
 }
 
 impl Source {
@@ -36,7 +35,7 @@ impl Source {
         match xlaprof_profiler::file::read(path) {
             Ok(decoded) => {
                 source.add(decoded.records);
-                source.profile.warnings.extend(decoded.warnings.iter().map(|w| clean(w)));
+                source.warn(&decoded.warnings);
             }
             Err(e) => source.error = Some(clean(&e.to_string())),
         }
@@ -67,11 +66,10 @@ impl Source {
     fn empty(path: &Path) -> Source {
         Source {
             path: path.to_path_buf(),
-            profile: Profile::default(),
+            profile: Arc::default(),
             follower: None,
             error: None,
             program: None,
-            last_records_at: None,
         }
     }
 
@@ -105,16 +103,27 @@ impl Source {
         let Some(follower) = &mut self.follower else { return false };
         match follower.poll() {
             Ok(decoded) => {
-                let changed = !decoded.records.is_empty();
-                self.profile.warnings.extend(decoded.warnings.iter().map(|w| clean(w)));
+                let changed = !decoded.records.is_empty() || !decoded.warnings.is_empty();
+                self.warn(&decoded.warnings);
                 self.add(decoded.records);
                 changed
             }
             Err(e) => {
-                self.profile.warnings.push(clean(&format!("reading stopped: {e}")));
+                self.warn(&[format!("{}: reading stopped: {e}", self.path.display())]);
                 self.follower = None;
                 true
             }
+        }
+    }
+
+    /// The profile as it is now, to build a model from (no copy).
+    pub fn snapshot(&self) -> Arc<Profile> {
+        self.profile.clone()
+    }
+
+    fn warn(&mut self, warnings: &[String]) {
+        if !warnings.is_empty() {
+            Arc::make_mut(&mut self.profile).warnings.extend(warnings.iter().map(|w| clean(w)));
         }
     }
 
@@ -122,11 +131,11 @@ impl Source {
         if records.is_empty() {
             return;
         }
+        let profile = Arc::make_mut(&mut self.profile);
         for mut r in records {
             clean_record(&mut r);
-            self.profile.apply(r);
+            profile.apply(r);
         }
-        self.last_records_at = Some(Instant::now());
     }
 }
 

@@ -137,7 +137,10 @@ fn status_line(f: &mut Frame, app: &App, area: Rect) {
     spans.push(state);
     let program = if s.program.is_empty() { "?" } else { s.program.as_str() };
     spans.push(Span::raw(format!("  {}  ", program)));
-    spans.push(Span::styled(super::text::clean(&app.source.path.display().to_string()), DIM));
+    spans.push(Span::styled(
+        crate::viewer::text::clean(&app.source.path.display().to_string()),
+        DIM,
+    ));
     let exited = app.source.program.as_ref().is_some_and(|p| p.status.is_some());
     if exited && app.model.profile.records == 0 && !app.source.path.exists() {
         spans.push(Span::styled(
@@ -232,7 +235,7 @@ fn key_hints(f: &mut Frame, app: &App, area: Rect) {
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-fn output_pane(f: &mut Frame, program: &super::source::Program, area: Rect) {
+fn output_pane(f: &mut Frame, program: &crate::viewer::Program, area: Rect) {
     let state = match program.status {
         None => "running".to_string(),
         Some(st) => exit_text(st),

@@ -14,8 +14,8 @@ use xlaprof_profiler::timeline::{Span as TimeSpan, SpanKind};
 
 use super::{phase_color, BOLD, DIM, SELECTED};
 use crate::tui::app::{App, Window};
-use crate::tui::model::TimelineRow;
 use crate::tui::tables::short_hash;
+use crate::viewer::{lane_name, TimelineRow};
 
 const LABEL: u16 = 10;
 
@@ -40,11 +40,15 @@ pub fn draw(f: &mut Frame, app: &App, area: Rect) {
         if y >= inner.bottom().saturating_sub(1) {
             break;
         }
-        let label = if row.depth == 0 { row.lane.to_string() } else { format!("  {}", row.depth) };
+        let label = if row.depth == 0 {
+            lane_name(row.lane).to_string()
+        } else {
+            format!("  {}", row.depth)
+        };
         buf.set_stringn(inner.x, y, &label, LABEL as usize, DIM);
         let cells =
             Rect { x: inner.x + LABEL, y, width: inner.width.saturating_sub(LABEL), height: 1 };
-        paint_row(buf, cells, row, w, selected_step);
+        paint_row(buf, cells, &app.model.spans, row, w, selected_step);
     }
     axis(buf, inner, w);
     step_details(f, app, details);
@@ -54,6 +58,7 @@ pub fn draw(f: &mut Frame, app: &App, area: Rect) {
 fn paint_row(
     buf: &mut Buffer,
     area: Rect,
+    spans: &[TimeSpan],
     row: &TimelineRow,
     w: Window,
     selected_step: Option<u64>,
@@ -64,23 +69,19 @@ fn paint_row(
     }
     let end = w.start_ns + w.len_ns;
     let per_cell = w.len_ns as f64 / width as f64;
-    // The first span that may reach into the window (spans of a row rarely overlap).
-    let first = row.spans.partition_point(|s| s.start_ns < w.start_ns).saturating_sub(1);
     let mut best: Vec<Option<(usize, u64)>> = vec![None; width];
-    for (i, s) in row.spans.iter().enumerate().skip(first) {
-        if s.start_ns >= end {
-            break;
-        }
-        if s.end_ns <= w.start_ns {
+    for k in row.visible(w.start_ns, end) {
+        let (start, stop) = (row.starts[k], row.ends[k]);
+        if start >= end || stop <= w.start_ns {
             continue;
         }
-        let x0 = ((s.start_ns.max(w.start_ns) - w.start_ns) as f64 / per_cell) as usize;
-        let x1 = (((s.end_ns.min(end) - w.start_ns) as f64 / per_cell).ceil() as usize)
-            .clamp(x0 + 1, width);
+        let x0 = ((start.max(w.start_ns) - w.start_ns) as f64 / per_cell) as usize;
+        let x1 =
+            (((stop.min(end) - w.start_ns) as f64 / per_cell).ceil() as usize).clamp(x0 + 1, width);
+        let d = stop - start;
         for cell in best.iter_mut().take(x1).skip(x0.min(width - 1)) {
-            let d = s.duration_ns();
             if cell.map_or(true, |(_, bd)| d > bd) {
-                *cell = Some((i, d));
+                *cell = Some((row.spans[k] as usize, d));
             }
         }
     }
@@ -91,7 +92,7 @@ fn paint_row(
             continue;
         };
         let run = best[x..].iter().take_while(|c| c.map(|(j, _)| j) == Some(i)).count();
-        let s = &row.spans[i];
+        let s = &spans[i];
         let bg = color(s);
         // Dark text on light fills, light text on dark ones: the fill sets the contrast, not the
         // terminal's theme.
@@ -103,18 +104,10 @@ fn paint_row(
         if s.kind == SpanKind::Step && s.step == selected_step {
             style = SELECTED.add_modifier(ratatui::style::Modifier::BOLD);
         }
-        let label: String =
-            format!("{:<run$}", short_name(s), run = run).chars().take(run).collect();
+        let name = if s.kind == SpanKind::Sync { "sync" } else { s.name.as_str() };
+        let label: String = format!("{name:<run$}").chars().take(run).collect();
         buf.set_string(area.x + x as u16, area.y, label, style);
         x += run;
-    }
-}
-
-fn short_name(s: &TimeSpan) -> String {
-    match s.kind {
-        SpanKind::Step => s.name.clone(),
-        SpanKind::Sync => "sync".to_string(),
-        _ => s.name.clone(),
     }
 }
 
@@ -184,7 +177,8 @@ fn step_details(f: &mut Frame, app: &App, area: Rect) {
         .model
         .slowest_steps
         .iter()
-        .map(|&i| &app.model.steps[i])
+        .take(8)
+        .filter_map(|&n| app.model.step(n))
         .map(|s| format!("#{} {}", s.index, format_ns(s.duration_ns as f64)))
         .collect();
     strips
