@@ -117,6 +117,28 @@ fn content(image: &Image) -> (usize, f64) {
     (colours.len(), 1.0 - black as f64 / image.rgb.len().max(1) as f64)
 }
 
+/// Starts `xlaprof gui` (with the arguments `args` adds) on `display`, with software OpenGL and a
+/// private home (`name` tells tests apart), so a test neither reads nor writes the user's saved
+/// settings.
+fn start_gui(
+    display: &str,
+    name: &str,
+    args: impl FnOnce(&mut Command) -> &mut Command,
+) -> Running {
+    let home = std::env::temp_dir().join(format!("xlaprof-gui-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&home).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_xlaprof"));
+    args(command.arg("gui"))
+        .env("DISPLAY", display)
+        .env_remove("WAYLAND_DISPLAY")
+        .env("HOME", &home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("LIBGL_ALWAYS_SOFTWARE", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    Running(command.spawn().expect("start xlaprof gui"))
+}
+
 fn write_png(path: &Path, image: &Image) {
     let file = std::fs::File::create(path).expect("create the PNG");
     let mut encoder =
@@ -135,23 +157,7 @@ fn gui_renders_a_recorded_profile_under_xvfb() {
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiler/tests/data/profile-v1.xlaprof")
         });
     let (_xvfb, display) = start_xvfb();
-    // A private home, so the test neither reads nor writes the user's saved settings.
-    let home = std::env::temp_dir().join(format!("xlaprof-gui-xvfb-{}", std::process::id()));
-    std::fs::create_dir_all(&home).unwrap();
-    let mut gui = Running(
-        Command::new(env!("CARGO_BIN_EXE_xlaprof"))
-            .arg("gui")
-            .arg(&profile)
-            .env("DISPLAY", &display)
-            .env_remove("WAYLAND_DISPLAY")
-            .env("HOME", &home)
-            .env("XDG_DATA_HOME", home.join("data"))
-            .env("LIBGL_ALWAYS_SOFTWARE", "1")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start xlaprof gui"),
-    );
+    let mut gui = start_gui(&display, "xvfb", |c| c.arg(&profile));
 
     // Wait for a rendered window: many colours, and most of the screen covered.
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -196,26 +202,9 @@ fn gui_writes_its_own_png_screenshot_under_xvfb() {
     let profile =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiler/tests/data/profile-v1.xlaprof");
     let (_xvfb, display) = start_xvfb();
-    let home = std::env::temp_dir().join(format!("xlaprof-gui-png-{}", std::process::id()));
-    std::fs::create_dir_all(&home).unwrap();
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("gui-self-screenshot.png");
     let _ = std::fs::remove_file(&out);
-    let mut gui = Running(
-        Command::new(env!("CARGO_BIN_EXE_xlaprof"))
-            .arg("gui")
-            .arg(&profile)
-            .arg("--screenshot")
-            .arg(&out)
-            .env("DISPLAY", &display)
-            .env_remove("WAYLAND_DISPLAY")
-            .env("HOME", &home)
-            .env("XDG_DATA_HOME", home.join("data"))
-            .env("LIBGL_ALWAYS_SOFTWARE", "1")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start xlaprof gui"),
-    );
+    let mut gui = start_gui(&display, "png", |c| c.arg(&profile).arg("--screenshot").arg(&out));
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
         if let Some(status) = gui.0.try_wait().unwrap() {
