@@ -127,12 +127,6 @@ enum Command {
         #[arg(long, default_value_t = 30)]
         steps: usize,
     },
-    /// Measure the terminal UI on a profile of about a million events.
-    #[command(hide = true)]
-    BenchTui {
-        #[arg(long, default_value_t = 1_000_000)]
-        events: u64,
-    },
     /// Time the first MLP training step of this process (used by `bench` for warm starts).
     #[command(hide = true)]
     BenchFirstStep,
@@ -165,7 +159,6 @@ fn main() -> ExitCode {
         Command::Bench { json, reps, steps } => {
             bench::run(json, reps, steps).map(|_| ExitCode::SUCCESS).map_err(Into::into)
         }
-        Command::BenchTui { events } => tui::bench::run(events).map(|_| ExitCode::SUCCESS),
         Command::BenchFirstStep => bench::first_step_ms()
             .map(|ms| println!("{ms}"))
             .map(|_| ExitCode::SUCCESS)

@@ -5,7 +5,6 @@
 //! (both shared with the desktop viewer); [`app`] is the state and its keys, [`draw`] draws it.
 
 mod app;
-pub mod bench;
 mod draw;
 mod tables;
 
@@ -24,10 +23,11 @@ use ratatui::Terminal;
 use xlaprof_profiler::Thresholds;
 
 use crate::viewer::Source;
-use app::App;
+pub use app::{App, Tab};
+pub use draw::frame;
 
 /// How often a live profile is read while nothing else happens.
-const POLL: Duration = Duration::from_millis(50);
+pub const POLL: Duration = Duration::from_millis(50);
 
 type Error = Box<dyn std::error::Error>;
 

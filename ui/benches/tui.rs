@@ -1,6 +1,8 @@
-//! `xlaprof bench-tui`: the terminal UI's figures on a profile of about a million events recorded
-//! from the real engine: model build time and memory, frame time of each view, and the latency
-//! from records being written to them being on screen while following.
+//! The terminal UI's figures on a profile of about a million events recorded from the real
+//! engine: model build time and memory, frame time of each view, and the latency from records
+//! being written to them being on screen while following.
+//!
+//!     cargo bench -p xlaprof --bench tui [-- EVENTS]
 
 use std::io::Write;
 use std::path::Path;
@@ -12,8 +14,8 @@ use ratatui::Terminal;
 use xlaprof_core::Tensor;
 use xlaprof_profiler::{Recording, Thresholds};
 
-use super::app::{App, Tab};
-use crate::viewer::Source;
+use xlaprof::tui::{frame, App, Tab, POLL};
+use xlaprof::viewer::Source;
 
 type Error = Box<dyn std::error::Error>;
 
@@ -29,7 +31,7 @@ fn frame_ms(app: &App, w: u16, h: u16, reps: usize) -> Result<f64, Error> {
     let mut times = Vec::with_capacity(reps);
     for _ in 0..reps {
         let t = Instant::now();
-        terminal.draw(|f| super::draw::frame(f, app))?;
+        terminal.draw(|f| frame(f, app))?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
     times.sort_by(f64::total_cmp);
@@ -47,7 +49,9 @@ fn record(path: &Path, steps: usize) -> Result<u64, Error> {
     Ok(recording.stop().records)
 }
 
-pub fn run(events: u64) -> Result<(), Error> {
+fn main() -> Result<(), Error> {
+    // `cargo bench` passes `--bench`; the first number is the event count.
+    let events: u64 = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(1_000_000);
     let dir = std::env::temp_dir().join(format!("xlaprof-bench-tui-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let big = dir.join("big.xlaprof");
@@ -79,7 +83,8 @@ pub fn run(events: u64) -> Result<(), Error> {
 
     // Following: another thread appends the rest of a real profile in small pieces while the
     // UI's loop polls as it does on a terminal; latency is from a write to the frame showing it.
-    for (name, steps) in [("small live profile", 2_000usize), ("1M-event live profile", 0)] {
+    let big_name = format!("{records}-event live profile");
+    for (name, steps) in [("small live profile", 2_000usize), (big_name.as_str(), 0)] {
         let source_file = if steps == 0 { big.clone() } else { dir.join("small.xlaprof") };
         if steps > 0 {
             record(&source_file, steps)?;
@@ -107,10 +112,10 @@ pub fn run(events: u64) -> Result<(), Error> {
         let mut pending: Vec<Instant> = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(60);
         while latencies.len() < 20 && Instant::now() < deadline {
-            std::thread::sleep(super::POLL);
+            std::thread::sleep(POLL);
             pending.extend(rx.try_iter());
             if app.tick() {
-                terminal.draw(|f| super::draw::frame(f, &app))?;
+                terminal.draw(|f| frame(f, &app))?;
                 let now = Instant::now();
                 latencies.extend(pending.drain(..).map(|w| (now - w).as_secs_f64() * 1e3));
             }
@@ -118,7 +123,7 @@ pub fn run(events: u64) -> Result<(), Error> {
         writer.join().map_err(|_| "writer thread")??;
         latencies.sort_by(f64::total_cmp);
         if let (Some(mid), Some(max)) = (latencies.get(latencies.len() / 2), latencies.last()) {
-            println!("follow latency, {name:<22} median {mid:>6.0} ms, max {max:>6.0} ms");
+            println!("follow latency, {name:<29} median {mid:>6.0} ms, max {max:>6.0} ms");
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
