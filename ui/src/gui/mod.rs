@@ -1,7 +1,7 @@
 //! `xlaprof gui`: the desktop viewer (eframe/egui on OpenGL).
 //!
 //! Every number it shows comes from the profiler (`Analysis`, `timeline::spans`, `views::*`,
-//! `diff_graphs`, the folded stacks); this module only lays them out. [`GuiApp::show`] draws one
+//! `diff_graphs`, the flamegraph stacks); this module only lays them out. [`GuiApp::show`] draws one
 //! frame into any `egui::Ui`, so tests drive the same code with egui_kittest.
 
 mod diagnostics_ui;
