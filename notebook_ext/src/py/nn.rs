@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use xlaprof_core::nn::{Adam, Conv2d, Embedding, LayerNorm, Linear, Optimizer, Sgd};
 use xlaprof_core::Tensor;
 
+use super::ops::record;
 use super::tensor::PyTensor;
 use super::trace::traced;
 
@@ -39,7 +40,7 @@ impl PyLinear {
         traced(py, "Linear", || Linear::new(in_features, out_features, bias, s)).map(PyLinear)
     }
     fn forward(&self, py: Python<'_>, x: &PyTensor) -> PyResult<PyTensor> {
-        traced(py, "Linear", || self.0.forward(&x.t)).map(PyTensor::new)
+        record(py, "Linear", || self.0.forward(&x.t))
     }
     fn __call__(&self, py: Python<'_>, x: &PyTensor) -> PyResult<PyTensor> {
         self.forward(py, x)
@@ -84,7 +85,7 @@ impl PyConv2d {
         .map(PyConv2d)
     }
     fn forward(&self, py: Python<'_>, x: &PyTensor) -> PyResult<PyTensor> {
-        traced(py, "Conv2d", || self.0.forward(&x.t)).map(PyTensor::new)
+        record(py, "Conv2d", || self.0.forward(&x.t))
     }
     fn __call__(&self, py: Python<'_>, x: &PyTensor) -> PyResult<PyTensor> {
         self.forward(py, x)
@@ -116,7 +117,7 @@ impl PyLayerNorm {
         traced(py, "LayerNorm", || LayerNorm::new(&shape)).map(PyLayerNorm)
     }
     fn forward(&self, py: Python<'_>, x: &PyTensor) -> PyResult<PyTensor> {
-        traced(py, "LayerNorm", || self.0.forward(&x.t)).map(PyTensor::new)
+        record(py, "LayerNorm", || self.0.forward(&x.t))
     }
     fn __call__(&self, py: Python<'_>, x: &PyTensor) -> PyResult<PyTensor> {
         self.forward(py, x)
@@ -152,7 +153,7 @@ impl PyEmbedding {
             .map(PyEmbedding)
     }
     fn forward(&self, py: Python<'_>, ids: &PyTensor) -> PyResult<PyTensor> {
-        traced(py, "Embedding", || self.0.forward(&ids.t)).map(PyTensor::new)
+        record(py, "Embedding", || self.0.forward(&ids.t))
     }
     fn __call__(&self, py: Python<'_>, ids: &PyTensor) -> PyResult<PyTensor> {
         self.forward(py, ids)
