@@ -69,3 +69,14 @@ def test_errors_share_a_base_class():
         assert issubclass(cls, Exception)
     with pytest.raises(xp.ProfileError):
         xp.load("/nonexistent/file.xlaprof")
+
+
+def test_argument_errors_name_the_op():
+    with pytest.raises(TypeError, match="add needs a tensor, a number or an array, not str"):
+        xp.zeros(2) + "x"
+    with pytest.raises(TypeError, match="matmul needs a tensor, not a number"):
+        2.0 @ xp.zeros(2)
+    with pytest.raises(TypeError, match=r"reshape takes ints or one sequence of ints"):
+        xp.zeros(4).reshape("2x2")
+    with pytest.raises(TypeError, match=r"dim must be None, an int or a sequence of ints, not 'a'"):
+        xp.zeros(2).sum("a")

@@ -40,7 +40,7 @@ pub(crate) fn zeros(
     shape: &Bound<'_, pyo3::types::PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let (dims, dtype) = (dims_arg(shape)?, dtype_or(dtype, DType::F32)?);
+    let (dims, dtype) = (dims_arg("zeros", shape)?, dtype_or(dtype, DType::F32)?);
     record(py, "zeros", || Ok(Tensor::zeros(&dims, dtype)))
 }
 
@@ -51,7 +51,7 @@ pub(crate) fn ones(
     shape: &Bound<'_, pyo3::types::PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let (dims, dtype) = (dims_arg(shape)?, dtype_or(dtype, DType::F32)?);
+    let (dims, dtype) = (dims_arg("ones", shape)?, dtype_or(dtype, DType::F32)?);
     record(py, "ones", || Ok(Tensor::ones(&dims, dtype)))
 }
 
@@ -101,7 +101,8 @@ pub(crate) fn rand(
     seed: Option<i64>,
     dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let (dims, dtype, seed) = (dims_arg(shape)?, dtype_or(dtype, DType::F32)?, next_seed(seed));
+    let (dims, dtype, seed) =
+        (dims_arg("rand", shape)?, dtype_or(dtype, DType::F32)?, next_seed(seed));
     record(py, "rand", || Tensor::rand(&dims, seed, dtype))
 }
 
@@ -113,7 +114,8 @@ pub(crate) fn randn(
     seed: Option<i64>,
     dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let (dims, dtype, seed) = (dims_arg(shape)?, dtype_or(dtype, DType::F32)?, next_seed(seed));
+    let (dims, dtype, seed) =
+        (dims_arg("randn", shape)?, dtype_or(dtype, DType::F32)?, next_seed(seed));
     record(py, "randn", || Tensor::randn(&dims, seed, dtype))
 }
 

@@ -23,13 +23,14 @@ pub(crate) fn record(
 
 /// The other operand of a binary op: a tensor, or a host scalar (a graph input: changing it
 /// does not recompile).
-pub(crate) enum Operand {
+enum Operand {
     Tensor(Tensor),
     Scalar(f64),
 }
 
 impl Operand {
-    pub(crate) fn extract(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Operand> {
+    /// The other operand of the op `what` (named in the error when the value is neither).
+    fn extract(py: Python<'_>, what: &str, value: &Bound<'_, PyAny>) -> PyResult<Operand> {
         if let Ok(t) = value.cast::<PyTensor>() {
             return Ok(Operand::Tensor(t.get().t.clone()));
         }
@@ -40,7 +41,7 @@ impl Operand {
             return Ok(Operand::Tensor(from_numpy(py, value)?));
         }
         Err(PyTypeError::new_err(format!(
-            "expected a tensor, a number or an array, not {}",
+            "{what} needs a tensor, a number or an array, not {}",
             value.get_type().name()?
         )))
     }
@@ -64,11 +65,19 @@ fn binary(
     tensor_op: fn(&Tensor, &Tensor) -> EngineResult,
     scalar_op: fn(&Tensor, f64) -> EngineResult,
 ) -> PyResult<PyTensor> {
-    let other = Operand::extract(py, other)?;
+    let other = Operand::extract(py, what, other)?;
     record(py, what, || match &other {
         Operand::Tensor(b) => tensor_op(a, b),
         Operand::Scalar(v) => scalar_op(a, *v),
     })
+}
+
+/// The other operand of a matrix product: a tensor or an array, not a number.
+fn matmul_operand(py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    match Operand::extract(py, "matmul", other)? {
+        Operand::Tensor(t) => Ok(t),
+        Operand::Scalar(_) => Err(PyTypeError::new_err("matmul needs a tensor, not a number")),
+    }
 }
 
 /// Records `other <op> self` (the reflected operators).
@@ -79,7 +88,7 @@ fn reflected(
     other: &Bound<'_, PyAny>,
     tensor_op: fn(&Tensor, &Tensor) -> EngineResult,
 ) -> PyResult<PyTensor> {
-    let other = Operand::extract(py, other)?;
+    let other = Operand::extract(py, what, other)?;
     record(py, what, || match &other {
         Operand::Tensor(b) => tensor_op(b, a),
         Operand::Scalar(v) => tensor_op(&Tensor::scalar(*v, scalar_dtype(a, *v)), a),
@@ -88,24 +97,31 @@ fn reflected(
 
 /// Axes given as None (all), an int, or a sequence of ints.
 pub(crate) fn axes(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<i64>> {
-    match dim {
-        None => Ok(vec![]),
-        Some(d) if d.is_none() => Ok(vec![]),
-        Some(d) => match d.extract::<i64>() {
-            Ok(one) => Ok(vec![one]),
-            Err(_) => d.extract::<Vec<i64>>(),
-        },
+    let Some(d) = dim.filter(|d| !d.is_none()) else {
+        return Ok(vec![]);
+    };
+    if let Ok(one) = d.extract::<i64>() {
+        return Ok(vec![one]);
     }
+    d.extract::<Vec<i64>>().map_err(|_| {
+        PyTypeError::new_err(format!("dim must be None, an int or a sequence of ints, not {d:?}"))
+    })
 }
 
-/// Dims given either as one sequence or as several ints (`reshape(2, 3)` or `reshape((2, 3))`).
-pub(crate) fn dims_arg(args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<Vec<i64>> {
+/// Dims given either as one sequence or as several ints (`reshape(2, 3)` or `reshape((2, 3))`);
+/// `what` is the op, named in the error.
+pub(crate) fn dims_arg(what: &str, args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<Vec<i64>> {
     if args.len() == 1 {
         if let Ok(dims) = args.get_item(0)?.extract::<Vec<i64>>() {
             return Ok(dims);
         }
     }
-    args.extract::<Vec<i64>>()
+    args.extract::<Vec<i64>>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{what} takes ints or one sequence of ints (`{what}(2, 3)` or `{what}((2, 3))`), \
+             not {args:?}"
+        ))
+    })
 }
 
 macro_rules! unary {
@@ -252,14 +268,12 @@ impl PyTensor {
         reflected(py, "pow", &self.t, other, Tensor::pow)
     }
     fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        let other = Operand::extract(py, other)?;
-        match other {
-            Operand::Tensor(b) => record(py, "matmul", || self.t.matmul(&b)),
-            Operand::Scalar(_) => Err(PyTypeError::new_err("matmul needs a tensor, not a number")),
-        }
+        let other = matmul_operand(py, other)?;
+        record(py, "matmul", || self.t.matmul(&other))
     }
     fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        reflected(py, "matmul", &self.t, other, Tensor::matmul)
+        let other = matmul_operand(py, other)?;
+        record(py, "matmul", || other.matmul(&self.t))
     }
     fn matmul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         self.__matmul__(py, other)
@@ -290,16 +304,16 @@ impl PyTensor {
         other: &Bound<'_, PyAny>,
         op: CompareOp,
     ) -> PyResult<PyTensor> {
-        let f: fn(&Tensor, &Tensor) -> EngineResult = match op {
-            CompareOp::Eq => Tensor::eq,
-            CompareOp::Ne => Tensor::ne,
-            CompareOp::Lt => Tensor::lt,
-            CompareOp::Le => Tensor::le,
-            CompareOp::Gt => Tensor::gt,
-            CompareOp::Ge => Tensor::ge,
+        let (what, f): (&str, fn(&Tensor, &Tensor) -> EngineResult) = match op {
+            CompareOp::Eq => ("==", Tensor::eq),
+            CompareOp::Ne => ("!=", Tensor::ne),
+            CompareOp::Lt => ("<", Tensor::lt),
+            CompareOp::Le => ("<=", Tensor::le),
+            CompareOp::Gt => (">", Tensor::gt),
+            CompareOp::Ge => (">=", Tensor::ge),
         };
-        let other = Operand::extract(py, other)?;
-        record(py, "compare", || match &other {
+        let other = Operand::extract(py, what, other)?;
+        record(py, what, || match &other {
             Operand::Tensor(b) => f(&self.t, b),
             Operand::Scalar(v) => compare_scalar(f)(&self.t, *v),
         })
@@ -313,7 +327,7 @@ impl PyTensor {
         py: Python<'_>,
         shape: &Bound<'_, pyo3::types::PyTuple>,
     ) -> PyResult<PyTensor> {
-        let dims = dims_arg(shape)?;
+        let dims = dims_arg("reshape", shape)?;
         record(py, "reshape", || self.t.reshape(&dims))
     }
 
@@ -329,7 +343,7 @@ impl PyTensor {
         dims: &Bound<'_, pyo3::types::PyTuple>,
     ) -> PyResult<PyTensor> {
         let rank = self.t.rank() as i64;
-        let perm = dims_arg(dims)?
+        let perm = dims_arg("permute", dims)?
             .into_iter()
             .map(|d| if d < 0 { d + rank } else { d }.max(0) as usize)
             .collect::<Vec<_>>();
@@ -361,7 +375,7 @@ impl PyTensor {
         py: Python<'_>,
         shape: &Bound<'_, pyo3::types::PyTuple>,
     ) -> PyResult<PyTensor> {
-        let dims = dims_arg(shape)?;
+        let dims = dims_arg("expand", shape)?;
         record(py, "expand", || self.t.broadcast_to(&dims))
     }
 

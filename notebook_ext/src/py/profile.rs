@@ -41,7 +41,11 @@ impl PyRecording {
 
     /// The profile so far, without stopping.
     fn snapshot(&self) -> PyResult<PyProfile> {
-        let r = self.recording.as_ref().ok_or_else(|| ProfileError::new_err("stopped"))?;
+        let r = self.recording.as_ref().ok_or_else(|| {
+            ProfileError::new_err(
+                "this recording was stopped: read the profile that stop() returned",
+            )
+        })?;
         Ok(PyProfile::new(r.snapshot(), None, false))
     }
 
