@@ -119,10 +119,6 @@ pub(crate) fn randn(
     record(py, "randn", || Tensor::randn(&dims, seed, dtype))
 }
 
-fn tensors(list: &[PyRef<'_, PyTensor>]) -> Vec<Tensor> {
-    list.iter().map(|t| t.t.clone()).collect()
-}
-
 #[pyfunction]
 #[pyo3(signature = (tensors, dim=0))]
 pub(crate) fn cat(
@@ -130,8 +126,7 @@ pub(crate) fn cat(
     tensors: Vec<PyRef<'_, PyTensor>>,
     dim: i64,
 ) -> PyResult<PyTensor> {
-    let ts = self::tensors(&tensors);
-    let refs: Vec<&Tensor> = ts.iter().collect();
+    let refs: Vec<&Tensor> = tensors.iter().map(|t| &t.t).collect();
     record(py, "cat", || Tensor::concat(&refs, dim))
 }
 
@@ -142,8 +137,7 @@ pub(crate) fn stack(
     tensors: Vec<PyRef<'_, PyTensor>>,
     dim: i64,
 ) -> PyResult<PyTensor> {
-    let ts = self::tensors(&tensors);
-    let refs: Vec<&Tensor> = ts.iter().collect();
+    let refs: Vec<&Tensor> = tensors.iter().map(|t| &t.t).collect();
     record(py, "stack", || Tensor::stack(&refs, dim))
 }
 

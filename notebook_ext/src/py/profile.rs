@@ -9,7 +9,7 @@ use polars::prelude::ParquetWriter;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use xlaprof_profiler::diagnostics::{check, Rule};
+use xlaprof_profiler::diagnostics::{check, Rule, RuleOutcome};
 use xlaprof_profiler::export::{self, tables, Format};
 use xlaprof_profiler::{analyze, report, Analysis, Profile, Recording, Thresholds};
 
@@ -83,6 +83,12 @@ impl PyProfile {
     fn new(profile: Profile, file: Option<PathBuf>, temporary: bool) -> PyProfile {
         let analysis = analyze(&profile, &Thresholds::default());
         PyProfile { profile, analysis, file, temporary }
+    }
+
+    /// Parses and evaluates rules (`"max-compiles=1"`, ...) against this profile.
+    fn outcomes(&self, rules: &[String]) -> PyResult<Vec<RuleOutcome>> {
+        let rules = parse_rules(rules)?;
+        Ok(check(&self.profile, &rules, self.analysis.thresholds.warmup_steps))
     }
 }
 
@@ -163,8 +169,7 @@ impl PyProfile {
 
     /// Evaluates rules (`"max-compiles=1"`, ...) as dicts with `rule`, `passed`, `message`.
     fn check<'py>(&self, py: Python<'py>, rules: Vec<String>) -> PyResult<Bound<'py, PyAny>> {
-        let rules = parse_rules(&rules)?;
-        let outcomes = check(&self.profile, &rules, self.analysis.thresholds.warmup_steps);
+        let outcomes = self.outcomes(&rules)?;
         let out = pyo3::types::PyList::empty(py);
         for o in outcomes {
             let d = PyDict::new(py);
@@ -225,9 +230,8 @@ impl PyProfile {
         source_lines: HashMap<u32, String>,
         rules: Vec<String>,
     ) -> PyResult<String> {
-        let rules = parse_rules(&rules)?;
-        let outcomes = check(&self.profile, &rules, self.analysis.thresholds.warmup_steps);
-        let options = WidgetOptions { title: title.to_string(), source_lines, rules: outcomes };
+        let options =
+            WidgetOptions { title: title.to_string(), source_lines, rules: self.outcomes(&rules)? };
         guarded("render", || Ok(widget::render(&self.profile, &self.analysis, &options)))
     }
 
