@@ -80,3 +80,21 @@ def test_argument_errors_name_the_op():
         xp.zeros(4).reshape("2x2")
     with pytest.raises(TypeError, match=r"dim must be None, an int or a sequence of ints, not 'a'"):
         xp.zeros(2).sum("a")
+
+
+def test_ops_on_another_thread_point_at_the_caller():
+    import threading
+
+    layer, caught = xp.nn.Sequential(xp.nn.Linear(3, 2)), []
+
+    def run():
+        try:
+            caught.append(this_line()); layer(xp.zeros(5, 4))  # noqa: E702
+        except xp.ShapeError as e:
+            caught.append(str(e))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    line, message = caught
+    assert f"test_errors.py:{line} in " in message, message
