@@ -98,3 +98,11 @@ def test_ops_on_another_thread_point_at_the_caller():
     thread.join()
     line, message = caught
     assert f"test_errors.py:{line} in " in message, message
+
+
+def test_every_error_is_an_xlaprof_error_and_a_builtin_one():
+    assert issubclass(xp.ShapeError, xp.XlaprofError) and issubclass(xp.ShapeError, ValueError)
+    for cls in (xp.AutogradError, xp.XlaError, xp.PluginError, xp.ProfileError, xp.InternalError):
+        assert issubclass(cls, xp.XlaprofError) and issubclass(cls, RuntimeError), cls
+    with pytest.raises(xp.XlaprofError):
+        xp.zeros(3) + xp.zeros(4)

@@ -13,7 +13,7 @@ use xlaprof_profiler::diagnostics::{check, Rule, RuleOutcome};
 use xlaprof_profiler::export::{self, tables, Format};
 use xlaprof_profiler::{analyze, report, Analysis, Profile, Recording, Thresholds};
 
-use super::errors::{guarded, profile_error, ProfileError};
+use super::errors::{guarded, profile_error, Class};
 use crate::widget::{self, WidgetOptions};
 
 static NEXT_FILE: AtomicU64 = AtomicU64::new(1);
@@ -42,9 +42,7 @@ impl PyRecording {
     /// The profile so far, without stopping.
     fn snapshot(&self) -> PyResult<PyProfile> {
         let r = self.recording.as_ref().ok_or_else(|| {
-            ProfileError::new_err(
-                "this recording was stopped: read the profile that stop() returned",
-            )
+            Class::Profile.err("this recording was stopped: read the profile that stop() returned")
         })?;
         Ok(PyProfile::new(r.snapshot(), None, false))
     }
@@ -54,7 +52,7 @@ impl PyRecording {
         let r = self
             .recording
             .take()
-            .ok_or_else(|| ProfileError::new_err("this recording was already stopped"))?;
+            .ok_or_else(|| Class::Profile.err("this recording was already stopped"))?;
         guarded("stop", || Ok(PyProfile::new(r.stop(), Some(self.path.clone()), true)))
     }
 }
@@ -101,7 +99,7 @@ impl Drop for PyProfile {
 }
 
 fn to_py<'py>(py: Python<'py>, value: &impl serde::Serialize) -> PyResult<Bound<'py, PyAny>> {
-    let text = serde_json::to_string(value).map_err(|e| ProfileError::new_err(e.to_string()))?;
+    let text = serde_json::to_string(value).map_err(|e| Class::Profile.err(e.to_string()))?;
     py.import("json")?.call_method1("loads", (text,))
 }
 
@@ -189,7 +187,7 @@ impl PyProfile {
             let mut bytes = Vec::new();
             ParquetWriter::new(&mut bytes)
                 .finish(&mut df)
-                .map_err(|e| ProfileError::new_err(format!("table {name}: {e}")))?;
+                .map_err(|e| Class::Profile.err(format!("table {name}: {e}")))?;
             out.set_item(name, PyBytes::new(py, &bytes))?;
         }
         Ok(out)
@@ -198,16 +196,15 @@ impl PyProfile {
     /// Writes the profile file (readable by `xlaprof.load` and the `xlaprof` command line).
     fn save(&self, path: PathBuf) -> PyResult<()> {
         let from = self.file.as_ref().ok_or_else(|| {
-            ProfileError::new_err(
-                "a profile still recording cannot be saved: leave the `with` block first",
-            )
+            Class::Profile
+                .err("a profile still recording cannot be saved: leave the `with` block first")
         })?;
         if same_file(from, &path) {
             return Ok(());
         }
         std::fs::copy(from, &path)
             .map(|_| ())
-            .map_err(|e| ProfileError::new_err(format!("{}: {e}", path.display())))
+            .map_err(|e| Class::Profile.err(format!("{}: {e}", path.display())))
     }
 
     /// Exports to `path` as text, short, json, csv, parquet (folders), chrome, folded or
