@@ -106,3 +106,11 @@ def test_every_error_is_an_xlaprof_error_and_a_builtin_one():
         assert issubclass(cls, xp.XlaprofError) and issubclass(cls, RuntimeError), cls
     with pytest.raises(xp.XlaprofError):
         xp.zeros(3) + xp.zeros(4)
+
+
+def test_pow_with_a_modulo_is_refused_both_ways():
+    t = xp.ones(2)
+    with pytest.raises(TypeError, match="modulo is not supported"):
+        pow(t, 2.0, 5)
+    with pytest.raises(TypeError, match="modulo is not supported"):
+        t.__rpow__(2.0, 5)  # what pow(2.0, t, 5) calls from Python 3.14 on

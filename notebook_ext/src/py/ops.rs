@@ -80,6 +80,16 @@ fn matmul_operand(py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Tensor> 
     }
 }
 
+/// `pow(a, b, modulo)`: the engine has no modular power.
+fn no_modulo(modulo: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    match modulo {
+        Some(m) if !m.is_none() => {
+            Err(PyTypeError::new_err("pow() with a modulo is not supported"))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Records `other <op> self` (the reflected operators).
 fn reflected(
     py: Python<'_>,
@@ -253,9 +263,7 @@ impl PyTensor {
         other: &Bound<'_, PyAny>,
         modulo: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTensor> {
-        if modulo.is_some_and(|m| !m.is_none()) {
-            return Err(PyTypeError::new_err("pow() with a modulo is not supported"));
-        }
+        no_modulo(modulo)?;
         binary(py, "pow", &self.t, other, Tensor::pow, Tensor::pow_scalar)
     }
     fn __rpow__(
@@ -264,7 +272,7 @@ impl PyTensor {
         other: &Bound<'_, PyAny>,
         modulo: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTensor> {
-        let _ = modulo;
+        no_modulo(modulo)?;
         reflected(py, "pow", &self.t, other, Tensor::pow)
     }
     fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
