@@ -69,3 +69,48 @@ def test_errors_share_a_base_class():
         assert issubclass(cls, Exception)
     with pytest.raises(xp.ProfileError):
         xp.load("/nonexistent/file.xlaprof")
+
+
+def test_argument_errors_name_the_op():
+    with pytest.raises(TypeError, match="add needs a tensor, a number or an array, not str"):
+        xp.zeros(2) + "x"
+    with pytest.raises(TypeError, match="matmul needs a tensor, not a number"):
+        2.0 @ xp.zeros(2)
+    with pytest.raises(TypeError, match=r"reshape takes ints or one sequence of ints"):
+        xp.zeros(4).reshape("2x2")
+    with pytest.raises(TypeError, match=r"dim must be None, an int or a sequence of ints, not 'a'"):
+        xp.zeros(2).sum("a")
+
+
+def test_ops_on_another_thread_point_at_the_caller():
+    import threading
+
+    layer, caught = xp.nn.Sequential(xp.nn.Linear(3, 2)), []
+
+    def run():
+        try:
+            caught.append(this_line()); layer(xp.zeros(5, 4))  # noqa: E702
+        except xp.ShapeError as e:
+            caught.append(str(e))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    line, message = caught
+    assert f"test_errors.py:{line} in " in message, message
+
+
+def test_every_error_is_an_xlaprof_error_and_a_builtin_one():
+    assert issubclass(xp.ShapeError, xp.XlaprofError) and issubclass(xp.ShapeError, ValueError)
+    for cls in (xp.AutogradError, xp.XlaError, xp.PluginError, xp.ProfileError, xp.InternalError):
+        assert issubclass(cls, xp.XlaprofError) and issubclass(cls, RuntimeError), cls
+    with pytest.raises(xp.XlaprofError):
+        xp.zeros(3) + xp.zeros(4)
+
+
+def test_pow_with_a_modulo_is_refused_both_ways():
+    t = xp.ones(2)
+    with pytest.raises(TypeError, match="modulo is not supported"):
+        pow(t, 2.0, 5)
+    with pytest.raises(TypeError, match="modulo is not supported"):
+        t.__rpow__(2.0, 5)  # what pow(2.0, t, 5) calls from Python 3.14 on

@@ -49,3 +49,12 @@ def test_bad_options_fail_before_running(ip):
 def test_an_error_in_the_cell_is_raised_with_its_line(ip):
     with pytest.raises(xp.ShapeError, match=r":3 in <module>"):
         ip.run_cell_magic("xla_profile", "--no-widget", "a = xp.ones(2, 3)\nb = a @ a\n")
+
+
+def test_bad_steps_say_what_was_given(ip):
+    ip.user_ns["ran"] = False
+    with pytest.raises(ValueError, match=r"--steps needs a whole number, not 'many'"):
+        ip.run_cell_magic("xla_profile", "--steps many", "ran = True\n")
+    with pytest.raises(ValueError, match=r"--steps needs 0 or more, not -2"):
+        ip.run_cell_magic("xla_profile", "--steps -2", "ran = True\n")
+    assert ip.user_ns["ran"] is False

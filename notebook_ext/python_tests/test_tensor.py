@@ -166,3 +166,9 @@ def test_item_and_python_numbers():
     assert bool(xp.tensor([1.0]) > 0)
     assert xp.tensor([1, 2]).tolist() == [1, 2]
     assert len(xp.zeros(3, 2)) == 3
+
+
+def test_int_keeps_every_digit_of_an_int64():
+    big = 2**60 + 1
+    assert int(xp.tensor([big])) == big
+    assert int(xp.tensor([-2.7])) == -2

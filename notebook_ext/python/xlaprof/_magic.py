@@ -97,9 +97,7 @@ class XlaProfileMagics(Magics):
         source = cell if cell is not None else statement
         if not source.strip():
             raise ValueError("%xla_profile needs a statement (or use %%xla_profile on a cell)")
-        steps = int(opts.get("steps", 0) or 0)
-        if steps < 0:
-            raise ValueError("--steps must be a positive number")
+        steps = _steps(opts.get("steps", 0))
         rules = [r.strip() for r in str(opts.get("rules", "")).split(",") if r.strip()]
         widget = "no-widget" not in opts
         ip = self.shell
@@ -134,6 +132,17 @@ class XlaProfileMagics(Magics):
             display(profile)
             raise failure
         return profile
+
+
+def _steps(value: Any) -> int:
+    """``--steps N``: how many times to run the code (0: once, with no step marked)."""
+    try:
+        steps = int(value or 0)
+    except ValueError:
+        raise ValueError(f"--steps needs a whole number, not {value!r}") from None
+    if steps < 0:
+        raise ValueError(f"--steps needs 0 or more, not {steps}")
+    return steps
 
 
 def _compile(ip: Any, source: str, number: int, first_line: int) -> Any:

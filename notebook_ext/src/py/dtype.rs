@@ -19,23 +19,19 @@ pub(crate) fn dtype_name(d: DType) -> &'static str {
     }
 }
 
+/// A dtype by its NumPy name ([`dtype_name`]), or PyTorch's `float` and `double`.
 pub(crate) fn parse_dtype(name: &str) -> PyResult<DType> {
-    Ok(match name {
-        "bool" => DType::Pred,
-        "int8" => DType::S8,
-        "int32" => DType::S32,
-        "int64" => DType::S64,
-        "uint8" => DType::U8,
-        "float16" => DType::F16,
-        "bfloat16" => DType::BF16,
-        "float32" | "float" => DType::F32,
-        "float64" | "double" => DType::F64,
-        _ => {
-            return Err(PyValueError::new_err(format!(
-                "unknown dtype {name:?}; the dtypes are bool, int8, int32, int64, uint8, \
-                 float16, bfloat16, float32, float64"
-            )))
-        }
+    let found = match name {
+        "float" => Some(DType::F32),
+        "double" => Some(DType::F64),
+        _ => DType::ALL.into_iter().find(|&d| dtype_name(d) == name),
+    };
+    found.ok_or_else(|| {
+        let names: Vec<&str> = DType::ALL.into_iter().map(dtype_name).collect();
+        PyValueError::new_err(format!(
+            "unknown dtype {name:?}; the dtypes are {}",
+            names.join(", ")
+        ))
     })
 }
 

@@ -5,40 +5,82 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyType};
 use pyo3::{create_exception, PyErr};
 
-create_exception!(_native, XlaprofError, PyException, "Base class of xlaprof's errors.");
-create_exception!(
-    _native,
-    ShapeError,
-    PyValueError,
-    "An op was given shapes or dtypes it cannot take (raised where the op is recorded)."
-);
-create_exception!(_native, AutogradError, PyRuntimeError, "backward() cannot run as asked.");
-create_exception!(
-    _native,
-    PluginError,
-    PyRuntimeError,
-    "The PJRT plugin could not be found or loaded."
-);
-create_exception!(_native, XlaError, PyRuntimeError, "XLA (through PJRT) reported an error.");
-create_exception!(_native, ProfileError, PyRuntimeError, "A profile could not be read or written.");
-create_exception!(
-    _native,
-    InternalError,
-    PyRuntimeError,
-    "A bug in xlaprof (a panic caught at the Python boundary); please report it."
-);
+create_exception!(xlaprof, XlaprofError, PyException, "Base class of xlaprof's errors.");
+
+/// xlaprof's exceptions below `XlaprofError`. Each also derives from the built-in exception it
+/// refines, so both `except ValueError` and `except xp.XlaprofError` catch a `ShapeError`;
+/// `create_exception!` takes one base, so these are made with `type()` when the module loads.
+#[derive(Clone, Copy)]
+pub(crate) enum Class {
+    Shape,
+    Autograd,
+    Plugin,
+    Xla,
+    Profile,
+    Internal,
+}
+
+/// The classes, in the order of `Class`.
+static CLASSES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
+
+impl Class {
+    const ALL: [Class; 6] =
+        [Class::Shape, Class::Autograd, Class::Plugin, Class::Xla, Class::Profile, Class::Internal];
+
+    /// The class's name, its docstring and the built-in exception it refines.
+    fn spec(self, py: Python<'_>) -> (&'static str, &'static str, Bound<'_, PyType>) {
+        let runtime = py.get_type::<PyRuntimeError>();
+        match self {
+            Class::Shape => (
+                "ShapeError",
+                "An op was given shapes or dtypes it cannot take (raised where the op is recorded).",
+                py.get_type::<PyValueError>(),
+            ),
+            Class::Autograd => ("AutogradError", "backward() cannot run as asked.", runtime),
+            Class::Plugin => {
+                ("PluginError", "The PJRT plugin could not be found or loaded.", runtime)
+            }
+            Class::Xla => ("XlaError", "XLA (through PJRT) reported an error.", runtime),
+            Class::Profile => ("ProfileError", "A profile could not be read or written.", runtime),
+            Class::Internal => (
+                "InternalError",
+                "A bug in xlaprof (a panic caught at the Python boundary); please report it.",
+                runtime,
+            ),
+        }
+    }
+
+    /// An exception of this class with `message`.
+    pub(crate) fn err(self, message: impl Into<String>) -> PyErr {
+        let message = message.into();
+        Python::attach(|py| match CLASSES.get(py) {
+            Some(classes) => PyErr::from_type(classes[self as usize].bind(py).clone(), message),
+            // Only before the module has loaded, when nothing can raise.
+            None => PyRuntimeError::new_err(message),
+        })
+    }
+}
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    m.add("XlaprofError", py.get_type::<XlaprofError>())?;
-    m.add("ShapeError", py.get_type::<ShapeError>())?;
-    m.add("AutogradError", py.get_type::<AutogradError>())?;
-    m.add("PluginError", py.get_type::<PluginError>())?;
-    m.add("XlaError", py.get_type::<XlaError>())?;
-    m.add("ProfileError", py.get_type::<ProfileError>())?;
-    m.add("InternalError", py.get_type::<InternalError>())?;
+    let base = py.get_type::<XlaprofError>();
+    m.add("XlaprofError", &base)?;
+    let mut classes = Vec::with_capacity(Class::ALL.len());
+    for class in Class::ALL {
+        let (name, doc, builtin) = class.spec(py);
+        let namespace = PyDict::new(py);
+        namespace.set_item("__doc__", doc)?;
+        namespace.set_item("__module__", "xlaprof")?;
+        let made = py.get_type::<PyType>().call1((name, (&base, builtin), namespace))?;
+        m.add(name, &made)?;
+        classes.push(made.cast_into::<PyType>()?.unbind());
+    }
+    // A second load of the module in one process keeps the first classes (pyo3 refuses one).
+    let _ = CLASSES.set(py, classes);
     Ok(())
 }
 
@@ -46,18 +88,18 @@ pub(crate) fn engine_error(e: xlaprof_core::Error) -> PyErr {
     use xlaprof_core::Error as E;
     let message = e.to_string();
     match e {
-        E::Shape { .. } => ShapeError::new_err(message),
-        E::Autograd { .. } => AutogradError::new_err(message),
+        E::Shape { .. } => Class::Shape.err(message),
+        E::Autograd { .. } => Class::Autograd.err(message),
         E::PluginNotFound { .. }
         | E::PluginLoad { .. }
         | E::NotAPjrtPlugin { .. }
-        | E::ApiVersion { .. } => PluginError::new_err(message),
-        _ => XlaError::new_err(message),
+        | E::ApiVersion { .. } => Class::Plugin.err(message),
+        _ => Class::Xla.err(message),
     }
 }
 
 pub(crate) fn profile_error(e: xlaprof_profiler::Error) -> PyErr {
-    ProfileError::new_err(e.to_string())
+    Class::Profile.err(e.to_string())
 }
 
 /// Runs `f`, turning a panic into `InternalError` instead of unwinding into Python.
@@ -70,7 +112,7 @@ pub(crate) fn guarded<R>(what: &str, f: impl FnOnce() -> PyResult<R>) -> PyResul
                 .map(String::as_str)
                 .or_else(|| panic.downcast_ref::<&str>().copied())
                 .unwrap_or("(no message)");
-            Err(InternalError::new_err(format!("{what}: internal error: {detail}")))
+            Err(Class::Internal.err(format!("{what}: internal error: {detail}")))
         }
     }
 }

@@ -8,7 +8,7 @@ use xlaprof_core::{events, DType, Tensor};
 
 use super::dtype::extract_dtype;
 use super::location;
-use super::ops::dims_arg;
+use super::ops::{dims_arg, record};
 use super::tensor::{from_numpy, PyTensor};
 use super::trace::{self, traced, traced_detached};
 
@@ -40,8 +40,8 @@ pub(crate) fn zeros(
     shape: &Bound<'_, pyo3::types::PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let (dims, dtype) = (dims_arg(shape)?, dtype_or(dtype, DType::F32)?);
-    traced(py, "zeros", || Ok(Tensor::zeros(&dims, dtype))).map(PyTensor::new)
+    let (dims, dtype) = (dims_arg("zeros", shape)?, dtype_or(dtype, DType::F32)?);
+    record(py, "zeros", || Ok(Tensor::zeros(&dims, dtype)))
 }
 
 #[pyfunction]
@@ -51,8 +51,8 @@ pub(crate) fn ones(
     shape: &Bound<'_, pyo3::types::PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let (dims, dtype) = (dims_arg(shape)?, dtype_or(dtype, DType::F32)?);
-    traced(py, "ones", || Ok(Tensor::ones(&dims, dtype))).map(PyTensor::new)
+    let (dims, dtype) = (dims_arg("ones", shape)?, dtype_or(dtype, DType::F32)?);
+    record(py, "ones", || Ok(Tensor::ones(&dims, dtype)))
 }
 
 #[pyfunction]
@@ -64,7 +64,7 @@ pub(crate) fn full(
     dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
     let dtype = dtype_or(dtype, DType::F32)?;
-    traced(py, "full", || Ok(Tensor::full(&shape, fill_value, dtype))).map(PyTensor::new)
+    record(py, "full", || Ok(Tensor::full(&shape, fill_value, dtype)))
 }
 
 /// `arange(end)` or `arange(start, end, step)`; integers unless a bound is fractional.
@@ -83,14 +83,14 @@ pub(crate) fn arange(
     };
     let integral = [start, end, step].iter().all(|v| v.fract() == 0.0);
     let dtype = dtype_or(dtype, if integral { DType::S64 } else { DType::F32 })?;
-    traced(py, "arange", || Tensor::arange(start, end, step, dtype)).map(PyTensor::new)
+    record(py, "arange", || Tensor::arange(start, end, step, dtype))
 }
 
 #[pyfunction]
 #[pyo3(signature = (n, dtype=None))]
 pub(crate) fn eye(py: Python<'_>, n: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
     let dtype = dtype_or(dtype, DType::F32)?;
-    traced(py, "eye", || Tensor::eye(n, dtype)).map(PyTensor::new)
+    record(py, "eye", || Tensor::eye(n, dtype))
 }
 
 #[pyfunction]
@@ -101,8 +101,9 @@ pub(crate) fn rand(
     seed: Option<i64>,
     dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let (dims, dtype, seed) = (dims_arg(shape)?, dtype_or(dtype, DType::F32)?, next_seed(seed));
-    traced(py, "rand", || Tensor::rand(&dims, seed, dtype)).map(PyTensor::new)
+    let (dims, dtype, seed) =
+        (dims_arg("rand", shape)?, dtype_or(dtype, DType::F32)?, next_seed(seed));
+    record(py, "rand", || Tensor::rand(&dims, seed, dtype))
 }
 
 #[pyfunction]
@@ -113,12 +114,9 @@ pub(crate) fn randn(
     seed: Option<i64>,
     dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let (dims, dtype, seed) = (dims_arg(shape)?, dtype_or(dtype, DType::F32)?, next_seed(seed));
-    traced(py, "randn", || Tensor::randn(&dims, seed, dtype)).map(PyTensor::new)
-}
-
-fn tensors(list: &[PyRef<'_, PyTensor>]) -> Vec<Tensor> {
-    list.iter().map(|t| t.t.clone()).collect()
+    let (dims, dtype, seed) =
+        (dims_arg("randn", shape)?, dtype_or(dtype, DType::F32)?, next_seed(seed));
+    record(py, "randn", || Tensor::randn(&dims, seed, dtype))
 }
 
 #[pyfunction]
@@ -128,9 +126,8 @@ pub(crate) fn cat(
     tensors: Vec<PyRef<'_, PyTensor>>,
     dim: i64,
 ) -> PyResult<PyTensor> {
-    let ts = self::tensors(&tensors);
-    let refs: Vec<&Tensor> = ts.iter().collect();
-    traced(py, "cat", || Tensor::concat(&refs, dim)).map(PyTensor::new)
+    let refs: Vec<&Tensor> = tensors.iter().map(|t| &t.t).collect();
+    record(py, "cat", || Tensor::concat(&refs, dim))
 }
 
 #[pyfunction]
@@ -140,9 +137,8 @@ pub(crate) fn stack(
     tensors: Vec<PyRef<'_, PyTensor>>,
     dim: i64,
 ) -> PyResult<PyTensor> {
-    let ts = self::tensors(&tensors);
-    let refs: Vec<&Tensor> = ts.iter().collect();
-    traced(py, "stack", || Tensor::stack(&refs, dim)).map(PyTensor::new)
+    let refs: Vec<&Tensor> = tensors.iter().map(|t| &t.t).collect();
+    record(py, "stack", || Tensor::stack(&refs, dim))
 }
 
 #[pyfunction]
@@ -153,7 +149,7 @@ pub(crate) fn where_(
     x: &PyTensor,
     y: &PyTensor,
 ) -> PyResult<PyTensor> {
-    traced(py, "where", || Tensor::where_(&condition.t, &x.t, &y.t)).map(PyTensor::new)
+    record(py, "where", || Tensor::where_(&condition.t, &x.t, &y.t))
 }
 
 #[pyfunction]
@@ -167,10 +163,9 @@ pub(crate) fn conv2d(
     dilation: i64,
     groups: i64,
 ) -> PyResult<PyTensor> {
-    traced(py, "conv2d", || {
+    record(py, "conv2d", || {
         input.t.conv2d(&weight.t, [stride; 2], [padding; 2], [dilation; 2], groups)
     })
-    .map(PyTensor::new)
 }
 
 #[pyfunction]
@@ -183,8 +178,7 @@ pub(crate) fn max_pool2d(
     padding: i64,
 ) -> PyResult<PyTensor> {
     let s = stride.unwrap_or(kernel_size);
-    traced(py, "max_pool2d", || input.t.max_pool2d([kernel_size; 2], [s; 2], [padding; 2]))
-        .map(PyTensor::new)
+    record(py, "max_pool2d", || input.t.max_pool2d([kernel_size; 2], [s; 2], [padding; 2]))
 }
 
 #[pyfunction]
@@ -197,8 +191,7 @@ pub(crate) fn avg_pool2d(
     padding: i64,
 ) -> PyResult<PyTensor> {
     let s = stride.unwrap_or(kernel_size);
-    traced(py, "avg_pool2d", || input.t.avg_pool2d([kernel_size; 2], [s; 2], [padding; 2]))
-        .map(PyTensor::new)
+    record(py, "avg_pool2d", || input.t.avg_pool2d([kernel_size; 2], [s; 2], [padding; 2]))
 }
 
 /// Mean cross-entropy of logits `[N, C]` against integer labels `[N]`.
@@ -208,7 +201,7 @@ pub(crate) fn cross_entropy(
     logits: &PyTensor,
     labels: &PyTensor,
 ) -> PyResult<PyTensor> {
-    traced(py, "cross_entropy", || logits.t.cross_entropy(&labels.t)).map(PyTensor::new)
+    record(py, "cross_entropy", || logits.t.cross_entropy(&labels.t))
 }
 
 #[pyfunction]
@@ -221,15 +214,14 @@ pub(crate) fn layer_norm(
     bias: Option<&PyTensor>,
     eps: f64,
 ) -> PyResult<PyTensor> {
-    traced(py, "layer_norm", || {
+    record(py, "layer_norm", || {
         input.t.layer_norm(&normalized_shape, weight.map(|w| &w.t), bias.map(|b| &b.t), eps)
     })
-    .map(PyTensor::new)
 }
 
 #[pyfunction]
 pub(crate) fn embedding(py: Python<'_>, ids: &PyTensor, weight: &PyTensor) -> PyResult<PyTensor> {
-    traced(py, "embedding", || weight.t.embedding(&ids.t)).map(PyTensor::new)
+    record(py, "embedding", || weight.t.embedding(&ids.t))
 }
 
 #[pyfunction]
@@ -242,7 +234,7 @@ pub(crate) fn dropout(
     seed: Option<i64>,
 ) -> PyResult<PyTensor> {
     let seed = next_seed(seed);
-    traced(py, "dropout", || input.t.dropout(p, seed, training)).map(PyTensor::new)
+    record(py, "dropout", || input.t.dropout(p, seed, training))
 }
 
 /// Compiles and runs every pending tensor as one graph (torch_xla's `mark_step`).

@@ -6,8 +6,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyEllipsis, PySlice, PyTuple};
 use xlaprof_core::Tensor;
 
+use super::ops::record;
 use super::tensor::PyTensor;
-use super::trace::traced;
 
 enum Index {
     At(i64),
@@ -76,7 +76,7 @@ pub(crate) fn get(py: Python<'_>, t: &Tensor, key: &Bound<'_, PyAny>) -> PyResul
         }
         parsed.push(index);
     }
-    traced(py, "getitem", || {
+    record(py, "getitem", || {
         let mut out = t.clone();
         // `at` walks the output's dims as the indices apply.
         let mut at = 0i64;
@@ -104,7 +104,6 @@ pub(crate) fn get(py: Python<'_>, t: &Tensor, key: &Bound<'_, PyAny>) -> PyResul
         }
         Ok(out)
     })
-    .map(PyTensor::new)
 }
 
 #[pymethods]

@@ -3,8 +3,9 @@
 //! costs a frame lookup and a hash lookup, not a string allocation.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -12,24 +13,40 @@ use xlaprof_core::location::ExternalLocation;
 
 /// What is known about one code object.
 struct Code {
-    /// The code's file as Python knows it (a path, or a notebook cell's file).
-    path: String,
     /// Code of the `xlaprof` package itself: ops are located at its caller.
     internal: bool,
     file: Arc<str>,
     function: Arc<str>,
 }
 
+/// How code is named, the same on every thread (set at import, and by the notebook extension).
+struct Naming {
+    /// Folder of the package's Python files.
+    package_dir: String,
+    /// Maps a code object's file name to the name shown in profiles (notebook cells: `In[5]`).
+    namer: Option<Py<PyAny>>,
+}
+
+static NAMING: Mutex<Naming> = Mutex::new(Naming { package_dir: String::new(), namer: None });
+/// Bumped when `NAMING` changes: names a thread interned before are stale.
+static NAMING_VERSION: AtomicU64 = AtomicU64::new(0);
+/// The real path behind each name shown, so views can show the text of a line.
+static PATHS: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
+
+/// Locks one of the statics above. Nothing runs Python code while holding one (a thread that
+/// did could give up the GIL while another waits for the lock with it), and none is poisoned
+/// by a panic that left it consistent.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// This thread's names, interned per code object and per instruction.
 #[derive(Default)]
 struct Interned {
     codes: HashMap<usize, Code>,
     sites: HashMap<(usize, i32), Arc<ExternalLocation>>,
-    /// Folder of the package's Python files (set once at import).
-    package_dir: String,
-    /// Maps a code object's file name to the name shown in profiles (notebook cells: `In[5]`).
-    namer: Option<Py<PyAny>>,
-    /// The real path behind each name shown, so views can show the text of a line.
-    paths: HashMap<String, String>,
+    /// The `NAMING_VERSION` the names were made under.
+    version: u64,
 }
 
 thread_local! {
@@ -37,26 +54,33 @@ thread_local! {
 }
 
 pub(crate) fn set_package_dir(dir: String) {
-    INTERNED.with(|i| i.borrow_mut().package_dir = dir);
+    lock(&NAMING).package_dir = dir;
+    NAMING_VERSION.fetch_add(1, Ordering::Relaxed);
 }
 
 pub(crate) fn set_file_namer(namer: Option<Py<PyAny>>) {
-    INTERNED.with(|i| {
-        let mut i = i.borrow_mut();
-        i.namer = namer;
-        // Names already given may change under a new namer.
-        i.codes.clear();
-        i.sites.clear();
-    });
+    // The old namer is dropped after the lock is released: its drop may run Python code.
+    let _old = std::mem::replace(&mut lock(&NAMING).namer, namer);
+    NAMING_VERSION.fetch_add(1, Ordering::Relaxed);
 }
 
-/// The real path of each file name shown in locations so far.
+/// The real path of each file name shown in locations so far, on any thread.
 pub(crate) fn source_files() -> HashMap<String, String> {
-    INTERNED.with(|i| i.borrow().paths.clone())
+    lock(&PATHS).iter().map(|(shown, path)| (shown.clone(), path.clone())).collect()
 }
 
 /// The location of the user's code that called into the extension, if a Python frame runs.
 pub(crate) fn current(py: Python<'_>) -> Option<Arc<ExternalLocation>> {
+    let version = NAMING_VERSION.load(Ordering::Relaxed);
+    INTERNED.with(|i| {
+        let mut i = i.borrow_mut();
+        if i.version != version {
+            // Names already given may change under a new namer or package folder.
+            i.codes.clear();
+            i.sites.clear();
+            i.version = version;
+        }
+    });
     // SAFETY: the GIL is held (`py`); PyEval_GetFrame returns a borrowed frame of this thread or
     // null. Every new reference (code, back frame) is released before returning.
     unsafe {
@@ -69,18 +93,23 @@ pub(crate) fn current(py: Python<'_>) -> Option<Arc<ExternalLocation>> {
             }
             let code = ffi::PyFrame_GetCode(frame);
             let key = code as usize;
-            let internal = INTERNED.with(|i| {
-                let mut i = i.borrow_mut();
-                if !i.codes.contains_key(&key) {
-                    let info = describe(py, code, &i.package_dir, i.namer.as_ref());
-                    let (shown, path) = (info.file.to_string(), info.path.clone());
-                    i.paths.insert(shown, path);
-                    // Keep the code object alive: its address is the cache key.
-                    ffi::Py_INCREF(code.cast());
-                    i.codes.insert(key, info);
+            let known = INTERNED.with(|i| i.borrow().codes.get(&key).map(|c| c.internal));
+            let internal = match known {
+                Some(internal) => internal,
+                None => {
+                    // Described outside the borrow: the namer is Python code.
+                    let info = describe(py, code);
+                    let internal = info.internal;
+                    INTERNED.with(|i| {
+                        i.borrow_mut().codes.entry(key).or_insert_with(|| {
+                            // Keep the code object alive: its address is the cache key.
+                            ffi::Py_INCREF(code.cast());
+                            info
+                        });
+                    });
+                    internal
                 }
-                i.codes[&key].internal
-            });
+            };
             if !internal {
                 let lasti = ffi::PyFrame_GetLasti(frame);
                 found = Some(INTERNED.with(|i| {
@@ -117,16 +146,11 @@ pub(crate) fn current(py: Python<'_>) -> Option<Arc<ExternalLocation>> {
     }
 }
 
-/// Reads a code object's file and function names.
+/// Reads a code object's file and function names, and notes the real path behind the name.
 ///
 /// # Safety
 /// `code` is a live code object and the GIL is held.
-unsafe fn describe(
-    py: Python<'_>,
-    code: *mut ffi::PyCodeObject,
-    package_dir: &str,
-    namer: Option<&Py<PyAny>>,
-) -> Code {
+unsafe fn describe(py: Python<'_>, code: *mut ffi::PyCodeObject) -> Code {
     // SAFETY: the caller guarantees a live code object; borrowed for this call only.
     let code = unsafe { Bound::from_borrowed_ptr(py, code.cast()) };
     let text = |attr: &str| {
@@ -134,7 +158,14 @@ unsafe fn describe(
     };
     let path = text("co_filename");
     let function = text("co_qualname");
-    let internal = !package_dir.is_empty() && path.starts_with(package_dir);
+    let (internal, namer) = {
+        let naming = lock(&NAMING);
+        let dir = &naming.package_dir;
+        (
+            !dir.is_empty() && path.starts_with(dir.as_str()),
+            naming.namer.as_ref().map(|n| n.clone_ref(py)),
+        )
+    };
     let named = namer
         .and_then(|n| n.call1(py, (path.as_str(),)).ok())
         .and_then(|v| v.extract::<String>(py).ok());
@@ -145,5 +176,6 @@ unsafe fn describe(
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or(path.clone())
     });
-    Code { path, internal, file: file.into(), function: function.into() }
+    lock(&PATHS).insert(file.clone(), path);
+    Code { internal, file: file.into(), function: function.into() }
 }

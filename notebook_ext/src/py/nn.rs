@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use xlaprof_core::nn::{Adam, Conv2d, Embedding, LayerNorm, Linear, Optimizer, Sgd};
 use xlaprof_core::Tensor;
 
+use super::ops::record;
 use super::tensor::PyTensor;
 use super::trace::traced;
 
@@ -15,6 +16,28 @@ static NEXT_SEED: AtomicU64 = AtomicU64::new(1);
 
 fn seed(given: Option<u64>) -> u64 {
     given.unwrap_or_else(|| NEXT_SEED.fetch_add(1, Ordering::Relaxed))
+}
+
+/// The methods every module shares: `forward` (and calling the module), `weight`, `parameters`.
+macro_rules! module_methods {
+    ($class:ident, $name:literal, $input:ident) => {
+        #[pymethods]
+        impl $class {
+            fn forward(&self, py: Python<'_>, $input: &PyTensor) -> PyResult<PyTensor> {
+                record(py, $name, || self.0.forward(&$input.t))
+            }
+            fn __call__(&self, py: Python<'_>, $input: &PyTensor) -> PyResult<PyTensor> {
+                self.forward(py, $input)
+            }
+            #[getter]
+            fn weight(&self) -> PyTensor {
+                PyTensor::new(self.0.weight.clone())
+            }
+            fn parameters(&self) -> Vec<PyTensor> {
+                wrap(xlaprof_core::nn::Module::parameters(&self.0))
+            }
+        }
+    };
 }
 
 fn wrap(ts: Vec<Tensor>) -> Vec<PyTensor> {
@@ -38,28 +61,17 @@ impl PyLinear {
         let s = self::seed(seed);
         traced(py, "Linear", || Linear::new(in_features, out_features, bias, s)).map(PyLinear)
     }
-    fn forward(&self, py: Python<'_>, x: &PyTensor) -> PyResult<PyTensor> {
-        traced(py, "Linear", || self.0.forward(&x.t)).map(PyTensor::new)
-    }
-    fn __call__(&self, py: Python<'_>, x: &PyTensor) -> PyResult<PyTensor> {
-        self.forward(py, x)
-    }
-    #[getter]
-    fn weight(&self) -> PyTensor {
-        PyTensor::new(self.0.weight.clone())
-    }
     #[getter]
     fn bias(&self) -> Option<PyTensor> {
         self.0.bias.clone().map(PyTensor::new)
-    }
-    fn parameters(&self) -> Vec<PyTensor> {
-        wrap(xlaprof_core::nn::Module::parameters(&self.0))
     }
     fn __repr__(&self) -> String {
         let d = self.0.weight.dims();
         format!("Linear({}, {}, bias={})", d[1], d[0], self.0.bias.is_some())
     }
 }
+
+module_methods!(PyLinear, "Linear", x);
 
 #[pyclass(name = "Conv2d", module = "xlaprof.nn", frozen)]
 pub struct PyConv2d(Conv2d);
@@ -83,24 +95,13 @@ impl PyConv2d {
         })
         .map(PyConv2d)
     }
-    fn forward(&self, py: Python<'_>, x: &PyTensor) -> PyResult<PyTensor> {
-        traced(py, "Conv2d", || self.0.forward(&x.t)).map(PyTensor::new)
-    }
-    fn __call__(&self, py: Python<'_>, x: &PyTensor) -> PyResult<PyTensor> {
-        self.forward(py, x)
-    }
-    #[getter]
-    fn weight(&self) -> PyTensor {
-        PyTensor::new(self.0.weight.clone())
-    }
     #[getter]
     fn bias(&self) -> Option<PyTensor> {
         self.0.bias.clone().map(PyTensor::new)
     }
-    fn parameters(&self) -> Vec<PyTensor> {
-        wrap(xlaprof_core::nn::Module::parameters(&self.0))
-    }
 }
+
+module_methods!(PyConv2d, "Conv2d", x);
 
 #[pyclass(name = "LayerNorm", module = "xlaprof.nn", frozen)]
 pub struct PyLayerNorm(LayerNorm);
@@ -115,24 +116,13 @@ impl PyLayerNorm {
         };
         traced(py, "LayerNorm", || LayerNorm::new(&shape)).map(PyLayerNorm)
     }
-    fn forward(&self, py: Python<'_>, x: &PyTensor) -> PyResult<PyTensor> {
-        traced(py, "LayerNorm", || self.0.forward(&x.t)).map(PyTensor::new)
-    }
-    fn __call__(&self, py: Python<'_>, x: &PyTensor) -> PyResult<PyTensor> {
-        self.forward(py, x)
-    }
-    #[getter]
-    fn weight(&self) -> PyTensor {
-        PyTensor::new(self.0.weight.clone())
-    }
     #[getter]
     fn bias(&self) -> PyTensor {
         PyTensor::new(self.0.bias.clone())
     }
-    fn parameters(&self) -> Vec<PyTensor> {
-        wrap(xlaprof_core::nn::Module::parameters(&self.0))
-    }
 }
+
+module_methods!(PyLayerNorm, "LayerNorm", x);
 
 #[pyclass(name = "Embedding", module = "xlaprof.nn", frozen)]
 pub struct PyEmbedding(Embedding);
@@ -151,20 +141,9 @@ impl PyEmbedding {
         traced(py, "Embedding", || Embedding::new(num_embeddings, embedding_dim, s))
             .map(PyEmbedding)
     }
-    fn forward(&self, py: Python<'_>, ids: &PyTensor) -> PyResult<PyTensor> {
-        traced(py, "Embedding", || self.0.forward(&ids.t)).map(PyTensor::new)
-    }
-    fn __call__(&self, py: Python<'_>, ids: &PyTensor) -> PyResult<PyTensor> {
-        self.forward(py, ids)
-    }
-    #[getter]
-    fn weight(&self) -> PyTensor {
-        PyTensor::new(self.0.weight.clone())
-    }
-    fn parameters(&self) -> Vec<PyTensor> {
-        wrap(xlaprof_core::nn::Module::parameters(&self.0))
-    }
 }
+
+module_methods!(PyEmbedding, "Embedding", ids);
 
 fn params(list: Vec<PyRef<'_, PyTensor>>) -> Vec<Tensor> {
     list.iter().map(|p| p.t.clone()).collect()

@@ -12,15 +12,25 @@ use super::trace::traced;
 
 type EngineResult = xlaprof_core::Result<Tensor>;
 
+/// Records an op at the Python caller's line (see [`traced`]); its result is a new `Tensor`.
+pub(crate) fn record(
+    py: Python<'_>,
+    what: &str,
+    f: impl FnOnce() -> EngineResult,
+) -> PyResult<PyTensor> {
+    traced(py, what, f).map(PyTensor::new)
+}
+
 /// The other operand of a binary op: a tensor, or a host scalar (a graph input: changing it
 /// does not recompile).
-pub(crate) enum Operand {
+enum Operand {
     Tensor(Tensor),
     Scalar(f64),
 }
 
 impl Operand {
-    pub(crate) fn extract(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Operand> {
+    /// The other operand of the op `what` (named in the error when the value is neither).
+    fn extract(py: Python<'_>, what: &str, value: &Bound<'_, PyAny>) -> PyResult<Operand> {
         if let Ok(t) = value.cast::<PyTensor>() {
             return Ok(Operand::Tensor(t.get().t.clone()));
         }
@@ -31,7 +41,7 @@ impl Operand {
             return Ok(Operand::Tensor(from_numpy(py, value)?));
         }
         Err(PyTypeError::new_err(format!(
-            "expected a tensor, a number or an array, not {}",
+            "{what} needs a tensor, a number or an array, not {}",
             value.get_type().name()?
         )))
     }
@@ -55,12 +65,29 @@ fn binary(
     tensor_op: fn(&Tensor, &Tensor) -> EngineResult,
     scalar_op: fn(&Tensor, f64) -> EngineResult,
 ) -> PyResult<PyTensor> {
-    let other = Operand::extract(py, other)?;
-    traced(py, what, || match &other {
+    let other = Operand::extract(py, what, other)?;
+    record(py, what, || match &other {
         Operand::Tensor(b) => tensor_op(a, b),
         Operand::Scalar(v) => scalar_op(a, *v),
     })
-    .map(PyTensor::new)
+}
+
+/// The other operand of a matrix product: a tensor or an array, not a number.
+fn matmul_operand(py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    match Operand::extract(py, "matmul", other)? {
+        Operand::Tensor(t) => Ok(t),
+        Operand::Scalar(_) => Err(PyTypeError::new_err("matmul needs a tensor, not a number")),
+    }
+}
+
+/// `pow(a, b, modulo)`: the engine has no modular power.
+fn no_modulo(modulo: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    match modulo {
+        Some(m) if !m.is_none() => {
+            Err(PyTypeError::new_err("pow() with a modulo is not supported"))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Records `other <op> self` (the reflected operators).
@@ -71,34 +98,40 @@ fn reflected(
     other: &Bound<'_, PyAny>,
     tensor_op: fn(&Tensor, &Tensor) -> EngineResult,
 ) -> PyResult<PyTensor> {
-    let other = Operand::extract(py, other)?;
-    traced(py, what, || match &other {
+    let other = Operand::extract(py, what, other)?;
+    record(py, what, || match &other {
         Operand::Tensor(b) => tensor_op(b, a),
         Operand::Scalar(v) => tensor_op(&Tensor::scalar(*v, scalar_dtype(a, *v)), a),
     })
-    .map(PyTensor::new)
 }
 
 /// Axes given as None (all), an int, or a sequence of ints.
 pub(crate) fn axes(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<i64>> {
-    match dim {
-        None => Ok(vec![]),
-        Some(d) if d.is_none() => Ok(vec![]),
-        Some(d) => match d.extract::<i64>() {
-            Ok(one) => Ok(vec![one]),
-            Err(_) => d.extract::<Vec<i64>>(),
-        },
+    let Some(d) = dim.filter(|d| !d.is_none()) else {
+        return Ok(vec![]);
+    };
+    if let Ok(one) = d.extract::<i64>() {
+        return Ok(vec![one]);
     }
+    d.extract::<Vec<i64>>().map_err(|_| {
+        PyTypeError::new_err(format!("dim must be None, an int or a sequence of ints, not {d:?}"))
+    })
 }
 
-/// Dims given either as one sequence or as several ints (`reshape(2, 3)` or `reshape((2, 3))`).
-pub(crate) fn dims_arg(args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<Vec<i64>> {
+/// Dims given either as one sequence or as several ints (`reshape(2, 3)` or `reshape((2, 3))`);
+/// `what` is the op, named in the error.
+pub(crate) fn dims_arg(what: &str, args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<Vec<i64>> {
     if args.len() == 1 {
         if let Ok(dims) = args.get_item(0)?.extract::<Vec<i64>>() {
             return Ok(dims);
         }
     }
-    args.extract::<Vec<i64>>()
+    args.extract::<Vec<i64>>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{what} takes ints or one sequence of ints (`{what}(2, 3)` or `{what}((2, 3))`), \
+             not {args:?}"
+        ))
+    })
 }
 
 macro_rules! unary {
@@ -107,7 +140,7 @@ macro_rules! unary {
         impl PyTensor {
             $(
                 fn $name(&self, py: Python<'_>) -> PyResult<PyTensor> {
-                    traced(py, stringify!($name), || self.t.$name()).map(PyTensor::new)
+                    record(py, stringify!($name), || self.t.$name())
                 }
             )*
         }
@@ -132,6 +165,39 @@ unary!(
     silu,
     flatten,
     logical_not
+);
+
+/// Reductions over `dim` (None: every dim), as `t.sum(dim=None, keepdim=False)`.
+macro_rules! reductions {
+    ($($(#[$doc:meta])* $name:ident => $op:ident),* $(,)?) => {
+        #[pymethods]
+        impl PyTensor {
+            $(
+                $(#[$doc])*
+                #[pyo3(signature = (dim=None, keepdim=false))]
+                fn $name(
+                    &self,
+                    py: Python<'_>,
+                    dim: Option<&Bound<'_, PyAny>>,
+                    keepdim: bool,
+                ) -> PyResult<PyTensor> {
+                    let axes = axes(dim)?;
+                    record(py, stringify!($name), || self.t.$op(&axes, keepdim))
+                }
+            )*
+        }
+    };
+}
+
+reductions!(
+    sum => sum,
+    mean => mean,
+    /// The largest values over `dim` (all dims when None); use `argmax` for the positions.
+    max => amax,
+    min => amin,
+    amax => amax,
+    amin => amin,
+    logsumexp => logsumexp,
 );
 
 macro_rules! binary_methods {
@@ -197,9 +263,7 @@ impl PyTensor {
         other: &Bound<'_, PyAny>,
         modulo: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTensor> {
-        if modulo.is_some_and(|m| !m.is_none()) {
-            return Err(PyTypeError::new_err("pow() with a modulo is not supported"));
-        }
+        no_modulo(modulo)?;
         binary(py, "pow", &self.t, other, Tensor::pow, Tensor::pow_scalar)
     }
     fn __rpow__(
@@ -208,18 +272,16 @@ impl PyTensor {
         other: &Bound<'_, PyAny>,
         modulo: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTensor> {
-        let _ = modulo;
+        no_modulo(modulo)?;
         reflected(py, "pow", &self.t, other, Tensor::pow)
     }
     fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        let other = Operand::extract(py, other)?;
-        match other {
-            Operand::Tensor(b) => traced(py, "matmul", || self.t.matmul(&b)).map(PyTensor::new),
-            Operand::Scalar(_) => Err(PyTypeError::new_err("matmul needs a tensor, not a number")),
-        }
+        let other = matmul_operand(py, other)?;
+        record(py, "matmul", || self.t.matmul(&other))
     }
     fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        reflected(py, "matmul", &self.t, other, Tensor::matmul)
+        let other = matmul_operand(py, other)?;
+        record(py, "matmul", || other.matmul(&self.t))
     }
     fn matmul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         self.__matmul__(py, other)
@@ -250,20 +312,19 @@ impl PyTensor {
         other: &Bound<'_, PyAny>,
         op: CompareOp,
     ) -> PyResult<PyTensor> {
-        let f: fn(&Tensor, &Tensor) -> EngineResult = match op {
-            CompareOp::Eq => Tensor::eq,
-            CompareOp::Ne => Tensor::ne,
-            CompareOp::Lt => Tensor::lt,
-            CompareOp::Le => Tensor::le,
-            CompareOp::Gt => Tensor::gt,
-            CompareOp::Ge => Tensor::ge,
+        let (what, f): (&str, fn(&Tensor, &Tensor) -> EngineResult) = match op {
+            CompareOp::Eq => ("==", Tensor::eq),
+            CompareOp::Ne => ("!=", Tensor::ne),
+            CompareOp::Lt => ("<", Tensor::lt),
+            CompareOp::Le => ("<=", Tensor::le),
+            CompareOp::Gt => (">", Tensor::gt),
+            CompareOp::Ge => (">=", Tensor::ge),
         };
-        let other = Operand::extract(py, other)?;
-        traced(py, "compare", || match &other {
+        let other = Operand::extract(py, what, other)?;
+        record(py, what, || match &other {
             Operand::Tensor(b) => f(&self.t, b),
             Operand::Scalar(v) => compare_scalar(f)(&self.t, *v),
         })
-        .map(PyTensor::new)
     }
 
     // ---- shape and movement ----
@@ -274,8 +335,8 @@ impl PyTensor {
         py: Python<'_>,
         shape: &Bound<'_, pyo3::types::PyTuple>,
     ) -> PyResult<PyTensor> {
-        let dims = dims_arg(shape)?;
-        traced(py, "reshape", || self.t.reshape(&dims)).map(PyTensor::new)
+        let dims = dims_arg("reshape", shape)?;
+        record(py, "reshape", || self.t.reshape(&dims))
     }
 
     #[pyo3(signature = (*shape))]
@@ -290,30 +351,30 @@ impl PyTensor {
         dims: &Bound<'_, pyo3::types::PyTuple>,
     ) -> PyResult<PyTensor> {
         let rank = self.t.rank() as i64;
-        let perm = dims_arg(dims)?
+        let perm = dims_arg("permute", dims)?
             .into_iter()
             .map(|d| if d < 0 { d + rank } else { d }.max(0) as usize)
             .collect::<Vec<_>>();
-        traced(py, "permute", || self.t.permute(&perm)).map(PyTensor::new)
+        record(py, "permute", || self.t.permute(&perm))
     }
 
     #[pyo3(signature = (dim0=0, dim1=1))]
     fn transpose(&self, py: Python<'_>, dim0: i64, dim1: i64) -> PyResult<PyTensor> {
-        traced(py, "transpose", || self.t.transpose(dim0, dim1)).map(PyTensor::new)
+        record(py, "transpose", || self.t.transpose(dim0, dim1))
     }
 
     /// The transpose of a matrix (the last two dims reversed).
     #[getter(T)]
     fn t_(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        traced(py, "T", || self.t.transpose(-2, -1)).map(PyTensor::new)
+        record(py, "T", || self.t.transpose(-2, -1))
     }
 
     fn unsqueeze(&self, py: Python<'_>, dim: i64) -> PyResult<PyTensor> {
-        traced(py, "unsqueeze", || self.t.unsqueeze(dim)).map(PyTensor::new)
+        record(py, "unsqueeze", || self.t.unsqueeze(dim))
     }
 
     fn squeeze(&self, py: Python<'_>, dim: i64) -> PyResult<PyTensor> {
-        traced(py, "squeeze", || self.t.squeeze(dim)).map(PyTensor::new)
+        record(py, "squeeze", || self.t.squeeze(dim))
     }
 
     #[pyo3(signature = (*shape))]
@@ -322,26 +383,26 @@ impl PyTensor {
         py: Python<'_>,
         shape: &Bound<'_, pyo3::types::PyTuple>,
     ) -> PyResult<PyTensor> {
-        let dims = dims_arg(shape)?;
-        traced(py, "expand", || self.t.broadcast_to(&dims)).map(PyTensor::new)
+        let dims = dims_arg("expand", shape)?;
+        record(py, "expand", || self.t.broadcast_to(&dims))
     }
 
     fn broadcast_to(&self, py: Python<'_>, shape: Vec<i64>) -> PyResult<PyTensor> {
-        traced(py, "broadcast_to", || self.t.broadcast_to(&shape)).map(PyTensor::new)
+        record(py, "broadcast_to", || self.t.broadcast_to(&shape))
     }
 
     fn flip(&self, py: Python<'_>, dims: Vec<i64>) -> PyResult<PyTensor> {
-        traced(py, "flip", || self.t.flip(&dims)).map(PyTensor::new)
+        record(py, "flip", || self.t.flip(&dims))
     }
 
     /// Pads with `(before, after)` pairs, one per dim, with a constant.
     #[pyo3(signature = (pads, value=0.0))]
     fn pad(&self, py: Python<'_>, pads: Vec<(i64, i64)>, value: f64) -> PyResult<PyTensor> {
-        traced(py, "pad", || self.t.pad(&pads, value)).map(PyTensor::new)
+        record(py, "pad", || self.t.pad(&pads, value))
     }
 
     fn index_select(&self, py: Python<'_>, dim: i64, index: &PyTensor) -> PyResult<PyTensor> {
-        traced(py, "index_select", || self.t.index_select(dim, &index.t)).map(PyTensor::new)
+        record(py, "index_select", || self.t.index_select(dim, &index.t))
     }
 
     fn index_add(
@@ -351,7 +412,7 @@ impl PyTensor {
         index: &PyTensor,
         source: &PyTensor,
     ) -> PyResult<PyTensor> {
-        traced(py, "index_add", || self.t.index_add(dim, &index.t, &source.t)).map(PyTensor::new)
+        record(py, "index_add", || self.t.index_add(dim, &index.t, &source.t))
     }
 
     // ---- dtypes ----
@@ -359,7 +420,7 @@ impl PyTensor {
     /// The same values in another dtype (`t.to("float64")`, `t.to(numpy.int32)`).
     fn to(&self, py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         let dtype = extract_dtype(dtype)?;
-        traced(py, "to", || self.t.cast(dtype)).map(PyTensor::new)
+        record(py, "to", || self.t.cast(dtype))
     }
 
     fn astype(&self, py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
@@ -367,79 +428,14 @@ impl PyTensor {
     }
 
     fn float(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        traced(py, "float", || self.t.cast(DType::F32)).map(PyTensor::new)
+        record(py, "float", || self.t.cast(DType::F32))
     }
 
     fn long(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        traced(py, "long", || self.t.cast(DType::S64)).map(PyTensor::new)
+        record(py, "long", || self.t.cast(DType::S64))
     }
 
-    // ---- reductions ----
-
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn sum(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        keepdim: bool,
-    ) -> PyResult<PyTensor> {
-        let axes = axes(dim)?;
-        traced(py, "sum", || self.t.sum(&axes, keepdim)).map(PyTensor::new)
-    }
-
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn mean(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        keepdim: bool,
-    ) -> PyResult<PyTensor> {
-        let axes = axes(dim)?;
-        traced(py, "mean", || self.t.mean(&axes, keepdim)).map(PyTensor::new)
-    }
-
-    /// The largest values over `dim` (all dims when None); use `argmax` for the positions.
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn max(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        keepdim: bool,
-    ) -> PyResult<PyTensor> {
-        let axes = axes(dim)?;
-        traced(py, "max", || self.t.amax(&axes, keepdim)).map(PyTensor::new)
-    }
-
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn min(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        keepdim: bool,
-    ) -> PyResult<PyTensor> {
-        let axes = axes(dim)?;
-        traced(py, "min", || self.t.amin(&axes, keepdim)).map(PyTensor::new)
-    }
-
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn amax(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        keepdim: bool,
-    ) -> PyResult<PyTensor> {
-        self.max(py, dim, keepdim)
-    }
-
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn amin(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        keepdim: bool,
-    ) -> PyResult<PyTensor> {
-        self.min(py, dim, keepdim)
-    }
+    // ---- reductions (besides those of `reductions!`) ----
 
     #[pyo3(signature = (dim=None, correction=1, keepdim=false))]
     fn var(
@@ -450,49 +446,38 @@ impl PyTensor {
         keepdim: bool,
     ) -> PyResult<PyTensor> {
         let axes = axes(dim)?;
-        traced(py, "var", || self.t.var(&axes, correction, keepdim)).map(PyTensor::new)
-    }
-
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn logsumexp(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        keepdim: bool,
-    ) -> PyResult<PyTensor> {
-        let axes = axes(dim)?;
-        traced(py, "logsumexp", || self.t.logsumexp(&axes, keepdim)).map(PyTensor::new)
+        record(py, "var", || self.t.var(&axes, correction, keepdim))
     }
 
     #[pyo3(signature = (dim, keepdim=false))]
     fn argmax(&self, py: Python<'_>, dim: i64, keepdim: bool) -> PyResult<PyTensor> {
-        traced(py, "argmax", || self.t.argmax(dim, keepdim)).map(PyTensor::new)
+        record(py, "argmax", || self.t.argmax(dim, keepdim))
     }
 
     #[pyo3(signature = (dim, keepdim=false))]
     fn argmin(&self, py: Python<'_>, dim: i64, keepdim: bool) -> PyResult<PyTensor> {
-        traced(py, "argmin", || self.t.argmin(dim, keepdim)).map(PyTensor::new)
+        record(py, "argmin", || self.t.argmin(dim, keepdim))
     }
 
     // ---- neural-network ops ----
 
     #[pyo3(signature = (dim=-1))]
     fn softmax(&self, py: Python<'_>, dim: i64) -> PyResult<PyTensor> {
-        traced(py, "softmax", || self.t.softmax(dim)).map(PyTensor::new)
+        record(py, "softmax", || self.t.softmax(dim))
     }
 
     #[pyo3(signature = (dim=-1))]
     fn log_softmax(&self, py: Python<'_>, dim: i64) -> PyResult<PyTensor> {
-        traced(py, "log_softmax", || self.t.log_softmax(dim)).map(PyTensor::new)
+        record(py, "log_softmax", || self.t.log_softmax(dim))
     }
 
     #[pyo3(signature = (min=None, max=None))]
     fn clamp(&self, py: Python<'_>, min: Option<f64>, max: Option<f64>) -> PyResult<PyTensor> {
         let (lo, hi) = (min.unwrap_or(f64::NEG_INFINITY), max.unwrap_or(f64::INFINITY));
-        traced(py, "clamp", || self.t.clamp(lo, hi)).map(PyTensor::new)
+        record(py, "clamp", || self.t.clamp(lo, hi))
     }
 
     fn one_hot(&self, py: Python<'_>, num_classes: i64) -> PyResult<PyTensor> {
-        traced(py, "one_hot", || self.t.one_hot(num_classes, DType::F32)).map(PyTensor::new)
+        record(py, "one_hot", || self.t.one_hot(num_classes, DType::F32))
     }
 }

@@ -9,11 +9,11 @@ use polars::prelude::ParquetWriter;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use xlaprof_profiler::diagnostics::{check, Rule};
+use xlaprof_profiler::diagnostics::{check, Rule, RuleOutcome};
 use xlaprof_profiler::export::{self, tables, Format};
 use xlaprof_profiler::{analyze, report, Analysis, Profile, Recording, Thresholds};
 
-use super::errors::{guarded, profile_error, ProfileError};
+use super::errors::{guarded, profile_error, Class};
 use crate::widget::{self, WidgetOptions};
 
 static NEXT_FILE: AtomicU64 = AtomicU64::new(1);
@@ -41,7 +41,9 @@ impl PyRecording {
 
     /// The profile so far, without stopping.
     fn snapshot(&self) -> PyResult<PyProfile> {
-        let r = self.recording.as_ref().ok_or_else(|| ProfileError::new_err("stopped"))?;
+        let r = self.recording.as_ref().ok_or_else(|| {
+            Class::Profile.err("this recording was stopped: read the profile that stop() returned")
+        })?;
         Ok(PyProfile::new(r.snapshot(), None, false))
     }
 
@@ -50,7 +52,7 @@ impl PyRecording {
         let r = self
             .recording
             .take()
-            .ok_or_else(|| ProfileError::new_err("this recording was already stopped"))?;
+            .ok_or_else(|| Class::Profile.err("this recording was already stopped"))?;
         guarded("stop", || Ok(PyProfile::new(r.stop(), Some(self.path.clone()), true)))
     }
 }
@@ -80,6 +82,12 @@ impl PyProfile {
         let analysis = analyze(&profile, &Thresholds::default());
         PyProfile { profile, analysis, file, temporary }
     }
+
+    /// Parses and evaluates rules (`"max-compiles=1"`, ...) against this profile.
+    fn outcomes(&self, rules: &[String]) -> PyResult<Vec<RuleOutcome>> {
+        let rules = parse_rules(rules)?;
+        Ok(check(&self.profile, &rules, self.analysis.thresholds.warmup_steps))
+    }
 }
 
 impl Drop for PyProfile {
@@ -91,7 +99,7 @@ impl Drop for PyProfile {
 }
 
 fn to_py<'py>(py: Python<'py>, value: &impl serde::Serialize) -> PyResult<Bound<'py, PyAny>> {
-    let text = serde_json::to_string(value).map_err(|e| ProfileError::new_err(e.to_string()))?;
+    let text = serde_json::to_string(value).map_err(|e| Class::Profile.err(e.to_string()))?;
     py.import("json")?.call_method1("loads", (text,))
 }
 
@@ -159,8 +167,7 @@ impl PyProfile {
 
     /// Evaluates rules (`"max-compiles=1"`, ...) as dicts with `rule`, `passed`, `message`.
     fn check<'py>(&self, py: Python<'py>, rules: Vec<String>) -> PyResult<Bound<'py, PyAny>> {
-        let rules = parse_rules(&rules)?;
-        let outcomes = check(&self.profile, &rules, self.analysis.thresholds.warmup_steps);
+        let outcomes = self.outcomes(&rules)?;
         let out = pyo3::types::PyList::empty(py);
         for o in outcomes {
             let d = PyDict::new(py);
@@ -180,7 +187,7 @@ impl PyProfile {
             let mut bytes = Vec::new();
             ParquetWriter::new(&mut bytes)
                 .finish(&mut df)
-                .map_err(|e| ProfileError::new_err(format!("table {name}: {e}")))?;
+                .map_err(|e| Class::Profile.err(format!("table {name}: {e}")))?;
             out.set_item(name, PyBytes::new(py, &bytes))?;
         }
         Ok(out)
@@ -189,16 +196,15 @@ impl PyProfile {
     /// Writes the profile file (readable by `xlaprof.load` and the `xlaprof` command line).
     fn save(&self, path: PathBuf) -> PyResult<()> {
         let from = self.file.as_ref().ok_or_else(|| {
-            ProfileError::new_err(
-                "a profile still recording cannot be saved: leave the `with` block first",
-            )
+            Class::Profile
+                .err("a profile still recording cannot be saved: leave the `with` block first")
         })?;
         if same_file(from, &path) {
             return Ok(());
         }
         std::fs::copy(from, &path)
             .map(|_| ())
-            .map_err(|e| ProfileError::new_err(format!("{}: {e}", path.display())))
+            .map_err(|e| Class::Profile.err(format!("{}: {e}", path.display())))
     }
 
     /// Exports to `path` as text, short, json, csv, parquet (folders), chrome, folded or
@@ -221,9 +227,8 @@ impl PyProfile {
         source_lines: HashMap<u32, String>,
         rules: Vec<String>,
     ) -> PyResult<String> {
-        let rules = parse_rules(&rules)?;
-        let outcomes = check(&self.profile, &rules, self.analysis.thresholds.warmup_steps);
-        let options = WidgetOptions { title: title.to_string(), source_lines, rules: outcomes };
+        let options =
+            WidgetOptions { title: title.to_string(), source_lines, rules: self.outcomes(&rules)? };
         guarded("render", || Ok(widget::render(&self.profile, &self.analysis, &options)))
     }
 

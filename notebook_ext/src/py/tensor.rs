@@ -194,9 +194,9 @@ impl PyTensor {
         traced_detached(py, "float", move || t.item())
     }
 
-    fn __int__(&self, py: Python<'_>) -> PyResult<i64> {
-        let t = self.t.clone();
-        traced_detached(py, "int", move || t.item()).map(|v| v as i64)
+    /// Read through `item`: an int64 above 2**53 keeps every digit (a read as f64 would not).
+    fn __int__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.item(py)?.call_method0("__int__")
     }
 
     /// Branching on a tensor reads it: a hidden sync, as in PyTorch/XLA.

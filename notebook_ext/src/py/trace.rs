@@ -2,9 +2,10 @@
 //! `no_grad` mode applied, and with panics and errors turned into Python exceptions.
 
 use std::cell::Cell;
+use std::sync::Arc;
 
 use pyo3::prelude::*;
-use xlaprof_core::location::with_shared_location;
+use xlaprof_core::location::{with_shared_location, ExternalLocation};
 
 use super::errors::{engine_error, guarded};
 use super::location;
@@ -32,44 +33,32 @@ pub(crate) fn traced<R>(
     what: &str,
     f: impl FnOnce() -> xlaprof_core::Result<R>,
 ) -> PyResult<R> {
-    let here = location::current(py);
-    guarded(what, || in_mode(here, f).map_err(engine_error))
+    let (here, grad) = (location::current(py), grad_enabled());
+    guarded(what, || in_mode(here, grad, f).map_err(engine_error))
 }
 
 /// Like [`traced`], with the GIL released while the engine works (syncs, reads): other Python
-/// threads run meanwhile.
+/// threads run meanwhile. The location and the grad mode are read first, on this thread.
 pub(crate) fn traced_detached<R: Send>(
     py: Python<'_>,
     what: &str,
     f: impl FnOnce() -> xlaprof_core::Result<R> + Send,
 ) -> PyResult<R> {
-    let here = location::current(py);
-    let grad = grad_enabled();
-    guarded(what, || {
-        py.detach(move || {
-            let run = move || match here {
-                Some(l) => with_shared_location(l, f),
-                None => f(),
-            };
-            if grad {
-                run()
-            } else {
-                xlaprof_core::no_grad(run)
-            }
-        })
-        .map_err(engine_error)
-    })
+    let (here, grad) = (location::current(py), grad_enabled());
+    guarded(what, || py.detach(move || in_mode(here, grad, f)).map_err(engine_error))
 }
 
+/// Runs `f` at `here` (when a Python frame was found), under `no_grad` unless `grad`.
 fn in_mode<R>(
-    here: Option<std::sync::Arc<xlaprof_core::location::ExternalLocation>>,
+    here: Option<Arc<ExternalLocation>>,
+    grad: bool,
     f: impl FnOnce() -> xlaprof_core::Result<R>,
 ) -> xlaprof_core::Result<R> {
     let run = || match here {
         Some(l) => with_shared_location(l, f),
         None => f(),
     };
-    if grad_enabled() {
+    if grad {
         run()
     } else {
         xlaprof_core::no_grad(run)

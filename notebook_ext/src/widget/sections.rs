@@ -1,11 +1,12 @@
 //! The widget's sections that are tables and lists: summary, rule checks, diagnostics, metrics,
-//! graphs. Numbers come from the profiler's `Analysis`; nothing is recomputed here.
+//! graphs. Numbers come from the profiler's `Analysis` and its views; nothing is recomputed here.
 
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use xlaprof_profiler::diagnostics::{diff_graphs, RuleOutcome};
+use xlaprof_profiler::diagnostics::RuleOutcome;
 use xlaprof_profiler::metrics::{format_bytes, format_ns, format_value};
+use xlaprof_profiler::views::graph_rows;
 use xlaprof_profiler::{Analysis, Profile};
 
 use super::escape::esc;
@@ -137,67 +138,60 @@ pub(crate) fn metrics(out: &mut String, a: &Analysis) {
     section(out, "Metrics", false, &body);
 }
 
+/// The graphs as the profiler's views list them (every viewer shows the same rows): a table, then
+/// each graph's details with what changed from the graph of its call site that it replaced.
 pub(crate) fn graphs(out: &mut String, p: &Profile) {
+    let rows = graph_rows(p);
     let mut body = String::from(
         "<table><tr><th>graph</th><th>first built at</th><th class=\"num\">nodes</th>\
          <th class=\"num\">compiles</th><th class=\"num\">compile time</th>\
          <th class=\"num\">executions</th><th class=\"num\">execute time</th></tr>",
     );
-    let site = |g: &xlaprof_profiler::profile::Graph| p.sync(g.first_sync).map(|s| s.location);
-    let mut ordered: Vec<_> = p.graphs.values().collect();
-    ordered.sort_by_key(|g| g.first_sync);
-    for g in &ordered {
-        let where_ = site(g).map(|l| p.location(l)).unwrap_or_else(|| "?".to_string());
+    for r in &rows {
         let _ = write!(
             body,
             "<tr><td><code>{:016x}</code></td><td>{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td></tr>",
-            g.def.hash,
-            esc(&where_),
-            g.def.nodes,
-            g.compiles,
-            esc(&format_ns(g.compile_ns as f64)),
-            g.executions,
-            esc(&format_ns(g.execute_ns as f64))
+            r.hash,
+            esc(&r.site),
+            r.nodes,
+            r.compiles,
+            esc(&format_ns(r.compile_ns as f64)),
+            r.executions,
+            esc(&format_ns(r.execute_ns as f64))
         );
     }
     body.push_str("</table>");
-    // Each graph that an earlier graph of the same call site preceded: what changed.
-    for (i, g) in ordered.iter().enumerate() {
-        let earlier = ordered[..i].iter().rev().find(|e| site(e) == site(g) && site(g).is_some());
+    for r in &rows {
         let mut detail = String::new();
-        if let Some(prev) = earlier {
-            let changes = diff_graphs(p, prev, g);
-            let _ = write!(
-                detail,
-                "<p>Recompiled: differs from <code>{:016x}</code>:</p><ul>",
-                prev.def.hash
-            );
-            for c in &changes {
+        if let Some(previous) = r.previous {
+            let _ =
+                write!(detail, "<p>Recompiled: differs from <code>{previous:016x}</code>:</p><ul>");
+            for c in &r.changes {
                 let _ = write!(detail, "<li>{}</li>", esc(&c.sentence()));
             }
             detail.push_str("</ul>");
         }
-        let ops: Vec<String> = g.def.ops.iter().map(|(name, n)| format!("{name}×{n}")).collect();
-        let _ = write!(detail, "<p>ops: {}</p>", esc(&ops.join(", ")));
-        if let Some(hlo) = &g.stablehlo {
-            let shown = cut(hlo, HLO_SHOWN_BYTES);
-            let more = if shown.len() < hlo.len() { "\n… (cut)" } else { "" };
-            let _ = write!(
-                detail,
-                "<details><summary>StableHLO</summary><pre>{}{more}</pre></details>",
-                esc(shown)
-            );
+        if let Some(g) = p.graphs.get(&r.hash) {
+            let ops: Vec<String> =
+                g.def.ops.iter().map(|(name, n)| format!("{name}×{n}")).collect();
+            let _ = write!(detail, "<p>ops: {}</p>", esc(&ops.join(", ")));
+            if let Some(hlo) = &g.stablehlo {
+                let shown = cut(hlo, HLO_SHOWN_BYTES);
+                let more = if shown.len() < hlo.len() { "\n… (cut)" } else { "" };
+                let _ = write!(
+                    detail,
+                    "<details><summary>StableHLO</summary><pre>{}{more}</pre></details>",
+                    esc(shown)
+                );
+            }
         }
-        let title = format!(
-            "graph {:016x}{}",
-            g.def.hash,
-            if earlier.is_some() { " (a recompile)" } else { "" }
-        );
+        let recompile = if r.previous.is_some() { " (a recompile)" } else { "" };
+        let title = format!("graph {:016x}{recompile}", r.hash);
         let _ = write!(body, "<details><summary>{}</summary>{detail}</details>", esc(&title));
     }
-    section(out, &format!("Graphs ({})", p.graphs.len()), false, &body);
+    section(out, &format!("Graphs ({})", rows.len()), false, &body);
 }
 
 /// The first `max` bytes of `s`, cut at a character boundary.

@@ -43,14 +43,12 @@ def _walk(value: Any) -> Iterator[Tensor]:
     if isinstance(value, Tensor):
         if value.requires_grad:
             yield value
-    elif isinstance(value, (Module, Linear, Conv2d, LayerNorm, Embedding)):
-        if isinstance(value, Module):
-            yield from _walk(vars(value))
-        else:
-            yield from value.parameters()
+    elif isinstance(value, Module):
+        yield from _walk(vars(value))
+    elif isinstance(value, (Linear, Conv2d, LayerNorm, Embedding)):
+        yield from value.parameters()
     elif isinstance(value, dict):
-        for v in value.values():
-            yield from _walk(v)
+        yield from _walk(list(value.values()))
     elif isinstance(value, (list, tuple)):
         for v in value:
             yield from _walk(v)
