@@ -17,8 +17,10 @@
 //! Records are appended while the program runs, one `write` per sync or step: the records since
 //! the last write go out when a sync or a step ends, before a compile starts (so a crash during a
 //! long compile still shows what was being compiled), and whenever 64 KiB are waiting. A crash
-//! loses at most what happened since the last sync, and a viewer can follow the file live. A reader takes every complete, intact record: a truncated tail or a record whose
-//! checksum fails is reported in the profile's warnings with what was lost, never as a failure.
+//! loses at most what happened since the last sync, and a viewer can follow the file live.
+//!
+//! A reader takes every complete, intact record: a truncated tail or a record whose checksum
+//! fails is reported in the profile's warnings with what was lost, never as a failure.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -222,10 +224,9 @@ impl Follower {
                 Err(e) => return Err(Error::io(path, e)),
             }
         }
+        // A header not all written yet waits in `pending`; `poll` reads on from `offset`.
         if got == HEADER_BYTES {
             check_header(&header)?;
-        } else {
-            file.seek(SeekFrom::Start(0)).map_err(|e| Error::io(path, e))?;
         }
         Ok(Follower {
             file,
