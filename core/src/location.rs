@@ -91,9 +91,7 @@ thread_local! {
 
 /// Runs `f` with every op it records located at `location` (used by the Python front end).
 pub fn with_location<R>(location: ExternalLocation, f: impl FnOnce() -> R) -> R {
-    let location = SourceLocation::External(Arc::new(location));
-    let _restore = Restore(OVERRIDE.with(|o| o.borrow_mut().replace(location)));
-    f()
+    with_shared_location(Arc::new(location), f)
 }
 
 /// Like [`with_location`], for a location the front end has interned once and shares between

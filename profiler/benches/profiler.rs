@@ -47,13 +47,27 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Median MLP step time (ms) over `steps` steps, recording to `file` when given.
-fn mlp_steps(model: &Mlp, opt: &mut Sgd, steps: usize, file: Option<&Path>) -> Result<f64> {
-    let recording = match file {
-        Some(f) if f.as_os_str().is_empty() => Some(Recording::start()?),
-        Some(f) => Some(Recording::to_file(f)?),
-        None => None,
-    };
+/// Where a measured run records its profile.
+#[derive(Clone, Copy)]
+enum Record<'a> {
+    Off,
+    Memory,
+    File(&'a Path),
+}
+
+impl Record<'_> {
+    fn start(self) -> Result<Option<Recording>> {
+        Ok(match self {
+            Record::Off => None,
+            Record::Memory => Some(Recording::start()?),
+            Record::File(path) => Some(Recording::to_file(path)?),
+        })
+    }
+}
+
+/// Median MLP step time (ms) over `steps` steps.
+fn mlp_steps(model: &Mlp, opt: &mut Sgd, steps: usize, record: Record) -> Result<f64> {
+    let recording = record.start()?;
     let mut times = Vec::new();
     for _ in 0..steps {
         let (x, y) = batch()?;
@@ -71,15 +85,10 @@ fn mlp_steps(model: &Mlp, opt: &mut Sgd, steps: usize, file: Option<&Path>) -> R
     Ok(median(times))
 }
 
-/// Tiny syncs (an add and a sync each), recorded to `file` when given (to memory for an empty
-/// path); returns seconds and records.
-fn tiny_syncs(n: usize, file: Option<&Path>) -> Result<(f64, u64)> {
+/// Tiny syncs (an add and a sync each); returns seconds and records.
+fn tiny_syncs(n: usize, record: Record) -> Result<(f64, u64)> {
     let x = Tensor::from_slice(&[1f32; 4], &[4])?;
-    let recording = match file {
-        Some(f) if f.as_os_str().is_empty() => Some(Recording::start()?),
-        Some(f) => Some(Recording::to_file(f)?),
-        None => None,
-    };
+    let recording = record.start()?;
     let t = Instant::now();
     for _ in 0..n {
         let _y = x.add_scalar(1.0)?;
@@ -99,12 +108,13 @@ fn main() -> Result<()> {
     // Recording overhead on the MLP step: interleaved blocks, with and without recording.
     let model = Mlp::new()?;
     let mut opt = Sgd::new(model.parameters(), 0.01);
-    mlp_steps(&model, &mut opt, 5, None)?; // compile and warm up
+    mlp_steps(&model, &mut opt, 5, Record::Off)?; // compile and warm up
     let (mut off, mut on, mut mem) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..8 {
-        off.push(mlp_steps(&model, &mut opt, 25, None)?);
-        on.push(mlp_steps(&model, &mut opt, 25, Some(&dir.join(format!("mlp{i}.xlaprof"))))?);
-        mem.push(mlp_steps(&model, &mut opt, 25, Some(Path::new("")))?);
+        off.push(mlp_steps(&model, &mut opt, 25, Record::Off)?);
+        let file = dir.join(format!("mlp{i}.xlaprof"));
+        on.push(mlp_steps(&model, &mut opt, 25, Record::File(&file))?);
+        mem.push(mlp_steps(&model, &mut opt, 25, Record::Memory)?);
     }
     let (off, on, mem) = (median(off), median(on), median(mem));
     println!("MLP step, not recording          {off:>10.3} ms (median)");
@@ -118,18 +128,18 @@ fn main() -> Result<()> {
     );
 
     // Cost per recorded event, from tiny syncs (about 8 events each).
-    tiny_syncs(200, None)?;
+    tiny_syncs(200, Record::Off)?;
     let n = 20_000;
-    let (plain, _) = tiny_syncs(n, None)?;
+    let (plain, _) = tiny_syncs(n, Record::Off)?;
     let file = dir.join("tiny.xlaprof");
-    let (recorded, records) = tiny_syncs(n, Some(&file))?;
+    let (recorded, records) = tiny_syncs(n, Record::File(&file))?;
     let bytes = std::fs::metadata(&file)?.len();
     println!(
         "recording cost per event          {:>10.0} ns ({records} events over {n} syncs)",
         (recorded - plain) / records as f64 * 1e9
     );
     println!("bytes per event on disk           {:>10.1} B", bytes as f64 / records as f64);
-    let (in_memory, _) = tiny_syncs(n, Some(Path::new("")))?;
+    let (in_memory, _) = tiny_syncs(n, Record::Memory)?;
     println!(
         "  of which in memory (no file)    {:>10.0} ns",
         (in_memory - plain) / records as f64 * 1e9
@@ -138,7 +148,7 @@ fn main() -> Result<()> {
     // A profile of at least `target_events` events.
     let big = dir.join("big.xlaprof");
     let syncs = (target_events as f64 / (records as f64 / n as f64)).ceil() as usize;
-    let (secs, events) = tiny_syncs(syncs, Some(&big))?;
+    let (secs, events) = tiny_syncs(syncs, Record::File(&big))?;
     let size = std::fs::metadata(&big)?.len();
     println!(
         "recorded {events} events ({syncs} syncs) in {secs:.1} s, {:.1} MB",

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::diagnostics::{diagnose, Diagnostic, Kind, Thresholds};
-use crate::metrics::{metrics, Metrics};
+use crate::metrics::{metrics, nearest_rank, Metrics};
 use crate::profile::Profile;
 use crate::record::Cause;
 
@@ -48,22 +48,14 @@ pub struct Analysis {
     pub warnings: Vec<String>,
 }
 
-fn percentile(mut v: Vec<u64>, p: f64) -> u64 {
-    if v.is_empty() {
-        return 0;
-    }
-    v.sort_unstable();
-    let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
-    v[rank.clamp(1, v.len()) - 1]
-}
-
 pub fn analyze(p: &Profile, thresholds: &Thresholds) -> Analysis {
-    let steady: Vec<u64> = p
+    let mut steady: Vec<u64> = p
         .steps
         .iter()
         .filter(|s| s.index > thresholds.warmup_steps)
         .map(|s| s.duration_ns())
         .collect();
+    steady.sort_unstable();
     let sum = |f: &dyn Fn(&crate::profile::Sync) -> u64| p.syncs.iter().map(f).sum::<u64>();
     let syncs_ns = sum(&|s| s.duration_ns());
     let served = p.syncs.iter().filter(|s| s.cache_hit || s.persistent_hit).count() as u64;
@@ -79,8 +71,8 @@ pub fn analyze(p: &Profile, thresholds: &Thresholds) -> Analysis {
         persistent_hits: p.syncs.iter().filter(|s| s.persistent_hit).count() as u64,
         hit_rate: if p.syncs.is_empty() { 0.0 } else { served as f64 / p.syncs.len() as f64 },
         hidden_syncs: p.syncs.iter().filter(|s| s.cause == Cause::ValueRead).count() as u64,
-        step_median_ns: percentile(steady.clone(), 50.0),
-        step_p90_ns: percentile(steady, 90.0),
+        step_median_ns: nearest_rank(&steady, 50.0).unwrap_or(0),
+        step_p90_ns: nearest_rank(&steady, 90.0).unwrap_or(0),
         compiles_after_warmup: p
             .syncs
             .iter()

@@ -17,8 +17,10 @@
 //! Records are appended while the program runs, one `write` per sync or step: the records since
 //! the last write go out when a sync or a step ends, before a compile starts (so a crash during a
 //! long compile still shows what was being compiled), and whenever 64 KiB are waiting. A crash
-//! loses at most what happened since the last sync, and a viewer can follow the file live. A reader takes every complete, intact record: a truncated tail or a record whose
-//! checksum fails is reported in the profile's warnings with what was lost, never as a failure.
+//! loses at most what happened since the last sync, and a viewer can follow the file live.
+//!
+//! A reader takes every complete, intact record: a truncated tail or a record whose checksum
+//! fails is reported in the profile's warnings with what was lost, never as a failure.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -44,11 +46,7 @@ pub struct Writer {
 impl Writer {
     pub fn create(path: &Path) -> Result<Writer> {
         let mut file = File::create(path).map_err(|e| Error::io(path, e))?;
-        let mut header = Vec::with_capacity(HEADER_BYTES);
-        header.extend_from_slice(MAGIC);
-        header.extend_from_slice(&VERSION.to_le_bytes());
-        header.extend_from_slice(&[0, 0]);
-        file.write_all(&header).map_err(|e| Error::io(path, e))?;
+        file.write_all(&header()).map_err(|e| Error::io(path, e))?;
         Ok(Writer { file, bytes: HEADER_BYTES as u64, records: 0 })
     }
 
@@ -76,17 +74,37 @@ impl Writer {
 
 /// A record with its length and checksum, ready to append.
 pub fn frame(record: &Record) -> Vec<u8> {
-    let payload = postcard::to_stdvec(record).unwrap_or_default();
-    let mut out = Vec::with_capacity(FRAME_BYTES + payload.len());
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-    out.extend_from_slice(&payload);
+    let mut out = Vec::new();
+    frame_into(&mut out, record);
     out
+}
+
+/// Appends a framed record (see [`frame`]) to `out`, encoding it in place: the recorder frames
+/// every event into its pending buffer this way, without an allocation per record.
+pub fn frame_into(out: &mut Vec<u8>, record: &Record) {
+    /// Lends `out` to postcard without giving it away (an encoding error would drop it).
+    struct Append<'a>(&'a mut Vec<u8>);
+    impl Extend<u8> for Append<'_> {
+        fn extend<I: IntoIterator<Item = u8>>(&mut self, bytes: I) {
+            self.0.extend(bytes);
+        }
+    }
+    let start = out.len();
+    out.extend_from_slice(&[0; FRAME_BYTES]);
+    if postcard::to_extend(record, Append(out)).is_err() {
+        out.truncate(start + FRAME_BYTES); // an empty payload, as a record that cannot be encoded
+    }
+    let payload = &out[start + FRAME_BYTES..];
+    let len = (payload.len() as u32).to_le_bytes();
+    let crc = crc32fast::hash(payload).to_le_bytes();
+    out[start..start + 4].copy_from_slice(&len);
+    out[start + 4..start + FRAME_BYTES].copy_from_slice(&crc);
 }
 
 /// The header of a version-1 file (for writing profiles to memory).
 pub fn header() -> Vec<u8> {
-    let mut h = MAGIC.to_vec();
+    let mut h = Vec::with_capacity(HEADER_BYTES);
+    h.extend_from_slice(MAGIC);
     h.extend_from_slice(&VERSION.to_le_bytes());
     h.extend_from_slice(&[0, 0]);
     h
@@ -206,10 +224,9 @@ impl Follower {
                 Err(e) => return Err(Error::io(path, e)),
             }
         }
+        // A header not all written yet waits in `pending`; `poll` reads on from `offset`.
         if got == HEADER_BYTES {
             check_header(&header)?;
-        } else {
-            file.seek(SeekFrom::Start(0)).map_err(|e| Error::io(path, e))?;
         }
         Ok(Follower {
             file,

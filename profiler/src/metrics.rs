@@ -53,18 +53,17 @@ impl Metrics {
 
 const PERCENTS: [u8; 9] = [1, 5, 10, 20, 50, 80, 90, 95, 99];
 
+/// The `p`th percentile of sorted samples by nearest rank (`None` when there are none).
+pub(crate) fn nearest_rank<T: Copy>(sorted: &[T], p: f64) -> Option<T> {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted.get(rank.clamp(1, sorted.len().max(1)) - 1).copied()
+}
+
 fn metric(name: &'static str, unit: Unit, mut samples: Vec<f64>, duration_ns: u64) -> Metric {
     samples.sort_by(|a, b| a.total_cmp(b));
     let count = samples.len() as u64;
     let total: f64 = samples.iter().sum();
-    let pick = |p: u8| -> f64 {
-        if samples.is_empty() {
-            return 0.0;
-        }
-        // Nearest rank.
-        let rank = ((p as f64 / 100.0) * samples.len() as f64).ceil() as usize;
-        samples[rank.clamp(1, samples.len()) - 1]
-    };
+    let pick = |p: u8| nearest_rank(&samples, p as f64).unwrap_or(0.0);
     Metric {
         name,
         unit,

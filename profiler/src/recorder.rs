@@ -46,7 +46,7 @@ impl State {
                     | Record::Meta(_)
                     | Record::CacheLookup { hit: false, .. }
             ) || self.pending.len() > 64 << 10;
-            self.pending.extend_from_slice(&crate::file::frame(&record));
+            crate::file::frame_into(&mut self.pending, &record);
             self.pending_records += 1;
             if flush {
                 self.flush();

@@ -157,6 +157,11 @@ pub fn short(a: &Analysis) -> String {
     out
 }
 
+/// One line of the diff: a name, the values of runs A and B, and the change.
+fn diff_row(out: &mut String, name: &str, a: &str, b: &str, change: &str) {
+    let _ = writeln!(out, "{name:<26} {a:>14} {b:>14} {change:>9}");
+}
+
 /// Per metric and counter, run A against run B, with the change in percent.
 pub fn diff(a: &Analysis, b: &Analysis) -> String {
     let mut out = String::new();
@@ -170,49 +175,31 @@ pub fn diff(a: &Analysis, b: &Analysis) -> String {
             format!("{:+.1}%", (y - x) * 100.0 / x)
         }
     };
-    let _ = writeln!(out, "{:<26} {:>14} {:>14} {:>9}", "metric (total)", "A", "B", "change");
+    diff_row(&mut out, "metric (total)", "A", "B", "change");
     let rows = [
         ("step time (median)", a.summary.step_median_ns as f64, b.summary.step_median_ns as f64),
         ("step time (p90)", a.summary.step_p90_ns as f64, b.summary.step_p90_ns as f64),
     ];
     for (name, x, y) in rows {
-        let _ = writeln!(
-            out,
-            "{name:<26} {:>14} {:>14} {:>9}",
-            format_ns(x),
-            format_ns(y),
-            change(x, y)
-        );
+        diff_row(&mut out, name, &format_ns(x), &format_ns(y), &change(x, y));
     }
     for m in &a.metrics.metrics {
-        let other = b.metrics.metric(m.name);
-        let y = other.map(|o| o.total).unwrap_or(0.0);
+        let y = b.metrics.metric(m.name).map(|o| o.total).unwrap_or(0.0);
         if m.total == 0.0 && y == 0.0 {
             continue;
         }
-        let _ = writeln!(
-            out,
-            "{:<26} {:>14} {:>14} {:>9}",
-            m.name,
-            format_value(m.unit, m.total),
-            format_value(m.unit, y),
-            change(m.total, y)
-        );
+        let (ta, tb) = (format_value(m.unit, m.total), format_value(m.unit, y));
+        diff_row(&mut out, m.name, &ta, &tb, &change(m.total, y));
     }
-    let _ = writeln!(out, "\n{:<26} {:>14} {:>14} {:>9}", "counter", "A", "B", "change");
+    let _ = writeln!(out);
+    diff_row(&mut out, "counter", "A", "B", "change");
     for c in &a.metrics.counters {
         let y = b.metrics.counter(c.name);
         if c.value == 0 && y == 0 {
             continue;
         }
-        let _ = writeln!(
-            out,
-            "{:<26} {:>14} {:>14} {:>9}",
-            c.name,
-            c.value,
-            y,
-            change(c.value as f64, y as f64)
-        );
+        let (va, vb) = (c.value.to_string(), y.to_string());
+        diff_row(&mut out, c.name, &va, &vb, &change(c.value as f64, y as f64));
     }
     out
 }

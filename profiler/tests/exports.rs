@@ -20,6 +20,12 @@ fn temp(name: &str) -> std::path::PathBuf {
     dir
 }
 
+/// A column of whole numbers (CSV reads them back as i64), as u64.
+fn u64_column(table: &DataFrame, name: &str) -> Vec<u64> {
+    let column = table.column(name).unwrap().cast(&DataType::UInt64).unwrap();
+    column.u64().unwrap().into_no_null_iter().collect()
+}
+
 #[test]
 fn parquet_and_csv_tables_read_back_equal_to_the_profile() {
     let (p, a) = golden();
@@ -41,29 +47,13 @@ fn parquet_and_csv_tables_read_back_equal_to_the_profile() {
         };
         let compiles = read("compiles");
         assert_eq!(compiles.height(), p.compiles.len());
-        let durations: Vec<u64> = compiles
-            .column("duration_ns")
-            .unwrap()
-            .cast(&DataType::UInt64)
-            .unwrap()
-            .u64()
-            .unwrap()
-            .into_no_null_iter()
-            .collect();
+        let durations = u64_column(&compiles, "duration_ns");
         assert_eq!(durations, p.compiles.iter().map(|c| c.duration_ns).collect::<Vec<_>>());
         let executions = read("executions");
         assert_eq!(executions.height(), p.executions.len());
         let graphs = read("graphs");
         assert_eq!(graphs.height(), p.graphs.len());
-        let nodes: Vec<u64> = graphs
-            .column("nodes")
-            .unwrap()
-            .cast(&DataType::UInt64)
-            .unwrap()
-            .u64()
-            .unwrap()
-            .into_no_null_iter()
-            .collect();
+        let nodes = u64_column(&graphs, "nodes");
         assert_eq!(nodes, p.graphs.values().map(|g| g.def.nodes as u64).collect::<Vec<_>>());
         let spans = read("spans");
         assert_eq!(spans.height(), xlaprof_profiler::timeline::spans(&p).len());

@@ -9,21 +9,15 @@ pub struct Prototypes {
     features: usize,
     prototypes: Vec<f32>,
     classes: usize,
-    state: u64,
+    rng: XorShift,
 }
 
 impl Prototypes {
     pub fn new(classes: usize, features: usize, seed: u64) -> Prototypes {
-        let mut p = Prototypes { features, prototypes: Vec::new(), classes, state: seed | 1 };
-        p.prototypes = (0..classes * features).map(|_| p.next() * 2.0 - 1.0).collect();
-        p
-    }
-
-    fn next(&mut self) -> f32 {
-        self.state ^= self.state << 13;
-        self.state ^= self.state >> 7;
-        self.state ^= self.state << 17;
-        (self.state >> 40) as f32 / (1u64 << 24) as f32
+        // The seed as it is (not mixed as `XorShift::new` mixes it): the data set stays the same.
+        let mut rng = XorShift(seed | 1);
+        let prototypes = (0..classes * features).map(|_| rng.unit() * 2.0 - 1.0).collect();
+        Prototypes { features, prototypes, classes, rng }
     }
 
     /// A batch: inputs `[batch, features]` (f32) and labels `[batch]` (s64), on the host.
@@ -31,11 +25,11 @@ impl Prototypes {
         let mut x = Vec::with_capacity(batch * self.features);
         let mut y = Vec::with_capacity(batch);
         for _ in 0..batch {
-            let label = ((self.next() * self.classes as f32) as usize).min(self.classes - 1);
+            let label = ((self.rng.unit() * self.classes as f32) as usize).min(self.classes - 1);
             y.push(label as i64);
             for f in 0..self.features {
                 let p = self.prototypes[label * self.features + f];
-                x.push(p + (self.next() * 2.0 - 1.0) * noise);
+                x.push(p + (self.rng.unit() * 2.0 - 1.0) * noise);
             }
         }
         (x, y)

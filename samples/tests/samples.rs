@@ -1,5 +1,7 @@
 //! Every sample runs as a user would run it, and its output says it did its job.
 
+mod common;
+
 use std::process::Command;
 
 fn run(bin: &str, args: &[&str]) -> String {
@@ -7,19 +9,7 @@ fn run(bin: &str, args: &[&str]) -> String {
 }
 
 fn run_with(bin: &str, args: &[&str], env: &[(&str, &std::path::Path)]) -> String {
-    let mut cmd = Command::new(bin);
-    cmd.args(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("the sample starts");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{bin} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    common::stdout_of(bin, Command::new(bin).args(args).envs(env.iter().copied()))
 }
 
 #[test]

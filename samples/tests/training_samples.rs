@@ -1,23 +1,14 @@
 //! The training samples run as a user would run them (a few steps each), and their output says
 //! they learned and compiled what they should.
 
+mod common;
+
 use std::collections::HashSet;
 use std::process::Command;
 
 fn run(bin: &str, args: &[&str]) -> String {
     // Without a persistent compile cache, so every count is about this process alone.
-    let out = Command::new(bin)
-        .args(args)
-        .env_remove("XLAPROF_CACHE_DIR")
-        .output()
-        .expect("the sample starts");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{bin} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    common::stdout_of(bin, Command::new(bin).args(args).env_remove("XLAPROF_CACHE_DIR"))
 }
 
 /// The whitespace-separated columns of the step lines: a step number, then a number.

@@ -195,17 +195,15 @@ fn lowest(dtype: DType) -> f64 {
     }
 }
 
-type Backward = dyn Fn(&Tensor) -> Result<Vec<Option<Tensor>>> + Send + Sync;
-
 /// Windowed sum: every input element receives the sum of the windows that cover it.
 fn sum_window_backward(
     x_dims: &[i64],
     kernel: [i64; 2],
     stride: [i64; 2],
     padding: [(i64, i64); 2],
-) -> Box<Backward> {
+) -> impl Fn(&Tensor) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static {
     let x_dims = x_dims.to_vec();
-    Box::new(move |dy| {
+    move |dy| {
         let mut low = vec![0, 0, 0, 0];
         let mut high = vec![0, 0, 0, 0];
         let mut interior = vec![0, 0, 0, 0];
@@ -219,7 +217,7 @@ fn sum_window_backward(
         let spread = dy.pad_general(&low, &high, &interior, 0.0)?;
         let loc = SourceLocation::caller();
         Ok(vec![Some(reduce_window(&spread, ReduceKind::Sum, kernel, [1, 1], [(0, 0); 2], &loc)?)])
-    })
+    }
 }
 
 /// Windowed max: the gradient goes to each window's first maximum, as PyTorch's max pooling.
@@ -228,9 +226,9 @@ fn max_window_backward(
     kernel: [i64; 2],
     stride: [i64; 2],
     padding: [(i64, i64); 2],
-) -> Box<Backward> {
+) -> impl Fn(&Tensor) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static {
     let xc = x.clone();
-    Box::new(move |dy| {
+    move |dy| {
         let (n, c) = (xc.dims()[0], xc.dims()[1]);
         let kk = kernel[0] * kernel[1];
         let padded = xc.pad_general(
@@ -269,7 +267,7 @@ fn max_window_backward(
         let (h, w) = (xc.dims()[2], xc.dims()[3]);
         let dx = dpadded.slice(2, padding[0].0, padding[0].0 + h, 1)?;
         Ok(vec![Some(dx.slice(3, padding[1].0, padding[1].0 + w, 1)?)])
-    })
+    }
 }
 
 impl Tensor {

@@ -119,13 +119,6 @@ fn unary(op: UnaryOp, x: &Tensor, location: SourceLocation) -> Result<Tensor> {
     if x.dtype() == DType::U8 && op == UnaryOp::Sign {
         return scoped(&location, || x.ne(&Tensor::scalar(0.0, DType::U8))?.cast(DType::U8));
     }
-    if op == UnaryOp::Not && x.dtype() != DType::Pred {
-        return Err(shape_error(
-            name,
-            &location,
-            format!("logical not needs a bool tensor, not {}", x.shape()),
-        ));
-    }
     let xc = x.clone();
     let grad = grad_fn(name, &[x], move |g| {
         let x = &xc;

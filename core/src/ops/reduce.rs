@@ -95,9 +95,9 @@ fn reduce(
 }
 
 impl Tensor {
-    /// Sum over `axes` (all when empty).
+    /// Sum over `axes` (all when empty). Integers and bools sum in s64, like PyTorch (so 300 u8
+    /// sevens sum to 2100).
     #[track_caller]
-    /// Integers and bools sum in s64, like PyTorch (so 300 u8 sevens sum to 2100).
     pub fn sum(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
         let location = SourceLocation::caller();
         if !self.dtype().is_float() && self.dtype() != DType::S64 {

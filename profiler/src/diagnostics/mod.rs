@@ -100,11 +100,48 @@ impl Default for Thresholds {
     }
 }
 
+impl Diagnostic {
+    /// A finding at call site `location`: its cost and count are its instances'.
+    fn new(
+        p: &Profile,
+        kind: Kind,
+        location: u32,
+        message: String,
+        advice: Option<String>,
+        instances: Vec<Instance>,
+        graphs: Vec<u64>,
+    ) -> Diagnostic {
+        Diagnostic {
+            kind,
+            message,
+            location: p.location(location),
+            location_id: location,
+            cost_ns: instances.iter().map(|i| i.cost_ns).sum(),
+            count: instances.len() as u64,
+            advice,
+            changes: Vec::new(),
+            instances,
+            graphs,
+        }
+    }
+}
+
+/// "once", "twice", "5 times".
+fn times(n: usize) -> String {
+    match n {
+        1 => "once".to_string(),
+        2 => "twice".to_string(),
+        n => format!("{n} times"),
+    }
+}
+
 /// Every finding of a profile, most costly first.
 pub fn diagnose(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
+    // Explaining a recompile diffs graphs: done once, for both findings that need it.
+    let recompiles = recompile::find_recompiles(p);
     let mut all = Vec::new();
-    all.extend(recompile::recompiles(p));
-    all.extend(recompile::storms(p, t));
+    all.extend(recompile::recompiles(p, &recompiles));
+    all.extend(recompile::storms(p, t, &recompiles));
     all.extend(steps::syncs_in_steps(p));
     all.extend(steps::slow_compiles(p, t));
     all.extend(steps::slow_steps(p, t));

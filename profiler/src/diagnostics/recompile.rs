@@ -206,9 +206,9 @@ pub(crate) fn find_recompiles(p: &Profile) -> Vec<Recompile> {
     out
 }
 
-pub(super) fn recompiles(p: &Profile) -> Vec<Diagnostic> {
-    let mut by_site: BTreeMap<u32, Vec<Recompile>> = BTreeMap::new();
-    for r in find_recompiles(p) {
+pub(super) fn recompiles(p: &Profile, all: &[Recompile]) -> Vec<Diagnostic> {
+    let mut by_site: BTreeMap<u32, Vec<&Recompile>> = BTreeMap::new();
+    for r in all {
         by_site.entry(r.location).or_default().push(r);
     }
     by_site
@@ -244,24 +244,16 @@ pub(super) fn recompiles(p: &Profile) -> Vec<Diagnostic> {
             } else {
                 format!(
                     "{site} recompiled {} ({}); the first time because {first}",
-                    super::steps::times(rs.len()),
+                    super::times(rs.len()),
                     format_ns(cost_ns as f64)
                 )
             };
             let mut graphs: Vec<u64> = rs.iter().flat_map(|r| [r.previous, r.hash]).collect();
             graphs.dedup();
-            Diagnostic {
-                kind: Kind::Recompile,
-                message,
-                location: site,
-                location_id: location,
-                cost_ns,
-                count: rs.len() as u64,
-                advice: advice_for(&changes),
-                changes,
-                instances,
-                graphs,
-            }
+            let advice = advice_for(&changes);
+            let kind = Kind::Recompile;
+            let d = Diagnostic::new(p, kind, location, message, advice, instances, graphs);
+            Diagnostic { changes, ..d }
         })
         .collect()
 }
@@ -286,9 +278,9 @@ fn advice_for(changes: &[GraphChange]) -> Option<String> {
 
 /// For each call site with many compiles after warm-up: the dimension that varies, the values
 /// seen, and the buckets that would serve them.
-pub(super) fn storms(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
-    let mut by_site: BTreeMap<u32, Vec<Recompile>> = BTreeMap::new();
-    for r in find_recompiles(p).into_iter().filter(|r| r.step > t.warmup_steps) {
+pub(super) fn storms(p: &Profile, t: &Thresholds, all: &[Recompile]) -> Vec<Diagnostic> {
+    let mut by_site: BTreeMap<u32, Vec<&Recompile>> = BTreeMap::new();
+    for r in all.iter().filter(|r| r.step > t.warmup_steps) {
         by_site.entry(r.location).or_default().push(r);
     }
     let mut out = Vec::new();
@@ -363,26 +355,18 @@ pub(super) fn storms(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
                 "see the recompile explanations for what changes between these graphs".to_string(),
             ),
         };
-        out.push(Diagnostic {
-            kind: Kind::RecompileStorm,
-            message,
-            location: site,
-            location_id: location,
-            cost_ns,
-            count: rs.len() as u64,
-            advice: Some(advice),
-            changes: Vec::new(),
-            instances: rs
-                .iter()
-                .map(|r| Instance {
-                    message: format!("step {}: compiled graph {:016x}", r.step, r.hash),
-                    sync: Some(r.sync),
-                    step: Some(r.step),
-                    cost_ns: r.cost_ns,
-                })
-                .collect(),
-            graphs: rs.iter().map(|r| r.hash).collect(),
-        });
+        let instances = rs
+            .iter()
+            .map(|r| Instance {
+                message: format!("step {}: compiled graph {:016x}", r.step, r.hash),
+                sync: Some(r.sync),
+                step: Some(r.step),
+                cost_ns: r.cost_ns,
+            })
+            .collect();
+        let graphs = rs.iter().map(|r| r.hash).collect();
+        let kind = Kind::RecompileStorm;
+        out.push(Diagnostic::new(p, kind, location, message, Some(advice), instances, graphs));
     }
     out
 }

@@ -3,49 +3,17 @@
 
 use std::collections::BTreeMap;
 
-use super::{Diagnostic, Instance, Kind, Thresholds};
+use super::{times, Diagnostic, Instance, Kind, Thresholds};
 use crate::metrics::{format_bytes, format_ns};
 use crate::profile::Profile;
 use crate::record::Cause;
 
-/// "once", "twice", "5 times".
-pub(super) fn times(n: usize) -> String {
-    match n {
-        1 => "once".to_string(),
-        2 => "twice".to_string(),
-        n => format!("{n} times"),
-    }
-}
-
 /// "1 step", "3 steps".
-pub(super) fn plural(n: usize, noun: &str) -> String {
+fn plural(n: usize, noun: &str) -> String {
     if n == 1 {
         format!("1 {noun}")
     } else {
         format!("{n} {noun}s")
-    }
-}
-
-fn diagnostic(
-    p: &Profile,
-    kind: Kind,
-    location: u32,
-    message: String,
-    advice: Option<String>,
-    instances: Vec<Instance>,
-    graphs: Vec<u64>,
-) -> Diagnostic {
-    Diagnostic {
-        kind,
-        message,
-        location: p.location(location),
-        location_id: location,
-        cost_ns: instances.iter().map(|i| i.cost_ns).sum(),
-        count: instances.len() as u64,
-        advice,
-        changes: Vec::new(),
-        instances,
-        graphs,
     }
 }
 
@@ -93,7 +61,15 @@ pub(super) fn syncs_in_steps(p: &Profile) -> Vec<Diagnostic> {
         );
         let advice = "read the value after step() (it is then already on the device), or keep it as a tensor; avoid branching on tensor values inside the step".to_string();
         let g = graphs.remove(&location).unwrap_or_default();
-        out.push(diagnostic(p, Kind::HiddenSync, location, message, Some(advice), instances, g));
+        out.push(Diagnostic::new(
+            p,
+            Kind::HiddenSync,
+            location,
+            message,
+            Some(advice),
+            instances,
+            g,
+        ));
     }
     for (location, instances) in mid {
         let site = p.location(location);
@@ -103,7 +79,15 @@ pub(super) fn syncs_in_steps(p: &Profile) -> Vec<Diagnostic> {
         );
         let advice = "sync once per step (step() at its end)".to_string();
         let g = graphs.remove(&location).unwrap_or_default();
-        out.push(diagnostic(p, Kind::MidStepSync, location, message, Some(advice), instances, g));
+        out.push(Diagnostic::new(
+            p,
+            Kind::MidStepSync,
+            location,
+            message,
+            Some(advice),
+            instances,
+            g,
+        ));
     }
     let mut reads: BTreeMap<u32, Vec<(u64, u64, u64)>> = BTreeMap::new();
     for r in p.value_reads.iter().filter(|r| r.forced_sync.is_none()) {
@@ -138,7 +122,15 @@ pub(super) fn syncs_in_steps(p: &Profile) -> Vec<Diagnostic> {
         let advice = Some(
             "read values only every few steps (e.g. for logging) if the stall matters".to_string(),
         );
-        out.push(diagnostic(p, Kind::HostRead, location, message, advice, instances, Vec::new()));
+        out.push(Diagnostic::new(
+            p,
+            Kind::HostRead,
+            location,
+            message,
+            advice,
+            instances,
+            Vec::new(),
+        ));
     }
     out
 }
@@ -173,7 +165,7 @@ pub(super) fn slow_compiles(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
             );
             let advice = Some("use the persistent compile cache (XLAPROF_CACHE_DIR) so later runs load it; split very large graphs with an extra step()".to_string());
             let g = graphs.remove(&location).unwrap_or_default();
-            diagnostic(p, Kind::SlowCompile, location, message, advice, instances, g)
+            Diagnostic::new(p, Kind::SlowCompile, location, message, advice, instances, g)
         })
         .collect()
 }
@@ -219,7 +211,7 @@ pub(super) fn slow_steps(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
         t.slow_step_factor,
         format_ns(med as f64),
     );
-    vec![diagnostic(p, Kind::SlowStep, first.location, message, None, instances, Vec::new())]
+    vec![Diagnostic::new(p, Kind::SlowStep, first.location, message, None, instances, Vec::new())]
 }
 
 pub(super) fn idle_device(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
@@ -263,5 +255,5 @@ pub(super) fn idle_device(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
         busy_fractions.len()
     );
     let advice = Some("record fewer ops per step (fuse work into larger tensors), avoid host reads in the loop, and overlap data loading with the step".to_string());
-    vec![diagnostic(p, Kind::IdleDevice, location, message, advice, instances, Vec::new())]
+    vec![Diagnostic::new(p, Kind::IdleDevice, location, message, advice, instances, Vec::new())]
 }

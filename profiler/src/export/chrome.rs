@@ -97,7 +97,10 @@ pub fn write(p: &Profile, out: &mut impl Write) -> serde_json::Result<()> {
             out,
             &json!({
                 "name": "compiles", "ph": "C", "ts": us(*t), "pid": 1,
-                "args": {"compiles": c.compiles - first_counters.compiles, "cache hits": c.cache_hits - first_counters.cache_hits},
+                "args": {
+                    "compiles": c.compiles.saturating_sub(first_counters.compiles),
+                    "cache hits": c.cache_hits.saturating_sub(first_counters.cache_hits),
+                },
             }),
         )?;
         event(
