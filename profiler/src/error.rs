@@ -15,6 +15,10 @@ pub enum Error {
     #[error("the profile was written in format version {version} by a newer xlaprof; this one reads up to version {supported}")]
     NewerFormat { version: u16, supported: u16 },
 
+    /// A file that is not a profile, or one too new to read, named (the reader of bytes cannot).
+    #[error("{source}: {path}")]
+    InFile { path: PathBuf, source: Box<Error> },
+
     #[error(
         "a profile is already being recorded in this process (by another Recording, or by \
          XLAPROF_PROFILE): stop that one first"
@@ -34,5 +38,13 @@ pub enum Error {
 impl Error {
     pub(crate) fn io(path: &Path, source: std::io::Error) -> Error {
         Error::Io { path: path.to_path_buf(), source }
+    }
+
+    /// `self`, saying which file it is about (I/O errors already do).
+    pub(crate) fn in_file(self, path: &Path) -> Error {
+        match self {
+            Error::Io { .. } | Error::InFile { .. } => self,
+            other => Error::InFile { path: path.to_path_buf(), source: Box::new(other) },
+        }
     }
 }

@@ -201,7 +201,7 @@ fn decode_records(bytes: &[u8], base_offset: usize, at_end: bool) -> Decoded {
 /// Reads a profile file, tolerating damage (see [`decode`]).
 pub fn read(path: &Path) -> Result<Decoded> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    decode(&bytes)
+    decode(&bytes).map_err(|e| e.in_file(path))
 }
 
 /// Reads a file that may still be growing: each call returns the records completed since the
@@ -226,7 +226,7 @@ impl Follower {
         }
         // A header not all written yet waits in `pending`; `poll` reads on from `offset`.
         if got == HEADER_BYTES {
-            check_header(&header)?;
+            check_header(&header).map_err(|e| e.in_file(path))?;
         }
         Ok(Follower {
             file,
