@@ -62,7 +62,7 @@ pub fn check_rules(
     let (profile, _) = open(path, thresholds)?;
     let outcomes = check(&profile, &rules, thresholds.warmup_steps);
     for o in &outcomes {
-        println!("{} {:?}: {}", if o.passed { "pass" } else { "FAIL" }, o.rule, o.message);
+        println!("{} {}: {}", if o.passed { "pass" } else { "FAIL" }, o.rule, o.message);
     }
     Ok(if outcomes.iter().all(|o| o.passed) { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

@@ -171,7 +171,7 @@ impl PyProfile {
         let out = pyo3::types::PyList::empty(py);
         for o in outcomes {
             let d = PyDict::new(py);
-            d.set_item("rule", format!("{:?}", o.rule))?;
+            d.set_item("rule", o.rule.to_string())?;
             d.set_item("passed", o.passed)?;
             d.set_item("message", o.message)?;
             out.append(d)?;

@@ -68,7 +68,7 @@ pub(crate) fn rules(out: &mut String, outcomes: &[RuleOutcome]) {
         let _ = write!(
             body,
             "<li><b class=\"{class}\">{mark}</b> <code>{}</code>: {}</li>",
-            esc(&format!("{:?}", o.rule)),
+            esc(&o.rule.to_string()),
             esc(&o.message)
         );
     }

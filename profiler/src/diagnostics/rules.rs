@@ -45,6 +45,19 @@ impl Rule {
     }
 }
 
+/// A rule as the user writes it (`max-compiles=1`), so reports quote it back in their words.
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rule::NoCompilesAfterStep(n) => write!(f, "no-compiles-after-step={n}"),
+            Rule::MaxCompiles(n) => write!(f, "max-compiles={n}"),
+            Rule::MaxHiddenSyncs(n) => write!(f, "max-hidden-syncs={n}"),
+            Rule::MaxStepMs(x) => write!(f, "max-step-ms={x}"),
+            Rule::MaxCompileMs(x) => write!(f, "max-compile-ms={x}"),
+        }
+    }
+}
+
 /// Whether a rule held, and the evidence.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RuleOutcome {
