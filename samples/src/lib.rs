@@ -79,6 +79,17 @@ impl Module for Mlp {
     }
 }
 
+/// The smallest loop there is: `steps` steps of one add each, seven profile records a step. The
+/// benchmarks of the viewers grow their million-event profiles with it.
+pub fn tiny_steps(steps: usize) -> Result<()> {
+    let x = Tensor::from_slice(&[1f32; 4], &[4])?;
+    for _ in 0..steps {
+        let _y = x.add_scalar(1.0)?;
+        xlaprof_core::step()?;
+    }
+    Ok(())
+}
+
 /// Fraction of rows whose argmax matches the label.
 pub fn accuracy(logits: &Tensor, labels: &Tensor) -> Result<f64> {
     let predicted = logits.argmax(-1, false)?.to_vec::<i64>()?;

@@ -15,7 +15,6 @@ use std::time::Instant;
 
 use eframe::egui;
 use xlaprof::gui;
-use xlaprof_core::Tensor;
 use xlaprof_profiler::Recording;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -36,14 +35,9 @@ fn memory_mib() -> (f64, f64) {
 
 /// Records tiny syncs until the file holds at least `events` records.
 fn record(path: &Path, events: u64) -> Result<u64> {
-    let x = Tensor::from_slice(&[1f32; 4], &[4])?;
     // About 7 records per sync (begin, built, lookup, transfer, execute, end, step): a margin.
     let recording = Recording::to_file(path)?;
-    let syncs = events / 6 + 1000;
-    for _ in 0..syncs {
-        let _y = x.add_scalar(1.0)?;
-        xlaprof_core::step()?;
-    }
+    xlaprof_samples::tiny_steps((events / 6 + 1000) as usize)?;
     Ok(recording.stop().records)
 }
 

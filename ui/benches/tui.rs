@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Terminal;
-use xlaprof_core::Tensor;
 use xlaprof_profiler::{Recording, Thresholds};
 
 use xlaprof::tui::{frame, App, Tab, POLL};
@@ -40,12 +39,8 @@ fn frame_ms(app: &App, w: u16, h: u16, reps: usize) -> Result<f64, Error> {
 
 /// Records `steps` tiny steps (7 events each) to `path`.
 fn record(path: &Path, steps: usize) -> Result<u64, Error> {
-    let x = Tensor::from_slice(&[1f32; 4], &[4])?;
     let recording = Recording::to_file(path)?;
-    for _ in 0..steps {
-        let _y = x.add_scalar(1.0)?;
-        xlaprof_core::step()?;
-    }
+    xlaprof_samples::tiny_steps(steps)?;
     Ok(recording.stop().records)
 }
 
