@@ -210,6 +210,8 @@ pub struct Follower {
     file: File,
     offset: u64,
     pending: Vec<u8>,
+    /// The header was read and checked; until then it waits, partly written, in `pending`.
+    header_checked: bool,
 }
 
 impl Follower {
@@ -232,6 +234,7 @@ impl Follower {
             file,
             offset: got as u64,
             pending: if got == HEADER_BYTES { Vec::new() } else { header[..got].to_vec() },
+            header_checked: got == HEADER_BYTES,
         })
     }
 
@@ -242,11 +245,16 @@ impl Follower {
         self.file.read_to_end(&mut fresh)?;
         self.offset += fresh.len() as u64;
         self.pending.extend_from_slice(&fresh);
-        if self.offset < HEADER_BYTES as u64 {
-            return Ok(Decoded::default());
-        }
-        if self.pending.len() >= HEADER_BYTES && self.pending.starts_with(MAGIC) {
+        if !self.header_checked {
+            if self.pending.len() < HEADER_BYTES {
+                return Ok(Decoded::default());
+            }
+            // A header that arrives late is checked like one there from the start.
+            check_header(&self.pending).map_err(|e| {
+                std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
+            })?;
             self.pending.drain(..HEADER_BYTES);
+            self.header_checked = true;
         }
         let decoded = decode_records(&self.pending, 0, false);
         self.pending.drain(..decoded.consumed);

@@ -99,6 +99,20 @@ fn a_follower_sees_records_as_they_are_appended() {
     let _ = std::fs::remove_file(&path);
 }
 
+#[test]
+fn a_follower_checks_a_header_that_arrives_late() {
+    let path =
+        std::env::temp_dir().join(format!("xlaprof-follow-late-{}.xlaprof", std::process::id()));
+    std::fs::write(&path, b"").unwrap();
+    let mut follower = file::Follower::open(&path).unwrap();
+    let mut newer = file::header();
+    newer[8] = 99;
+    std::fs::write(&path, &newer).unwrap();
+    let err = follower.poll().unwrap_err();
+    assert!(err.to_string().contains("newer xlaprof"), "{err}");
+    let _ = std::fs::remove_file(&path);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
