@@ -221,6 +221,13 @@ macro_rules! counters {
             $(pub static $name: AtomicU64 = AtomicU64::new(0);)*
         }
 
+        impl Counters {
+            /// Every counter with its name, in declaration order (for front ends that list them).
+            pub fn named(&self) -> Vec<(&'static str, u64)> {
+                vec![$((stringify!($name), self.$name),)*]
+            }
+        }
+
         /// Reads every counter.
         pub fn counters() -> Counters {
             Counters { $($name: counter::$name.load(Ordering::Relaxed),)* }

@@ -282,22 +282,8 @@ impl PyScope {
 /// The engine's counters since the process started.
 #[pyfunction]
 pub(crate) fn counters(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    let c = events::counters();
     let d = PyDict::new(py);
-    for (k, v) in [
-        ("tensors_created", c.tensors_created),
-        ("tensors_destroyed", c.tensors_destroyed),
-        ("ops_traced", c.ops_traced),
-        ("syncs", c.syncs),
-        ("cache_hits", c.cache_hits),
-        ("cache_misses", c.cache_misses),
-        ("persistent_cache_hits", c.persistent_cache_hits),
-        ("compiles", c.compiles),
-        ("executions", c.executions),
-        ("bytes_to_device", c.bytes_to_device),
-        ("bytes_from_device", c.bytes_from_device),
-        ("value_reads", c.value_reads),
-    ] {
+    for (k, v) in events::counters().named() {
         d.set_item(k, v)?;
     }
     Ok(d)
