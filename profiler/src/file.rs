@@ -250,9 +250,8 @@ impl Follower {
                 return Ok(Decoded::default());
             }
             // A header that arrives late is checked like one there from the start.
-            check_header(&self.pending).map_err(|e| {
-                std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
-            })?;
+            check_header(&self.pending)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
             self.pending.drain(..HEADER_BYTES);
             self.header_checked = true;
         }
