@@ -57,7 +57,7 @@ pub struct GraphSummary {
     pub outputs: Vec<Shape>,
     /// Inputs whose buffers were donated to outputs, as `(input, output)`.
     pub donated: Vec<(usize, usize)>,
-    /// One line per node in post-order: `%12 = add(%3, %11) : f32[64,64]`, for diffing two
+    /// One line per node, inputs first: `%12 = add(%3, %11) : f32[64,64]`, for diffing two
     /// versions of a graph.
     pub nodes_text: Vec<String>,
     /// Where each node was recorded, parallel to `nodes_text`.

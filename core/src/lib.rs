@@ -20,6 +20,7 @@ mod ops;
 pub mod runtime;
 pub mod shape;
 mod tensor;
+mod trace;
 
 pub use autograd::no_grad;
 pub use dtype::{DType, NativeType};

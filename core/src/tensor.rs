@@ -1,19 +1,18 @@
 //! `Tensor`: a cheap, clonable handle to either pending IR or device data.
 
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex};
 
 use crate::autograd::GradFn;
 use crate::dtype::{DType, NativeType};
 use crate::error::Result;
 use crate::events::{self, bump, counter, Direction, Event, SyncCause};
 use crate::exec;
-use crate::ir::{Node, NodeRef, Op};
+use crate::ir::{Inputs, Node, NodeRef, Op};
 use crate::location::SourceLocation;
 use crate::runtime::Buffer;
 use crate::shape::Shape;
+use crate::trace::{self, pending_insert, pending_remove};
 
 #[derive(Clone)]
 pub struct Tensor(pub(crate) Arc<TensorInner>);
@@ -29,6 +28,20 @@ pub(crate) struct TensorInner {
     pub grad_fn: Option<Arc<GradFn>>,
 }
 
+impl TensorInner {
+    fn new(node: NodeRef, grad_fn: Option<Arc<GradFn>>) -> Arc<TensorInner> {
+        bump(&counter::tensors_created, 1);
+        Arc::new(TensorInner {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            shape: node.shape.clone(),
+            node: Mutex::new(node),
+            requires_grad: AtomicBool::new(grad_fn.is_some()),
+            grad: Mutex::new(None),
+            grad_fn,
+        })
+    }
+}
+
 impl Drop for TensorInner {
     fn drop(&mut self) {
         bump(&counter::tensors_destroyed, 1);
@@ -39,70 +52,15 @@ impl Drop for TensorInner {
     }
 }
 
-// ---- the registry of live tensors that hold pending IR (what `sync()` computes) ----
-
-#[derive(Default)]
-pub(crate) struct IdHasher(u64);
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        // Only u64 ids are hashed; anything else still hashes, just slower.
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E3779B97F4A7C15);
-        }
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.0 = i.wrapping_mul(0x9E3779B97F4A7C15);
-    }
-}
-type PendingMap = HashMap<u64, Weak<TensorInner>, BuildHasherDefault<IdHasher>>;
-static PENDING: Mutex<Option<PendingMap>> = Mutex::new(None);
-
-fn pending() -> MutexGuard<'static, Option<PendingMap>> {
-    PENDING.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn pending_insert(id: u64, t: Weak<TensorInner>) {
-    pending().get_or_insert_with(Default::default).insert(id, t);
-}
-
-fn pending_remove(id: u64) {
-    if let Some(map) = pending().as_mut() {
-        map.remove(&id);
-    }
-}
-
-/// Every live tensor whose value is still pending IR, oldest first.
-pub(crate) fn live_pending() -> Vec<Tensor> {
-    let guard = pending();
-    let mut live: Vec<Tensor> =
-        guard.iter().flat_map(|m| m.values()).filter_map(|w| w.upgrade().map(Tensor)).collect();
-    drop(guard);
-    live.sort_by_key(|t| t.0.id);
-    live
-}
-
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Tensor {
-    /// Wraps a node in a new tensor (the one constructor every op goes through).
+    /// Wraps a node in a new tensor.
     pub(crate) fn from_node(node: NodeRef, grad_fn: Option<Arc<GradFn>>) -> Tensor {
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        bump(&counter::tensors_created, 1);
         let is_data = matches!(node.op, Op::Data(_));
-        let requires_grad = grad_fn.is_some();
-        let inner = Arc::new(TensorInner {
-            id,
-            shape: node.shape.clone(),
-            node: Mutex::new(node),
-            requires_grad: AtomicBool::new(requires_grad),
-            grad: Mutex::new(None),
-            grad_fn,
-        });
+        let inner = TensorInner::new(node, grad_fn);
         if !is_data {
-            pending_insert(id, Arc::downgrade(&inner));
+            pending_insert(inner.id, Arc::downgrade(&inner));
         }
         Tensor(inner)
     }
@@ -117,7 +75,7 @@ impl Tensor {
     ) -> Tensor {
         bump(&counter::ops_traced, 1);
         let nodes = inputs.iter().map(|t| t.node()).collect();
-        Tensor::from_node(Node::new(op, shape, nodes, location), grad_fn)
+        trace::record(op, shape, nodes, location, |node| TensorInner::new(node, grad_fn))
     }
 
     /// Copies host data to the device: the tensor is device data from the start.
@@ -136,15 +94,15 @@ impl Tensor {
     pub fn scalar(value: f64, dtype: DType) -> Tensor {
         let location = SourceLocation::caller();
         bump(&counter::ops_traced, 1);
-        Tensor::from_node(
-            Node::new(Op::Scalar(value), Shape::new(dtype, []), vec![], location),
-            None,
-        )
+        let shape = Shape::new(dtype, []);
+        trace::record(Op::Scalar(value), shape, Inputs::new(), location, |node| {
+            TensorInner::new(node, None)
+        })
     }
 
     pub(crate) fn from_buffer(buffer: Arc<Buffer>, location: SourceLocation) -> Tensor {
         let shape = Shape::new(buffer.dtype(), buffer.dims().to_vec());
-        Tensor::from_node(Node::new(Op::Data(buffer), shape, vec![], location), None)
+        Tensor::from_node(Node::new(Op::Data(buffer), shape, Inputs::new(), location), None)
     }
 
     pub fn id(&self) -> u64 {

@@ -182,3 +182,106 @@ fn reading_one_value_never_donates_an_input_another_pending_tensor_needs() {
     let want: Vec<f32> = [3f32, 6.0, 9.0].iter().map(|v| v.exp() * 2.0).collect();
     assert!(values.iter().zip(&want).all(|(a, b)| (a - b).abs() <= 1e-3 * b), "{values:?}");
 }
+
+#[derive(Default)]
+struct Summaries(Mutex<Vec<Arc<events::GraphSummary>>>);
+
+impl Listener for Summaries {
+    fn on_event(&self, _: u64, e: &Event) {
+        if let Event::GraphBuilt { summary, .. } = e {
+            self.0.lock().unwrap().push(summary.clone());
+        }
+    }
+}
+
+#[test]
+fn a_full_sync_computes_nothing_no_live_tensor_needs() {
+    let _serial = serial();
+    let x = Tensor::from_slice(&[0.5f32, 1.0, 2.0], &[3]).unwrap();
+    let seen = Arc::new(Summaries::default());
+    let id = events::add_listener(seen.clone());
+    let e = x.exp().unwrap();
+    drop(e.sin().unwrap()); // recorded, then dropped: dead
+    let unused = e.cos().unwrap();
+    let y = e.mul_scalar(2.0).unwrap();
+    drop(e); // still needed by `y`
+    drop(unused);
+    sync().unwrap();
+    events::remove_listener(id);
+    let summaries = seen.0.lock().unwrap().clone();
+    assert_eq!(summaries.len(), 1);
+    let ops: Vec<&str> = summaries[0].ops.iter().map(|(op, _)| *op).collect();
+    assert!(!ops.contains(&"sin") && !ops.contains(&"cos"), "{ops:?}");
+    // x, exp, the scalar, its broadcast, mul.
+    assert_eq!(summaries[0].nodes, 5, "{:?}", summaries[0].nodes_text);
+    assert_eq!(summaries[0].outputs.len(), 1);
+    let want: Vec<f32> = [0.5f32, 1.0, 2.0].iter().map(|v| 2.0 * v.exp()).collect();
+    let got = y.to_vec::<f32>().unwrap();
+    assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() <= 1e-5 * b), "{got:?}");
+}
+
+/// A graph with shared subexpressions, an input used twice, equal scalars from one line and
+/// from two, and two outputs sharing a node.
+fn tangle(a: &Tensor, b: &Tensor) -> (Tensor, Tensor) {
+    let shared = a.mul(b).unwrap().add(a).unwrap();
+    let mut acc = shared.clone();
+    for _ in 0..3 {
+        acc = acc.mul_scalar(0.5).unwrap().add(&shared).unwrap();
+    }
+    let other = shared.mul_scalar(0.5).unwrap().sub(&b.exp().unwrap()).unwrap();
+    (acc.tanh().unwrap(), other)
+}
+
+#[test]
+fn a_full_sync_and_value_reads_compute_the_same_values() {
+    let _serial = serial();
+    let a = Tensor::from_slice(&[0.1f32, -0.4, 0.9, 1.5], &[2, 2]).unwrap();
+    let b = Tensor::from_slice(&[0.3f32, 0.2], &[2]).unwrap();
+    // Read one by one: each read walks the part of the graph it needs.
+    let (p, q) = tangle(&a, &b);
+    let read = (p.to_vec::<f32>().unwrap(), q.to_vec::<f32>().unwrap());
+    // Synced together, from the trace; twice, so the second is a cache hit.
+    for _ in 0..2 {
+        let (p, q) = tangle(&a, &b);
+        let seen = lookups(|| sync().unwrap());
+        assert_eq!(seen.len(), 1);
+        assert_eq!((p.to_vec::<f32>().unwrap(), q.to_vec::<f32>().unwrap()), read);
+    }
+}
+
+#[test]
+fn work_abandoned_before_a_loop_does_not_change_its_graph() {
+    let _serial = serial();
+    let x = Tensor::from_slice(&[0.5f32; 6], &[2, 3]).unwrap();
+    let first = lookups(|| {
+        let _y = step(&x, 2.0);
+        sync().unwrap();
+    });
+    // Recorded and abandoned while another tensor was pending, then that one dropped too.
+    let keep = x.exp().unwrap();
+    drop(x.sin().unwrap().cos().unwrap());
+    drop(keep);
+    let again = lookups(|| {
+        let _y = step(&x, 3.0);
+        sync().unwrap();
+    });
+    assert_eq!(again, vec![(first[0].0, true)]);
+}
+
+#[test]
+fn a_value_read_inside_each_step_does_not_recompile_the_step() {
+    let _serial = serial();
+    let x = Tensor::from_slice(&[0.5f32; 6], &[2, 3]).unwrap();
+    let seen = lookups(|| {
+        for i in 0..4 {
+            let y = step(&x, 1.0 + i as f64);
+            let _z = y.mul_scalar(2.0).unwrap();
+            y.to_vec::<f32>().unwrap();
+            sync().unwrap();
+        }
+    });
+    // Each step: the read, then the sync of what is left; from the second step on, both hit.
+    assert_eq!(seen.len(), 8, "{seen:?}");
+    assert!(seen[2..].iter().all(|s| s.1), "{seen:?}");
+    assert_eq!(seen[3].0, seen[7].0);
+}

@@ -11,7 +11,8 @@ use crate::runtime::Buffer;
 use crate::shape::Shape;
 
 pub(crate) struct Graph<'a> {
-    /// Every node once, inputs before users.
+    /// Every node once, inputs before users. A graph from the trace has none until laid out
+    /// (`Trace::lay_out`), which only a compile needs.
     pub order: Vec<&'a Node>,
     /// Per node in `order`: its parameter number (data leaves), its scalar slot (scalars), else 0.
     pub slot: Vec<u32>,
@@ -21,7 +22,7 @@ pub(crate) struct Graph<'a> {
     pub data: Vec<Arc<Buffer>>,
     /// Host scalars, fed as one f64 vector after the buffers.
     pub scalars: Vec<f64>,
-    /// Distinct output nodes (indices into `order`).
+    /// Distinct output nodes (indices into `order`; positions in the trace until laid out).
     pub outputs: Vec<u32>,
     /// For each root, which output holds it.
     pub root_outputs: Vec<usize>,

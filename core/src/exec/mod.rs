@@ -15,11 +15,12 @@ use cache::{CachedGraph, GraphCache};
 
 use crate::error::Result;
 use crate::events::{self, bump, counter, Direction, Event, SyncCause};
-use crate::ir::{Node, Op};
+use crate::ir::{Inputs, Node, NodeRef, Op};
 use crate::location::SourceLocation;
 use crate::lower;
 use crate::runtime::{Buffer, Client, CompileOptions};
-use crate::tensor::{live_pending, Tensor};
+use crate::tensor::Tensor;
+use crate::trace::{self, Trace};
 
 /// The process-wide engine: one PJRT client, one device, one compiled-graph cache.
 pub struct Engine {
@@ -93,14 +94,14 @@ impl Engine {
 #[track_caller]
 pub fn sync() -> Result<()> {
     let location = SourceLocation::caller();
-    sync_tensors(&live_pending(), SyncCause::Explicit, location)
+    sync_all(SyncCause::Explicit, location)
 }
 
 /// Like [`sync`], marking the end of a training step.
 #[track_caller]
 pub fn step() -> Result<()> {
     let location = SourceLocation::caller();
-    sync_tensors(&live_pending(), SyncCause::StepEnd, location.clone())?;
+    sync_all(SyncCause::StepEnd, location.clone())?;
     let step = STEPS.fetch_add(1, Ordering::Relaxed) + 1;
     if events::enabled() {
         events::emit(Event::StepMarker { step, location });
@@ -113,6 +114,23 @@ static STEPS: AtomicU64 = AtomicU64::new(0);
 
 static NEXT_SYNC: AtomicU64 = AtomicU64::new(1);
 
+/// Computes every live pending tensor, from the trace that recorded them (see `trace`).
+fn sync_all(cause: SyncCause, location: SourceLocation) -> Result<()> {
+    let engine = engine()?;
+    let _serial = engine.sync_lock.lock().unwrap_or_else(|p| p.into_inner());
+    let (tensors, mut trace) = trace::take();
+    let tensors: Vec<&Tensor> = tensors.iter().collect();
+    let result = if tensors.is_empty() {
+        Ok(())
+    } else {
+        run(engine, &tensors, Some(&mut trace), cause, location)
+    };
+    // The synced graph is freed while the next step is recorded.
+    trace::bury(trace);
+    result
+}
+
+/// Computes `tensors` (a value read: only what they need).
 pub(crate) fn sync_tensors(
     tensors: &[Tensor],
     cause: SyncCause,
@@ -125,6 +143,18 @@ pub(crate) fn sync_tensors(
     if tensors.is_empty() {
         return Ok(());
     }
+    run(engine, &tensors, None, cause, location)
+}
+
+/// One sync of `tensors`; `trace` when they are every live pending tensor and the trace that
+/// recorded them.
+fn run(
+    engine: &Engine,
+    tensors: &[&Tensor],
+    trace: Option<&mut Trace>,
+    cause: SyncCause,
+    location: SourceLocation,
+) -> Result<()> {
     let listening = events::enabled();
     let sync_id = NEXT_SYNC.fetch_add(1, Ordering::Relaxed);
     let sync_start = events::now_ns();
@@ -133,20 +163,25 @@ pub(crate) fn sync_tensors(
         events::emit(Event::SyncBegin { sync_id, cause, location, tensors: tensors.len() });
     }
 
-    // 1-2: post-order walk and structural key.
+    // 1-2: the graph and its structural key.
     let roots: Vec<_> = tensors.iter().map(|t| t.node()).collect();
     let epoch = engine.epoch.fetch_add(1, Ordering::Relaxed);
     let t = events::now_ns();
     // Donating is only safe when every live pending tensor is in this graph: a value read computes
     // a part, and a node it shares with a tensor left pending would still need the donated input.
     let full = cause != SyncCause::ValueRead;
-    let graph = Graph::build(&roots, epoch, full);
+    let (mut graph, trace) = build_graph(&roots, trace, epoch, full);
 
     // 3: cache lookup (memory, then disk), 4-5: lower and compile on a miss.
     let cached = engine.cache.lock().unwrap_or_else(|p| p.into_inner()).get(graph.key);
     let summary = match (&cached, listening) {
         (Some(c), true) => Some(c.summary.clone()),
-        (None, _) => Some(Arc::new(graph.summary())),
+        (None, _) => {
+            if let Some(trace) = trace {
+                trace.lay_out(&mut graph, &roots, epoch);
+            }
+            Some(Arc::new(graph.summary()))
+        }
         _ => None,
     };
     if let (true, Some(summary)) = (listening, &summary) {
@@ -208,7 +243,8 @@ pub(crate) fn sync_tensors(
         inputs.push(s);
     }
     let t = events::now_ns();
-    let outputs = compiled.executable.execute(&inputs)?;
+    // While it runs, the host frees earlier graphs (see `trace`).
+    let outputs = compiled.executable.execute_overlapped(&inputs, trace::reap_while_executing)?;
     bump(&counter::executions, 1);
     if listening {
         let duration_ns = events::now_ns() - t;
@@ -222,18 +258,40 @@ pub(crate) fn sync_tensors(
         let data = Node::new(
             Op::Data(outputs[slot].clone()),
             root.shape.clone(),
-            vec![],
+            Inputs::new(),
             root.location.clone(),
         );
         tensor.set_node(data);
     }
-    // The replaced graph is freed here, inside the sync's time: a long chain costs its nodes.
     drop(graph);
     drop(roots);
     if listening {
         events::emit(Event::SyncEnd { sync_id, duration_ns: events::now_ns() - sync_start });
     }
     Ok(())
+}
+
+/// The graph under `roots`: from the trace when it recorded everything they need (no walk; laid
+/// out only for a compile), else by walking it.
+fn build_graph<'a>(
+    roots: &'a [NodeRef],
+    trace: Option<&'a mut Trace>,
+    epoch: u64,
+    donate: bool,
+) -> (Graph<'a>, Option<&'a Trace>) {
+    match trace {
+        Some(trace) if trace.covers(roots) => {
+            let outputs = trace.settle(roots);
+            let trace = &*trace;
+            (trace.graph(roots, outputs, donate), Some(trace))
+        }
+        Some(trace) => {
+            // The walk judges donation by reference counts: the trace's own must go.
+            trace.release_params();
+            (Graph::build(roots, epoch, donate), None)
+        }
+        None => (Graph::build(roots, epoch, donate), None),
+    }
 }
 
 fn compile(

@@ -17,13 +17,24 @@ use crate::shape::Shape;
 
 pub type NodeRef = Arc<Node>;
 
+/// A node's inputs: inline up to two (nearly every op), so a node is one allocation.
+pub type Inputs = smallvec::SmallVec<[NodeRef; 2]>;
+
 pub struct Node {
     pub op: Op,
     pub shape: Shape,
-    pub inputs: Vec<NodeRef>,
+    pub inputs: Inputs,
     pub location: SourceLocation,
     /// Structural hash of the subgraph rooted here (op, attributes, shapes; not data).
     pub hash: u64,
+    /// The trace generation that recorded this node, and its position in that trace's recording
+    /// order (see `trace`); generation 0 for device data, which no trace records.
+    pub(crate) trace_gen: u64,
+    pub(crate) trace_seq: u32,
+    /// Edges from nodes of the same trace to this one, and (while it has none) its place in the
+    /// trace's list of leaves. Changed only under the trace's lock.
+    pub(crate) trace_users: AtomicU32,
+    pub(crate) trace_leaf_at: AtomicU32,
     /// The sync that last visited this node, and the node's position in that sync's post-order:
     /// visiting is one atomic compare instead of a hash-set lookup. Syncs are serialized.
     pub(crate) visit_epoch: AtomicU64,
@@ -31,7 +42,19 @@ pub struct Node {
 }
 
 impl Node {
-    pub fn new(op: Op, shape: Shape, inputs: Vec<NodeRef>, location: SourceLocation) -> NodeRef {
+    pub fn new(op: Op, shape: Shape, inputs: Inputs, location: SourceLocation) -> NodeRef {
+        Node::traced(op, shape, inputs, location, 0, 0)
+    }
+
+    /// A node recorded by trace generation `trace_gen` at position `trace_seq`.
+    pub(crate) fn traced(
+        op: Op,
+        shape: Shape,
+        inputs: Inputs,
+        location: SourceLocation,
+        trace_gen: u64,
+        trace_seq: u32,
+    ) -> NodeRef {
         let mut h = FastHasher::default();
         op.hash_structure(&mut h);
         h.write_u8(shape.dtype as u8);
@@ -48,6 +71,10 @@ impl Node {
             inputs,
             location,
             hash: h.finish(),
+            trace_gen,
+            trace_seq,
+            trace_users: AtomicU32::new(0),
+            trace_leaf_at: AtomicU32::new(0),
             visit_epoch: AtomicU64::new(0),
             visit_index: AtomicU32::new(0),
         })
@@ -67,11 +94,17 @@ impl Node {
 impl Drop for Node {
     /// Drops long chains iteratively: a 100,000-op chain would overflow the stack recursively.
     fn drop(&mut self) {
-        let mut stack: Vec<NodeRef> = std::mem::take(&mut self.inputs);
-        while let Some(node) = stack.pop() {
+        let mut stack: Vec<NodeRef> = Vec::new();
+        let free = |node: NodeRef, stack: &mut Vec<NodeRef>| {
             if let Ok(mut inner) = Arc::try_unwrap(node) {
-                stack.append(&mut inner.inputs);
+                stack.extend(inner.inputs.drain(..));
             }
+        };
+        for input in self.inputs.drain(..) {
+            free(input, &mut stack);
+        }
+        while let Some(node) = stack.pop() {
+            free(node, &mut stack);
         }
     }
 }

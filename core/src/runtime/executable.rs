@@ -185,6 +185,17 @@ impl Executable {
     /// Runs the program and waits for it to finish. Inputs the program donates
     /// (`tf.aliasing_output`) are consumed: afterwards they read as [`Error::BufferDeleted`].
     pub fn execute(&self, inputs: &[&Buffer]) -> Result<Vec<Buffer>> {
+        self.execute_overlapped(inputs, || false)
+    }
+
+    /// Like [`Executable::execute`], calling `meanwhile` while the program runs, for as long as it
+    /// has work (returns true) and the program has not finished: host work that overlaps the
+    /// device's. Each call should be short, as the program's end is noticed between calls.
+    pub fn execute_overlapped(
+        &self,
+        inputs: &[&Buffer],
+        mut meanwhile: impl FnMut() -> bool,
+    ) -> Result<Vec<Buffer>> {
         self.check_inputs(inputs)?;
         let args: Vec<*mut ffi::PJRT_Buffer> = inputs.iter().map(|b| b.raw).collect();
         let arg_list: *const *mut ffi::PJRT_Buffer = args.as_ptr();
@@ -219,7 +230,12 @@ impl Executable {
                 .map(|&raw| Buffer::from_raw(self.client.clone(), raw))
                 .collect::<Result<_>>()?,
         };
-        launched?;
+        if let Err(e) = launched {
+            // A failed launch may still hand back an event; it is released all the same.
+            let _ = plugin.await_event(done);
+            return Err(e);
+        }
+        while !plugin.event_ready(done) && meanwhile() {}
         plugin.await_event(done)?;
         if outputs.len() != self.num_outputs {
             return Err(Error::Unsupported(format!(

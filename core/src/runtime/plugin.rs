@@ -115,6 +115,16 @@ impl Plugin {
         status.and(destroyed)
     }
 
+    /// Whether a PJRT event has happened (a null event has). An error asking counts as ready:
+    /// awaiting the event then reports it.
+    pub(crate) fn event_ready(&self, event: *mut ffi::PJRT_Event) -> bool {
+        if event.is_null() {
+            return true;
+        }
+        let mut a = args!(PJRT_Event_IsReady_Args { event: event });
+        call!(self, PJRT_Event_IsReady, &mut a).map_or(true, |()| a.is_ready)
+    }
+
     /// Copies a (pointer, length) string owned by the plugin.
     pub(crate) fn string(ptr: *const c_char, len: usize) -> String {
         if ptr.is_null() {

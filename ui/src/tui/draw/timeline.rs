@@ -80,7 +80,7 @@ fn paint_row(
             (((stop.min(end) - w.start_ns) as f64 / per_cell).ceil() as usize).clamp(x0 + 1, width);
         let d = stop - start;
         for cell in best.iter_mut().take(x1).skip(x0.min(width - 1)) {
-            if cell.map_or(true, |(_, bd)| d > bd) {
+            if cell.is_none_or(|(_, bd)| d > bd) {
                 *cell = Some((row.spans[k] as usize, d));
             }
         }
