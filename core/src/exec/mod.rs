@@ -125,7 +125,7 @@ fn sync_all(cause: SyncCause, location: SourceLocation) -> Result<()> {
     } else {
         run(engine, &tensors, Some(&mut trace), cause, location)
     };
-    // The synced graph is freed while the next step is recorded.
+    // The synced graph is freed while the next sync's program runs (see `trace`).
     trace::bury(trace);
     result
 }
