@@ -29,7 +29,7 @@ pub(crate) struct TensorInner {
 }
 
 impl TensorInner {
-    fn new(node: NodeRef, grad_fn: Option<Arc<GradFn>>) -> Arc<TensorInner> {
+    pub(crate) fn new(node: NodeRef, grad_fn: Option<Arc<GradFn>>) -> Arc<TensorInner> {
         bump(&counter::tensors_created, 1);
         Arc::new(TensorInner {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -55,16 +55,6 @@ impl Drop for TensorInner {
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Tensor {
-    /// Wraps a node in a new tensor.
-    pub(crate) fn from_node(node: NodeRef, grad_fn: Option<Arc<GradFn>>) -> Tensor {
-        let is_data = matches!(node.op, Op::Data(_));
-        let inner = TensorInner::new(node, grad_fn);
-        if !is_data {
-            pending_insert(inner.id, Arc::downgrade(&inner));
-        }
-        Tensor(inner)
-    }
-
     /// Records a new op node over `inputs` and returns its tensor.
     pub(crate) fn op(
         op: Op,
@@ -74,8 +64,7 @@ impl Tensor {
         grad_fn: Option<Arc<GradFn>>,
     ) -> Tensor {
         bump(&counter::ops_traced, 1);
-        let nodes = inputs.iter().map(|t| t.node()).collect();
-        trace::record(op, shape, nodes, location, |node| TensorInner::new(node, grad_fn))
+        trace::record(op, shape, inputs, location, |node| TensorInner::new(node, grad_fn))
     }
 
     /// Copies host data to the device: the tensor is device data from the start.
@@ -95,14 +84,12 @@ impl Tensor {
         let location = SourceLocation::caller();
         bump(&counter::ops_traced, 1);
         let shape = Shape::new(dtype, []);
-        trace::record(Op::Scalar(value), shape, Inputs::new(), location, |node| {
-            TensorInner::new(node, None)
-        })
+        trace::record(Op::Scalar(value), shape, &[], location, |node| TensorInner::new(node, None))
     }
 
     pub(crate) fn from_buffer(buffer: Arc<Buffer>, location: SourceLocation) -> Tensor {
         let shape = Shape::new(buffer.dtype(), buffer.dims().to_vec());
-        Tensor::from_node(Node::new(Op::Data(buffer), shape, Inputs::new(), location), None)
+        Tensor(TensorInner::new(Node::new(Op::Data(buffer), shape, Inputs::new(), location), None))
     }
 
     pub fn id(&self) -> u64 {
@@ -151,8 +138,15 @@ impl Tensor {
                 location: SourceLocation::caller(),
             });
         }
-        self.set_node(value.node());
+        trace::rebind(self, value);
         Ok(())
+    }
+
+    /// Swaps in a node of the same shape and returns the old one (see `trace::rebind`).
+    pub(crate) fn replace_node(&self, node: NodeRef) -> NodeRef {
+        debug_assert_eq!(node.shape, self.0.shape);
+        let mut slot = self.0.node.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::replace(&mut *slot, node)
     }
 
     /// Rebinds this tensor to a node of the same shape.

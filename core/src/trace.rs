@@ -76,6 +76,21 @@ fn registry() -> MutexGuard<'static, Registry> {
 }
 
 impl Registry {
+    /// Pending, but not recorded by the current trace (see `read_nodes`).
+    fn stale(&self, node: &Node) -> bool {
+        !matches!(node.op, Op::Data(_)) && node.trace_gen != self.trace.gen
+    }
+
+    fn remove_pending(&mut self, id: u64) {
+        self.pending.remove(&id);
+        // With nothing pending, whatever the trace recorded is unneeded: starting over keeps
+        // earlier work out of the next graph's positions, and so out of its key.
+        if self.pending.is_empty() && self.trace.recorded > 0 {
+            let old = self.restart();
+            self.bury(old);
+        }
+    }
+
     /// Starts a new trace and returns the old one.
     fn restart(&mut self) -> Trace {
         self.last_gen += 1;
@@ -105,15 +120,38 @@ impl Registry {
     }
 }
 
-/// Records an op node over `inputs`, and registers the tensor `make` wraps it in as pending.
+/// The nodes of `tensors`, read under the registry's lock for a new use. A node still pending
+/// from a trace that a sync has taken is being computed by that sync right now, and the sync may
+/// donate the inputs it reads: a new node built on it would need a deleted buffer later. So wait
+/// for the sync, and read the tensors again (they are device data by then).
+fn read_nodes(
+    reg: MutexGuard<'static, Registry>,
+    tensors: &[&Tensor],
+) -> (MutexGuard<'static, Registry>, Inputs) {
+    let nodes: Inputs = tensors.iter().map(|t| t.node()).collect();
+    if !nodes.iter().any(|n| reg.stale(n)) {
+        return (reg, nodes);
+    }
+    drop(reg);
+    drop(nodes);
+    crate::exec::wait_for_sync();
+    let reg = registry();
+    // Still stale after that (a sync failed, or the trace outgrew its cap): the next full sync
+    // then walks the graph.
+    let nodes = tensors.iter().map(|t| t.node()).collect();
+    (reg, nodes)
+}
+
+/// Records an op node over the values of `inputs`, and registers the tensor `make` wraps it in
+/// as pending.
 pub(crate) fn record(
     op: Op,
     shape: Shape,
-    inputs: Inputs,
+    inputs: &[&Tensor],
     location: SourceLocation,
     make: impl FnOnce(NodeRef) -> Arc<TensorInner>,
 ) -> Tensor {
-    let mut reg = registry();
+    let (mut reg, inputs) = read_nodes(registry(), inputs);
     if reg.trace.recorded >= MAX_NODES {
         let full = reg.restart();
         reg.trace.broken = true;
@@ -140,14 +178,36 @@ pub(crate) fn pending_insert(id: u64, t: Weak<TensorInner>) {
 }
 
 pub(crate) fn pending_remove(id: u64) {
-    let mut reg = registry();
-    reg.pending.remove(&id);
-    // With nothing pending, whatever the trace recorded is unneeded: starting over keeps earlier
-    // work out of the next graph's positions, and so out of its key.
-    if reg.pending.is_empty() && reg.trace.recorded > 0 {
-        let old = reg.restart();
-        reg.bury(old);
+    registry().remove_pending(id);
+}
+
+/// A new tensor (from `make`) holding the value of `t`, registered as pending if it is.
+pub(crate) fn alias(t: &Tensor, make: impl FnOnce(NodeRef) -> Arc<TensorInner>) -> Tensor {
+    let (mut reg, nodes) = read_nodes(registry(), &[t]);
+    let node = nodes.into_iter().next().expect("one tensor, one node");
+    let pending = !matches!(node.op, Op::Data(_));
+    let inner = make(node);
+    if pending {
+        reg.pending.insert(inner.id, Arc::downgrade(&inner));
     }
+    Tensor(inner)
+}
+
+/// Gives `target` the value of `value` (an in-place update).
+pub(crate) fn rebind(target: &Tensor, value: &Tensor) {
+    let (mut reg, nodes) = read_nodes(registry(), &[value]);
+    let node = nodes.into_iter().next().expect("one tensor, one node");
+    let pending = !matches!(node.op, Op::Data(_));
+    let old = target.replace_node(node);
+    match (matches!(old.op, Op::Data(_)), pending) {
+        (true, true) => {
+            reg.pending.insert(target.0.id, Arc::downgrade(&target.0));
+        }
+        (false, false) => reg.remove_pending(target.0.id),
+        _ => {}
+    }
+    drop(reg);
+    drop(old);
 }
 
 /// For a full sync: every live pending tensor (oldest first) and the trace that recorded them,

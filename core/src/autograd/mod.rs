@@ -80,7 +80,7 @@ impl Tensor {
 
     /// The same value, cut from the autograd graph.
     pub fn detach(&self) -> Tensor {
-        Tensor::from_node(self.node(), None)
+        crate::trace::alias(self, |node| crate::tensor::TensorInner::new(node, None))
     }
 
     /// Back-propagates from this scalar (one-element) tensor into every leaf that requires grad.

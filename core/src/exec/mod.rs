@@ -114,6 +114,13 @@ static STEPS: AtomicU64 = AtomicU64::new(0);
 
 static NEXT_SYNC: AtomicU64 = AtomicU64::new(1);
 
+/// Returns once no sync is running (at once when none is).
+pub(crate) fn wait_for_sync() {
+    if let Some(engine) = ENGINE.get() {
+        drop(engine.sync_lock.lock().unwrap_or_else(|p| p.into_inner()));
+    }
+}
+
 /// Computes every live pending tensor, from the trace that recorded them (see `trace`).
 fn sync_all(cause: SyncCause, location: SourceLocation) -> Result<()> {
     let engine = engine()?;
