@@ -12,7 +12,7 @@ use crate::ir::{Inputs, Node, NodeRef, Op};
 use crate::location::SourceLocation;
 use crate::runtime::Buffer;
 use crate::shape::Shape;
-use crate::trace::{self, pending_insert, pending_remove};
+use crate::trace::{self, pending_remove};
 
 #[derive(Clone)]
 pub struct Tensor(pub(crate) Arc<TensorInner>);
@@ -149,18 +149,12 @@ impl Tensor {
         std::mem::replace(&mut *slot, node)
     }
 
-    /// Rebinds this tensor to a node of the same shape.
-    pub(crate) fn set_node(&self, node: NodeRef) {
-        debug_assert_eq!(node.shape, self.0.shape);
-        let is_data = matches!(node.op, Op::Data(_));
-        let mut slot = self.0.node.lock().unwrap_or_else(|p| p.into_inner());
-        let was_data = matches!(slot.op, Op::Data(_));
-        *slot = node;
-        drop(slot);
-        match (was_data, is_data) {
-            (true, false) => pending_insert(self.0.id, Arc::downgrade(&self.0)),
-            (false, true) => pending_remove(self.0.id),
-            _ => {}
+    /// Makes this tensor the device data a sync computed for it.
+    pub(crate) fn set_data(&self, data: NodeRef) {
+        debug_assert!(matches!(data.op, Op::Data(_)));
+        let old = self.replace_node(data);
+        if !matches!(old.op, Op::Data(_)) {
+            pending_remove(self.0.id);
         }
     }
 

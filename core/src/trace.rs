@@ -23,7 +23,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::dtype::DType;
-use crate::exec::Graph;
+use crate::exec::{donations, Graph};
 use crate::ir::{FastHasher, Inputs, Node, NodeRef, Op};
 use crate::location::SourceLocation;
 use crate::shape::Shape;
@@ -173,10 +173,6 @@ pub(crate) fn reap_while_executing() -> bool {
     !reg.graveyard.is_empty()
 }
 
-pub(crate) fn pending_insert(id: u64, t: Weak<TensorInner>) {
-    registry().pending.insert(id, t);
-}
-
 pub(crate) fn pending_remove(id: u64) {
     registry().remove_pending(id);
 }
@@ -279,6 +275,8 @@ impl Trace {
     ) -> NodeRef {
         let node = Node::traced(op, shape, inputs, location, self.gen, self.recorded);
         self.recorded += 1;
+        // How the node refers to its inputs and scalar slot, worked out once here (see `share`).
+        let mut refs = References::new();
         for input in &node.inputs {
             if let Op::Data(_) = input.op {
                 let next = self.params.len() as u32;
@@ -288,40 +286,44 @@ impl Trace {
                     self.param_edges.push(0);
                 }
                 self.param_edges[p as usize] += 1;
-            } else if input.trace_gen == self.gen {
-                self.add_user(input);
+                refs.push(PARAMETER | p as u64);
             } else {
-                self.broken = true;
+                if input.trace_gen == self.gen {
+                    self.add_user(input);
+                } else {
+                    self.broken = true;
+                }
+                refs.push(input.trace_seq as u64);
             }
         }
         if let Op::Scalar(value) = node.op {
             let next = self.scalars.len() as u32;
-            if *self.scalar_of.entry(scalar_key(&node, value)).or_insert(next) == next {
+            let slot = *self.scalar_of.entry(scalar_key(&node, value)).or_insert(next);
+            if slot == next {
                 self.scalars.push(value);
             }
+            refs.push(SCALAR_SLOT | slot as u64);
         }
-        self.sum = self.sum.wrapping_add(self.share(&node));
+        self.sum = self.sum.wrapping_add(share(&node, &refs));
         node.trace_leaf_at.store(self.leaves.len() as u32, Relaxed);
         self.leaves.push(node.clone());
         node
     }
 
-    /// A node's share of the key: its structure, its position, and its inputs by position
-    /// (parameter number, scalar slot, or position in the trace).
-    fn share(&self, node: &Node) -> u64 {
-        let mut h = FastHasher::default();
-        h.write_u64(node.hash);
-        h.write_u64(node.trace_seq as u64);
-        for input in &node.inputs {
-            match input.op {
-                Op::Data(_) => h.write_u64(PARAMETER | self.param(input) as u64),
-                _ => h.write_u64(input.trace_seq as u64),
-            }
-        }
+    /// The references `record` worked out for a node, looked up again (for the few a sync drops).
+    fn references(&self, node: &Node) -> References {
+        let mut refs: References = node
+            .inputs
+            .iter()
+            .map(|input| match input.op {
+                Op::Data(_) => PARAMETER | self.param(input) as u64,
+                _ => input.trace_seq as u64,
+            })
+            .collect();
         if let Op::Scalar(value) = node.op {
-            h.write_u64(SCALAR_SLOT | self.scalar_slot(node, value) as u64);
+            refs.push(SCALAR_SLOT | self.scalar_slot(node, value) as u64);
         }
-        h.finish()
+        refs
     }
 
     fn param(&self, data: &NodeRef) -> u32 {
@@ -372,7 +374,7 @@ impl Trace {
             .collect();
         let mut sum = self.sum;
         while let Some(node) = unneeded.pop() {
-            sum = sum.wrapping_sub(self.share(node));
+            sum = sum.wrapping_sub(share(node, &self.references(node)));
             for input in &node.inputs {
                 if matches!(input.op, Op::Data(_)) {
                     continue;
@@ -433,26 +435,16 @@ impl Trace {
     }
 
     /// Donates every parameter that nothing but this trace's edges refers to (the parameter list
-    /// holds one more reference, the graph's `data` one more to the buffer): see `Graph::donate`.
+    /// holds one more reference): see `graph::donations`.
     fn donate(&self, g: &mut Graph, roots: &[NodeRef]) {
-        let mut output_shapes: Vec<&Shape> = vec![&roots[0].shape; g.outputs.len()];
+        let mut outputs: Vec<&Shape> = vec![&roots[0].shape; g.outputs.len()];
         for (root, &o) in roots.iter().zip(&g.root_outputs) {
-            output_shapes[o] = &root.shape;
+            outputs[o] = &root.shape;
         }
-        let mut taken = vec![false; g.outputs.len()];
-        for (p, node) in self.params.iter().enumerate() {
-            let Op::Data(buffer) = &node.op else { continue };
-            let edges = self.param_edges[p] as usize;
-            if Arc::strong_count(node) != edges + 1 || Arc::strong_count(buffer) != 2 {
-                continue;
-            }
-            let same_type =
-                (0..output_shapes.len()).find(|&i| !taken[i] && *output_shapes[i] == node.shape);
-            if let Some(i) = same_type {
-                taken[i] = true;
-                g.donated.push((p, i));
-            }
-        }
+        let candidates = self.params.iter().enumerate().map(|(p, node)| {
+            (p, &**node, Arc::strong_count(node) == self.param_edges[p] as usize + 1)
+        });
+        g.donated = donations(candidates, &outputs);
     }
 
     /// Lays the graph out for lowering and its summary: the parameters, then every node the roots
@@ -505,6 +497,21 @@ impl Trace {
         self.params.clear();
         self.param_of.clear();
     }
+}
+
+/// How a node refers to its inputs (parameter number or position in the trace) and, for a
+/// scalar, to its slot.
+type References = smallvec::SmallVec<[u64; 3]>;
+
+/// A node's share of the key: its structure, its position, and its references.
+fn share(node: &Node, refs: &[u64]) -> u64 {
+    let mut h = FastHasher::default();
+    h.write_u64(node.hash);
+    h.write_u64(node.trace_seq as u64);
+    for &r in refs {
+        h.write_u64(r);
+    }
+    h.finish()
 }
 
 fn scalar_key(node: &Node, value: f64) -> (u64, DType, u64) {

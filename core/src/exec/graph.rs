@@ -134,27 +134,15 @@ impl<'a> Graph<'a> {
     /// holds it and no other graph uses it, so after this sync nobody can read it. Its memory
     /// then becomes that of an output of the same type (parameters updated in place).
     fn donate(&mut self, uses: &[(usize, usize)]) {
-        let mut taken = vec![false; self.outputs.len()];
+        let outputs: Vec<&Shape> =
+            self.outputs.iter().map(|&o| &self.order[o as usize].shape).collect();
         let params = self.order.iter().zip(&self.slot).filter(|(n, _)| matches!(n.op, Op::Data(_)));
-        for (node, &slot) in params {
-            let slot = slot as usize;
-            let Op::Data(buffer) = &node.op else { continue };
-            // The node is held by this graph's edges only, the buffer by the node and `self.data`.
-            let (edges, refs) = uses[slot];
-            let only_this_graph = edges == refs && Arc::strong_count(buffer) == 2;
-            if !only_this_graph {
-                continue;
-            }
-            let same_type = self
-                .outputs
-                .iter()
-                .enumerate()
-                .find(|(i, &o)| !taken[*i] && self.order[o as usize].shape == node.shape);
-            if let Some((i, _)) = same_type {
-                taken[i] = true;
-                self.donated.push((slot, i));
-            }
-        }
+        // The node is held by this graph's edges only.
+        let candidates = params.map(|(node, &slot)| {
+            let (edges, refs) = uses[slot as usize];
+            (slot as usize, *node, edges == refs)
+        });
+        self.donated = donations(candidates, &outputs);
     }
 
     /// The graph described for the profiler (built on a cache miss, or when someone listens).
@@ -208,4 +196,26 @@ impl<'a> Graph<'a> {
             node_locations,
         }
     }
+}
+
+/// Pairs each input that may be donated with an unclaimed output of its type, in input order.
+/// `inputs`: (parameter, its device-data node, whether nothing but this graph refers to the
+/// node). The buffer itself must be held by the node and the graph's `data` alone.
+pub(crate) fn donations<'n>(
+    inputs: impl Iterator<Item = (usize, &'n Node, bool)>,
+    outputs: &[&Shape],
+) -> Vec<(usize, usize)> {
+    let mut taken = vec![false; outputs.len()];
+    let mut donated = Vec::new();
+    for (param, node, only_this_graph) in inputs {
+        let Op::Data(buffer) = &node.op else { continue };
+        if !only_this_graph || Arc::strong_count(buffer) != 2 {
+            continue;
+        }
+        if let Some(i) = (0..outputs.len()).find(|&i| !taken[i] && *outputs[i] == node.shape) {
+            taken[i] = true;
+            donated.push((param, i));
+        }
+    }
+    donated
 }

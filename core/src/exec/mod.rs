@@ -5,7 +5,7 @@
 mod cache;
 mod disk_cache;
 mod graph;
-pub(crate) use graph::Graph;
+pub(crate) use graph::{donations, Graph};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -268,7 +268,7 @@ fn run(
             Inputs::new(),
             root.location.clone(),
         );
-        tensor.set_node(data);
+        tensor.set_data(data);
     }
     drop(graph);
     drop(roots);

@@ -5,6 +5,7 @@
 use crate::autograd::no_grad;
 use crate::error::Result;
 use crate::tensor::Tensor;
+use crate::trace::rebind;
 
 use super::data_zeros_like;
 
@@ -13,10 +14,6 @@ pub trait Optimizer {
     fn step(&mut self) -> Result<()>;
     /// Drops the accumulated gradients.
     fn zero_grad(&self);
-}
-
-fn rebind(target: &Tensor, value: &Tensor) {
-    target.set_node(value.node());
 }
 
 /// Stochastic gradient descent with optional momentum and weight decay (PyTorch's semantics).
