@@ -9,12 +9,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 plugin_wheel="xla-cpu-pjrt==0.0.1"
 
-say() { printf '[setup] %s\n' "$*" >&2; }
-
-as_root() {
-  if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
-    say "need root to run: $*"; return 1; fi
-}
+. "$root/scripts/lib.sh"
 
 # --- Rust -----------------------------------------------------------------------------------
 if ! command -v cargo >/dev/null; then
@@ -27,7 +22,7 @@ venv="$root/.venv"
 if ! ls "$venv"/lib/python3*/site-packages/xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so >/dev/null 2>&1; then
   if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
     say "installing python3-venv"
-    as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv
+    apt_install python3-venv
   fi
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
   say "installing the XLA CPU plugin ($plugin_wheel) into .venv"
@@ -48,16 +43,16 @@ have_libclang() {
   done
   [ -n "$lib" ] && [ -n "$hdr" ]
 }
+missing=()
 if ! have_libclang; then
   say "installing libclang-dev (bindgen reads pjrt_c_api.h with it)"
-  as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libclang-dev >/dev/null
+  missing+=(libclang-dev)
 fi
 # --- tmux, the real terminal the terminal UI's end-to-end test runs in -------------------------
 if ! command -v tmux >/dev/null; then
   say "installing tmux (the terminal UI's end-to-end test)"
-  as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
+  missing+=(tmux)
 fi
+[ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
 bash "$root/scripts/setup_gui.sh"
 say "ready: plugin in .venv, libclang, tmux and the GUI's X11 pieces present"

@@ -4,11 +4,7 @@
 # X11 client libraries winit loads at run time.
 set -euo pipefail
 
-say() { printf '[setup] %s\n' "$*" >&2; }
-as_root() {
-  if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
-    say "need root to run: $*"; return 1; fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 have_lib() { ldconfig -p 2>/dev/null | grep -q "$1"; }
 
@@ -25,6 +21,5 @@ have_lib 'libXi.so.6' || missing+=(libxi6)
 
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing for the GUI: ${missing[*]}"
-  as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  apt_install "${missing[@]}"
 fi

@@ -9,11 +9,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-say() { printf '[setup-python] %s\n' "$*" >&2; }
-as_root() {
-  if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
-    say "need root to run: $*"; return 1; fi
-}
+say_as=setup-python
+. "$root/scripts/lib.sh"
 
 bash scripts/setup.sh
 py="$root/.venv/bin/python"
@@ -29,8 +26,7 @@ fi
 # --- Chromium -------------------------------------------------------------------------------
 if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
   say "installing chromium (the notebook test renders the exported HTML with it)"
-  as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  apt_install chromium
 fi
 
 # --- the xlaprof package --------------------------------------------------------------------
