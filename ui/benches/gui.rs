@@ -9,11 +9,15 @@
 //! OpenGL), measured on the panels as a user would see them; uploading and drawing the triangles
 //! on the GPU is not included. Launch to first frame runs `xlaprof gui` under Xvfb when present.
 
+#[path = "../tests/support/process.rs"]
+mod process;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use eframe::egui;
+use process::{which, Running};
 use xlaprof::gui;
 use xlaprof_profiler::Recording;
 
@@ -76,27 +80,22 @@ fn frame_times(app: &mut gui::GuiApp, frames: usize, zoom: bool) -> (f64, f64) {
     (percentile(&steady, 0.5), percentile(&steady, 0.95))
 }
 
-fn which(program: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|dir| Path::new(dir).join(program))
-        .find(|p| p.is_file())
-}
-
 /// Launch to first frame of `xlaprof gui FILE` under a fresh Xvfb: (wall ms, in-process ms).
 fn launch_to_first_frame(file: &Path) -> Result<Vec<(f64, f64)>> {
     let Some(xvfb) = which("Xvfb") else {
         return Err("Xvfb not found (bash scripts/setup.sh installs it)".into());
     };
-    let mut server = Command::new(xvfb)
-        .args(["-displayfd", "1", "-screen", "0", "1280x800x24", "-nolisten", "tcp"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()?;
+    // Killed when dropped: a failed run below returns early.
+    let mut server = Running(
+        Command::new(xvfb)
+            .args(["-displayfd", "1", "-screen", "0", "1280x800x24", "-nolisten", "tcp"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?,
+    );
     let mut line = String::new();
     std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(server.stdout.take().ok_or("no Xvfb stdout")?),
+        &mut std::io::BufReader::new(server.0.stdout.take().ok_or("no Xvfb stdout")?),
         &mut line,
     )?;
     let display = format!(":{}", line.trim());
@@ -123,8 +122,7 @@ fn launch_to_first_frame(file: &Path) -> Result<Vec<(f64, f64)>> {
             .ok_or_else(|| format!("no first frame: {}", String::from_utf8_lossy(&out.stderr)))?;
         runs.push((wall, inside));
     }
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     let _ = std::fs::remove_dir_all(&home);
     Ok(runs)
 }
@@ -156,7 +154,13 @@ fn main() -> Result<()> {
     let mut app = gui::GuiApp::new(gui::Settings::default());
     app.open(file.clone(), false);
     let open_s = t.elapsed().as_secs_f64();
-    let model = app.model.as_ref().ok_or("the profile did not open")?;
+    let model = app.model.as_ref().ok_or_else(|| {
+        let reason = match &app.notice {
+            Some(gui::Notice::Info(text) | gui::Notice::Error(text)) => text.as_str(),
+            None => "no reason given",
+        };
+        format!("the profile did not open: {reason}")
+    })?;
     let (rss_after, peak) = memory_mib();
     println!(
         "opened {} records, {} spans, {} steps in {open_s:.2} s (read, analyse, index)",

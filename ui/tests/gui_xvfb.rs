@@ -5,31 +5,18 @@
 //! `XLAPROF_SCREENSHOT_OUT=docs/gui.png` keeps the screenshot (as PNG), and
 //! `XLAPROF_SCREENSHOT_PROFILE=FILE` shows another profile (how docs/gui.png is made).
 
+#[path = "support/process.rs"]
+mod process;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use process::{which, Running};
 
 const WIDTH: u32 = 1280;
 const HEIGHT: u32 = 800;
-
-/// Kills a child process when dropped, so a failing assertion leaves nothing running.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn which(program: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|dir| Path::new(dir).join(program))
-        .find(|p| p.is_file())
-}
 
 /// Starts Xvfb on a free display (it picks one and tells us through `-displayfd`).
 fn start_xvfb() -> (Running, String) {

@@ -8,6 +8,12 @@ use std::time::{Duration, Instant};
 fn tmux(args: &[&str]) -> String {
     let out =
         Command::new("tmux").args(args).output().expect("tmux runs (scripts/setup.sh installs it)");
+    assert!(
+        out.status.success(),
+        "tmux {args:?}: {}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -22,6 +28,7 @@ fn sample(name: &str) -> PathBuf {
             .unwrap();
         assert!(status.success(), "building {name}");
     }
+    assert!(path.exists(), "the sample {name} is not at {}", path.display());
     path
 }
 
@@ -40,26 +47,25 @@ impl Session {
 
     /// Waits until the screen shows `text`, and returns it.
     fn wait_for(&self, text: &str, within: Duration) -> String {
+        self.wait(within, |screen| screen.contains(text), &format!("{text:?} to show"))
+    }
+
+    fn wait_until_gone(&self, text: &str, within: Duration) {
+        self.wait(within, |screen| !screen.contains(text), &format!("{text:?} to go"));
+    }
+
+    /// Polls the screen until `done` holds for it, and returns that screen.
+    fn wait(&self, within: Duration, done: impl Fn(&str) -> bool, what: &str) -> String {
         let start = Instant::now();
         loop {
             let screen = self.screen();
-            if screen.contains(text) {
+            if done(&screen) {
                 return screen;
             }
             assert!(
                 start.elapsed() < within,
-                "waited {within:?} for {text:?}; the screen:\n{screen}"
+                "waited {within:?} for {what}; the screen:\n{screen}"
             );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Session {
-    fn wait_until_gone(&self, text: &str, within: Duration) {
-        let start = Instant::now();
-        while self.screen().contains(text) {
-            assert!(start.elapsed() < within, "{text:?} still on the screen after {within:?}");
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -67,7 +73,9 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        tmux(&["kill-session", "-t", &self.0]);
+        // Unchecked: the session may be gone already, and a panic while a failed test unwinds
+        // would abort the run.
+        let _ = Command::new("tmux").args(["kill-session", "-t", &self.0]).output();
     }
 }
 

@@ -7,10 +7,15 @@ use xlaprof_profiler::diagnostics::Diagnostic;
 use xlaprof_profiler::metrics::format_ns;
 
 use super::model::Model;
-use super::{Selection, Tab};
+use super::Selection;
 
-/// Where another panel should go: a time range to show, and the panel.
-pub type Jump = (u64, u64, Tab);
+/// Where another panel should go.
+pub enum Jump {
+    /// The timeline, showing this time range (ns).
+    Timeline(u64, u64),
+    /// The graphs panel (the finding's graphs are selected).
+    Graphs,
+}
 
 /// Selects `d` (index `i`): its syncs and its graphs.
 pub fn select(model: &Model, selection: &mut Selection, i: usize, d: &Diagnostic) {
@@ -33,7 +38,7 @@ fn range_of(model: &Model, d: &Diagnostic) -> Option<(u64, u64)> {
     if let Some(sync) = first.sync.and_then(|id| model.profile.sync(id)) {
         return Some((sync.start_ns, sync.end_ns));
     }
-    let step = model.steps.iter().find(|s| Some(s.index) == first.step)?;
+    let step = model.step(first.step?)?;
     Some((step.start_ns, step.start_ns + step.duration_ns))
 }
 
@@ -82,11 +87,11 @@ pub fn show(ui: &mut egui::Ui, model: &Model, selection: &mut Selection) -> Opti
                     ui.horizontal(|ui| {
                         if let Some((start, end)) = range_of(model, d) {
                             if ui.button("Show in timeline").clicked() {
-                                jump = Some((start, end, Tab::Timeline));
+                                jump = Some(Jump::Timeline(start, end));
                             }
                         }
                         if !d.graphs.is_empty() && ui.button("Show graphs").clicked() {
-                            jump = Some((0, 0, Tab::Graphs));
+                            jump = Some(Jump::Graphs);
                         }
                     });
                 }
@@ -97,8 +102,5 @@ pub fn show(ui: &mut egui::Ui, model: &Model, selection: &mut Selection) -> Opti
             ui.add_space(4.0);
         }
     });
-    if let Some((0, 0, Tab::Graphs)) = jump {
-        return Some((0, model.end_ns, Tab::Graphs));
-    }
     jump
 }

@@ -45,7 +45,7 @@ fn default_path(profile_path: Option<&Path>, suffix: &str) -> String {
 }
 
 impl ExportDialog {
-    pub fn menu_ui(&mut self, ui: &mut egui::Ui, _model: &Model, profile_path: Option<&Path>) {
+    pub fn menu_ui(&mut self, ui: &mut egui::Ui, profile_path: Option<&Path>) {
         for (format, title, suffix) in FORMATS {
             if ui.button(title).clicked() {
                 self.pending = Some(Pending {
@@ -104,16 +104,9 @@ impl ExportDialog {
         });
     }
 
-    /// Reports a screenshot written since the last frame.
-    pub fn poll_screenshot(&mut self, notice: &mut Option<Notice>) {
-        let Ok(mut slot) = self.screenshot_result.lock() else { return };
-        match slot.take() {
-            Some(Ok(path)) => {
-                *notice = Some(Notice::Info(format!("screenshot written to {}", path.display())))
-            }
-            Some(Err(e)) => *notice = Some(Notice::Error(format!("screenshot failed: {e}"))),
-            None => {}
-        }
+    /// A screenshot written since the last frame (its path), or why it failed.
+    pub fn poll_screenshot(&mut self) -> Option<Result<PathBuf, String>> {
+        self.screenshot_result.lock().ok()?.take()
     }
 }
 
@@ -126,13 +119,14 @@ pub fn write_export(model: &Model, format: Format, path: &Path) -> Notice {
 
 /// Writes an RGBA image as PNG.
 pub fn write_png(path: &Path, image: &egui::ColorImage) -> Result<(), String> {
-    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let named = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let file = std::fs::File::create(path).map_err(|e| named(&e))?;
     let [width, height] = image.size;
     let mut encoder = png::Encoder::new(std::io::BufWriter::new(file), width as u32, height as u32);
     encoder.set_color(png::ColorType::Rgba);
     encoder.set_depth(png::BitDepth::Eight);
-    let mut writer = encoder.write_header().map_err(|e| e.to_string())?;
+    let mut writer = encoder.write_header().map_err(|e| named(&e))?;
     let bytes: Vec<u8> = image.pixels.iter().flat_map(|p| p.to_array()).collect();
-    writer.write_image_data(&bytes).map_err(|e| e.to_string())?;
-    writer.finish().map_err(|e| e.to_string())
+    writer.write_image_data(&bytes).map_err(|e| named(&e))?;
+    writer.finish().map_err(|e| named(&e))
 }

@@ -17,6 +17,37 @@ pub struct GraphsView {
     pub diagram: bool,
     /// Scroll the node lists to the first difference on the next frame.
     scroll_to_difference: bool,
+    /// What changed between the last two graphs compared (older, newer) that are not a graph
+    /// and the version it replaced (whose changes its row holds): diffing every frame is costly.
+    diff: Option<((u64, u64), Vec<GraphChange>)>,
+}
+
+impl GraphsView {
+    /// Forgets what was computed from the previous model (a location's text may have arrived).
+    pub fn model_changed(&mut self) {
+        self.diff = None;
+    }
+}
+
+/// What changed from `a` to `b` (the graph of row `row`), diffed once per pair.
+fn changes<'a>(
+    model: &Model,
+    cache: &'a mut Option<((u64, u64), Vec<GraphChange>)>,
+    a: &Graph,
+    b: &Graph,
+    row: &'a GraphRow,
+) -> &'a [GraphChange] {
+    if a.def.hash == b.def.hash {
+        return &[];
+    }
+    if row.previous == Some(a.def.hash) {
+        return &row.changes;
+    }
+    let key = (a.def.hash, b.def.hash);
+    if cache.as_ref().is_none_or(|(k, _)| *k != key) {
+        *cache = Some((key, diff_graphs(&model.profile, a, b)));
+    }
+    cache.as_ref().map_or(&[], |(_, c)| c)
 }
 
 fn version_label(g: &GraphRow) -> String {
@@ -55,15 +86,15 @@ pub fn show(ui: &mut egui::Ui, model: &Model, view: &mut GraphsView, selection: 
         return;
     }
     let changes = match (graph_a, graph_b) {
-        (Some(ga), Some(gb)) if ga.def.hash != gb.def.hash => diff_graphs(&model.profile, ga, gb),
-        _ => Vec::new(),
+        (Some(ga), Some(gb)) => changes(model, &mut view.diff, ga, gb, b),
+        _ => &[],
     };
     if graph_a.is_some() {
         ui.label(RichText::new("What changed").strong());
         if changes.is_empty() {
             ui.label("nothing: the same graph");
         }
-        for c in &changes {
+        for c in changes {
             ui.label(format!("- {}", c.sentence()));
         }
         if changes.iter().any(|c| matches!(c, GraphChange::Structure { .. }))
@@ -73,7 +104,7 @@ pub fn show(ui: &mut egui::Ui, model: &Model, view: &mut GraphsView, selection: 
         }
         ui.separator();
     }
-    side_by_side_ui(ui, model, graph_a, graph_b, &changes, view);
+    side_by_side_ui(ui, model, graph_a, graph_b, changes, &mut view.scroll_to_difference);
 }
 
 fn list_ui(ui: &mut egui::Ui, model: &Model, selection: &mut Selection) {
@@ -95,8 +126,7 @@ fn list_ui(ui: &mut egui::Ui, model: &Model, selection: &mut Selection) {
             for g in &model.graphs {
                 let selected = selection.graph == Some(g.hash);
                 if ui.selectable_label(selected, format!("{:016x}", g.hash)).clicked() {
-                    selection.graph = Some(g.hash);
-                    selection.compare = g.previous;
+                    selection.show_graph(model, g.hash);
                 }
                 ui.label(format!("v{} at {}", g.version, g.site));
                 ui.label(g.nodes.to_string());
@@ -141,7 +171,7 @@ fn side_by_side_ui(
     a: Option<&Graph>,
     b: Option<&Graph>,
     changes: &[GraphChange],
-    view: &mut GraphsView,
+    scroll_to_difference: &mut bool,
 ) {
     let changed_inputs: Vec<usize> = changes
         .iter()
@@ -216,8 +246,8 @@ fn side_by_side_ui(
     let rows = a.map_or(0, |g| g.def.nodes_text.len()).max(b.map_or(0, |g| g.def.nodes_text.len()));
     let row_height = 18.0;
     let mut area = egui::ScrollArea::vertical().id_salt("nodes").auto_shrink([false, false]);
-    if view.scroll_to_difference {
-        view.scroll_to_difference = false;
+    if *scroll_to_difference {
+        *scroll_to_difference = false;
         if let Some(node) = diverging {
             area = area.vertical_scroll_offset(
                 (node as f32 - 3.0).max(0.0) * (row_height + ui.spacing().item_spacing.y),

@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use xlaprof_profiler::metrics::format_ns;
 use xlaprof_profiler::{Profile, Thresholds};
 
+use diagnostics_ui::Jump;
 use model::Model;
 
 use crate::viewer::Source;
@@ -138,6 +139,14 @@ pub struct Selection {
     pub syncs: Vec<u64>,
 }
 
+impl Selection {
+    /// Shows graph `hash` in the graphs panel, compared with the version it replaced.
+    pub fn show_graph(&mut self, model: &crate::viewer::Model, hash: u64) {
+        self.graph = Some(hash);
+        self.compare = model.graph(hash).and_then(|g| g.previous);
+    }
+}
+
 /// A message to the user in the status area.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Notice {
@@ -217,11 +226,6 @@ impl GuiApp {
         }
     }
 
-    /// Shows a profile already in memory (tests and benchmarks).
-    pub fn set_profile(&mut self, profile: Profile) {
-        self.show_profile(Arc::new(profile));
-    }
-
     fn show_profile(&mut self, profile: Arc<Profile>) {
         let model = Model::new(profile, &self.thresholds);
         let keep_view = self.model.is_some() && self.source.as_ref().is_some_and(|s| s.following());
@@ -236,6 +240,7 @@ impl GuiApp {
             };
             self.timeline = timeline_ui::TimelineView::default();
         }
+        self.graphs_view.model_changed();
         self.model = Some(model);
     }
 
@@ -269,7 +274,9 @@ impl GuiApp {
         self.apply_theme(&ctx);
         self.poll_live(&ctx);
         self.take_dropped_files(&ctx);
-        self.export.poll_screenshot(&mut self.notice);
+        if let Some(result) = self.export.poll_screenshot() {
+            self.screenshot_taken(&ctx, result);
+        }
 
         egui::Panel::top("menu").show(ui, |ui| self.menu_ui(ui));
         egui::Panel::bottom("status").show(ui, |ui| self.status_ui(ui));
@@ -313,9 +320,10 @@ impl GuiApp {
                     }
                 }
             });
-            if let Some(model) = &self.model {
+            // Nothing to export before a profile is open.
+            if self.model.is_some() {
                 let path = self.source.as_ref().map(|s| s.path.clone());
-                ui.menu_button("Export", |ui| self.export.menu_ui(ui, model, path.as_deref()));
+                ui.menu_button("Export", |ui| self.export.menu_ui(ui, path.as_deref()));
             }
             ui.menu_button("View", |ui| {
                 ui.checkbox(&mut self.settings.dark, "Dark theme");
@@ -374,20 +382,22 @@ impl GuiApp {
             warnings_ui(ui, &model.profile.warnings);
         }
         match self.settings.tab {
-            Tab::Timeline => timeline_ui::show(
-                ui,
-                model,
-                &mut self.timeline,
-                &mut self.selection,
-                &mut self.settings,
-            ),
+            Tab::Timeline => timeline_ui::show(ui, model, &mut self.timeline, &mut self.selection),
             Tab::Flamegraph => flame_ui::show(ui, model, &mut self.flame, &mut self.settings),
             Tab::Plots => plots_ui::show(ui, model),
             Tab::Graphs => graphs_ui::show(ui, model, &mut self.graphs_view, &mut self.selection),
             Tab::Diagnostics => {
-                if let Some(jump) = diagnostics_ui::show(ui, model, &mut self.selection) {
-                    self.timeline.focus(jump.0, jump.1);
-                    self.settings.tab = jump.2;
+                match diagnostics_ui::show(ui, model, &mut self.selection) {
+                    Some(Jump::Timeline(start_ns, end_ns)) => {
+                        self.timeline.focus(start_ns, end_ns);
+                        self.settings.tab = Tab::Timeline;
+                    }
+                    // The whole profile, for when the timeline is opened next.
+                    Some(Jump::Graphs) => {
+                        self.timeline.focus(0, model.end_ns);
+                        self.settings.tab = Tab::Graphs;
+                    }
+                    None => {}
                 }
             }
         }
@@ -431,8 +441,7 @@ impl GuiApp {
             timeline_ui::span_details_ui(ui, model, span);
             if let Some(hash) = span.hash {
                 if ui.button("Show this graph").clicked() {
-                    self.selection.graph = Some(hash);
-                    self.selection.compare = model.graph(hash).and_then(|g| g.previous);
+                    self.selection.show_graph(model, hash);
                     self.settings.tab = Tab::Graphs;
                 }
             }
@@ -448,8 +457,8 @@ impl GuiApp {
 }
 
 impl GuiApp {
-    /// `--screenshot`: asks for a screenshot once a few frames have settled the layout, and
-    /// closes the window when it is written (or failed, said on stderr).
+    /// `--screenshot`: asks for a screenshot once a few frames have settled the layout (the
+    /// window closes when it is written, see [`GuiApp::screenshot_taken`]).
     fn screenshot_then_quit(&mut self, ctx: &egui::Context) {
         let Some((path, frames)) = &mut self.screenshot_and_quit else { return };
         *frames += 1;
@@ -457,15 +466,24 @@ impl GuiApp {
         if *frames == 5 {
             self.export.request_screenshot(ctx, path.clone());
         }
-        match &self.notice {
-            Some(Notice::Info(m)) if m.starts_with("screenshot written") => {
-                ctx.send_viewport_cmd(egui::ViewportCommand::Close)
+    }
+
+    /// Says where a screenshot was written, or why not; under `--screenshot` the window then
+    /// closes (a failure said on stderr too).
+    fn screenshot_taken(&mut self, ctx: &egui::Context, result: Result<PathBuf, String>) {
+        let quit = self.screenshot_and_quit.is_some();
+        self.notice = Some(match result {
+            Ok(path) => Notice::Info(format!("screenshot written to {}", path.display())),
+            Err(e) => {
+                let message = format!("screenshot failed: {e}");
+                if quit {
+                    eprintln!("error: {message}");
+                }
+                Notice::Error(message)
             }
-            Some(Notice::Error(m)) if m.starts_with("screenshot failed") => {
-                eprintln!("error: {m}");
-                ctx.send_viewport_cmd(egui::ViewportCommand::Close)
-            }
-            _ => {}
+        });
+        if quit {
+            ctx.send_viewport_cmd(egui::ViewportCommand::Close);
         }
     }
 }

@@ -11,7 +11,7 @@ use xlaprof_profiler::metrics::{format_bytes, format_ns};
 use xlaprof_profiler::timeline::{Span, SpanKind};
 
 use super::model::Model;
-use super::{Selection, Settings};
+use super::Selection;
 use crate::viewer::{lane_name, TimelineRow};
 
 const ROW_HEIGHT: f32 = 20.0;
@@ -50,13 +50,7 @@ pub fn kind_color(kind: SpanKind) -> Color32 {
     }
 }
 
-pub fn show(
-    ui: &mut egui::Ui,
-    model: &Model,
-    view: &mut TimelineView,
-    selection: &mut Selection,
-    _settings: &mut Settings,
-) {
+pub fn show(ui: &mut egui::Ui, model: &Model, view: &mut TimelineView, selection: &mut Selection) {
     let end_ns = model.end_ns.max(1) as f64;
     if let Some(focus) = view.pending_focus.take() {
         view.range = Some(focus);
@@ -240,9 +234,8 @@ pub fn show(
         if response.clicked() {
             selection.span = Some(i);
             selection.syncs = span.sync.into_iter().collect();
-            if span.hash.is_some() {
-                selection.graph = span.hash;
-                selection.compare = span.hash.and_then(|h| model.graph(h)).and_then(|g| g.previous);
+            if let Some(hash) = span.hash {
+                selection.show_graph(model, hash);
             }
         }
     } else if response.clicked() {
@@ -366,7 +359,9 @@ fn step_strip_ui(
     if model.steps.is_empty() {
         return;
     }
-    let max_ns = model.steps.iter().map(|s| s.duration_ns).max().unwrap_or(1).max(1);
+    // The slowest step comes first.
+    let slowest = model.slowest_steps.first().and_then(|&n| model.step(n));
+    let max_ns = slowest.map_or(1, |s| s.duration_ns).max(1);
     let mut step_button = |ui: &mut egui::Ui, index: u64| {
         let Some(step) = model.step(index) else { return };
         let fraction = step.duration_ns as f32 / max_ns as f32;

@@ -35,7 +35,7 @@ impl Tab {
         }
     }
 
-    fn index(self) -> usize {
+    pub(super) fn index(self) -> usize {
         Tab::ALL.iter().position(|t| *t == self).unwrap_or(0)
     }
 }
@@ -62,6 +62,20 @@ impl TableState {
             Some((c, descending)) if c == self.cursor => Some((c, !descending)),
             _ => Some((self.cursor, true)),
         };
+    }
+}
+
+/// The table of the current view: its state, how many of its rows show, and its columns.
+struct Table<'a> {
+    state: &'a mut TableState,
+    shown: usize,
+    columns: usize,
+}
+
+impl<'a> Table<'a> {
+    fn new<T>(state: &'a mut TableState, rows: &[T], columns: &[Column<T>]) -> Table<'a> {
+        let shown = state.visible(rows, columns).len();
+        Table { state, shown, columns: columns.len() }
     }
 }
 
@@ -161,8 +175,10 @@ impl App {
         if self.stale && self.building.is_none() && (exited || self.built_at.elapsed() >= spacing) {
             self.start_build();
         }
-        // A running program's output pane changes without new records.
-        redraw || exited || self.source.program.as_ref().is_some_and(|p| p.status.is_none())
+        // A running program's output pane changes without new records (when it is shown).
+        let output_changes =
+            self.show_output && self.source.program.as_ref().is_some_and(|p| p.status.is_none());
+        redraw || exited || output_changes
     }
 
     fn start_build(&mut self) {
@@ -231,8 +247,8 @@ impl App {
             }
             KeyCode::Char('s') => {
                 if let Some(t) = self.table() {
-                    t.sort_key();
-                    t.selected = 0;
+                    t.state.sort_key();
+                    t.state.selected = 0;
                 }
             }
             KeyCode::Down | KeyCode::Char('j') => self.move_by(1),
@@ -257,7 +273,7 @@ impl App {
     }
 
     fn edit_filter(&mut self, code: KeyCode) {
-        let Some(t) = self.table() else {
+        let Some(Table { state: t, .. }) = self.table() else {
             self.editing_filter = false;
             return;
         };
@@ -281,11 +297,22 @@ impl App {
     }
 
     /// The table of the current view, when it has one.
-    fn table(&mut self) -> Option<&mut TableState> {
+    fn table(&mut self) -> Option<Table<'_>> {
+        let model = &self.model;
         match self.tab {
-            Tab::Graphs if self.graph_detail.is_none() => Some(&mut self.graphs),
-            Tab::Metrics => Some(&mut self.metrics),
-            Tab::Diagnostics if !self.diagnostic_detail => Some(&mut self.diagnostics),
+            Tab::Graphs if self.graph_detail.is_none() => {
+                Some(Table::new(&mut self.graphs, &model.graphs, &GRAPH_COLUMNS))
+            }
+            Tab::Metrics => Some(Table::new(
+                &mut self.metrics,
+                &model.analysis.metrics.metrics,
+                &METRIC_COLUMNS,
+            )),
+            Tab::Diagnostics if !self.diagnostic_detail => Some(Table::new(
+                &mut self.diagnostics,
+                &model.analysis.diagnostics,
+                &DIAGNOSTIC_COLUMNS,
+            )),
             _ => None,
         }
     }
@@ -315,25 +342,21 @@ impl App {
                 self.overview_selected = step(self.overview_selected, n);
             }
             Tab::Graphs if self.graph_detail.is_some() => self.scroll(delta),
-            Tab::Graphs => {
-                let n = self.visible_graphs().len();
-                self.graphs.selected = step(self.graphs.selected, n);
-            }
-            Tab::Metrics => {
-                let n = self.visible_metrics().len();
-                self.metrics.selected = step(self.metrics.selected, n);
-            }
             Tab::Diagnostics if self.diagnostic_detail => self.scroll(delta),
-            Tab::Diagnostics => {
-                let n = self.visible_diagnostics().len();
-                self.diagnostics.selected = step(self.diagnostics.selected, n);
+            Tab::Graphs | Tab::Metrics | Tab::Diagnostics => {
+                if let Some(t) = self.table() {
+                    t.state.selected = step(t.state.selected, t.shown);
+                }
             }
             Tab::Timeline => {
                 let n = self.model.steps.len();
                 if n > 0 {
-                    let current = self.step_selected.unwrap_or(if delta > 0 { 0 } else { n - 1 });
-                    let next =
-                        if self.step_selected.is_none() { current } else { step(current, n) };
+                    // The first move picks the first step going down, the last going up.
+                    let next = match self.step_selected {
+                        None if delta > 0 => 0,
+                        None => n - 1,
+                        Some(current) => step(current, n),
+                    };
                     self.select_step(next, false);
                 }
             }
@@ -355,14 +378,9 @@ impl App {
             self.window = Some(Window { start_ns: start as u64, len_ns: w.len_ns });
             return;
         }
-        let columns = match self.tab {
-            Tab::Graphs => GRAPH_COLUMNS.len(),
-            Tab::Metrics => METRIC_COLUMNS.len(),
-            Tab::Diagnostics => DIAGNOSTIC_COLUMNS.len(),
-            _ => return,
-        };
         if let Some(t) = self.table() {
-            t.cursor = (t.cursor as isize + dir).clamp(0, columns as isize - 1) as usize;
+            t.state.cursor =
+                (t.state.cursor as isize + dir).clamp(0, t.columns as isize - 1) as usize;
         }
     }
 
@@ -373,7 +391,8 @@ impl App {
     fn zoom(&mut self, factor: f64) {
         let w = self.current_window();
         let end = self.model.end_ns.max(1);
-        let len = ((w.len_ns as f64 * factor) as u64).clamp(1_000, end);
+        // Not `clamp`: a profile shorter than 1 µs has `end` below the minimum.
+        let len = ((w.len_ns as f64 * factor) as u64).max(1_000).min(end);
         let center = w.start_ns + w.len_ns / 2;
         let start = center.saturating_sub(len / 2).min(end - len);
         self.window = if len >= end { None } else { Some(Window { start_ns: start, len_ns: len }) };
@@ -470,7 +489,7 @@ impl App {
             Tab::Timeline if self.window.is_some() => self.window = None,
             _ => {
                 if let Some(t) = self.table() {
-                    t.filter.clear();
+                    t.state.filter.clear();
                 }
             }
         }

@@ -29,13 +29,10 @@ const fn col<T>(
     Column { title, width, right, text, key }
 }
 
-/// A filter matches a row when any of its cells contains it (ignoring case).
-fn matches<T>(row: &T, columns: &[Column<T>], filter: &str) -> bool {
-    if filter.is_empty() {
-        return true;
-    }
-    let needle = filter.to_lowercase();
-    columns.iter().any(|c| (c.text)(row).to_lowercase().contains(&needle))
+/// A filter matches a row when any of its cells contains it (ignoring case); `needle` is the
+/// filter already lowercased.
+fn matches<T>(row: &T, columns: &[Column<T>], needle: &str) -> bool {
+    needle.is_empty() || columns.iter().any(|c| (c.text)(row).to_lowercase().contains(needle))
 }
 
 /// The indices of the rows to show, filtered, then sorted by `sort` (column, descending).
@@ -45,27 +42,26 @@ pub fn visible<T>(
     filter: &str,
     sort: Option<(usize, bool)>,
 ) -> Vec<usize> {
-    let mut shown: Vec<usize> =
-        (0..rows.len()).filter(|&i| matches(&rows[i], columns, filter)).collect();
-    if let Some((c, descending)) = sort {
-        if let Some(column) = columns.get(c) {
-            let keys: Vec<Key> = rows.iter().map(|r| (column.key)(r)).collect();
-            shown.sort_by(|&a, &b| {
-                let order = match (&keys[a], &keys[b]) {
-                    (Key::Num(x), Key::Num(y)) => x.total_cmp(y),
-                    (Key::Text(x), Key::Text(y)) => x.cmp(y),
-                    (Key::Num(_), Key::Text(_)) => std::cmp::Ordering::Less,
-                    (Key::Text(_), Key::Num(_)) => std::cmp::Ordering::Greater,
-                };
-                if descending {
-                    order.reverse()
-                } else {
-                    order
-                }
-            });
+    let needle = filter.to_lowercase();
+    let shown = (0..rows.len()).filter(|&i| matches(&rows[i], columns, &needle));
+    let by = sort.and_then(|(c, descending)| columns.get(c).map(|column| (column, descending)));
+    let Some((column, descending)) = by else { return shown.collect() };
+    // Keys of the shown rows only; the sort is stable, so ties keep the rows' order.
+    let mut keyed: Vec<(usize, Key)> = shown.map(|i| (i, (column.key)(&rows[i]))).collect();
+    keyed.sort_by(|(_, a), (_, b)| {
+        let order = match (a, b) {
+            (Key::Num(x), Key::Num(y)) => x.total_cmp(y),
+            (Key::Text(x), Key::Text(y)) => x.cmp(y),
+            (Key::Num(_), Key::Text(_)) => std::cmp::Ordering::Less,
+            (Key::Text(_), Key::Num(_)) => std::cmp::Ordering::Greater,
+        };
+        if descending {
+            order.reverse()
+        } else {
+            order
         }
-    }
-    shown
+    });
+    keyed.into_iter().map(|(i, _)| i).collect()
 }
 
 fn ns(v: u64) -> String {

@@ -181,7 +181,7 @@ fn drilling_into_a_graph_shows_its_history_ops_and_stablehlo() {
     }
     key(&mut app, KeyCode::Enter);
     let hash = app.graph_detail.expect("drilled into a graph");
-    assert_eq!(app.model.graphs.iter().find(|g| g.hash == hash).unwrap().version, 2);
+    assert_eq!(app.model.graph(hash).unwrap().version, 2);
     let screen = render(&app, 140, 40);
     assert!(screen.contains("recompile history"), "{screen}");
     assert!(screen.contains("changed from f32[8,16] to f32[5,16]"), "{screen}");
@@ -313,6 +313,17 @@ fn the_timeline_zooms_pans_and_finds_the_slowest_step() {
     let screen = render(&app, 120, 30);
     assert!(screen.contains("slowest steps"), "{screen}");
     key(&mut app, KeyCode::Char('0'));
+    assert_eq!(app.window, None);
+}
+
+#[test]
+fn zooming_a_profile_shorter_than_a_microsecond_keeps_it_whole() {
+    let path = dir().join("empty.xlaprof");
+    std::fs::write(&path, xlaprof_profiler::file::header()).unwrap();
+    let mut app = App::new(Source::open(&path), Thresholds::default());
+    assert!(app.model.end_ns < 1_000);
+    key(&mut app, KeyCode::Char('3'));
+    keys(&mut app, "+-+");
     assert_eq!(app.window, None);
 }
 

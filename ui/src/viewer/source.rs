@@ -189,6 +189,14 @@ impl Program {
     pub fn lines(&self) -> Vec<String> {
         self.output.lock().map(|o| o.iter().cloned().collect()).unwrap_or_default()
     }
+
+    /// The last `n` lines, oldest first: what a pane of `n` rows shows, without copying the rest.
+    pub fn last_lines(&self, n: usize) -> Vec<String> {
+        self.output
+            .lock()
+            .map(|o| o.iter().skip(o.len().saturating_sub(n)).cloned().collect())
+            .unwrap_or_default()
+    }
 }
 
 /// Reads `from` line by line into `into`, on a thread of its own.

@@ -13,7 +13,7 @@ use crate::tui::app::App;
 use crate::tui::tables::short_hash;
 
 pub fn graph(f: &mut Frame, app: &App, hash: u64, area: Rect) {
-    let Some(row) = app.model.graphs.iter().find(|g| g.hash == hash) else {
+    let Some(row) = app.model.graph(hash) else {
         f.render_widget(Paragraph::new("this graph is no longer in the profile (Esc: back)"), area);
         return;
     };

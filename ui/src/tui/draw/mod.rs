@@ -106,9 +106,8 @@ fn views_bar(f: &mut Frame, app: &App, area: Rect) {
         .enumerate()
         .map(|(i, t)| Line::from(format!("{} {}", i + 1, t.title())))
         .collect();
-    let selected = Tab::ALL.iter().position(|t| *t == app.tab).unwrap_or(0);
     let tabs = Tabs::new(titles)
-        .select(selected)
+        .select(app.tab.index())
         .highlight_style(SELECTED.add_modifier(Modifier::BOLD))
         .divider("│")
         .padding(" ", " ");
@@ -122,14 +121,12 @@ fn views_bar(f: &mut Frame, app: &App, area: Rect) {
 fn status_line(f: &mut Frame, app: &App, area: Rect) {
     let s = &app.model.analysis.summary;
     let mut spans = Vec::new();
-    let state = match &app.source.program {
-        Some(p) => match p.status {
-            None if app.paused => Span::styled("❚❚ paused", WARN),
-            None => Span::styled("● running", GOOD),
-            Some(st) if st.success() => Span::styled("■ exited 0", GOOD),
-            Some(st) => Span::styled(format!("■ {}", exit_text(st)), BAD),
-        },
-        None if app.paused => Span::styled("❚❚ paused", WARN),
+    // `Some(None)`: a program still running; `Some(Some(_))`: one that exited.
+    let state = match app.source.program.as_ref().map(|p| p.status) {
+        Some(Some(st)) if st.success() => Span::styled("■ exited 0", GOOD),
+        Some(Some(st)) => Span::styled(format!("■ {}", exit_text(st)), BAD),
+        _ if app.paused => Span::styled("❚❚ paused", WARN),
+        Some(None) => Span::styled("● running", GOOD),
         None if app.source.following() => Span::styled("● following", GOOD),
         None => Span::styled("■ file", DIM),
     };
@@ -180,13 +177,14 @@ pub(super) fn exit_text(status: std::process::ExitStatus) -> String {
 }
 
 fn key_hints(f: &mut Frame, app: &App, area: Rect) {
+    // Help and quit in every view; not while typing, where they are part of the filter.
+    let always: &[(&str, &str)] =
+        if app.editing_filter { &[] } else { &[("?", "help"), ("q", "quit")] };
     let hints: &[(&str, &str)] = if app.editing_filter {
         &[("type", "filter"), ("Enter", "keep"), ("Esc", "clear")]
     } else {
         match app.tab {
             Tab::Timeline => &[
-                ("?", "help"),
-                ("q", "quit"),
                 ("←→", "pan"),
                 ("+-", "zoom"),
                 ("jk", "step"),
@@ -194,27 +192,14 @@ fn key_hints(f: &mut Frame, app: &App, area: Rect) {
                 ("Enter", "zoom to step"),
                 ("0", "all"),
             ],
-            Tab::Graphs if app.graph_detail.is_some() => {
-                &[("?", "help"), ("q", "quit"), ("jk", "scroll"), ("Esc", "back")]
+            Tab::Graphs if app.graph_detail.is_some() => &[("jk", "scroll"), ("Esc", "back")],
+            Tab::Diagnostics if app.diagnostic_detail => {
+                &[("jk", "scroll"), ("Enter", "its graph"), ("Esc", "back")]
             }
-            Tab::Diagnostics if app.diagnostic_detail => &[
-                ("?", "help"),
-                ("q", "quit"),
-                ("jk", "scroll"),
-                ("Enter", "its graph"),
-                ("Esc", "back"),
-            ],
-            Tab::Overview => &[
-                ("?", "help"),
-                ("q", "quit"),
-                ("Tab", "views"),
-                ("jk", "move"),
-                ("Enter", "open"),
-                ("space", "pause"),
-            ],
+            Tab::Overview => {
+                &[("Tab", "views"), ("jk", "move"), ("Enter", "open"), ("space", "pause")]
+            }
             _ => &[
-                ("?", "help"),
-                ("q", "quit"),
                 ("jk", "move"),
                 ("Enter", "open"),
                 ("/", "filter"),
@@ -224,7 +209,7 @@ fn key_hints(f: &mut Frame, app: &App, area: Rect) {
         }
     };
     let mut spans = Vec::new();
-    for (key, what) in hints {
+    for (key, what) in always.iter().chain(hints) {
         spans.push(Span::styled(format!(" {key}"), BOLD));
         spans.push(Span::raw(format!(" {what} ")));
     }
@@ -242,9 +227,8 @@ fn output_pane(f: &mut Frame, program: &crate::viewer::Program, area: Rect) {
     };
     let block = Block::bordered().title(format!(" output of `{}` ({state}) ", program.command));
     let inner = block.inner(area);
-    let lines = program.lines();
-    let first = lines.len().saturating_sub(inner.height as usize);
-    let text: Vec<Line> = lines[first..].iter().map(|l| Line::raw(l.as_str())).collect();
+    let text: Vec<Line> =
+        program.last_lines(inner.height as usize).into_iter().map(Line::raw).collect();
     f.render_widget(Paragraph::new(text).block(block), area);
 }
 
