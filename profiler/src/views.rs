@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::diagnostics::recompile::{find_recompiles, GraphChange};
+use crate::diagnostics::{GraphChange, Recompile};
 use crate::profile::Profile;
 
 /// Where one step's time went.
@@ -110,11 +110,12 @@ pub struct GraphRow {
     pub source_lines: Vec<(String, u32)>,
 }
 
-/// Every graph of the profile, in the order they were first built.
-pub fn graph_rows(p: &Profile) -> Vec<GraphRow> {
-    let mut replaced: BTreeMap<u64, (u64, Vec<GraphChange>)> = BTreeMap::new();
-    for r in find_recompiles(p) {
-        replaced.entry(r.hash).or_insert((r.previous, r.changes));
+/// Every graph of the profile, in the order they were first built. `recompiles` is the
+/// profile's [`crate::Analysis::recompiles`] (or [`crate::diagnostics::find_recompiles`] of it).
+pub fn graph_rows(p: &Profile, recompiles: &[Recompile]) -> Vec<GraphRow> {
+    let mut replaced: BTreeMap<u64, (u64, &[GraphChange])> = BTreeMap::new();
+    for r in recompiles {
+        replaced.entry(r.hash).or_insert((r.previous, &r.changes));
     }
     let mut graphs: Vec<_> = p.graphs.values().collect();
     graphs.sort_by_key(|g| (g.first_sync, g.def.hash));
@@ -133,7 +134,7 @@ pub fn graph_rows(p: &Profile) -> Vec<GraphRow> {
             let mut source_lines: Vec<(String, u32)> = lines.into_iter().collect();
             source_lines.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
             let (previous, changes) = match replaced.get(&g.def.hash) {
-                Some((prev, changes)) => (Some(*prev), changes.clone()),
+                Some((prev, changes)) => (Some(*prev), changes.to_vec()),
                 None => (None, Vec::new()),
             };
             GraphRow {

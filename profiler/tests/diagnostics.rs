@@ -283,6 +283,7 @@ fn metrics_match_the_event_stream() {
 
 #[test]
 fn the_graph_table_links_each_version_to_the_one_it_replaced_and_steps_add_up() {
+    use xlaprof_profiler::diagnostics::find_recompiles;
     use xlaprof_profiler::views::{graph_rows, site_history, step_phases};
     // Shapes no other test uses: graphs compiled by an earlier test would be cache hits here.
     let w = Tensor::from_slice(&[0.1f32; 56], &[8, 7]).unwrap();
@@ -299,7 +300,7 @@ fn the_graph_table_links_each_version_to_the_one_it_replaced_and_steps_add_up() 
             step().unwrap();
         }
     });
-    let rows = graph_rows(&p);
+    let rows = graph_rows(&p, &find_recompiles(&p));
     let at_step: Vec<_> = rows.iter().filter(|r| r.site == synced).collect();
     assert_eq!(at_step.len(), 2, "{rows:#?}");
     let (first, second) = (at_step[0], at_step[1]);

@@ -162,7 +162,8 @@ fn distance(changes: &[GraphChange]) -> usize {
 }
 
 /// A compile at a call site that compiled before, with its explanation.
-pub(crate) struct Recompile {
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recompile {
     pub location: u32,
     pub sync: u64,
     pub step: u64,
@@ -172,7 +173,9 @@ pub(crate) struct Recompile {
     pub changes: Vec<GraphChange>,
 }
 
-pub(crate) fn find_recompiles(p: &Profile) -> Vec<Recompile> {
+/// Every recompile of the profile, in sync order. It diffs graphs, so an analysis computes it
+/// once ([`crate::Analysis::recompiles`]) for the findings and the graph table alike.
+pub fn find_recompiles(p: &Profile) -> Vec<Recompile> {
     let mut compiled_at: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
     let mut out = Vec::new();
     for s in p.syncs.iter().filter(|s| s.compiled() || s.persistent_hit) {
