@@ -180,18 +180,6 @@ impl Profile {
         self.sync_index.get(&id).and_then(|&i| self.syncs.get(i))
     }
 
-    /// Per step (index 1..), the compile time of its syncs and the execution time inside it.
-    pub fn step_compile_and_execute_ns(&self) -> Vec<(u64, u64)> {
-        let mut per = vec![(0u64, 0u64); self.steps.len() + 2];
-        for s in &self.syncs {
-            if let Some(slot) = per.get_mut(s.step as usize) {
-                slot.0 += s.compile_ns;
-                slot.1 += s.execute_ns;
-            }
-        }
-        per
-    }
-
     fn sync_mut(&mut self, id: u64) -> Option<&mut Sync> {
         let i = *self.sync_index.get(&id)?;
         self.syncs.get_mut(i)

@@ -321,3 +321,30 @@ fn the_graph_table_links_each_version_to_the_one_it_replaced_and_steps_add_up() 
         assert_eq!(total, s.duration_ns, "{s:?}");
     }
 }
+
+#[test]
+fn steps_numbered_from_later_in_the_process_keep_their_own_syncs() {
+    use xlaprof_profiler::record::{Cause, CountersRec, Record};
+    // A second recording in one process: its steps are numbered on from the first's (11, 12,
+    // ...), while its syncs count steps from 1. Each step keeps the device busy 90% of the time.
+    let mut records = Vec::new();
+    for i in 0..6u64 {
+        let start = i * 1000;
+        records.extend([
+            Record::SyncBegin {
+                t: start + 10,
+                sync: i,
+                cause: Cause::StepEnd,
+                location: 0,
+                tensors: 1,
+            },
+            Record::Executed { t: start + 990, sync: i, hash: 1, dur: 900 },
+            Record::SyncEnd { t: start + 995, sync: i, dur: 985, counters: CountersRec::default() },
+            Record::Step { t: start + 1000, step: 11 + i, location: 0 },
+        ]);
+    }
+    let p = Profile::from_records(records);
+    assert_eq!(p.steps[0].index, 11);
+    let a = analyze(&p, &Thresholds::default());
+    assert_eq!(a.of_kind(Kind::IdleDevice).count(), 0, "{:#?}", a.diagnostics);
+}

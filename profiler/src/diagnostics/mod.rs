@@ -143,8 +143,9 @@ pub fn diagnose(p: &Profile, t: &Thresholds, recompiles: &[Recompile]) -> Vec<Di
     all.extend(recompile::storms(p, t, recompiles));
     all.extend(steps::syncs_in_steps(p));
     all.extend(steps::slow_compiles(p, t));
-    all.extend(steps::slow_steps(p, t));
-    all.extend(steps::idle_device(p, t));
+    let phases = crate::views::step_phases(p);
+    all.extend(steps::slow_steps(p, t, &phases));
+    all.extend(steps::idle_device(p, t, &phases));
     all.sort_by(|a, b| {
         b.cost_ns.cmp(&a.cost_ns).then(a.kind.cmp(&b.kind)).then(a.location.cmp(&b.location))
     });
