@@ -37,6 +37,11 @@ impl Sync {
     pub fn duration_ns(&self) -> u64 {
         self.end_ns.saturating_sub(self.start_ns)
     }
+    /// The time of its five phases (build, lower, compile, transfer, execute) together: what
+    /// `duration_ns` holds beyond it is in no phase.
+    pub fn phases_ns(&self) -> u64 {
+        self.build_ns + self.lower_ns + self.compile_ns + self.transfer_ns + self.execute_ns
+    }
     pub fn compiled(&self) -> bool {
         self.compile_ns > 0
     }

@@ -67,6 +67,8 @@ pub fn step_phases(p: &Profile) -> Vec<StepPhases> {
         let Some(row) = (s.step as usize).checked_sub(1).and_then(|i| out.get_mut(i)) else {
             continue;
         };
+        // Until every sync is counted, `other_ns` holds the time in the step's syncs.
+        row.other_ns += s.phases_ns();
         row.build_ns += s.build_ns;
         row.lower_ns += s.lower_ns;
         row.compile_ns += s.compile_ns;
@@ -77,9 +79,7 @@ pub fn step_phases(p: &Profile) -> Vec<StepPhases> {
         row.value_read_syncs += matches!(s.cause, crate::record::Cause::ValueRead) as u32;
     }
     for row in &mut out {
-        let in_syncs =
-            row.build_ns + row.lower_ns + row.compile_ns + row.transfer_ns + row.execute_ns;
-        row.other_ns = row.duration_ns.saturating_sub(in_syncs);
+        row.other_ns = row.duration_ns.saturating_sub(row.other_ns);
     }
     out
 }

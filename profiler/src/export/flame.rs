@@ -40,8 +40,7 @@ pub fn stacks(p: &Profile) -> Vec<Stack> {
         ] {
             add(&[phase, &graph], ns);
         }
-        let phases = s.build_ns + s.lower_ns + s.compile_ns + s.transfer_ns + s.execute_ns;
-        add(&["other"], s.duration_ns().saturating_sub(phases));
+        add(&["other"], s.duration_ns().saturating_sub(s.phases_ns()));
         *synced_ns.entry(in_steps(s.step)).or_default() += s.duration_ns();
     }
     // Time in steps outside syncs: the program tracing ops and doing its own work.
