@@ -126,10 +126,15 @@ pub fn graph_rows(p: &Profile, recompiles: &[Recompile]) -> Vec<GraphRow> {
             let site_id = p.sync(g.first_sync).map(|s| s.location).unwrap_or(u32::MAX);
             let version = versions.entry(site_id).or_default();
             *version += 1;
-            // By text: one line can hold several locations (columns).
-            let mut lines: BTreeMap<String, u32> = BTreeMap::new();
+            // Counted by id, so each distinct location is formatted once.
+            let mut by_id: BTreeMap<u32, u32> = BTreeMap::new();
             for &l in &g.def.node_locations {
-                *lines.entry(p.location(l)).or_default() += 1;
+                *by_id.entry(l).or_default() += 1;
+            }
+            // Then by text: one line can hold several locations (columns).
+            let mut lines: BTreeMap<String, u32> = BTreeMap::new();
+            for (l, n) in by_id {
+                *lines.entry(p.location(l)).or_default() += n;
             }
             let mut source_lines: Vec<(String, u32)> = lines.into_iter().collect();
             source_lines.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
