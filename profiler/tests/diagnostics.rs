@@ -348,3 +348,18 @@ fn steps_numbered_from_later_in_the_process_keep_their_own_syncs() {
     let a = analyze(&p, &Thresholds::default());
     assert_eq!(a.of_kind(Kind::IdleDevice).count(), 0, "{:#?}", a.diagnostics);
 }
+
+#[test]
+fn every_rule_reads_back_as_written_and_is_named_in_the_syntax() {
+    let rules = [
+        Rule::NoCompilesAfterStep(3),
+        Rule::MaxCompiles(1),
+        Rule::MaxHiddenSyncs(0),
+        Rule::MaxStepMs(2.5),
+        Rule::MaxCompileMs(100.0),
+    ];
+    for rule in rules {
+        assert_eq!(Rule::parse(&rule.to_string()).unwrap(), rule);
+        assert!(Rule::SYNTAX.split(" | ").any(|s| s.starts_with(&format!("{}=", rule.name()))));
+    }
+}
