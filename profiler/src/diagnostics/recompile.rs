@@ -209,12 +209,19 @@ pub fn find_recompiles(p: &Profile) -> Vec<Recompile> {
     out
 }
 
-pub(super) fn recompiles(p: &Profile, all: &[Recompile]) -> Vec<Diagnostic> {
+/// Recompiles grouped by call site, each site's in sync order.
+fn by_site<'a>(
+    recompiles: impl Iterator<Item = &'a Recompile>,
+) -> BTreeMap<u32, Vec<&'a Recompile>> {
     let mut by_site: BTreeMap<u32, Vec<&Recompile>> = BTreeMap::new();
-    for r in all {
+    for r in recompiles {
         by_site.entry(r.location).or_default().push(r);
     }
     by_site
+}
+
+pub(super) fn recompiles(p: &Profile, all: &[Recompile]) -> Vec<Diagnostic> {
+    by_site(all.iter())
         .into_iter()
         .map(|(location, rs)| {
             let cost_ns: u64 = rs.iter().map(|r| r.cost_ns).sum();
@@ -282,12 +289,8 @@ fn advice_for(changes: &[GraphChange]) -> Option<String> {
 /// For each call site with many compiles after warm-up: the dimension that varies, the values
 /// seen, and the buckets that would serve them.
 pub(super) fn storms(p: &Profile, t: &Thresholds, all: &[Recompile]) -> Vec<Diagnostic> {
-    let mut by_site: BTreeMap<u32, Vec<&Recompile>> = BTreeMap::new();
-    for r in all.iter().filter(|r| r.step > t.warmup_steps) {
-        by_site.entry(r.location).or_default().push(r);
-    }
     let mut out = Vec::new();
-    for (location, rs) in by_site {
+    for (location, rs) in by_site(all.iter().filter(|r| r.step > t.warmup_steps)) {
         if (rs.len() as u64) < t.storm_compiles {
             continue;
         }
