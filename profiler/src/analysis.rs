@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::diagnostics::{diagnose, Diagnostic, Kind, Thresholds};
+use crate::diagnostics::{diagnose, find_recompiles, Diagnostic, Kind, Recompile, Thresholds};
 use crate::metrics::{metrics, nearest_rank, Metrics};
 use crate::profile::Profile;
 use crate::record::Cause;
@@ -46,6 +46,11 @@ pub struct Analysis {
     pub thresholds: Thresholds,
     /// What could not be read from the profile file.
     pub warnings: Vec<String>,
+    /// Every recompile, explained: the findings were made from them, and the graph table
+    /// ([`crate::views::graph_rows`]) reads them here rather than diffing the graphs again.
+    /// Not exported: the diagnostics say it all.
+    #[serde(skip)]
+    pub recompiles: Vec<Recompile>,
 }
 
 pub fn analyze(p: &Profile, thresholds: &Thresholds) -> Analysis {
@@ -86,12 +91,14 @@ pub fn analyze(p: &Profile, thresholds: &Thresholds) -> Analysis {
         execute_ns: sum(&|s| s.execute_ns),
         outside_syncs_ns: p.end_ns().saturating_sub(syncs_ns),
     };
+    let recompiles = find_recompiles(p);
     Analysis {
         summary,
         metrics: metrics(p),
-        diagnostics: diagnose(p, thresholds),
+        diagnostics: diagnose(p, thresholds, &recompiles),
         thresholds: thresholds.clone(),
         warnings: p.warnings.clone(),
+        recompiles,
     }
 }
 

@@ -216,26 +216,29 @@ pub struct Follower {
 
 impl Follower {
     pub fn open(path: &Path) -> Result<Follower> {
-        let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
-        let mut header = [0u8; HEADER_BYTES];
-        let mut got = 0;
-        while got < HEADER_BYTES {
-            match file.read(&mut header[got..]) {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(e) => return Err(Error::io(path, e)),
-            }
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let mut f = Follower { file, offset: 0, pending: Vec::new(), header_checked: false };
+        // Only the header is read here; the records are `poll`'s.
+        (&mut f.file)
+            .take(HEADER_BYTES as u64)
+            .read_to_end(&mut f.pending)
+            .map_err(|e| Error::io(path, e))?;
+        f.offset = f.pending.len() as u64;
+        f.take_header().map_err(|e| e.in_file(path))?;
+        Ok(f)
+    }
+
+    /// Checks the header and drops it from `pending` once all of it is there: a header that
+    /// arrives late (the file was created but not yet written) is checked like one there from
+    /// the start.
+    fn take_header(&mut self) -> Result<()> {
+        if self.header_checked || self.pending.len() < HEADER_BYTES {
+            return Ok(());
         }
-        // A header not all written yet waits in `pending`; `poll` reads on from `offset`.
-        if got == HEADER_BYTES {
-            check_header(&header).map_err(|e| e.in_file(path))?;
-        }
-        Ok(Follower {
-            file,
-            offset: got as u64,
-            pending: if got == HEADER_BYTES { Vec::new() } else { header[..got].to_vec() },
-            header_checked: got == HEADER_BYTES,
-        })
+        check_header(&self.pending)?;
+        self.pending.drain(..HEADER_BYTES);
+        self.header_checked = true;
+        Ok(())
     }
 
     /// Records appended since the last call (complete ones only).
@@ -245,17 +248,13 @@ impl Follower {
         self.file.read_to_end(&mut fresh)?;
         self.offset += fresh.len() as u64;
         self.pending.extend_from_slice(&fresh);
+        self.take_header().map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
         if !self.header_checked {
-            if self.pending.len() < HEADER_BYTES {
-                return Ok(Decoded::default());
-            }
-            // A header that arrives late is checked like one there from the start.
-            check_header(&self.pending)
-                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
-            self.pending.drain(..HEADER_BYTES);
-            self.header_checked = true;
+            return Ok(Decoded::default());
         }
-        let decoded = decode_records(&self.pending, 0, false);
+        // `pending` is the file's unread tail: warnings name bytes by their place in the file.
+        let base_offset = self.offset as usize - self.pending.len();
+        let decoded = decode_records(&self.pending, base_offset, false);
         self.pending.drain(..decoded.consumed);
         Ok(decoded)
     }

@@ -37,6 +37,11 @@ impl Sync {
     pub fn duration_ns(&self) -> u64 {
         self.end_ns.saturating_sub(self.start_ns)
     }
+    /// The time of its five phases (build, lower, compile, transfer, execute) together: what
+    /// `duration_ns` holds beyond it is in no phase.
+    pub fn phases_ns(&self) -> u64 {
+        self.build_ns + self.lower_ns + self.compile_ns + self.transfer_ns + self.execute_ns
+    }
     pub fn compiled(&self) -> bool {
         self.compile_ns > 0
     }
@@ -178,18 +183,6 @@ impl Profile {
     /// The sync with id `id`.
     pub fn sync(&self, id: u64) -> Option<&Sync> {
         self.sync_index.get(&id).and_then(|&i| self.syncs.get(i))
-    }
-
-    /// Per step (index 1..), the compile time of its syncs and the execution time inside it.
-    pub fn step_compile_and_execute_ns(&self) -> Vec<(u64, u64)> {
-        let mut per = vec![(0u64, 0u64); self.steps.len() + 2];
-        for s in &self.syncs {
-            if let Some(slot) = per.get_mut(s.step as usize) {
-                slot.0 += s.compile_ns;
-                slot.1 += s.execute_ns;
-            }
-        }
-        per
     }
 
     fn sync_mut(&mut self, id: u64) -> Option<&mut Sync> {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::diagnostics::recompile::{find_recompiles, GraphChange};
+use crate::diagnostics::{GraphChange, Recompile};
 use crate::profile::Profile;
 
 /// Where one step's time went.
@@ -67,6 +67,8 @@ pub fn step_phases(p: &Profile) -> Vec<StepPhases> {
         let Some(row) = (s.step as usize).checked_sub(1).and_then(|i| out.get_mut(i)) else {
             continue;
         };
+        // Until every sync is counted, `other_ns` holds the time in the step's syncs.
+        row.other_ns += s.phases_ns();
         row.build_ns += s.build_ns;
         row.lower_ns += s.lower_ns;
         row.compile_ns += s.compile_ns;
@@ -77,9 +79,7 @@ pub fn step_phases(p: &Profile) -> Vec<StepPhases> {
         row.value_read_syncs += matches!(s.cause, crate::record::Cause::ValueRead) as u32;
     }
     for row in &mut out {
-        let in_syncs =
-            row.build_ns + row.lower_ns + row.compile_ns + row.transfer_ns + row.execute_ns;
-        row.other_ns = row.duration_ns.saturating_sub(in_syncs);
+        row.other_ns = row.duration_ns.saturating_sub(row.other_ns);
     }
     out
 }
@@ -110,11 +110,12 @@ pub struct GraphRow {
     pub source_lines: Vec<(String, u32)>,
 }
 
-/// Every graph of the profile, in the order they were first built.
-pub fn graph_rows(p: &Profile) -> Vec<GraphRow> {
-    let mut replaced: BTreeMap<u64, (u64, Vec<GraphChange>)> = BTreeMap::new();
-    for r in find_recompiles(p) {
-        replaced.entry(r.hash).or_insert((r.previous, r.changes));
+/// Every graph of the profile, in the order they were first built. `recompiles` is the
+/// profile's [`crate::Analysis::recompiles`] (or [`crate::diagnostics::find_recompiles`] of it).
+pub fn graph_rows(p: &Profile, recompiles: &[Recompile]) -> Vec<GraphRow> {
+    let mut replaced: BTreeMap<u64, (u64, &[GraphChange])> = BTreeMap::new();
+    for r in recompiles {
+        replaced.entry(r.hash).or_insert((r.previous, &r.changes));
     }
     let mut graphs: Vec<_> = p.graphs.values().collect();
     graphs.sort_by_key(|g| (g.first_sync, g.def.hash));
@@ -125,15 +126,20 @@ pub fn graph_rows(p: &Profile) -> Vec<GraphRow> {
             let site_id = p.sync(g.first_sync).map(|s| s.location).unwrap_or(u32::MAX);
             let version = versions.entry(site_id).or_default();
             *version += 1;
-            // By text: one line can hold several locations (columns).
-            let mut lines: BTreeMap<String, u32> = BTreeMap::new();
+            // Counted by id, so each distinct location is formatted once.
+            let mut by_id: BTreeMap<u32, u32> = BTreeMap::new();
             for &l in &g.def.node_locations {
-                *lines.entry(p.location(l)).or_default() += 1;
+                *by_id.entry(l).or_default() += 1;
+            }
+            // Then by text: one line can hold several locations (columns).
+            let mut lines: BTreeMap<String, u32> = BTreeMap::new();
+            for (l, n) in by_id {
+                *lines.entry(p.location(l)).or_default() += n;
             }
             let mut source_lines: Vec<(String, u32)> = lines.into_iter().collect();
             source_lines.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
             let (previous, changes) = match replaced.get(&g.def.hash) {
-                Some((prev, changes)) => (Some(*prev), changes.clone()),
+                Some((prev, changes)) => (Some(*prev), changes.to_vec()),
                 None => (None, Vec::new()),
             };
             GraphRow {

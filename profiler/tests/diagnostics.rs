@@ -283,6 +283,7 @@ fn metrics_match_the_event_stream() {
 
 #[test]
 fn the_graph_table_links_each_version_to_the_one_it_replaced_and_steps_add_up() {
+    use xlaprof_profiler::diagnostics::find_recompiles;
     use xlaprof_profiler::views::{graph_rows, site_history, step_phases};
     // Shapes no other test uses: graphs compiled by an earlier test would be cache hits here.
     let w = Tensor::from_slice(&[0.1f32; 56], &[8, 7]).unwrap();
@@ -299,7 +300,7 @@ fn the_graph_table_links_each_version_to_the_one_it_replaced_and_steps_add_up() 
             step().unwrap();
         }
     });
-    let rows = graph_rows(&p);
+    let rows = graph_rows(&p, &find_recompiles(&p));
     let at_step: Vec<_> = rows.iter().filter(|r| r.site == synced).collect();
     assert_eq!(at_step.len(), 2, "{rows:#?}");
     let (first, second) = (at_step[0], at_step[1]);
@@ -318,5 +319,47 @@ fn the_graph_table_links_each_version_to_the_one_it_replaced_and_steps_add_up() 
     for s in &steps {
         let total: u64 = s.phases().iter().map(|(_, ns)| ns).sum();
         assert_eq!(total, s.duration_ns, "{s:?}");
+    }
+}
+
+#[test]
+fn steps_numbered_from_later_in_the_process_keep_their_own_syncs() {
+    use xlaprof_profiler::record::{Cause, CountersRec, Record};
+    // A second recording in one process: its steps are numbered on from the first's (11, 12,
+    // ...), while its syncs count steps from 1. Each step keeps the device busy 90% of the time.
+    let mut records = Vec::new();
+    for i in 0..6u64 {
+        let start = i * 1000;
+        records.extend([
+            Record::SyncBegin {
+                t: start + 10,
+                sync: i,
+                cause: Cause::StepEnd,
+                location: 0,
+                tensors: 1,
+            },
+            Record::Executed { t: start + 990, sync: i, hash: 1, dur: 900 },
+            Record::SyncEnd { t: start + 995, sync: i, dur: 985, counters: CountersRec::default() },
+            Record::Step { t: start + 1000, step: 11 + i, location: 0 },
+        ]);
+    }
+    let p = Profile::from_records(records);
+    assert_eq!(p.steps[0].index, 11);
+    let a = analyze(&p, &Thresholds::default());
+    assert_eq!(a.of_kind(Kind::IdleDevice).count(), 0, "{:#?}", a.diagnostics);
+}
+
+#[test]
+fn every_rule_reads_back_as_written_and_is_named_in_the_syntax() {
+    let rules = [
+        Rule::NoCompilesAfterStep(3),
+        Rule::MaxCompiles(1),
+        Rule::MaxHiddenSyncs(0),
+        Rule::MaxStepMs(2.5),
+        Rule::MaxCompileMs(100.0),
+    ];
+    for rule in rules {
+        assert_eq!(Rule::parse(&rule.to_string()).unwrap(), rule);
+        assert!(Rule::SYNTAX.split(" | ").any(|s| s.starts_with(&format!("{}=", rule.name()))));
     }
 }

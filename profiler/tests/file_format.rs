@@ -113,6 +113,23 @@ fn a_follower_checks_a_header_that_arrives_late() {
     let _ = std::fs::remove_file(&path);
 }
 
+#[test]
+fn a_follower_names_damage_by_its_place_in_the_file() {
+    let mut bytes = std::fs::read(golden(1)).unwrap();
+    *bytes.last_mut().unwrap() ^= 0xff; // the last record's checksum fails
+    let expected = file::decode(&bytes).unwrap().warnings;
+    assert_eq!(expected.len(), 1, "{expected:?}");
+    let path =
+        std::env::temp_dir().join(format!("xlaprof-follow-damage-{}.xlaprof", std::process::id()));
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    let mut follower = file::Follower::open(&path).unwrap();
+    let mut warnings = follower.poll().unwrap().warnings;
+    std::fs::write(&path, &bytes).unwrap();
+    warnings.extend(follower.poll().unwrap().warnings);
+    assert_eq!(warnings, expected);
+    let _ = std::fs::remove_file(&path);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 

@@ -8,9 +8,9 @@ use xlaprof_core::{events, DType, Tensor};
 
 use super::dtype::extract_dtype;
 use super::location;
-use super::ops::{dims_arg, record};
+use super::ops::dims_arg;
 use super::tensor::{from_numpy, PyTensor};
-use super::trace::{self, traced, traced_detached};
+use super::trace::{self, record, traced, traced_detached};
 
 fn dtype_or(dtype: Option<&Bound<'_, PyAny>>, default: DType) -> PyResult<DType> {
     dtype.map(extract_dtype).transpose().map(|d| d.unwrap_or(default))

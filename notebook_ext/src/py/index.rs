@@ -6,8 +6,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyEllipsis, PySlice, PyTuple};
 use xlaprof_core::Tensor;
 
-use super::ops::record;
 use super::tensor::PyTensor;
+use super::trace::record;
 
 enum Index {
     At(i64),

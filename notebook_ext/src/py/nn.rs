@@ -7,9 +7,8 @@ use pyo3::prelude::*;
 use xlaprof_core::nn::{Adam, Conv2d, Embedding, LayerNorm, Linear, Optimizer, Sgd};
 use xlaprof_core::Tensor;
 
-use super::ops::record;
 use super::tensor::PyTensor;
-use super::trace::traced;
+use super::trace::{record, traced};
 
 /// Seeds for modules created without one: distinct per module, the same in every run.
 static NEXT_SEED: AtomicU64 = AtomicU64::new(1);

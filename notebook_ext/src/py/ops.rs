@@ -8,18 +8,9 @@ use xlaprof_core::{DType, Tensor};
 
 use super::dtype::extract_dtype;
 use super::tensor::{from_numpy, PyTensor};
-use super::trace::traced;
+use super::trace::record;
 
 type EngineResult = xlaprof_core::Result<Tensor>;
-
-/// Records an op at the Python caller's line (see [`traced`]); its result is a new `Tensor`.
-pub(crate) fn record(
-    py: Python<'_>,
-    what: &str,
-    f: impl FnOnce() -> EngineResult,
-) -> PyResult<PyTensor> {
-    traced(py, what, f).map(PyTensor::new)
-}
 
 /// The other operand of a binary op: a tensor, or a host scalar (a graph input: changing it
 /// does not recompile).

@@ -202,9 +202,14 @@ impl PyProfile {
         if same_file(from, &path) {
             return Ok(());
         }
-        std::fs::copy(from, &path)
-            .map(|_| ())
-            .map_err(|e| Class::Profile.err(format!("{}: {e}", path.display())))
+        // The copy can fail on either side: name both files.
+        std::fs::copy(from, &path).map(|_| ()).map_err(|e| {
+            Class::Profile.err(format!(
+                "cannot save the profile to {}: {e} (copying {})",
+                path.display(),
+                from.display()
+            ))
+        })
     }
 
     /// Exports to `path` as text, short, json, csv, parquet (folders), chrome, folded or

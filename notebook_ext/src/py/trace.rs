@@ -6,9 +6,11 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use xlaprof_core::location::{with_shared_location, ExternalLocation};
+use xlaprof_core::Tensor;
 
 use super::errors::{engine_error, guarded};
 use super::location;
+use super::tensor::PyTensor;
 
 thread_local! {
     /// Depth of `with xp.no_grad():` blocks on this thread.
@@ -35,6 +37,15 @@ pub(crate) fn traced<R>(
 ) -> PyResult<R> {
     let (here, grad) = (location::current(py), grad_enabled());
     guarded(what, || in_mode(here, grad, f).map_err(engine_error))
+}
+
+/// Records an op at the Python caller's line (see [`traced`]); its result is a new `Tensor`.
+pub(crate) fn record(
+    py: Python<'_>,
+    what: &str,
+    f: impl FnOnce() -> xlaprof_core::Result<Tensor>,
+) -> PyResult<PyTensor> {
+    traced(py, what, f).map(PyTensor::new)
 }
 
 /// Like [`traced`], with the GIL released while the engine works (syncs, reads): other Python

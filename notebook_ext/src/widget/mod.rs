@@ -45,7 +45,7 @@ pub fn render(p: &Profile, a: &Analysis, options: &WidgetOptions) -> String {
     section(&mut out, "Timeline", true, &timeline::svg(p));
     section(&mut out, "Flamegraph: where the time goes", true, &flame::svg(p));
     sections::metrics(&mut out, a);
-    sections::graphs(&mut out, p);
+    sections::graphs(&mut out, p, a);
     if !a.warnings.is_empty() {
         let items: String =
             a.warnings.iter().map(|w| format!("<li>{}</li>", esc(w))).collect::<Vec<_>>().join("");

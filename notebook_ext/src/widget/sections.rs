@@ -140,8 +140,8 @@ pub(crate) fn metrics(out: &mut String, a: &Analysis) {
 
 /// The graphs as the profiler's views list them (every viewer shows the same rows): a table, then
 /// each graph's details with what changed from the graph of its call site that it replaced.
-pub(crate) fn graphs(out: &mut String, p: &Profile) {
-    let rows = graph_rows(p);
+pub(crate) fn graphs(out: &mut String, p: &Profile, a: &Analysis) {
+    let rows = graph_rows(p, &a.recompiles);
     let mut body = String::from(
         "<table><tr><th>graph</th><th>first built at</th><th class=\"num\">nodes</th>\
          <th class=\"num\">compiles</th><th class=\"num\">compile time</th>\

@@ -8,7 +8,7 @@ mod steps;
 
 use serde::Serialize;
 
-pub use recompile::{diff_graphs, GraphChange};
+pub use recompile::{diff_graphs, find_recompiles, GraphChange, Recompile};
 pub use rules::{check, Rule, RuleOutcome};
 
 use crate::profile::Profile;
@@ -135,17 +135,17 @@ fn times(n: usize) -> String {
     }
 }
 
-/// Every finding of a profile, most costly first.
-pub fn diagnose(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
-    // Explaining a recompile diffs graphs: done once, for both findings that need it.
-    let recompiles = recompile::find_recompiles(p);
+/// Every finding of a profile, most costly first. `recompiles` is [`find_recompiles`] of `p`:
+/// explaining a recompile diffs graphs, so it is computed once for every reader.
+pub fn diagnose(p: &Profile, t: &Thresholds, recompiles: &[Recompile]) -> Vec<Diagnostic> {
     let mut all = Vec::new();
-    all.extend(recompile::recompiles(p, &recompiles));
-    all.extend(recompile::storms(p, t, &recompiles));
+    all.extend(recompile::recompiles(p, recompiles));
+    all.extend(recompile::storms(p, t, recompiles));
     all.extend(steps::syncs_in_steps(p));
     all.extend(steps::slow_compiles(p, t));
-    all.extend(steps::slow_steps(p, t));
-    all.extend(steps::idle_device(p, t));
+    let phases = crate::views::step_phases(p);
+    all.extend(steps::slow_steps(p, t, &phases));
+    all.extend(steps::idle_device(p, t, &phases));
     all.sort_by(|a, b| {
         b.cost_ns.cmp(&a.cost_ns).then(a.kind.cmp(&b.kind)).then(a.location.cmp(&b.location))
     });

@@ -162,7 +162,8 @@ fn distance(changes: &[GraphChange]) -> usize {
 }
 
 /// A compile at a call site that compiled before, with its explanation.
-pub(crate) struct Recompile {
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recompile {
     pub location: u32,
     pub sync: u64,
     pub step: u64,
@@ -172,7 +173,9 @@ pub(crate) struct Recompile {
     pub changes: Vec<GraphChange>,
 }
 
-pub(crate) fn find_recompiles(p: &Profile) -> Vec<Recompile> {
+/// Every recompile of the profile, in sync order. It diffs graphs, so an analysis computes it
+/// once ([`crate::Analysis::recompiles`]) for the findings and the graph table alike.
+pub fn find_recompiles(p: &Profile) -> Vec<Recompile> {
     let mut compiled_at: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
     let mut out = Vec::new();
     for s in p.syncs.iter().filter(|s| s.compiled() || s.persistent_hit) {
@@ -206,12 +209,19 @@ pub(crate) fn find_recompiles(p: &Profile) -> Vec<Recompile> {
     out
 }
 
-pub(super) fn recompiles(p: &Profile, all: &[Recompile]) -> Vec<Diagnostic> {
+/// Recompiles grouped by call site, each site's in sync order.
+fn by_site<'a>(
+    recompiles: impl Iterator<Item = &'a Recompile>,
+) -> BTreeMap<u32, Vec<&'a Recompile>> {
     let mut by_site: BTreeMap<u32, Vec<&Recompile>> = BTreeMap::new();
-    for r in all {
+    for r in recompiles {
         by_site.entry(r.location).or_default().push(r);
     }
     by_site
+}
+
+pub(super) fn recompiles(p: &Profile, all: &[Recompile]) -> Vec<Diagnostic> {
+    by_site(all.iter())
         .into_iter()
         .map(|(location, rs)| {
             let cost_ns: u64 = rs.iter().map(|r| r.cost_ns).sum();
@@ -279,12 +289,8 @@ fn advice_for(changes: &[GraphChange]) -> Option<String> {
 /// For each call site with many compiles after warm-up: the dimension that varies, the values
 /// seen, and the buckets that would serve them.
 pub(super) fn storms(p: &Profile, t: &Thresholds, all: &[Recompile]) -> Vec<Diagnostic> {
-    let mut by_site: BTreeMap<u32, Vec<&Recompile>> = BTreeMap::new();
-    for r in all.iter().filter(|r| r.step > t.warmup_steps) {
-        by_site.entry(r.location).or_default().push(r);
-    }
     let mut out = Vec::new();
-    for (location, rs) in by_site {
+    for (location, rs) in by_site(all.iter().filter(|r| r.step > t.warmup_steps)) {
         if (rs.len() as u64) < t.storm_compiles {
             continue;
         }

@@ -26,6 +26,17 @@ impl Rule {
     pub const SYNTAX: &'static str =
         "no-compiles-after-step=N | max-compiles=N | max-hidden-syncs=N | max-step-ms=X | max-compile-ms=X";
 
+    /// The rule's name as the user writes it, before `=`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Rule::NoCompilesAfterStep(_) => "no-compiles-after-step",
+            Rule::MaxCompiles(_) => "max-compiles",
+            Rule::MaxHiddenSyncs(_) => "max-hidden-syncs",
+            Rule::MaxStepMs(_) => "max-step-ms",
+            Rule::MaxCompileMs(_) => "max-compile-ms",
+        }
+    }
+
     pub fn parse(text: &str) -> Result<Rule> {
         let bad = |reason: &str| Error::Rule { rule: text.to_string(), reason: reason.to_string() };
         let (name, value) = text
@@ -48,12 +59,12 @@ impl Rule {
 /// A rule as the user writes it (`max-compiles=1`), so reports quote it back in their words.
 impl std::fmt::Display for Rule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = self.name();
         match self {
-            Rule::NoCompilesAfterStep(n) => write!(f, "no-compiles-after-step={n}"),
-            Rule::MaxCompiles(n) => write!(f, "max-compiles={n}"),
-            Rule::MaxHiddenSyncs(n) => write!(f, "max-hidden-syncs={n}"),
-            Rule::MaxStepMs(x) => write!(f, "max-step-ms={x}"),
-            Rule::MaxCompileMs(x) => write!(f, "max-compile-ms={x}"),
+            Rule::NoCompilesAfterStep(n) | Rule::MaxCompiles(n) | Rule::MaxHiddenSyncs(n) => {
+                write!(f, "{name}={n}")
+            }
+            Rule::MaxStepMs(x) | Rule::MaxCompileMs(x) => write!(f, "{name}={x}"),
         }
     }
 }

@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use super::{times, Diagnostic, Instance, Kind, Thresholds};
 use crate::metrics::{format_bytes, format_ns};
-use crate::profile::Profile;
+use crate::profile::{Profile, Step};
 use crate::record::Cause;
+use crate::views::StepPhases;
 
 /// "1 step", "3 steps".
 fn plural(n: usize, noun: &str) -> String {
@@ -175,36 +176,38 @@ fn median(mut v: Vec<u64>) -> u64 {
     v.get(v.len() / 2).copied().unwrap_or(0)
 }
 
-pub(super) fn slow_steps(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
+pub(super) fn slow_steps(p: &Profile, t: &Thresholds, phases: &[StepPhases]) -> Vec<Diagnostic> {
     // Compile time is a finding of its own (recompiles): a step is slow for what is left.
-    let per_step = p.step_compile_and_execute_ns();
-    let own_ns = |s: &crate::profile::Step| {
-        let compile = per_step.get(s.index as usize).map(|c| c.0).unwrap_or(0);
-        s.duration_ns().saturating_sub(compile)
-    };
-    let steady: Vec<_> = p.steps.iter().filter(|s| s.index > t.warmup_steps).collect();
-    let med = median(steady.iter().map(|s| own_ns(s)).collect());
+    // `phases` has a row per step, in the same order (a step's syncs are counted by position).
+    let steady: Vec<(&Step, u64)> = p
+        .steps
+        .iter()
+        .zip(phases)
+        .filter(|(s, _)| s.index > t.warmup_steps)
+        .map(|(s, ph)| (s, ph.duration_ns.saturating_sub(ph.compile_ns)))
+        .collect();
+    let med = median(steady.iter().map(|&(_, own)| own).collect());
     if med == 0 {
         return Vec::new();
     }
     let limit = (med as f64 * t.slow_step_factor) as u64;
-    let slow: Vec<_> = steady.iter().filter(|s| own_ns(s) > limit).collect();
-    let Some(first) = slow.first() else { return Vec::new() };
+    let slow: Vec<(&Step, u64)> = steady.into_iter().filter(|&(_, own)| own > limit).collect();
+    let Some(&(first, _)) = slow.first() else { return Vec::new() };
     let instances: Vec<Instance> = slow
         .iter()
-        .map(|s| Instance {
+        .map(|&(s, own)| Instance {
             message: format!(
                 "step {} took {} without compiles ({:.1}x the median)",
                 s.index,
-                format_ns(own_ns(s) as f64),
-                own_ns(s) as f64 / med as f64
+                format_ns(own as f64),
+                own as f64 / med as f64
             ),
             sync: None,
             step: Some(s.index),
-            cost_ns: own_ns(s) - med,
+            cost_ns: own - med,
         })
         .collect();
-    let slowest = slow.iter().max_by_key(|s| own_ns(s)).map(|s| s.index).unwrap_or(first.index);
+    let slowest = slow.iter().max_by_key(|&&(_, own)| own).map_or(first.index, |(s, _)| s.index);
     let message = format!(
         "{} steps after warm-up took more than {:.1}x the median step ({}), compile time aside; the slowest is step {slowest}",
         instances.len(),
@@ -214,12 +217,11 @@ pub(super) fn slow_steps(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
     vec![Diagnostic::new(p, Kind::SlowStep, first.location, message, None, instances, Vec::new())]
 }
 
-pub(super) fn idle_device(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
+pub(super) fn idle_device(p: &Profile, t: &Thresholds, phases: &[StepPhases]) -> Vec<Diagnostic> {
     let mut instances = Vec::new();
     let mut busy_fractions = Vec::new();
-    let per_step = p.step_compile_and_execute_ns();
-    for s in p.steps.iter().filter(|s| s.index > t.warmup_steps) {
-        let (compile, busy) = per_step.get(s.index as usize).copied().unwrap_or((0, 0));
+    for (s, ph) in p.steps.iter().zip(phases).filter(|(s, _)| s.index > t.warmup_steps) {
+        let (compile, busy) = (ph.compile_ns, ph.execute_ns);
         // Compile time is the recompile finding's; the device is idle if the rest is host work.
         let host_and_device = s.duration_ns().saturating_sub(compile);
         if host_and_device == 0 {

@@ -13,40 +13,62 @@ pub struct Stack {
     pub us: u64,
 }
 
+/// A sync's stack before its frames are spelled out: many syncs share one, and each is
+/// formatted once. `phase` is an index into `PHASES`, or `None` for the time in no phase.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    in_steps: bool,
+    location: u32,
+    phase: Option<usize>,
+    hash: Option<u64>,
+}
+
+const PHASES: [&str; 5] = ["graph build", "lower", "compile", "transfer", "execute"];
+
 /// Every stack with time in it, in the order of their folded lines.
 pub fn stacks(p: &Profile) -> Vec<Stack> {
-    let mut ns_by_stack: BTreeMap<Vec<String>, u64> = BTreeMap::new();
-    let in_steps =
-        |step: u64| if step as usize <= p.steps.len() { "steps" } else { "after the last step" };
-    let mut synced_ns: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut ns_by_key: BTreeMap<Key, u64> = BTreeMap::new();
+    let mut synced_in_steps_ns = 0;
     for s in &p.syncs {
-        // `;` separates frames in the folded form.
-        let site = format!("sync at {}", p.location(s.location).replace(';', ","));
-        let base = ["program", in_steps(s.step), site.as_str()];
-        let graph =
-            s.hash.map(|h| format!("graph {h:016x}")).unwrap_or_else(|| "graph ?".to_string());
-        let mut add = |tail: &[&str], ns: u64| {
+        let in_steps = s.step as usize <= p.steps.len();
+        let mut add = |phase: Option<usize>, hash: Option<u64>, ns: u64| {
             if ns > 0 {
-                let frames = base.iter().chain(tail).map(|f| f.to_string()).collect();
-                *ns_by_stack.entry(frames).or_default() += ns;
+                let key = Key { in_steps, location: s.location, phase, hash };
+                *ns_by_key.entry(key).or_default() += ns;
             }
         };
-        for (phase, ns) in [
-            ("graph build", s.build_ns),
-            ("lower", s.lower_ns),
-            ("compile", s.compile_ns),
-            ("transfer", s.transfer_ns),
-            ("execute", s.execute_ns),
-        ] {
-            add(&[phase, &graph], ns);
+        let phases = [s.build_ns, s.lower_ns, s.compile_ns, s.transfer_ns, s.execute_ns];
+        for (phase, ns) in phases.into_iter().enumerate() {
+            add(Some(phase), s.hash, ns);
         }
-        let phases = s.build_ns + s.lower_ns + s.compile_ns + s.transfer_ns + s.execute_ns;
-        add(&["other"], s.duration_ns().saturating_sub(phases));
-        *synced_ns.entry(in_steps(s.step)).or_default() += s.duration_ns();
+        add(None, None, s.duration_ns().saturating_sub(s.phases_ns()));
+        if in_steps {
+            synced_in_steps_ns += s.duration_ns();
+        }
+    }
+    // Keys that read the same (two locations with one text) are one stack, as in the folded form.
+    let mut ns_by_stack: BTreeMap<Vec<String>, u64> = BTreeMap::new();
+    let mut sites: BTreeMap<u32, String> = BTreeMap::new();
+    for (key, ns) in ns_by_key {
+        // `;` separates frames in the folded form.
+        let site = sites
+            .entry(key.location)
+            .or_insert_with(|| format!("sync at {}", p.location(key.location).replace(';', ",")));
+        let in_steps = if key.in_steps { "steps" } else { "after the last step" };
+        let mut frames = vec!["program".to_string(), in_steps.to_string(), site.clone()];
+        match key.phase {
+            Some(phase) => {
+                let graph =
+                    key.hash.map_or_else(|| "graph ?".to_string(), |h| format!("graph {h:016x}"));
+                frames.extend([PHASES[phase].to_string(), graph]);
+            }
+            None => frames.push("other".to_string()),
+        }
+        *ns_by_stack.entry(frames).or_default() += ns;
     }
     // Time in steps outside syncs: the program tracing ops and doing its own work.
     let steps_ns: u64 = p.steps.iter().map(|s| s.duration_ns()).sum();
-    let outside = steps_ns.saturating_sub(synced_ns.get("steps").copied().unwrap_or(0));
+    let outside = steps_ns.saturating_sub(synced_in_steps_ns);
     if outside > 0 {
         let frames = ["program", "steps", "host (tracing ops, user code)"];
         *ns_by_stack.entry(frames.map(String::from).to_vec()).or_default() += outside;

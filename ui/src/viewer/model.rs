@@ -58,7 +58,7 @@ impl Model {
         let spans = timeline::spans(&profile);
         let rows = timeline_rows(&spans);
         let steps = views::step_phases(&profile);
-        let graphs = views::graph_rows(&profile);
+        let graphs = views::graph_rows(&profile, &analysis.recompiles);
         let mut by_time: Vec<&StepPhases> = steps.iter().collect();
         by_time.sort_by(|a, b| b.duration_ns.cmp(&a.duration_ns).then(a.index.cmp(&b.index)));
         let slowest_steps = by_time.iter().map(|s| s.index).collect();
