@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::{Arc, Mutex};
 
+use crate::config::EngineConfig;
 use crate::events::{self, Event, GraphSummary, Listener, SyncCause};
 use crate::location::SourceLocation;
 
@@ -20,18 +21,18 @@ struct DebugPrinter {
 type CurrentSync = (SyncCause, SourceLocation, Option<Arc<GraphSummary>>);
 
 /// Installs the printer when `XLAPROF_DEBUG` asks for it.
-pub(crate) fn install_from_env() {
-    let level = match std::env::var("XLAPROF_DEBUG").ok().as_deref().map(str::trim) {
-        Some("1") => 1,
-        Some("2") => 2,
-        _ => return,
-    };
-    let out: Box<dyn std::io::Write + Send> = match std::env::var_os("XLAPROF_DEBUG_FILE") {
+pub(crate) fn install(config: &EngineConfig) {
+    let level = config.debug_level;
+    if level == 0 {
+        return;
+    }
+    let out: Box<dyn std::io::Write + Send> = match &config.debug_file {
         Some(path) => match std::fs::OpenOptions::new().create(true).append(true).open(&path) {
             Ok(f) => Box::new(f),
             Err(e) => {
                 eprintln!(
-                    "xlaprof: cannot open XLAPROF_DEBUG_FILE {}: {e}; using stderr",
+                    "xlaprof: cannot open {} {}: {e}; using stderr",
+                    crate::config::DEBUG_FILE,
                     path.to_string_lossy()
                 );
                 Box::new(std::io::stderr())

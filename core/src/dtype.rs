@@ -100,6 +100,28 @@ pub fn shape_string(dtype: DType, dims: &[i64]) -> String {
     format!("{dtype}[{}]", dims.join(","))
 }
 
+/// One value of `dtype` from an f64, as little-endian bytes (the first `dtype.size_bytes()` of
+/// the array): floats round to nearest, integers truncate toward zero and saturate, like Rust's
+/// `as` (and XLA's convert, for values in range).
+pub fn f64_to_bytes(dtype: DType, value: f64) -> [u8; 8] {
+    let mut out = [0u8; 8];
+    let n = dtype.size_bytes();
+    let bytes: [u8; 8] = match dtype {
+        DType::Pred => (value != 0.0) as u64,
+        DType::S8 => value as i8 as u8 as u64,
+        DType::U8 => value as u8 as u64,
+        DType::S32 => value as i32 as u32 as u64,
+        DType::S64 => value as i64 as u64,
+        DType::F16 => f16::from_f64(value).to_bits() as u64,
+        DType::BF16 => bf16::from_f64(value).to_bits() as u64,
+        DType::F32 => (value as f32).to_bits() as u64,
+        DType::F64 => value.to_bits(),
+    }
+    .to_le_bytes();
+    out[..n].copy_from_slice(&bytes[..n]);
+    out
+}
+
 /// Decodes dense little-endian elements of `dtype` as f64 (for printing and `item`).
 pub fn bytes_to_f64(dtype: DType, bytes: &[u8]) -> Vec<f64> {
     let size = dtype.size_bytes();

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Instant;
 
-use crate::ir::OpKind;
+use crate::ir::{NodeDef, OpKind};
 use crate::location::SourceLocation;
 use crate::runtime::{CostAnalysis, MemoryStats};
 use crate::shape::Shape;
@@ -37,8 +37,8 @@ pub struct GraphInput {
 pub enum InputKind {
     /// A device buffer (a tensor that is already data).
     Data,
-    /// The host scalars of the graph, packed into one f64 vector.
-    Scalars,
+    /// A host scalar, a 0-d input in its own dtype (its value never changes the graph).
+    Scalar,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,11 +57,9 @@ pub struct GraphSummary {
     pub outputs: Vec<Shape>,
     /// Inputs whose buffers were donated to outputs, as `(input, output)`.
     pub donated: Vec<(usize, usize)>,
-    /// One line per node, inputs first: `%12 = add(%3, %11) : f32[64,64]`, for diffing two
-    /// versions of a graph.
-    pub nodes_text: Vec<String>,
-    /// Where each node was recorded, parallel to `nodes_text`.
-    pub node_locations: Vec<SourceLocation>,
+    /// Every node as data, inputs first (operands are positions in this list): what the
+    /// profiler diffs to explain a recompile and the viewers draw.
+    pub node_defs: Vec<NodeDef>,
 }
 
 /// Every step of a sync. Durations are in nanoseconds.

@@ -7,6 +7,7 @@
 //! [`events::Event`].
 
 pub mod autograd;
+pub mod config;
 mod debug;
 pub mod dtype;
 mod error;

@@ -1,6 +1,6 @@
 //! `Tensor`: a cheap, clonable handle to either pending IR or device data.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use crate::autograd::GradFn;
@@ -12,17 +12,15 @@ use crate::ir::{Inputs, Node, NodeRef, Op};
 use crate::location::SourceLocation;
 use crate::runtime::Buffer;
 use crate::shape::Shape;
-use crate::trace::{self, pending_remove};
+use crate::trace::{self, Holder, Value};
 
 #[derive(Clone)]
 pub struct Tensor(pub(crate) Arc<TensorInner>);
 
 pub(crate) struct TensorInner {
-    pub id: u64,
-    pub shape: Shape,
     /// The tensor's current value: a pending IR node, or an `Op::Data` leaf once materialized.
-    /// A mutex because optimizers rebind parameters in place; held only for a pointer swap.
-    node: Mutex<NodeRef>,
+    pub value: Value,
+    pub shape: Shape,
     pub requires_grad: AtomicBool,
     pub grad: Mutex<Option<Tensor>>,
     pub grad_fn: Option<Arc<GradFn>>,
@@ -32,9 +30,8 @@ impl TensorInner {
     pub(crate) fn new(node: NodeRef, grad_fn: Option<Arc<GradFn>>) -> Arc<TensorInner> {
         bump(&counter::tensors_created, 1);
         Arc::new(TensorInner {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             shape: node.shape.clone(),
-            node: Mutex::new(node),
+            value: Value::new(node),
             requires_grad: AtomicBool::new(grad_fn.is_some()),
             grad: Mutex::new(None),
             grad_fn,
@@ -42,17 +39,18 @@ impl TensorInner {
     }
 }
 
-impl Drop for TensorInner {
-    fn drop(&mut self) {
-        bump(&counter::tensors_destroyed, 1);
-        let node = self.node.get_mut().unwrap_or_else(|p| p.into_inner());
-        if !matches!(node.op, Op::Data(_)) {
-            pending_remove(self.id);
-        }
+impl Holder for TensorInner {
+    fn value(&self) -> &Value {
+        &self.value
     }
 }
 
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+impl Drop for TensorInner {
+    /// The value, dropped after this, leaves the pending tensors if it is one.
+    fn drop(&mut self) {
+        bump(&counter::tensors_destroyed, 1);
+    }
+}
 
 impl Tensor {
     /// Records a new op node over `inputs` and returns its tensor.
@@ -64,7 +62,8 @@ impl Tensor {
         grad_fn: Option<Arc<GradFn>>,
     ) -> Tensor {
         bump(&counter::ops_traced, 1);
-        trace::record(op, shape, inputs, location, |node| TensorInner::new(node, grad_fn))
+        let inputs: smallvec::SmallVec<[&Value; 4]> = inputs.iter().map(|t| &t.0.value).collect();
+        Tensor(trace::record(op, shape, &inputs, location, |node| TensorInner::new(node, grad_fn)))
     }
 
     /// Copies host data to the device: the tensor is device data from the start.
@@ -84,7 +83,8 @@ impl Tensor {
         let location = SourceLocation::caller();
         bump(&counter::ops_traced, 1);
         let shape = Shape::new(dtype, []);
-        trace::record(Op::Scalar(value), shape, &[], location, |node| TensorInner::new(node, None))
+        let make = |node| TensorInner::new(node, None);
+        Tensor(trace::record(Op::Scalar(value), shape, &[], location, make))
     }
 
     pub(crate) fn from_buffer(buffer: Arc<Buffer>, location: SourceLocation) -> Tensor {
@@ -93,7 +93,7 @@ impl Tensor {
     }
 
     pub fn id(&self) -> u64 {
-        self.0.id
+        self.0.value.id
     }
 
     pub fn shape(&self) -> &Shape {
@@ -118,12 +118,12 @@ impl Tensor {
 
     /// The tensor's current IR node.
     pub fn node(&self) -> NodeRef {
-        self.0.node.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.0.value.node()
     }
 
     /// True once the value is device data (no pending computation).
     pub fn is_materialized(&self) -> bool {
-        matches!(self.node().op, Op::Data(_))
+        self.0.value.is_data()
     }
 
     /// Updates this tensor in place to `value` (same shape and dtype), the way optimizers update
@@ -138,24 +138,13 @@ impl Tensor {
                 location: SourceLocation::caller(),
             });
         }
-        trace::rebind(self, value);
+        self.rebind(value);
         Ok(())
     }
 
-    /// Swaps in a node of the same shape and returns the old one (see `trace::rebind`).
-    pub(crate) fn replace_node(&self, node: NodeRef) -> NodeRef {
-        debug_assert_eq!(node.shape, self.0.shape);
-        let mut slot = self.0.node.lock().unwrap_or_else(|p| p.into_inner());
-        std::mem::replace(&mut *slot, node)
-    }
-
-    /// Makes this tensor the device data a sync computed for it.
-    pub(crate) fn set_data(&self, data: NodeRef) {
-        debug_assert!(matches!(data.op, Op::Data(_)));
-        let old = self.replace_node(data);
-        if !matches!(old.op, Op::Data(_)) {
-            pending_remove(self.0.id);
-        }
+    /// Gives this tensor the value of `value` (same shape and dtype: the caller checked).
+    pub(crate) fn rebind(&self, value: &Tensor) {
+        trace::rebind(&self.0, &value.0.value);
     }
 
     /// The device buffer, materializing the tensor first if it is pending.
@@ -169,7 +158,7 @@ impl Tensor {
         if let Op::Data(buffer) = &self.node().op {
             return Ok(buffer.clone());
         }
-        exec::sync_tensors(std::slice::from_ref(self), SyncCause::ValueRead, location)?;
+        exec::sync_tensors(&[&self.0.value], SyncCause::ValueRead, location)?;
         match &self.node().op {
             Op::Data(buffer) => Ok(buffer.clone()),
             _ => Err(crate::Error::Unsupported(format!(

@@ -213,7 +213,7 @@ fn a_full_sync_computes_nothing_no_live_tensor_needs() {
     let ops: Vec<&str> = summaries[0].ops.iter().map(|(op, _)| *op).collect();
     assert!(!ops.contains(&"sin") && !ops.contains(&"cos"), "{ops:?}");
     // x, exp, the scalar, its broadcast, mul.
-    assert_eq!(summaries[0].nodes, 5, "{:?}", summaries[0].nodes_text);
+    assert_eq!(summaries[0].nodes, 5, "{:?}", summaries[0].node_defs);
     assert_eq!(summaries[0].outputs.len(), 1);
     let want: Vec<f32> = [0.5f32, 1.0, 2.0].iter().map(|v| 2.0 * v.exp()).collect();
     let got = y.to_vec::<f32>().unwrap();
@@ -284,4 +284,45 @@ fn a_value_read_inside_each_step_does_not_recompile_the_step() {
     assert_eq!(seen.len(), 8, "{seen:?}");
     assert!(seen[2..].iter().all(|s| s.1), "{seen:?}");
     assert_eq!(seen[3].0, seen[7].0);
+}
+
+#[test]
+fn a_graph_reached_by_a_value_read_and_by_sync_compiles_once() {
+    let _serial = serial();
+    let x = Tensor::from_slice(&[0.25f32; 6], &[2, 3]).unwrap();
+    let seen = lookups(|| {
+        // A value read: the graph walk lays the graph out.
+        let y = step(&x, 2.0);
+        y.to_vec::<f32>().unwrap();
+        // The same structure, synced: the trace's incremental key.
+        let _z = step(&x, 3.0);
+        sync().unwrap();
+        // Read once more.
+        let w = step(&x, 4.0);
+        w.to_vec::<f32>().unwrap();
+    });
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert!(!seen[0].1, "the first compiles");
+    assert!(seen[1..].iter().all(|&(h, hit)| hit && h == seen[0].0), "one key: {seen:?}");
+}
+
+#[test]
+fn nodes_recorded_in_between_and_left_unused_do_not_change_the_key() {
+    let _serial = serial();
+    let x = Tensor::from_slice(&[0.5f32; 6], &[3, 2]).unwrap();
+    let seen = lookups(|| {
+        let _y = step(&x, 2.0);
+        sync().unwrap();
+        // The same graph, with unused work recorded before, between and after its nodes: the
+        // trace has gaps there, and the key must not see them.
+        let unused_before = x.cos().unwrap();
+        let scaled = x.mul_scalar(2.0).unwrap();
+        let unused_between = scaled.exp().unwrap();
+        let _y = scaled.tanh().unwrap().sum(&[-1], false).unwrap();
+        let unused_after = x.sin().unwrap();
+        drop((unused_before, unused_between, unused_after, scaled));
+        sync().unwrap();
+    });
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(seen[1].1 && seen[1].0 == seen[0].0, "one key: {seen:?}");
 }

@@ -60,7 +60,7 @@ impl std::fmt::Display for ShapeRec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InputRec {
     pub shape: ShapeRec,
-    /// A device buffer (`false`: the packed host scalars).
+    /// A device buffer (`false`: a host scalar, a 0-d input in its own dtype).
     pub data: bool,
     pub location: u32,
     pub donated: bool,
@@ -75,10 +75,57 @@ pub struct GraphDef {
     pub ops: Vec<(String, u32)>,
     pub inputs: Vec<InputRec>,
     pub outputs: Vec<ShapeRec>,
-    /// One line per node in post-order, for diffing versions of a graph.
-    pub nodes_text: Vec<String>,
-    /// Source location of each node (ids), parallel to `nodes_text`.
-    pub node_locations: Vec<u32>,
+    /// Every node, inputs first: what recompiles are explained by and the viewers draw.
+    pub node_defs: Vec<NodeRec>,
+}
+
+/// The value of one attribute of an op (axes, a permutation, slice bounds, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AttrValue {
+    Int(i64),
+    Ints(Vec<i64>),
+    /// `(low, high)` per dimension: padding.
+    Pairs(Vec<(i64, i64)>),
+    Name(String),
+}
+
+impl std::fmt::Display for AttrValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AttrValue::Int(v) => write!(f, "{v}"),
+            AttrValue::Ints(v) => write!(f, "{v:?}"),
+            AttrValue::Pairs(v) => write!(f, "{v:?}"),
+            AttrValue::Name(n) => f.write_str(n),
+        }
+    }
+}
+
+/// One node of a graph: its op with its attributes, its operands (positions in the graph's node
+/// list), its shape, where it was recorded and its structural hash.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeRec {
+    pub op: String,
+    pub attrs: Vec<(String, AttrValue)>,
+    pub inputs: Vec<u32>,
+    pub shape: ShapeRec,
+    pub location: u32,
+    pub hash: u64,
+}
+
+impl NodeRec {
+    /// The node as one line, `%3 = transpose(%1) {perm=[1, 0]} : f32[8,4]`, `at` its position.
+    pub fn text(&self, at: usize) -> String {
+        let mut s = format!("%{at} = {}(", self.op);
+        for (i, input) in self.inputs.iter().enumerate() {
+            s += &format!("{}%{input}", if i > 0 { ", " } else { "" });
+        }
+        s.push(')');
+        if !self.attrs.is_empty() {
+            let attrs: Vec<String> = self.attrs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            s += &format!(" {{{}}}", attrs.join(", "));
+        }
+        s + &format!(" : {}", self.shape)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -9,13 +9,15 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use xlaprof_core::events::{self, Direction, Event, GraphSummary, InputKind, Listener, SyncCause};
+use xlaprof_core::ir::Attr;
 use xlaprof_core::{Shape, SourceLocation};
 
 use crate::error::{Error, Result};
 use crate::file::Writer;
 use crate::profile::Profile;
 use crate::record::{
-    Cause, CostRec, CountersRec, GraphDef, InputRec, Location, MemoryRec, Meta, Record, ShapeRec,
+    AttrValue, Cause, CostRec, CountersRec, GraphDef, InputRec, Location, MemoryRec, Meta, NodeRec,
+    Record, ShapeRec,
 };
 
 struct State {
@@ -104,17 +106,36 @@ impl State {
                 donated: summary.donated.iter().any(|d| d.0 == i),
             })
             .collect();
-        let node_locations = summary.node_locations.iter().map(|l| self.location(l)).collect();
+        let node_defs = summary
+            .node_defs
+            .iter()
+            .map(|n| NodeRec {
+                op: n.op.to_string(),
+                attrs: n.attrs.iter().map(|(k, v)| (k.to_string(), attr(v))).collect(),
+                inputs: n.inputs.clone(),
+                shape: shape(&n.shape),
+                location: self.location(&n.location),
+                hash: n.hash,
+            })
+            .collect();
         let def = GraphDef {
             hash,
             nodes: summary.nodes as u32,
             ops: summary.ops.iter().map(|(name, n)| (name.to_string(), *n as u32)).collect(),
             inputs,
             outputs: summary.outputs.iter().map(shape).collect(),
-            nodes_text: summary.nodes_text.clone(),
-            node_locations,
+            node_defs,
         };
         self.emit(Record::Graph(Box::new(def)));
+    }
+}
+
+fn attr(a: &Attr) -> AttrValue {
+    match a {
+        Attr::Int(v) => AttrValue::Int(*v),
+        Attr::Ints(v) => AttrValue::Ints(v.clone()),
+        Attr::Pairs(v) => AttrValue::Pairs(v.clone()),
+        Attr::Name(n) => AttrValue::Name(n.to_string()),
     }
 }
 
@@ -335,7 +356,7 @@ impl Recording {
 /// as it happens, so nothing needs to be flushed at exit). Returns whether recording started.
 pub fn init_from_env() -> Result<bool> {
     static GLOBAL: OnceLock<Recording> = OnceLock::new();
-    let Some(path) = std::env::var_os("XLAPROF_PROFILE") else { return Ok(false) };
+    let Some(path) = std::env::var_os(xlaprof_core::config::PROFILE) else { return Ok(false) };
     if GLOBAL.get().is_some() {
         return Ok(true);
     }

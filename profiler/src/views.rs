@@ -128,8 +128,8 @@ pub fn graph_rows(p: &Profile, recompiles: &[Recompile]) -> Vec<GraphRow> {
             *version += 1;
             // Counted by id, so each distinct location is formatted once.
             let mut by_id: BTreeMap<u32, u32> = BTreeMap::new();
-            for &l in &g.def.node_locations {
-                *by_id.entry(l).or_default() += 1;
+            for n in &g.def.node_defs {
+                *by_id.entry(n.location).or_default() += 1;
             }
             // Then by text: one line can hold several locations (columns).
             let mut lines: BTreeMap<String, u32> = BTreeMap::new();

@@ -363,3 +363,87 @@ fn every_rule_reads_back_as_written_and_is_named_in_the_syntax() {
         assert!(Rule::SYNTAX.split(" | ").any(|s| s.starts_with(&format!("{}=", rule.name()))));
     }
 }
+
+/// The recompile finding of a program that runs `op(i)` on steps 0, 1 and 2, its op written at
+/// `op_line`: the attribute changes it names (each located at the op), and its message.
+fn attribute_changes(
+    op_line: &str,
+    op: impl Fn(usize) -> Tensor,
+) -> (Vec<(String, String, String)>, String) {
+    let p = record(|| {
+        for i in 0..3 {
+            let _y = op(i);
+            step().unwrap();
+        }
+    });
+    let a = analyze(&p, &Thresholds::default());
+    let d = a.of_kind(Kind::Recompile).next().expect("a recompile finding");
+    assert!(d.advice.as_deref().is_some_and(|s| s.contains("changes between steps")), "{d:?}");
+    let named = d
+        .changes
+        .iter()
+        .filter_map(|c| match c {
+            GraphChange::Attribute { name, from, to, location, .. } => {
+                assert!(location.starts_with(op_line), "{location} / {op_line}");
+                Some((name.clone(), from.clone(), to.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    (named, d.message.clone())
+}
+
+#[test]
+fn a_recompile_by_reduction_axes_names_the_axes() {
+    let x = Tensor::from_slice(&[1f32; 16], &[4, 4]).unwrap();
+    let at = next_line!();
+    let op = |i| x.sum(&[if i < 2 { 0 } else { 1 }], false).unwrap();
+    let (named, message) = attribute_changes(&at, op);
+    assert_eq!(named, [("axes".to_string(), "[0]".to_string(), "[1]".to_string())]);
+    assert!(message.contains("changed its axes from [0] to [1]"), "{message}");
+}
+
+#[test]
+fn a_recompile_by_permutation_names_the_permutation() {
+    let x = Tensor::from_slice(&[1f32; 27], &[3, 3, 3]).unwrap();
+    let at = next_line!();
+    let op = |i| x.permute(if i < 2 { &[0, 2, 1] } else { &[1, 0, 2] }).unwrap().exp().unwrap();
+    let (named, _) = attribute_changes(&at, op);
+    assert_eq!(named, [("perm".to_string(), "[0, 2, 1]".to_string(), "[1, 0, 2]".to_string())]);
+}
+
+#[test]
+fn a_recompile_by_slice_bounds_names_the_bounds() {
+    let x = Tensor::from_slice(&[1f32; 8], &[8]).unwrap();
+    let start = |i| if i < 2 { 0 } else { 3 };
+    let at = next_line!();
+    let op = |i| x.slice(0, start(i), start(i) + 4, 1).unwrap().exp().unwrap();
+    let (named, _) = attribute_changes(&at, op);
+    let names: Vec<&str> = named.iter().map(|n| n.0.as_str()).collect();
+    assert_eq!(names, ["start", "limit"], "{named:?}");
+    assert_eq!((named[0].1.as_str(), named[0].2.as_str()), ("[0]", "[3]"));
+    assert_eq!((named[1].1.as_str(), named[1].2.as_str()), ("[4]", "[7]"));
+}
+
+/// A constant's value is a graph input, never structure: changing it does not compile again,
+/// except where constants recorded at one line (here by a loop) stop (or start) being equal,
+/// since equal ones share an input. That case is named so.
+#[test]
+fn constants_recompile_only_when_equal_ones_at_a_line_start_to_differ() {
+    let x = Tensor::from_slice(&[1f32; 4], &[4]).unwrap();
+    let p = record(|| {
+        for (a, b) in [(2.0, 2.0), (3.0, 3.0), (3.0, 4.0)] {
+            let mut y = x.clone();
+            for k in [a, b] {
+                y = y.mul_scalar(k).unwrap();
+            }
+            step().unwrap();
+        }
+    });
+    let compiles = p.syncs.iter().filter(|s| s.compiled()).count();
+    assert_eq!(compiles, 2, "new values alone never compile; a new pattern of equal ones does");
+    let a = analyze(&p, &Thresholds::default());
+    let d = a.of_kind(Kind::Recompile).next().expect("a recompile finding");
+    assert_eq!(d.changes, [GraphChange::ScalarPattern], "{:?}", d.changes);
+    assert!(d.message.contains("host scalars recorded at one line"), "{}", d.message);
+}

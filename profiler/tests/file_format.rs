@@ -19,7 +19,29 @@ fn from_bytes(bytes: &[u8]) -> Result<Profile, Error> {
 
 #[test]
 fn the_version_1_golden_file_loads_whole() {
-    let p = load(&golden(1)).unwrap();
+    let p = golden_loads_whole(1);
+    // Version 1 wrote nodes as text: they read back as nodes, without attributes.
+    let nodes = p.graphs.values().flat_map(|g| &g.def.node_defs);
+    assert!(nodes.clone().any(|n| n.op == "dot_general" && n.inputs.len() == 2));
+    assert!(nodes.clone().all(|n| n.attrs.is_empty()));
+}
+
+#[test]
+fn the_version_2_golden_file_loads_whole_with_typed_nodes() {
+    let p = golden_loads_whole(2);
+    let dot = p
+        .graphs
+        .values()
+        .flat_map(|g| &g.def.node_defs)
+        .find(|n| n.op == "dot_general")
+        .expect("the linear layer's matmul");
+    let names: Vec<&str> = dot.attrs.iter().map(|a| a.0.as_str()).collect();
+    assert_eq!(names, ["lhs_batch", "rhs_batch", "lhs_contract", "rhs_contract"]);
+    assert!(dot.hash != 0 && dot.inputs.len() == 2);
+}
+
+fn golden_loads_whole(version: u16) -> Profile {
+    let p = load(&golden(version)).unwrap();
     assert!(p.warnings.is_empty(), "{:?}", p.warnings);
     assert_eq!(p.steps.len(), 5);
     assert_eq!(p.syncs.len(), 6, "five step syncs and one value read");
@@ -35,6 +57,7 @@ fn the_version_1_golden_file_loads_whole() {
         .values()
         .all(|g| g.stablehlo.as_deref().is_some_and(|t| t.contains("func.func @main"))));
     assert!(p.meta.platform.starts_with("cpu"));
+    p
 }
 
 #[test]

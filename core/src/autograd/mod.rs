@@ -80,7 +80,9 @@ impl Tensor {
 
     /// The same value, cut from the autograd graph.
     pub fn detach(&self) -> Tensor {
-        crate::trace::alias(self, |node| crate::tensor::TensorInner::new(node, None))
+        Tensor(crate::trace::alias(&self.0.value, |node| {
+            crate::tensor::TensorInner::new(node, None)
+        }))
     }
 
     /// Back-propagates from this scalar (one-element) tensor into every leaf that requires grad.

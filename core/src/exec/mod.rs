@@ -4,8 +4,8 @@
 
 mod cache;
 mod disk_cache;
-mod graph;
-pub(crate) use graph::{donations, Graph};
+mod scalars;
+mod summary;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -13,14 +13,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub use cache::CacheStats;
 use cache::{CachedGraph, GraphCache};
 
+use crate::config::EngineConfig;
 use crate::error::Result;
 use crate::events::{self, bump, counter, Direction, Event, SyncCause};
-use crate::ir::{Inputs, Node, NodeRef, Op};
+use crate::ir::{Graph, Inputs, Node, NodeRef, Op};
 use crate::location::SourceLocation;
 use crate::lower;
 use crate::runtime::{Buffer, Client, CompileOptions};
-use crate::tensor::Tensor;
-use crate::trace::{self, Trace};
+use crate::trace::{self, Trace, Value};
 
 /// The process-wide engine: one PJRT client, one device, one compiled-graph cache.
 pub struct Engine {
@@ -30,8 +30,8 @@ pub struct Engine {
     disk: Option<disk_cache::DiskCache>,
     /// Keep XLA's optimized HLO of every compile (`XLAPROF_OPTIMIZED_HLO=1`).
     capture_optimized_hlo: bool,
-    /// Syncs are serialized: they mark nodes with the sync's epoch while walking the graph.
-    sync_lock: Mutex<()>,
+    /// Device buffers of host scalars, reused while their values recur.
+    scalars: Mutex<scalars::ScalarBuffers>,
     epoch: AtomicU64,
 }
 
@@ -51,24 +51,22 @@ pub fn engine() -> Result<&'static Engine> {
         crate::runtime::Plugin::from_env()?,
         &crate::runtime::ClientOptions::default().cpu_device_count(1),
     )?;
-    let capacity =
-        std::env::var("XLAPROF_CACHE_CAPACITY").ok().and_then(|v| v.parse().ok()).unwrap_or(1024);
-    let disk = std::env::var_os("XLAPROF_CACHE_DIR").and_then(|dir| {
-        disk_cache::open(std::path::Path::new(&dir), &client, 0)
+    let config = EngineConfig::from_env();
+    let disk = config.cache_dir.as_ref().and_then(|dir| {
+        disk_cache::open(dir, &client, 0)
             .map_err(|why| eprintln!("xlaprof: persistent compile cache off: {why}"))
             .ok()
     });
     let engine = Engine {
         client,
         disk,
-        capture_optimized_hlo: std::env::var("XLAPROF_OPTIMIZED_HLO")
-            .is_ok_and(|v| v.trim() == "1"),
+        capture_optimized_hlo: config.optimized_hlo,
         device: 0,
-        cache: Mutex::new(GraphCache::new(capacity)),
-        sync_lock: Mutex::new(()),
+        cache: Mutex::new(GraphCache::new(config.cache_capacity)),
+        scalars: Mutex::default(),
         epoch: AtomicU64::new(1),
     };
-    crate::debug::install_from_env();
+    crate::debug::install(&config);
     Ok(ENGINE.get_or_init(|| engine))
 }
 
@@ -114,19 +112,12 @@ static STEPS: AtomicU64 = AtomicU64::new(0);
 
 static NEXT_SYNC: AtomicU64 = AtomicU64::new(1);
 
-/// Returns once no sync is running (at once when none is).
-pub(crate) fn wait_for_sync() {
-    if let Some(engine) = ENGINE.get() {
-        drop(engine.sync_lock.lock().unwrap_or_else(|p| p.into_inner()));
-    }
-}
-
 /// Computes every live pending tensor, from the trace that recorded them (see `trace`).
 fn sync_all(cause: SyncCause, location: SourceLocation) -> Result<()> {
     let engine = engine()?;
-    let _serial = engine.sync_lock.lock().unwrap_or_else(|p| p.into_inner());
-    let (tensors, mut trace) = trace::take();
-    let tensors: Vec<&Tensor> = tensors.iter().collect();
+    let _serial = trace::serialize();
+    let (holders, mut trace) = trace::take();
+    let tensors: Vec<&Value> = holders.iter().map(|h| h.value()).collect();
     let result = if tensors.is_empty() {
         Ok(())
     } else {
@@ -139,14 +130,14 @@ fn sync_all(cause: SyncCause, location: SourceLocation) -> Result<()> {
 
 /// Computes `tensors` (a value read: only what they need).
 pub(crate) fn sync_tensors(
-    tensors: &[Tensor],
+    tensors: &[&Value],
     cause: SyncCause,
     location: SourceLocation,
 ) -> Result<()> {
     let engine = engine()?;
-    let _serial = engine.sync_lock.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = trace::serialize();
     // Tensors synced by someone else while we waited are already data.
-    let tensors: Vec<&Tensor> = tensors.iter().filter(|t| !t.is_materialized()).collect();
+    let tensors: Vec<&Value> = tensors.iter().copied().filter(|t| !t.is_data()).collect();
     if tensors.is_empty() {
         return Ok(());
     }
@@ -157,7 +148,7 @@ pub(crate) fn sync_tensors(
 /// recorded them.
 fn run(
     engine: &Engine,
-    tensors: &[&Tensor],
+    tensors: &[&Value],
     trace: Option<&mut Trace>,
     cause: SyncCause,
     location: SourceLocation,
@@ -187,7 +178,7 @@ fn run(
             if let Some(trace) = trace {
                 trace.lay_out(&mut graph, &roots, epoch);
             }
-            Some(Arc::new(graph.summary()))
+            Some(Arc::new(summary::summary(&graph)))
         }
         _ => None,
     };
@@ -222,33 +213,26 @@ fn run(
         }
     };
 
-    // 6: inputs (device data plus one packed vector of the host scalars) and execute.
-    let scalars = if graph.scalars.is_empty() {
-        None
-    } else {
-        let t = events::now_ns();
-        let b = engine.client.buffer_from_host(
-            &graph.scalars,
-            &[graph.scalars.len() as i64],
-            engine.device,
-        )?;
-        let bytes = b.size_bytes() as u64;
-        bump(&counter::bytes_to_device, bytes);
+    // 6: inputs (device data, then the host scalars, each in its own dtype) and execute.
+    let t = events::now_ns();
+    let (scalars, uploaded) = engine.scalars.lock().unwrap_or_else(|p| p.into_inner()).get(
+        &engine.client,
+        engine.device,
+        &graph.scalars,
+    )?;
+    if uploaded > 0 {
+        bump(&counter::bytes_to_device, uploaded);
         if listening {
             let duration_ns = events::now_ns() - t;
             events::emit(Event::Transfer {
                 sync_id,
                 direction: Direction::ToDevice,
-                bytes,
+                bytes: uploaded,
                 duration_ns,
             });
         }
-        Some(b)
-    };
-    let mut inputs: Vec<&Buffer> = graph.data.iter().map(|b| b.as_ref()).collect();
-    if let Some(s) = &scalars {
-        inputs.push(s);
     }
+    let inputs: Vec<&Buffer> = graph.data.iter().chain(&scalars).map(|b| b.as_ref()).collect();
     let t = events::now_ns();
     // While it runs, the host frees earlier graphs (see `trace`).
     let outputs = compiled.executable.execute_overlapped(&inputs, trace::reap_while_executing)?;
@@ -278,27 +262,27 @@ fn run(
     Ok(())
 }
 
-/// The graph under `roots`: from the trace when it recorded everything they need (no walk; laid
-/// out only for a compile), else by walking it.
+/// The graph under `roots`: from the trace when it recorded exactly the nodes they need (no
+/// walk; laid out only for a compile), else by walking it. Both give the same key (`graph::key`).
 fn build_graph<'a>(
     roots: &'a [NodeRef],
     trace: Option<&'a mut Trace>,
     epoch: u64,
     donate: bool,
 ) -> (Graph<'a>, Option<&'a Trace>) {
-    match trace {
-        Some(trace) if trace.covers(roots) => {
-            let outputs = trace.settle(roots);
+    let Some(trace) = trace else {
+        return (Graph::build(roots, epoch, donate), None);
+    };
+    if trace.covers(roots) {
+        let outputs = trace.settle(roots);
+        if trace.is_exact() {
             let trace = &*trace;
-            (trace.graph(roots, outputs, donate), Some(trace))
+            return (trace.graph(roots, outputs, donate), Some(trace));
         }
-        Some(trace) => {
-            // The walk judges donation by reference counts: the trace's own must go.
-            trace.release_params();
-            (Graph::build(roots, epoch, donate), None)
-        }
-        None => (Graph::build(roots, epoch, donate), None),
     }
+    // The walk judges donation by reference counts: the trace's own must go.
+    trace.release_params();
+    (Graph::build(roots, epoch, donate), None)
 }
 
 fn compile(

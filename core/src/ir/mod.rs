@@ -4,12 +4,18 @@
 //! attributes, its shape and its inputs' hashes, never from data. Two graphs with equal structure
 //! therefore have equal keys, and the key is the compiled-graph cache key.
 
+mod def;
+mod graph;
 mod op;
 
 use std::hash::Hasher;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
+pub(crate) use graph::{
+    donations, key, scalar_key, share, Graph, References, ScalarKey, PARAMETER, SCALAR_SLOT,
+};
+pub use def::{Attr, NodeDef};
 pub use op::{BinaryOp, CompareOp, Op, OpKind, ReduceKind, UnaryOp};
 
 use crate::location::SourceLocation;
@@ -83,6 +89,11 @@ impl Node {
     pub(crate) fn visited_in(&self, epoch: u64) -> Option<u32> {
         (self.visit_epoch.load(Ordering::Relaxed) == epoch)
             .then(|| self.visit_index.load(Ordering::Relaxed))
+    }
+
+    /// The index the current sync gave this node (valid once visited in its epoch).
+    pub(crate) fn visit_index(&self) -> u32 {
+        self.visit_index.load(Ordering::Relaxed)
     }
 
     pub(crate) fn mark_visited(&self, epoch: u64, index: u32) {

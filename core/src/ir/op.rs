@@ -47,6 +47,20 @@ pub enum CompareOp {
     Ge,
 }
 
+impl CompareOp {
+    /// The direction as StableHLO names it (`EQ`, `LT`, ...).
+    pub fn direction(self) -> &'static str {
+        match self {
+            CompareOp::Eq => "EQ",
+            CompareOp::Ne => "NE",
+            CompareOp::Lt => "LT",
+            CompareOp::Le => "LE",
+            CompareOp::Gt => "GT",
+            CompareOp::Ge => "GE",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ReduceKind {
     Sum,

@@ -5,7 +5,6 @@
 use crate::autograd::no_grad;
 use crate::error::Result;
 use crate::tensor::Tensor;
-use crate::trace::rebind;
 
 use super::data_zeros_like;
 
@@ -58,10 +57,10 @@ impl Optimizer for Sgd {
                 }
                 if let Some(v) = v {
                     let nv = v.mul_scalar(self.momentum)?.add(&g)?;
-                    rebind(v, &nv);
+                    v.rebind(&nv);
                     g = nv;
                 }
-                rebind(p, &p.sub(&g.mul_scalar(self.lr)?)?);
+                p.rebind(&p.sub(&g.mul_scalar(self.lr)?)?);
             }
             Ok(())
         })
@@ -136,9 +135,9 @@ impl Optimizer for Adam {
                 if self.weight_decay != 0.0 && self.decoupled {
                     np = np.sub(&p.mul_scalar(self.lr * self.weight_decay)?)?;
                 }
-                rebind(m, &nm);
-                rebind(v, &nv);
-                rebind(p, &np);
+                m.rebind(&nm);
+                v.rebind(&nv);
+                p.rebind(&np);
             }
             Ok(())
         })

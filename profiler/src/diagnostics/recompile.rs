@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::{Diagnostic, Instance, Kind, Thresholds};
 use crate::metrics::format_ns;
 use crate::profile::{Graph, Profile};
-use crate::record::ShapeRec;
+use crate::record::{NodeRec, ShapeRec};
 
 /// One difference between two versions of a graph.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -21,6 +21,9 @@ pub enum GraphChange {
     SyncedTensors { from: usize, to: usize, joined: Vec<ShapeRec>, left: Vec<ShapeRec> },
     /// The op structure diverged at a node.
     Structure { node: usize, from: String, to: String, location: String },
+    /// The same op on the same operands, with one attribute changed (its axes, permutation,
+    /// slice bounds ...).
+    Attribute { node: usize, op: String, name: String, from: String, to: String, location: String },
     /// An input's buffer is donated in one version and not the other.
     Donation { input: usize, donated: bool },
     /// Same ops and shapes: only the pattern of equal host scalars at one line differs.
@@ -55,6 +58,9 @@ impl GraphChange {
                 ),
                 _ => format!("the op structure diverged at node %{node}: `{to}` instead of `{from}` (recorded at {location})"),
             },
+            GraphChange::Attribute { node, op, name, from, to, location } => format!(
+                "`{op}` (node %{node}, recorded at {location}) changed its {name} from {from} to {to}"
+            ),
             GraphChange::Donation { input, donated } => {
                 if *donated {
                     format!("input {input} is now donated (nothing else holds it any more)")
@@ -72,18 +78,25 @@ impl GraphChange {
 /// Stands for a node one version of a graph does not have.
 const NO_NODE: &str = "(no node)";
 
-/// The op part of a node line, without its shape (`%3 = add(%1, %2)`).
-fn op_text(line: &str) -> &str {
-    line.split(" : ").next().unwrap_or(line)
+/// Whether two nodes are the same op on the same operands, shapes aside (a shape that changes
+/// is explained by the inputs that changed it).
+fn same_op(x: &NodeRec, y: &NodeRec) -> bool {
+    x.op == y.op && x.inputs == y.inputs && x.attrs == y.attrs
 }
 
 /// What changed from graph `a` to graph `b`.
 pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
     let (da, db) = (&a.def, &b.def);
+    // Device data only: host scalars are inputs too, but a change in them shows in the nodes (a
+    // dtype) or is the scalar pattern below.
+    let data = |d: &'_ crate::record::GraphDef| -> Vec<crate::record::InputRec> {
+        d.inputs.iter().filter(|i| i.data).cloned().collect()
+    };
+    let (ia, ib) = (data(da), data(db));
     let mut changes = Vec::new();
-    if da.inputs.len() == db.inputs.len() {
-        for (i, (x, y)) in da.inputs.iter().zip(&db.inputs).enumerate() {
-            if x.shape != y.shape && x.data {
+    if ia.len() == ib.len() {
+        for (i, (x, y)) in ia.iter().zip(&ib).enumerate() {
+            if x.shape != y.shape {
                 changes.push(GraphChange::InputShape {
                     input: i,
                     from: x.shape.clone(),
@@ -93,7 +106,7 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
             }
         }
     } else {
-        changes.push(GraphChange::InputCount { from: da.inputs.len(), to: db.inputs.len() });
+        changes.push(GraphChange::InputCount { from: ia.len(), to: ib.len() });
     }
     if da.outputs != db.outputs {
         let mut left: Vec<ShapeRec> = da.outputs.clone();
@@ -116,28 +129,45 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
         }
     }
     let first_diff = da
-        .nodes_text
+        .node_defs
         .iter()
-        .zip(&db.nodes_text)
-        .position(|(x, y)| op_text(x) != op_text(y))
+        .zip(&db.node_defs)
+        .position(|(x, y)| !same_op(x, y))
         .or_else(|| {
-            (da.nodes_text.len() != db.nodes_text.len())
-                .then(|| da.nodes_text.len().min(db.nodes_text.len()))
+            (da.node_defs.len() != db.node_defs.len())
+                .then(|| da.node_defs.len().min(db.node_defs.len()))
         });
     if let Some(node) = first_diff {
-        let text = |d: &crate::record::GraphDef| {
-            d.nodes_text.get(node).cloned().unwrap_or_else(|| NO_NODE.into())
-        };
-        let location = db
-            .node_locations
-            .get(node)
-            .or(da.node_locations.get(node))
-            .map(|&l| p.location(l))
-            .unwrap_or_default();
-        changes.push(GraphChange::Structure { node, from: text(da), to: text(db), location });
+        let (x, y) = (da.node_defs.get(node), db.node_defs.get(node));
+        let location = y.or(x).map(|n| p.location(n.location)).unwrap_or_default();
+        match (x, y) {
+            // Only attributes differ: name each one.
+            (Some(x), Some(y))
+                if x.op == y.op
+                    && x.inputs == y.inputs
+                    && x.attrs.iter().map(|a| &a.0).eq(y.attrs.iter().map(|a| &a.0)) =>
+            {
+                for ((name, from), (_, to)) in x.attrs.iter().zip(&y.attrs) {
+                    if from != to {
+                        changes.push(GraphChange::Attribute {
+                            node,
+                            op: y.op.clone(),
+                            name: name.clone(),
+                            from: from.to_string(),
+                            to: to.to_string(),
+                            location: location.clone(),
+                        });
+                    }
+                }
+            }
+            _ => {
+                let text = |n: Option<&NodeRec>| n.map_or_else(|| NO_NODE.into(), |n| n.text(node));
+                changes.push(GraphChange::Structure { node, from: text(x), to: text(y), location });
+            }
+        }
     }
-    if da.inputs.len() == db.inputs.len() {
-        for (i, (x, y)) in da.inputs.iter().zip(&db.inputs).enumerate() {
+    if ia.len() == ib.len() {
+        for (i, (x, y)) in ia.iter().zip(&ib).enumerate() {
             if x.donated != y.donated {
                 changes.push(GraphChange::Donation { input: i, donated: y.donated });
             }
@@ -154,7 +184,9 @@ fn distance(changes: &[GraphChange]) -> usize {
     changes
         .iter()
         .map(|c| match c {
-            GraphChange::Structure { .. } | GraphChange::InputCount { .. } => 10,
+            GraphChange::Structure { .. }
+            | GraphChange::Attribute { .. }
+            | GraphChange::InputCount { .. } => 10,
             GraphChange::SyncedTensors { .. } => 5,
             _ => 1,
         })
@@ -279,6 +311,9 @@ fn advice_for(changes: &[GraphChange]) -> Option<String> {
         GraphChange::SyncedTensors { .. } => Some(
             "sync the same tensors every step: a tensor kept alive (or dropped) across the sync changes the graph's outputs".to_string(),
         ),
+        GraphChange::Attribute { name, .. } => Some(format!(
+            "the op's {name} is computed from a value that changes between steps (a Python number used as axes, dims or bounds); keep it fixed, or pass what varies as a tensor so the graph stays the same"
+        )),
         GraphChange::Structure { .. } => Some(
             "the program records different ops on different steps (a Python/Rust branch on data, or a changing loop count); make the step's ops the same every time".to_string(),
         ),

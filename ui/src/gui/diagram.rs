@@ -4,60 +4,44 @@
 
 use eframe::egui::{self, Align2, Color32, FontId, Pos2, Rect, Stroke, StrokeKind, Vec2};
 use xlaprof_profiler::profile::Graph;
+use xlaprof_profiler::record::NodeRec;
 
 pub const MAX_NODES: usize = 400;
 const NODE_SIZE: Vec2 = Vec2::new(130.0, 26.0);
 const LAYER_GAP: f32 = 50.0;
 const ROW_GAP: f32 = 10.0;
 
-/// One node of `nodes_text` (`%3 = add(%1, %2) : f32[4]`): its op and its operands' indexes.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ParsedNode {
-    pub op: String,
-    pub shape: String,
-    pub operands: Vec<usize>,
-}
-
-pub fn parse_node(line: &str) -> ParsedNode {
-    let (body, shape) = line.rsplit_once(" : ").unwrap_or((line, ""));
-    let expr = body.split_once(" = ").map_or(body, |(_, e)| e);
-    // The operands are the last parenthesized group (the op's own attributes can hold parentheses).
-    let (op, args) = match (expr.rfind('('), expr.ends_with(')')) {
-        (Some(open), true) => (&expr[..open], &expr[open + 1..expr.len() - 1]),
-        _ => (expr, ""),
-    };
-    let operands = args
-        .split(',')
-        .filter_map(|a| a.trim().strip_prefix('%').and_then(|n| n.parse().ok()))
-        .collect();
-    ParsedNode { op: op.to_string(), shape: shape.to_string(), operands }
-}
-
 /// Layer of each node: 0 for nodes without operands, else one more than its deepest operand.
-pub fn layers(nodes: &[ParsedNode]) -> Vec<usize> {
+pub fn layers(nodes: &[NodeRec]) -> Vec<usize> {
     let mut layer = vec![0usize; nodes.len()];
     for (i, n) in nodes.iter().enumerate() {
-        // Post-order: operands come first; a reference forward (a damaged profile) is ignored.
-        layer[i] = n.operands.iter().filter(|&&o| o < i).map(|&o| layer[o] + 1).max().unwrap_or(0);
+        // Operands come first; a reference forward (a damaged profile) is ignored.
+        layer[i] = n
+            .inputs
+            .iter()
+            .map(|&o| o as usize)
+            .filter(|&o| o < i)
+            .map(|o| layer[o] + 1)
+            .max()
+            .unwrap_or(0);
     }
     layer
 }
 
 pub fn show(ui: &mut egui::Ui, graph: &Graph) {
-    let lines = &graph.def.nodes_text;
-    if lines.len() > MAX_NODES {
+    let nodes = &graph.def.node_defs;
+    if nodes.len() > MAX_NODES {
         ui.label(format!(
             "This graph has {} nodes: the diagram is drawn for graphs up to {MAX_NODES}. The side-by-side view lists them all.",
-            lines.len()
+            nodes.len()
         ));
         return;
     }
-    if lines.is_empty() {
+    if nodes.is_empty() {
         ui.label("This graph has no recorded nodes.");
         return;
     }
-    let nodes: Vec<ParsedNode> = lines.iter().map(|l| parse_node(l)).collect();
-    let layer = layers(&nodes);
+    let layer = layers(nodes);
     let mut slot = vec![0usize; layer.iter().max().map_or(1, |m| m + 1)];
     let positions: Vec<Pos2> = layer
         .iter()
@@ -80,7 +64,7 @@ pub fn show(ui: &mut egui::Ui, graph: &Graph) {
     egui::Scene::new().zoom_range(0.05..=4.0).show(ui, &mut scene_rect, |ui| {
         let painter = ui.painter().clone();
         for (i, n) in nodes.iter().enumerate() {
-            for &o in n.operands.iter().filter(|&&o| o < i) {
+            for o in n.inputs.iter().map(|&o| o as usize).filter(|&o| o < i) {
                 let from = positions[o] + Vec2::new(NODE_SIZE.x, NODE_SIZE.y / 2.0);
                 let to = positions[i] + Vec2::new(0.0, NODE_SIZE.y / 2.0);
                 painter.line_segment([from, to], Stroke::new(1.0, stroke_color));
@@ -89,7 +73,7 @@ pub fn show(ui: &mut egui::Ui, graph: &Graph) {
         for (i, n) in nodes.iter().enumerate() {
             let rect = Rect::from_min_size(positions[i], NODE_SIZE);
             let response = ui.allocate_rect(rect, egui::Sense::hover());
-            let border = if n.operands.is_empty() {
+            let border = if n.inputs.is_empty() {
                 Color32::from_rgb(200, 150, 60)
             } else {
                 Color32::from_rgb(70, 130, 180)
@@ -107,7 +91,7 @@ pub fn show(ui: &mut egui::Ui, graph: &Graph) {
                 FontId::monospace(11.0),
                 text_color,
             );
-            response.on_hover_text(lines[i].as_str());
+            response.on_hover_text(n.text(i));
         }
     });
     ui.data_mut(|d| d.insert_temp(id, scene_rect));
@@ -116,31 +100,23 @@ pub fn show(ui: &mut egui::Ui, graph: &Graph) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xlaprof_profiler::record::ShapeRec;
 
-    #[test]
-    fn parses_operands_after_attributes_with_parentheses() {
-        let n = parse_node("%4 = Permute([1, 0])(%2, %3) : f32[3,2]");
-        assert_eq!(n.op, "Permute([1, 0])");
-        assert_eq!(n.operands, vec![2, 3]);
-        assert_eq!(n.shape, "f32[3,2]");
-        let leaf = parse_node("%0 = Data() : f32[2]");
-        assert!(leaf.operands.is_empty());
-        let odd = parse_node("not a node line");
-        assert!(odd.operands.is_empty());
+    fn node(inputs: &[u32]) -> NodeRec {
+        NodeRec {
+            op: "add".into(),
+            attrs: Vec::new(),
+            inputs: inputs.to_vec(),
+            shape: ShapeRec { dtype: "f32".into(), dims: vec![2] },
+            location: 0,
+            hash: 0,
+        }
     }
 
     #[test]
     fn layers_follow_the_longest_path_from_inputs() {
-        let nodes: Vec<ParsedNode> = [
-            "%0 = Data() : f32[2]",
-            "%1 = Data() : f32[2]",
-            "%2 = Add(%0, %1) : f32[2]",
-            "%3 = Mul(%2, %0) : f32[2]",
-            "%4 = Neg(%9) : f32[2]",
-        ]
-        .iter()
-        .map(|l| parse_node(l))
-        .collect();
+        // The last node refers forward, as only a damaged profile can: it is drawn as a leaf.
+        let nodes = [node(&[]), node(&[]), node(&[0, 1]), node(&[2, 0]), node(&[9])];
         assert_eq!(layers(&nodes), vec![0, 0, 1, 2, 0]);
     }
 }

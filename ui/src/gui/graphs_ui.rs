@@ -97,7 +97,9 @@ pub fn show(ui: &mut egui::Ui, model: &Model, view: &mut GraphsView, selection: 
         for c in changes {
             ui.label(format!("- {}", c.sentence()));
         }
-        if changes.iter().any(|c| matches!(c, GraphChange::Structure { .. }))
+        if changes
+            .iter()
+            .any(|c| matches!(c, GraphChange::Structure { .. } | GraphChange::Attribute { .. }))
             && ui.button("Scroll to the first diverging node").clicked()
         {
             view.scroll_to_difference = true;
@@ -183,7 +185,7 @@ fn side_by_side_ui(
         })
         .collect();
     let diverging = changes.iter().find_map(|c| match c {
-        GraphChange::Structure { node, .. } => Some(*node),
+        GraphChange::Structure { node, .. } | GraphChange::Attribute { node, .. } => Some(*node),
         _ => None,
     });
     let highlight = Color32::from_rgba_unmultiplied(230, 180, 40, 90);
@@ -224,7 +226,7 @@ fn side_by_side_ui(
                             format!(
                                 "input {i}: {}{}{} · {}",
                                 inp.shape,
-                                if inp.data { "" } else { " (host scalars)" },
+                                if inp.data { "" } else { " (host scalar)" },
                                 if inp.donated { " donated" } else { "" },
                                 model.profile.location(inp.location)
                             )
@@ -243,7 +245,7 @@ fn side_by_side_ui(
     ui.separator();
 
     // Nodes, in post-order, with the source line of each.
-    let rows = a.map_or(0, |g| g.def.nodes_text.len()).max(b.map_or(0, |g| g.def.nodes_text.len()));
+    let rows = a.map_or(0, |g| g.def.node_defs.len()).max(b.map_or(0, |g| g.def.node_defs.len()));
     let row_height = 18.0;
     let mut area = egui::ScrollArea::vertical().id_salt("nodes").auto_shrink([false, false]);
     if *scroll_to_difference {
@@ -260,14 +262,9 @@ fn side_by_side_ui(
                 for g in [a, b] {
                     let text = g
                         .and_then(|g| {
-                            let line = g.def.nodes_text.get(i)?;
-                            let at = g
-                                .def
-                                .node_locations
-                                .get(i)
-                                .map(|&l| model.profile.location(l))
-                                .unwrap_or_default();
-                            Some(format!("{line}    @ {at}"))
+                            let node = g.def.node_defs.get(i)?;
+                            let at = model.profile.location(node.location);
+                            Some(format!("{}    @ {at}", node.text(i)))
                         })
                         .unwrap_or_default();
                     cell_ui(ui, column_width, &text, (diverging == Some(i)).then_some(highlight));

@@ -2,7 +2,7 @@
 //! else: every control character (escape sequences included) and every bidirectional override
 //! is replaced by a visible stand-in before it reaches the screen.
 
-use xlaprof_profiler::record::Record;
+use xlaprof_profiler::record::{AttrValue, Record};
 
 /// `s` with control characters shown as `�` (tabs as a space), safe to print on a terminal.
 pub fn clean(s: &str) -> String {
@@ -47,7 +47,16 @@ pub fn clean_record(record: &mut Record) {
         }
         Record::Graph(def) => {
             def.ops.iter_mut().for_each(|(name, _)| fix(name));
-            def.nodes_text.iter_mut().for_each(fix);
+            for node in &mut def.node_defs {
+                fix(&mut node.op);
+                fix(&mut node.shape.dtype);
+                for (name, value) in &mut node.attrs {
+                    fix(name);
+                    if let AttrValue::Name(n) = value {
+                        fix(n);
+                    }
+                }
+            }
             def.inputs.iter_mut().for_each(|i| fix(&mut i.shape.dtype));
             def.outputs.iter_mut().for_each(|o| fix(&mut o.dtype));
         }

@@ -1,8 +1,8 @@
-//! The profile file format, version 1.
+//! The profile file format, version 2.
 //!
 //! ```text
 //! header   8 bytes  b"XLAPROF\0"
-//!          2 bytes  format version, little endian (1)
+//!          2 bytes  format version, little endian (2)
 //!          2 bytes  reserved, zero
 //! records  repeated until the end of the file:
 //!          4 bytes  payload length, little endian
@@ -13,6 +13,9 @@
 //! Compatibility: postcard is not self-describing, so any change to `Record` or the types in it
 //! is a new format version. A new version keeps the old version's record types to decode old
 //! files, and `tests/data/profile-vN.xlaprof` of every version must keep loading.
+//!
+//! Versions: 1 described a graph's nodes as text; 2 describes them as data (`NodeRec`: op,
+//! attributes, operands, shape, location, hash). Version-1 files are read by `v1`.
 //!
 //! Records are appended while the program runs, one `write` per sync or step: the records since
 //! the last write go out when a sync or a step ends, before a compile starts (so a crash during a
@@ -29,8 +32,10 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::record::Record;
 
+mod v1;
+
 pub const MAGIC: &[u8; 8] = b"XLAPROF\0";
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 const HEADER_BYTES: usize = 12;
 const FRAME_BYTES: usize = 8;
 /// No record comes near this; a larger length means the framing itself is damaged.
@@ -101,7 +106,7 @@ pub fn frame_into(out: &mut Vec<u8>, record: &Record) {
     out[start + 4..start + FRAME_BYTES].copy_from_slice(&crc);
 }
 
-/// The header of a version-1 file (for writing profiles to memory).
+/// The header of a file of this version (for writing profiles to memory).
 pub fn header() -> Vec<u8> {
     let mut h = Vec::with_capacity(HEADER_BYTES);
     h.extend_from_slice(MAGIC);
@@ -121,13 +126,14 @@ pub struct Decoded {
 
 /// Decodes a whole profile held in memory.
 pub fn decode(bytes: &[u8]) -> Result<Decoded> {
-    check_header(bytes)?;
-    let mut decoded = decode_records(&bytes[HEADER_BYTES..], HEADER_BYTES, true);
+    let version = check_header(bytes)?;
+    let mut decoded = decode_records(&bytes[HEADER_BYTES..], HEADER_BYTES, true, version);
     decoded.consumed += HEADER_BYTES;
     Ok(decoded)
 }
 
-fn check_header(bytes: &[u8]) -> Result<()> {
+/// The file's format version, once the header is known good.
+fn check_header(bytes: &[u8]) -> Result<u16> {
     if bytes.len() < HEADER_BYTES || &bytes[..8] != MAGIC {
         return Err(Error::NotAProfile);
     }
@@ -135,12 +141,12 @@ fn check_header(bytes: &[u8]) -> Result<()> {
     if version > VERSION {
         return Err(Error::NewerFormat { version, supported: VERSION });
     }
-    Ok(())
+    Ok(version)
 }
 
 /// Decodes consecutive records. `at_end`: the data is the whole file (a partial last record is
 /// then a loss to report, not something still being written).
-fn decode_records(bytes: &[u8], base_offset: usize, at_end: bool) -> Decoded {
+fn decode_records(bytes: &[u8], base_offset: usize, at_end: bool, version: u16) -> Decoded {
     let mut out = Decoded::default();
     let mut pos = 0;
     while pos < bytes.len() {
@@ -186,9 +192,13 @@ fn decode_records(bytes: &[u8], base_offset: usize, at_end: bool) -> Decoded {
             ));
             continue;
         }
-        match postcard::from_bytes::<Record>(payload) {
-            Ok(record) => out.records.push(record),
-            Err(_) => out.warnings.push(format!(
+        let record = match version {
+            1 => v1::decode(payload),
+            _ => postcard::from_bytes::<Record>(payload).ok(),
+        };
+        match record {
+            Some(record) => out.records.push(record),
+            None => out.warnings.push(format!(
                 "the record at byte {} could not be decoded (written by a newer xlaprof?) and was skipped",
                 base_offset + pos - FRAME_BYTES - len
             )),
@@ -210,14 +220,15 @@ pub struct Follower {
     file: File,
     offset: u64,
     pending: Vec<u8>,
-    /// The header was read and checked; until then it waits, partly written, in `pending`.
-    header_checked: bool,
+    /// The header's format version, once it was read and checked; until then the header waits,
+    /// partly written, in `pending`.
+    version: Option<u16>,
 }
 
 impl Follower {
     pub fn open(path: &Path) -> Result<Follower> {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
-        let mut f = Follower { file, offset: 0, pending: Vec::new(), header_checked: false };
+        let mut f = Follower { file, offset: 0, pending: Vec::new(), version: None };
         // Only the header is read here; the records are `poll`'s.
         (&mut f.file)
             .take(HEADER_BYTES as u64)
@@ -232,12 +243,11 @@ impl Follower {
     /// arrives late (the file was created but not yet written) is checked like one there from
     /// the start.
     fn take_header(&mut self) -> Result<()> {
-        if self.header_checked || self.pending.len() < HEADER_BYTES {
+        if self.version.is_some() || self.pending.len() < HEADER_BYTES {
             return Ok(());
         }
-        check_header(&self.pending)?;
+        self.version = Some(check_header(&self.pending)?);
         self.pending.drain(..HEADER_BYTES);
-        self.header_checked = true;
         Ok(())
     }
 
@@ -249,12 +259,12 @@ impl Follower {
         self.offset += fresh.len() as u64;
         self.pending.extend_from_slice(&fresh);
         self.take_header().map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-        if !self.header_checked {
+        let Some(version) = self.version else {
             return Ok(Decoded::default());
-        }
+        };
         // `pending` is the file's unread tail: warnings name bytes by their place in the file.
         let base_offset = self.offset as usize - self.pending.len();
-        let decoded = decode_records(&self.pending, base_offset, false);
+        let decoded = decode_records(&self.pending, base_offset, false, version);
         self.pending.drain(..decoded.consumed);
         Ok(decoded)
     }

@@ -1,0 +1,57 @@
+//! Every environment variable xlaprof reads, in one table ([`VARS`], which the README's table
+//! mirrors and a test holds it to), and the engine's settings, read from them when it starts.
+
+use std::path::PathBuf;
+
+/// An environment variable and what it does.
+pub struct Var {
+    pub name: &'static str,
+    pub effect: &'static str,
+}
+
+pub const PJRT_PLUGIN: &str = crate::runtime::locate::PLUGIN_ENV;
+pub const CACHE_DIR: &str = "XLAPROF_CACHE_DIR";
+pub const CACHE_CAPACITY: &str = "XLAPROF_CACHE_CAPACITY";
+pub const DEBUG: &str = "XLAPROF_DEBUG";
+pub const DEBUG_FILE: &str = "XLAPROF_DEBUG_FILE";
+pub const OPTIMIZED_HLO: &str = "XLAPROF_OPTIMIZED_HLO";
+pub const PROFILE: &str = "XLAPROF_PROFILE";
+
+/// Every variable, in the order the README lists them.
+pub const VARS: &[Var] = &[
+    Var { name: PJRT_PLUGIN, effect: "path of the PJRT plugin to load (any plugin: CPU, CUDA, ...)" },
+    Var { name: CACHE_DIR, effect: "persistent compile cache: compiled graphs are written here and loaded by later processes instead of compiling" },
+    Var { name: CACHE_CAPACITY, effect: "how many compiled graphs the in-memory cache keeps (default 1024, least recently used evicted)" },
+    Var { name: DEBUG, effect: "1: a compile analysis on every compile; 2: also an execution analysis on every execution" },
+    Var { name: DEBUG_FILE, effect: "write the XLAPROF_DEBUG analyses to this file instead of stderr" },
+    Var { name: OPTIMIZED_HLO, effect: "1: keep XLA's optimized HLO text of every compile" },
+    Var { name: PROFILE, effect: "record the whole program to this profile file" },
+];
+
+/// The engine's settings.
+#[derive(Debug, Clone)]
+pub(crate) struct EngineConfig {
+    pub cache_dir: Option<PathBuf>,
+    pub cache_capacity: usize,
+    pub optimized_hlo: bool,
+    /// 0: off; 1: compile analyses; 2: also execution analyses.
+    pub debug_level: u8,
+    pub debug_file: Option<PathBuf>,
+}
+
+impl EngineConfig {
+    pub fn from_env() -> EngineConfig {
+        let var = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string());
+        EngineConfig {
+            cache_dir: std::env::var_os(CACHE_DIR).map(PathBuf::from),
+            cache_capacity: var(CACHE_CAPACITY).and_then(|v| v.parse().ok()).unwrap_or(1024),
+            optimized_hlo: var(OPTIMIZED_HLO).as_deref() == Some("1"),
+            debug_level: match var(DEBUG).as_deref() {
+                Some("1") => 1,
+                Some("2") => 2,
+                _ => 0,
+            },
+            debug_file: std::env::var_os(DEBUG_FILE).map(PathBuf::from),
+        }
+    }
+}

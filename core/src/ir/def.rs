@@ -1,0 +1,99 @@
+//! A graph as data, for whatever looks at it outside the engine (events, profiles, viewers):
+//! each node's op with its attributes, its operands, its shape, where it was recorded and its
+//! structural hash. Nothing outside core parses text to learn what a graph is.
+
+use std::fmt;
+
+use super::Op;
+use crate::location::SourceLocation;
+use crate::shape::Shape;
+
+/// The value of one attribute of an op.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Attr {
+    Int(i64),
+    Ints(Vec<i64>),
+    /// `(low, high)` per dimension: padding.
+    Pairs(Vec<(i64, i64)>),
+    /// A choice among names: a comparison's direction.
+    Name(&'static str),
+}
+
+/// One node of a graph, as data. Operands are positions in the same graph's node list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeDef {
+    /// The op's name, as StableHLO spells it where there is one (`add`, `dot_general`).
+    pub op: &'static str,
+    /// What else the op's structure holds (axes, a permutation, slice bounds ...), by name.
+    pub attrs: Vec<(&'static str, Attr)>,
+    pub inputs: Vec<u32>,
+    pub shape: Shape,
+    pub location: SourceLocation,
+    /// Structural hash of the subgraph rooted here.
+    pub hash: u64,
+}
+
+fn ints<T: Copy + TryInto<i64>>(v: &[T]) -> Attr {
+    Attr::Ints(v.iter().map(|&x| x.try_into().unwrap_or(i64::MAX)).collect())
+}
+
+impl Op {
+    /// The op's attributes, named as its fields are. A scalar's value is not one: it is an input
+    /// of the graph, never structure.
+    pub fn attrs(&self) -> Vec<(&'static str, Attr)> {
+        match self {
+            Op::Data(_)
+            | Op::Scalar(_)
+            | Op::Random { .. }
+            | Op::Unary(_)
+            | Op::Binary(_)
+            | Op::Select
+            | Op::Convert
+            | Op::Reshape => Vec::new(),
+            Op::Iota { axis }
+            | Op::Concat { axis }
+            | Op::IndexSelect { axis }
+            | Op::IndexAdd { axis } => vec![("axis", Attr::Int(*axis as i64))],
+            Op::Compare(c) => vec![("direction", Attr::Name(c.direction()))],
+            Op::Reduce { axes, .. } => vec![("axes", ints(axes))],
+            Op::Transpose { perm } => vec![("perm", ints(perm))],
+            Op::Broadcast { dims } => vec![("dims", ints(dims))],
+            Op::Slice { start, limit, stride } => {
+                vec![("start", ints(start)), ("limit", ints(limit)), ("stride", ints(stride))]
+            }
+            Op::Pad { low, high, interior } => {
+                vec![("low", ints(low)), ("high", ints(high)), ("interior", ints(interior))]
+            }
+            Op::Reverse { axes } => vec![("axes", ints(axes))],
+            Op::DotGeneral { lhs_batch, rhs_batch, lhs_contract, rhs_contract } => vec![
+                ("lhs_batch", ints(lhs_batch)),
+                ("rhs_batch", ints(rhs_batch)),
+                ("lhs_contract", ints(lhs_contract)),
+                ("rhs_contract", ints(rhs_contract)),
+            ],
+            Op::Conv { stride, padding, lhs_dilation, rhs_dilation, groups } => vec![
+                ("stride", ints(stride)),
+                ("padding", Attr::Pairs(padding.clone())),
+                ("lhs_dilation", ints(lhs_dilation)),
+                ("rhs_dilation", ints(rhs_dilation)),
+                ("groups", Attr::Int(*groups)),
+            ],
+            Op::ReduceWindow { window, strides, padding, .. } => vec![
+                ("window", ints(window)),
+                ("strides", ints(strides)),
+                ("padding", Attr::Pairs(padding.clone())),
+            ],
+        }
+    }
+}
+
+impl fmt::Display for Attr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Attr::Int(v) => write!(f, "{v}"),
+            Attr::Ints(v) => write!(f, "{v:?}"),
+            Attr::Pairs(v) => write!(f, "{v:?}"),
+            Attr::Name(n) => f.write_str(n),
+        }
+    }
+}

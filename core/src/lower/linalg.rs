@@ -1,0 +1,42 @@
+//! Linear algebra: `dot_general` and `convolution` (NCHW input, OIHW kernel).
+
+use super::{array, list, Ctx};
+use crate::ir::Op;
+
+pub(super) fn lower(c: &mut Ctx) {
+    let node = c.node;
+    match &node.op {
+    Op::DotGeneral { lhs_batch, rhs_batch, lhs_contract, rhs_contract } => c.generic(
+        "dot_general",
+        &format!(
+            "dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = {}, rhs_batching_dimensions = {}, lhs_contracting_dimensions = {}, rhs_contracting_dimensions = {}>",
+            list(lhs_batch),
+            list(rhs_batch),
+            list(lhs_contract),
+            list(rhs_contract)
+        ),
+    ),
+    Op::Conv { stride, padding, lhs_dilation, rhs_dilation, groups } => {
+        let pad: Vec<String> = padding.iter().map(|(l, h)| format!("[{l}, {h}]")).collect();
+        let rank = node.shape.rank();
+        let spatial: Vec<usize> = (2..rank).collect();
+        let s = list(&spatial);
+        c.generic(
+            "convolution",
+            &format!(
+                "window_strides = {}, padding = dense<[{}]> : tensor<{}x2xi64>, lhs_dilation = {}, rhs_dilation = {}, \
+                 dimension_numbers = #stablehlo.conv<raw input_batch_dimension = 0, input_feature_dimension = 1, input_spatial_dimensions = {s}, \
+                 kernel_input_feature_dimension = 1, kernel_output_feature_dimension = 0, kernel_spatial_dimensions = {s}, \
+                 output_batch_dimension = 0, output_feature_dimension = 1, output_spatial_dimensions = {s}>, \
+                 feature_group_count = {groups} : i64, batch_group_count = 1 : i64",
+                array(stride),
+                pad.join(", "),
+                spatial.len(),
+                array(lhs_dilation),
+                array(rhs_dilation)
+            ),
+        );
+    }
+        _ => unreachable!("not a linear algebra op: {:?}", node.op),
+    }
+}

@@ -1,0 +1,210 @@
+//! Lowering a graph to StableHLO text: the module and its parameters here, one file per op family
+//! (`elementwise`, `reduce`, `movement`, `index`, `linalg`, `random`).
+//!
+//! Ops without regions are written in MLIR's generic form (`"stablehlo.op"(...) {attrs}`), which
+//! does not change between StableHLO versions; reductions use the region form.
+
+mod elementwise;
+mod index;
+mod linalg;
+mod movement;
+mod random;
+mod reduce;
+
+use std::fmt::Write;
+
+use crate::dtype::DType;
+use crate::ir::{Graph, Node, Op, OpKind};
+
+/// The StableHLO module for `graph`: parameters are its device data in order, then its host
+/// scalars, each a 0-d tensor of its own dtype (as JAX passes typed scalars: XLA then fuses them
+/// like any operand, where slicing and converting one packed vector cost time in every fused
+/// loop); results are its outputs in order.
+pub(crate) fn stablehlo(graph: &Graph) -> String {
+    let mut out = String::with_capacity(graph.order.len() * 96 + 256);
+    let mut params: Vec<String> = graph
+        .order
+        .iter()
+        .zip(&graph.slot)
+        .filter(|(n, _)| matches!(n.op, Op::Data(_)))
+        .map(|(n, slot)| {
+            let alias = graph.donated.iter().find(|(p, _)| *p == *slot as usize);
+            match alias {
+                Some((_, output)) => {
+                    format!("%p{slot}: {} {{tf.aliasing_output = {output} : i32}}", n.shape.mlir())
+                }
+                None => format!("%p{slot}: {}", n.shape.mlir()),
+            }
+        })
+        .collect();
+    for (slot, (_, dtype)) in graph.scalars.iter().enumerate() {
+        params.push(format!("%s{slot}: tensor<{}>", dtype.mlir_name()));
+    }
+    let results: Vec<String> =
+        graph.outputs.iter().map(|&o| graph.order[o as usize].shape.mlir()).collect();
+    let _ = writeln!(out, "func.func @main({}) -> ({}) {{", params.join(", "), results.join(", "));
+    let name = |i: usize| -> String {
+        match graph.order[i].op {
+            Op::Data(_) => format!("%p{}", graph.slot[i]),
+            // A host scalar is a parameter of its own dtype: nothing to compute.
+            Op::Scalar(_) => format!("%s{}", graph.slot[i]),
+            _ => format!("%v{i}"),
+        }
+    };
+    for (i, node) in graph.order.iter().enumerate() {
+        let args: Vec<String> = node
+            .inputs
+            .iter()
+            .map(|n| name(n.visit_index.load(std::sync::atomic::Ordering::Relaxed) as usize))
+            .collect();
+        let ctx = Ctx { out: &mut out, name: format!("%v{i}"), node, args };
+        lower_node(ctx);
+    }
+    let names: Vec<String> = graph.outputs.iter().map(|&o| name(o as usize)).collect();
+    let _ = writeln!(out, "  return {} : {}", names.join(", "), results.join(", "));
+    out.push_str("}\n");
+    out
+}
+
+/// What lowering one node needs: where to write, the node's name and its operands' names.
+struct Ctx<'a> {
+    out: &'a mut String,
+    name: String,
+    node: &'a Node,
+    args: Vec<String>,
+}
+
+impl Ctx<'_> {
+    fn ty(&self) -> String {
+        self.node.shape.mlir()
+    }
+    fn in_ty(&self, i: usize) -> String {
+        self.node.inputs[i].shape.mlir()
+    }
+    fn signature(&self) -> String {
+        let ins: Vec<String> = (0..self.args.len()).map(|i| self.in_ty(i)).collect();
+        format!("({}) -> {}", ins.join(", "), self.ty())
+    }
+    /// `%name = "stablehlo.op"(args) {attrs} : (in types) -> type`
+    fn generic(&mut self, op: &str, attrs: &str) {
+        let sig = self.signature();
+        let attrs = if attrs.is_empty() { String::new() } else { format!(" {{{attrs}}}") };
+        let _ = writeln!(
+            self.out,
+            "  {} = \"stablehlo.{op}\"({}){attrs} : {sig}",
+            self.name,
+            self.args.join(", ")
+        );
+    }
+}
+
+/// `array<i64: 1, 2>`, the attribute form of an index list.
+fn array(values: impl IntoIterator<Item = impl ToString>) -> String {
+    let v: Vec<String> = values.into_iter().map(|x| x.to_string()).collect();
+    if v.is_empty() {
+        "array<i64>".to_string()
+    } else {
+        format!("array<i64: {}>", v.join(", "))
+    }
+}
+
+/// `[1, 2]`, the form dimension numbers take.
+fn list(values: impl IntoIterator<Item = impl ToString>) -> String {
+    let v: Vec<String> = values.into_iter().map(|x| x.to_string()).collect();
+    format!("[{}]", v.join(", "))
+}
+
+/// A scalar constant of `dtype` as an MLIR dense literal.
+pub(crate) fn literal(dtype: DType, value: f64) -> String {
+    let text = match dtype {
+        DType::Pred => (value != 0.0).to_string(),
+        DType::S8 | DType::S32 | DType::S64 | DType::U8 => {
+            let (lo, hi) = match dtype {
+                DType::S8 => (i8::MIN as f64, i8::MAX as f64),
+                DType::U8 => (0.0, u8::MAX as f64),
+                DType::S32 => (i32::MIN as f64, i32::MAX as f64),
+                _ => (i64::MIN as f64, i64::MAX as f64),
+            };
+            format!("{}", value.clamp(lo, hi) as i64)
+        }
+        _ if value.is_infinite() || value.is_nan() => {
+            let bits: u64 = match (dtype, value.is_sign_negative(), value.is_nan()) {
+                (_, _, true) => match dtype {
+                    DType::F16 => 0x7E00,
+                    DType::BF16 => 0x7FC0,
+                    DType::F32 => 0x7FC0_0000,
+                    _ => 0x7FF8_0000_0000_0000,
+                },
+                (DType::F16, neg, _) => {
+                    if neg {
+                        0xFC00
+                    } else {
+                        0x7C00
+                    }
+                }
+                (DType::BF16, neg, _) => {
+                    if neg {
+                        0xFF80
+                    } else {
+                        0x7F80
+                    }
+                }
+                (DType::F32, neg, _) => {
+                    if neg {
+                        0xFF80_0000
+                    } else {
+                        0x7F80_0000
+                    }
+                }
+                (_, neg, _) => {
+                    if neg {
+                        0xFFF0_0000_0000_0000
+                    } else {
+                        0x7FF0_0000_0000_0000
+                    }
+                }
+            };
+            let width = dtype.size_bytes() * 2;
+            format!("0x{bits:0width$X}")
+        }
+        _ => {
+            // MLIR float literals need a decimal point: 5e-1 is written 5.0e-1.
+            let e = format!("{value:e}");
+            if e.contains('.') {
+                e
+            } else {
+                e.replacen('e', ".0e", 1)
+            }
+        }
+    };
+    format!("dense<{text}> : tensor<{}>", dtype.mlir_name())
+}
+/// One node, by family.
+fn lower_node(mut c: Ctx) {
+    match c.node.op.kind() {
+        OpKind::Data | OpKind::Scalar => {} // parameters: referenced by name
+        OpKind::Iota | OpKind::Random => random::lower(&mut c),
+        OpKind::Elementwise | OpKind::Convert => elementwise::lower(&mut c),
+        OpKind::Reduce | OpKind::ReduceWindow => reduce::lower(&mut c),
+        OpKind::Movement => match c.node.op {
+            Op::IndexSelect { .. } | Op::IndexAdd { .. } => index::lower(&mut c),
+            _ => movement::lower(&mut c),
+        },
+        OpKind::DotGeneral | OpKind::Conv => linalg::lower(&mut c),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_spell_infinities_per_width() {
+        assert_eq!(literal(DType::F32, f64::NEG_INFINITY), "dense<0xFF800000> : tensor<f32>");
+        assert_eq!(literal(DType::BF16, f64::INFINITY), "dense<0x7F80> : tensor<bf16>");
+        assert_eq!(literal(DType::S32, f64::NEG_INFINITY), "dense<-2147483648> : tensor<i32>");
+        assert_eq!(literal(DType::Pred, 0.0), "dense<false> : tensor<i1>");
+        assert_eq!(literal(DType::F32, 0.5), "dense<5.0e-1> : tensor<f32>");
+        assert_eq!(literal(DType::F64, 1.25), "dense<1.25e0> : tensor<f64>");
+    }
+}

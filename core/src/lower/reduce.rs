@@ -1,0 +1,90 @@
+//! Reductions: `reduce` over axes, and `reduce_window` (pooling), with their combiner regions.
+
+use std::fmt::Write;
+
+use super::{array, literal, Ctx};
+use crate::dtype::DType;
+use crate::ir::{Op, ReduceKind};
+
+pub(super) fn lower(c: &mut Ctx) {
+    let node = c.node;
+    let ty = c.ty();
+    let name = c.name.clone();
+    match &node.op {
+        Op::Reduce { kind, axes } => {
+            let dt = node.shape.dtype;
+            let init = reduce_init(*kind, dt);
+            let scalar = format!("tensor<{}>", dt.mlir_name());
+            let in_ty = c.in_ty(0);
+            let _ = writeln!(c.out, "  {name}_init = stablehlo.constant {init}");
+            let _ = writeln!(
+                c.out,
+                "  {name} = \"stablehlo.reduce\"({}, {name}_init) ({{\n{}  }}) {{dimensions = {}}} : ({in_ty}, {scalar}) -> {ty}",
+                c.args[0],
+                combiner(*kind, dt),
+                array(axes)
+            );
+        }
+        Op::ReduceWindow { kind, window, strides, padding } => {
+            let dt = node.shape.dtype;
+            let pad: Vec<String> = padding.iter().map(|(l, h)| format!("[{l}, {h}]")).collect();
+            let sig = c.signature();
+            let _ = writeln!(
+                c.out,
+                "  {name} = \"stablehlo.reduce_window\"({}, {}) ({{\n{}  }}) {{window_dimensions = {}, window_strides = {}, padding = dense<[{}]> : tensor<{}x2xi64>}} : {sig}",
+                c.args[0],
+                c.args[1],
+                combiner(*kind, dt),
+                array(window),
+                array(strides),
+                pad.join(", "),
+                padding.len()
+            );
+        }
+        _ => unreachable!("not a reduction: {:?}", node.op),
+    }
+}
+
+/// The body of a reduction's region: how two values combine. Float max and min propagate NaN,
+/// as PyTorch's do (XLA's CPU maximum would drop it).
+fn combiner(kind: ReduceKind, dt: DType) -> String {
+    let t = format!("tensor<{}>", dt.mlir_name());
+    let op = reduce_op(kind, dt);
+    let mut body = format!(
+        "  ^bb0(%a: {t}, %b: {t}):\n    %m = \"stablehlo.{op}\"(%a, %b) : ({t}, {t}) -> {t}\n"
+    );
+    if dt.is_float() && kind != ReduceKind::Sum {
+        let cmp = "{comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>}";
+        body +=
+            &format!("    %na = \"stablehlo.compare\"(%a, %a) {cmp} : ({t}, {t}) -> tensor<i1>\n");
+        body +=
+            &format!("    %nb = \"stablehlo.compare\"(%b, %b) {cmp} : ({t}, {t}) -> tensor<i1>\n");
+        body += &format!(
+            "    %t = \"stablehlo.select\"(%nb, %b, %m) : (tensor<i1>, {t}, {t}) -> {t}\n"
+        );
+        body += &format!(
+            "    %r = \"stablehlo.select\"(%na, %a, %t) : (tensor<i1>, {t}, {t}) -> {t}\n"
+        );
+        body += &format!("    \"stablehlo.return\"(%r) : ({t}) -> ()\n");
+    } else {
+        body += &format!("    \"stablehlo.return\"(%m) : ({t}) -> ()\n");
+    }
+    body
+}
+
+fn reduce_op(kind: ReduceKind, dtype: DType) -> &'static str {
+    match (kind, dtype) {
+        (ReduceKind::Sum, DType::Pred) => "or",
+        (ReduceKind::Sum, _) => "add",
+        (ReduceKind::Max, _) => "maximum",
+        (ReduceKind::Min, _) => "minimum",
+    }
+}
+
+fn reduce_init(kind: ReduceKind, dtype: DType) -> String {
+    match kind {
+        ReduceKind::Sum => literal(dtype, 0.0),
+        ReduceKind::Max => literal(dtype, f64::NEG_INFINITY),
+        ReduceKind::Min => literal(dtype, f64::INFINITY),
+    }
+}
