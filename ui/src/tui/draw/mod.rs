@@ -132,12 +132,7 @@ fn status_line(f: &mut Frame, app: &App, area: Rect) {
     };
     spans.push(Span::raw(" "));
     spans.push(state);
-    let program = if s.program.is_empty() { "?" } else { s.program.as_str() };
-    spans.push(Span::raw(format!("  {}  ", program)));
-    spans.push(Span::styled(
-        crate::viewer::text::clean(&app.source.path.display().to_string()),
-        DIM,
-    ));
+    // Warnings before the names: a long program name or path must not push them off screen.
     let exited = app.source.program.as_ref().is_some_and(|p| p.status.is_some());
     if exited && app.model.profile.records == 0 && !app.source.path.exists() {
         spans.push(Span::styled(
@@ -157,6 +152,12 @@ fn status_line(f: &mut Frame, app: &App, area: Rect) {
             WARN,
         ));
     }
+    let program = if s.program.is_empty() { "?" } else { s.program.as_str() };
+    spans.push(Span::raw(format!("  {}  ", program)));
+    spans.push(Span::styled(
+        crate::viewer::text::clean(&app.source.path.display().to_string()),
+        DIM,
+    ));
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
