@@ -6,9 +6,11 @@
 //! - MLP 784-512-512-10, ReLU, batch 64, softmax cross entropy, SGD lr 0.01: first step (trace,
 //!   lower, compile, run) and the median steady step.
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use serde::Serialize;
 use xlaprof_core::events::{self, Event, Listener};
 use xlaprof_core::nn::{Module, Optimizer, Sgd};
 use xlaprof_core::{Result, Tensor};
@@ -48,6 +50,7 @@ impl Listener for SyncTimes {
     }
 }
 
+#[derive(Debug, Clone, Copy, Serialize)]
 pub struct Figures {
     pub trace_ns_per_op: f64,
     pub sync_overhead_us: f64,
@@ -147,31 +150,107 @@ fn cold_and_warm_start() -> Option<(f64, f64)> {
     Some((cold?, warm?))
 }
 
-pub fn run(json: bool, reps: usize, mlp_steps: usize) -> Result<()> {
+/// JAX's figures for the same workloads, from the peer scripts (`bench_b_chain.py`,
+/// `bench_c_mlp.py`) run by `python` in this session: absolute times on a machine move between
+/// runs, ratios measured side by side do not.
+#[derive(Debug, Clone, Copy)]
+pub struct JaxFigures {
+    pub jax_chain_execute_us: f64,
+    pub jax_mlp_step_ms: f64,
+}
+
+fn run_peer(python: &Path, script: &Path, args: &[&str]) -> Result<serde_json::Value, String> {
+    let out = std::process::Command::new(python)
+        .arg(script)
+        .args(args)
+        .current_dir(script.parent().unwrap_or(Path::new(".")))
+        .output()
+        .map_err(|e| format!("could not run {} {}: {e}", python.display(), script.display()))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().last().unwrap_or("").to_string();
+        return Err(format!("{} failed ({}): {last}", script.display(), out.status));
+    }
+    serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("{} printed no JSON object: {e}", script.display()))
+}
+
+/// Runs JAX's peer scripts from the folder `peers` with `python` (one that has jax installed).
+pub fn measure_jax(python: &Path, peers: &Path) -> Result<JaxFigures, String> {
+    let chain = run_peer(python, &peers.join("bench_b_chain.py"), &["1000", "3"])?;
+    let mlp = run_peer(python, &peers.join("bench_c_mlp.py"), &["30"])?;
+    let number = |v: &serde_json::Value, key: &str| {
+        v["results"][key].as_f64().ok_or_else(|| format!("the peer's results have no `{key}`"))
+    };
+    Ok(JaxFigures {
+        jax_chain_execute_us: number(&chain, "exec_us_median")?,
+        jax_mlp_step_ms: number(&mlp, "median_step_ms_steps5_30")?,
+    })
+}
+
+/// What `bench --json` prints. The first keys are kept from earlier versions: `execute_us` is
+/// the chain's execution, also under its explicit name `chain_execute_us`. Ratios are ours over
+/// JAX's (below 1.0: we are faster).
+#[derive(Serialize)]
+struct Report {
+    #[serde(flatten)]
+    figures: Figures,
+    cold_start_ms: Option<f64>,
+    warm_start_ms: Option<f64>,
+    chain_execute_us: f64,
+    jax_chain_execute_us: Option<f64>,
+    jax_mlp_step_ms: Option<f64>,
+    chain_execute_ratio: Option<f64>,
+    mlp_step_ratio: Option<f64>,
+}
+
+pub fn run(
+    json: bool,
+    reps: usize,
+    mlp_steps: usize,
+    jax: Option<(&Path, &Path)>,
+) -> std::result::Result<(), Box<dyn std::error::Error>> {
+    let jax = match jax {
+        Some((python, peers)) => match measure_jax(python, peers) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                eprintln!("warning: JAX's figures are left out: {e}");
+                None
+            }
+        },
+        None => None,
+    };
     let f = measure(reps, mlp_steps)?;
-    let (cold, warm) = match cold_and_warm_start() {
-        Some((c, w)) => (format!("{c:.1}"), format!("{w:.1}")),
-        None => ("null".to_string(), "null".to_string()),
+    let (cold, warm) = cold_and_warm_start().unzip();
+    let report = Report {
+        figures: f,
+        cold_start_ms: cold,
+        warm_start_ms: warm,
+        chain_execute_us: f.execute_us,
+        jax_chain_execute_us: jax.map(|j| j.jax_chain_execute_us),
+        jax_mlp_step_ms: jax.map(|j| j.jax_mlp_step_ms),
+        chain_execute_ratio: jax.map(|j| f.execute_us / j.jax_chain_execute_us),
+        mlp_step_ratio: jax.map(|j| f.mlp_step_ms / j.jax_mlp_step_ms),
     };
     if json {
-        println!(
-            "{{\"trace_ns_per_op\": {:.1}, \"sync_overhead_us\": {:.1}, \"sync_total_us\": {:.1}, \"execute_us\": {:.1}, \
-             \"mlp_step_ms\": {:.3}, \"mlp_first_step_ms\": {:.1}, \"cold_start_ms\": {cold}, \"warm_start_ms\": {warm}}}",
-            f.trace_ns_per_op, f.sync_overhead_us, f.sync_total_us, f.execute_us, f.mlp_step_ms, f.mlp_first_step_ms
-        );
-    } else {
-        println!("xlaprof bench (medians; compare with shared/peers/jax run in the same session)");
-        println!(
-            "  tracing, 1,000-step chain on f32[64,64]   {:>9.1} ns per op",
-            f.trace_ns_per_op
-        );
-        println!("  cache-hit sync of that graph, total        {:>9.1} µs", f.sync_total_us);
-        println!("    of which PJRT execute                    {:>9.1} µs", f.execute_us);
-        println!("    engine overhead                          {:>9.1} µs", f.sync_overhead_us);
-        println!("  MLP 784-512-512-10 SGD, first step         {:>9.1} ms", f.mlp_first_step_ms);
-        println!("  MLP steady step (median after step 5)      {:>9.3} ms", f.mlp_step_ms);
-        println!("  first step in a new process, cold cache    {cold:>9} ms");
-        println!("  first step in a new process, warm cache    {warm:>9} ms");
+        println!("{}", serde_json::to_string(&report)?);
+        return Ok(());
+    }
+    let ms = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.1}"));
+    println!("xlaprof bench (medians; ratios are ours over JAX's, measured in this run)");
+    println!("  tracing, 1,000-step chain on f32[64,64]   {:>9.1} ns per op", f.trace_ns_per_op);
+    println!("  cache-hit sync of that graph, total        {:>9.1} µs", f.sync_total_us);
+    println!("    of which PJRT execute                    {:>9.1} µs", f.execute_us);
+    println!("    engine overhead                          {:>9.1} µs", f.sync_overhead_us);
+    println!("  MLP 784-512-512-10 SGD, first step         {:>9.1} ms", f.mlp_first_step_ms);
+    println!("  MLP steady step (median after step 5)      {:>9.3} ms", f.mlp_step_ms);
+    println!("  first step in a new process, cold cache    {:>9} ms", ms(cold));
+    println!("  first step in a new process, warm cache    {:>9} ms", ms(warm));
+    if let Some(j) = jax {
+        println!("  JAX executing the chain                    {:>9.1} µs  (ratio {:.2})",
+            j.jax_chain_execute_us, f.execute_us / j.jax_chain_execute_us);
+        println!("  JAX MLP steady step                        {:>9.3} ms  (ratio {:.2})",
+            j.jax_mlp_step_ms, f.mlp_step_ms / j.jax_mlp_step_ms);
     }
     Ok(())
 }

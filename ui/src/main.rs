@@ -126,6 +126,13 @@ enum Command {
         /// MLP training steps to time.
         #[arg(long, default_value_t = 30)]
         steps: usize,
+        /// Also run JAX's peer benchmarks (`bench_b_chain.py`, `bench_c_mlp.py`) from this
+        /// folder, in the same session, and print the ratios.
+        #[arg(long, value_name = "DIR")]
+        jax_peers: Option<PathBuf>,
+        /// The Python (with jax installed) that runs them.
+        #[arg(long, value_name = "PYTHON", default_value = "python3")]
+        jax_python: PathBuf,
     },
     /// Time the first MLP training step of this process (used by `bench` for warm starts).
     #[command(hide = true)]
@@ -156,8 +163,9 @@ fn main() -> ExitCode {
             gui::run(gui::Launch { file, follow, exit_after_first_frame, screenshot })
                 .map(|_| ExitCode::SUCCESS)
         }
-        Command::Bench { json, reps, steps } => {
-            bench::run(json, reps, steps).map(|_| ExitCode::SUCCESS).map_err(Into::into)
+        Command::Bench { json, reps, steps, jax_peers, jax_python } => {
+            let jax = jax_peers.as_deref().map(|peers| (jax_python.as_path(), peers));
+            bench::run(json, reps, steps, jax).map(|_| ExitCode::SUCCESS)
         }
         Command::BenchFirstStep => bench::first_step_ms()
             .map(|ms| println!("{ms}"))

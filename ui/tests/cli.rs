@@ -137,3 +137,42 @@ fn bad_files_are_clear_errors_and_damaged_ones_open_with_a_warning() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("not an xlaprof profile"), "{}", text(&o));
 }
+
+/// `bench --json` prints one JSON object with every figure; JAX's peers that cannot run leave
+/// their figures null with a warning, never a failed bench.
+#[test]
+fn bench_prints_its_figures_as_json() {
+    let missing = dir().join("no-peers-here");
+    let o = xlaprof(&[
+        "bench",
+        "--json",
+        "--reps",
+        "2",
+        "--steps",
+        "6",
+        "--jax-peers",
+        missing.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    for key in [
+        "trace_ns_per_op",
+        "sync_overhead_us",
+        "sync_total_us",
+        "execute_us",
+        "chain_execute_us",
+        "mlp_step_ms",
+        "mlp_first_step_ms",
+        "cold_start_ms",
+        "warm_start_ms",
+    ] {
+        let x = v[key].as_f64().unwrap_or_else(|| panic!("{key} is not a number in {v}"));
+        assert!(x > 0.0, "{key} = {x}");
+    }
+    assert_eq!(v["execute_us"], v["chain_execute_us"]);
+    for key in ["jax_chain_execute_us", "jax_mlp_step_ms", "chain_execute_ratio", "mlp_step_ratio"]
+    {
+        assert!(v[key].is_null(), "{key} should be null without JAX: {v}");
+    }
+    assert!(String::from_utf8_lossy(&o.stderr).contains("JAX's figures are left out"));
+}
