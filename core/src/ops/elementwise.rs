@@ -166,7 +166,14 @@ macro_rules! binary_methods {
                 #[track_caller]
                 pub fn $scalar(&self, value: f64) -> Result<Tensor> {
                     let location = SourceLocation::caller();
-                    let s = scoped(&location, || Tensor::scalar(value, scalar_dtype(self, value)));
+                    let dtype = scalar_dtype(self, value);
+                    let s = if dtype == self.dtype() && self.rank() > 0 {
+                        // The common case: the scalar is already the tensor's dtype and only
+                        // needs broadcasting, which `align` would do one op at a time.
+                        Tensor::scalar_operand(value, self.shape().clone(), location.clone())
+                    } else {
+                        scoped(&location, || Tensor::scalar(value, dtype))
+                    };
                     binary(BinaryOp::$op, self, &s, location)
                 }
             )*

@@ -170,6 +170,36 @@ pub(crate) fn record<H: Holder>(
     holder
 }
 
+/// A host scalar broadcast to `shape`, the operand of `x * 0.5`: the scalar node and its
+/// broadcast recorded under one lock, and only the broadcast held. The scalar alone is never a
+/// value anyone reads, so it gets no holder and no registry entry (half the cost of the op).
+pub(crate) fn record_scalar_operand<H: Holder>(
+    value: f64,
+    shape: Shape,
+    location: SourceLocation,
+    make: impl FnOnce(NodeRef) -> Arc<H>,
+) -> Arc<H> {
+    let mut reg = registry();
+    if reg.trace.recorded + 1 >= MAX_NODES {
+        let full = reg.restart();
+        reg.trace.broken = true;
+        reg.bury(full);
+    }
+    let scalar_shape = Shape::new(shape.dtype, []);
+    let scalar = reg.trace.record(Op::Scalar(value), scalar_shape, Inputs::new(), location.clone());
+    let mut inputs = Inputs::new();
+    inputs.push(scalar);
+    // A 0-d operand maps to no output dimension: the dims list is empty (no allocation).
+    let node = reg.trace.record(Op::Broadcast { dims: Vec::new() }, shape, inputs, location);
+    let holder = make(node);
+    let weak: Weak<dyn Holder> = Arc::downgrade(&holder) as Weak<H>;
+    reg.pending.insert(holder.value().id, weak);
+    if reg.buried > GRAVEYARD_SLACK {
+        reg.reap(REAPED_PER_RECORD);
+    }
+    holder
+}
+
 /// Frees a few graveyard entries; false once it is empty. For the time a program runs.
 pub(crate) fn reap_while_executing() -> bool {
     let mut reg = registry();
