@@ -139,6 +139,19 @@ fn main() -> xlaprof_core::Result<()> {
         (w.as_secs_f64() - r.as_secs_f64()) * 1e6
     );
 
+    // The bench's chain (`x * 1.0001 + 0.5`, 1,000 times, constants as JAX writes them) run by
+    // the plugin directly: the floor for the engine's `chain_execute_us` on this plugin.
+    let chain = client.compile(&chain_program(2000), &opts)?;
+    let x64 = client.buffer_from_host(&vec![1f32; 64 * 64], &[64, 64], 0)?;
+    for _ in 0..20 {
+        chain.execute(&[&x64])?;
+    }
+    let runs: Vec<Duration> = (0..200).map(|_| time(|| chain.execute(&[&x64])).1).collect();
+    println!(
+        "execute chain     {:>10.1} µs (2,000 ops on f32[64,64], median of 200)",
+        median(runs).as_secs_f64() * 1e6
+    );
+
     let n = 16 << 20; // f32 elements in 64 MiB
     let host: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let mb = (n * 4) as f64 / (1u64 << 20) as f64;

@@ -170,8 +170,14 @@ fn bench_prints_its_figures_as_json() {
         assert!(x > 0.0, "{key} = {x}");
     }
     assert_eq!(v["execute_us"], v["chain_execute_us"]);
-    for key in ["jax_chain_execute_us", "jax_mlp_step_ms", "chain_execute_ratio", "mlp_step_ratio"]
-    {
+    for key in [
+        "jax_chain_execute_us",
+        "jax_chain_execute_after_host_us",
+        "jax_mlp_step_ms",
+        "chain_execute_ratio",
+        "chain_execute_ratio_back_to_back",
+        "mlp_step_ratio",
+    ] {
         assert!(v[key].is_null(), "{key} should be null without JAX: {v}");
     }
     assert!(String::from_utf8_lossy(&o.stderr).contains("JAX's figures are left out"));

@@ -12,10 +12,10 @@ use std::hash::Hasher;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
+pub use def::{Attr, NodeDef};
 pub(crate) use graph::{
     donations, key, scalar_key, share, Graph, References, ScalarKey, PARAMETER, SCALAR_SLOT,
 };
-pub use def::{Attr, NodeDef};
 pub use op::{BinaryOp, CompareOp, Op, OpKind, ReduceKind, UnaryOp};
 
 use crate::location::SourceLocation;

@@ -128,12 +128,8 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
             });
         }
     }
-    let first_diff = da
-        .node_defs
-        .iter()
-        .zip(&db.node_defs)
-        .position(|(x, y)| !same_op(x, y))
-        .or_else(|| {
+    let first_diff =
+        da.node_defs.iter().zip(&db.node_defs).position(|(x, y)| !same_op(x, y)).or_else(|| {
             (da.node_defs.len() != db.node_defs.len())
                 .then(|| da.node_defs.len().min(db.node_defs.len()))
         });

@@ -59,13 +59,21 @@ fn node(line: &str, location: u32) -> NodeRec {
         .split(',')
         .filter_map(|a| a.trim().strip_prefix('%').and_then(|n| n.parse().ok()))
         .collect();
-    NodeRec { op: op.to_string(), attrs: Vec::new(), inputs, shape: shape_rec(shape), location, hash: 0 }
+    NodeRec {
+        op: op.to_string(),
+        attrs: Vec::new(),
+        inputs,
+        shape: shape_rec(shape),
+        location,
+        hash: 0,
+    }
 }
 
 /// `f32[64,64]` as a shape record (`f32[]` is a scalar).
 fn shape_rec(text: &str) -> ShapeRec {
     let (dtype, dims) = text.split_once('[').unwrap_or((text, ""));
-    let dims = dims.trim_end_matches(']').split(',').filter_map(|d| d.trim().parse().ok()).collect();
+    let dims =
+        dims.trim_end_matches(']').split(',').filter_map(|d| d.trim().parse().ok()).collect();
     ShapeRec { dtype: dtype.to_string(), dims }
 }
 
