@@ -18,6 +18,12 @@ pub enum Error {
     )]
     PluginNotFound { searched: Vec<PathBuf>, install_hint: &'static str },
 
+    #[error(
+        "XLAPROF_PJRT_CREATE_OPTIONS: {message} (expected name=value pairs separated by commas, \
+         e.g. memory_fraction=0.5,preallocate=false,visible_devices=[0,1],allocator=\"bfc\")"
+    )]
+    CreateOptions { message: String },
+
     #[error("cannot load the PJRT plugin {path}: {reason}")]
     PluginLoad { path: PathBuf, reason: String },
 

@@ -10,13 +10,18 @@ mod executable;
 #[doc(hidden)]
 pub mod ffi;
 pub mod locate;
+mod options;
 mod plugin;
 mod proto;
 mod signature;
 
 pub use buffer::Buffer;
-pub use client::{Client, ClientOptions, Device};
+pub use client::{Client, Device};
 pub use executable::{CompileOptions, CostAnalysis, Executable, MemoryStats};
+pub use options::{
+    env_create_options, parse_create_options, ClientOptions, CreateOption, OptionValue, PluginKind,
+    CREATE_OPTIONS_ENV,
+};
 pub use plugin::{default_plugin_path, Plugin};
 pub use proto::Override;
 pub use signature::{Signature, TensorType};

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use super::ffi::{self, args, call};
 use super::locate;
+use super::options::PluginKind;
 use crate::error::{PjrtErrorCode, Result};
 use crate::Error;
 
@@ -15,6 +16,7 @@ pub struct Plugin {
     api: &'static ffi::PJRT_Api,
     path: PathBuf,
     api_version: (i32, i32),
+    kind: PluginKind,
 }
 
 // SAFETY: the PJRT C API is thread-safe; the API table is immutable after load.
@@ -41,7 +43,13 @@ impl Plugin {
         if let Some(p) = loaded.iter().find(|p| p.path == canonical) {
             return Ok(p);
         }
-        let plugin: &'static Plugin = Box::leak(Box::new(open(&canonical)?));
+        // The name as given counts too: a symlink named like a CPU plugin may point elsewhere.
+        let kind = match PluginKind::from_file_name(path) {
+            PluginKind::Cpu => PluginKind::Cpu,
+            PluginKind::Other => PluginKind::from_file_name(&canonical),
+        };
+        let plugin = open(&canonical, kind)?;
+        let plugin: &'static Plugin = Box::leak(Box::new(plugin));
         plugin.initialize()?;
         loaded.push(plugin);
         Ok(plugin)
@@ -49,6 +57,12 @@ impl Plugin {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The CPU plugin (which declares `cpu_device_count`) or another (see
+    /// [`PluginKind::from_file_name`]).
+    pub fn kind(&self) -> PluginKind {
+        self.kind
     }
 
     /// The PJRT C API version the plugin implements, `(major, minor)`.
@@ -141,6 +155,7 @@ impl std::fmt::Debug for Plugin {
         f.debug_struct("Plugin")
             .field("path", &self.path)
             .field("api_version", &self.api_version)
+            .field("kind", &self.kind)
             .finish()
     }
 }
@@ -159,7 +174,7 @@ pub fn default_plugin_path() -> Result<PathBuf> {
         .map_err(|searched| Error::PluginNotFound { searched, install_hint: locate::INSTALL_HINT })
 }
 
-fn open(path: &Path) -> Result<Plugin> {
+fn open(path: &Path, kind: PluginKind) -> Result<Plugin> {
     let load_error = |reason: String| Error::PluginLoad { path: path.to_path_buf(), reason };
     // SAFETY: loading a shared library runs its initializers; a PJRT plugin's are benign, and the
     // library is never unloaded (it is leaked below), so no symbol outlives it.
@@ -189,5 +204,5 @@ fn open(path: &Path) -> Result<Plugin> {
             built_minor: built.1,
         });
     }
-    Ok(Plugin { api, path: path.to_path_buf(), api_version })
+    Ok(Plugin { api, path: path.to_path_buf(), api_version, kind })
 }
