@@ -5,6 +5,7 @@ use std::sync::Arc;
 use super::ffi::{self, args, call};
 use super::options::{env_create_options, ClientOptions, NamedValues};
 use super::plugin::Plugin;
+use super::quiet::quiet_stderr;
 use crate::error::Result;
 use crate::Error;
 
@@ -68,7 +69,10 @@ impl Client {
             create_options: named.as_ptr(),
             num_options: named.len(),
         });
-        call!(plugin, PJRT_Client_Create, &mut a)?;
+        let quiet = quiet_stderr();
+        let created = call!(plugin, PJRT_Client_Create, &mut a);
+        drop(quiet);
+        created?;
         let handle = Arc::new(ClientHandle { plugin, raw: a.client });
 
         let mut n = args!(PJRT_Client_PlatformName_Args { client: handle.raw });

@@ -13,6 +13,7 @@ pub mod locate;
 mod options;
 mod plugin;
 mod proto;
+mod quiet;
 mod signature;
 
 pub use buffer::Buffer;

@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use super::ffi::{self, args, call};
 use super::locate;
 use super::options::PluginKind;
+use super::quiet::quiet_stderr;
 use crate::error::{PjrtErrorCode, Result};
 use crate::Error;
 
@@ -48,9 +49,12 @@ impl Plugin {
             PluginKind::Cpu => PluginKind::Cpu,
             PluginKind::Other => PluginKind::from_file_name(&canonical),
         };
+        // The plugin's log lines while it loads and initializes stay off the terminal.
+        let quiet = quiet_stderr();
         let plugin = open(&canonical, kind)?;
         let plugin: &'static Plugin = Box::leak(Box::new(plugin));
         plugin.initialize()?;
+        drop(quiet);
         loaded.push(plugin);
         Ok(plugin)
     }
