@@ -6,6 +6,7 @@
 
 mod buffer;
 mod client;
+mod device;
 mod executable;
 #[doc(hidden)]
 pub mod ffi;
@@ -18,6 +19,7 @@ mod signature;
 
 pub use buffer::Buffer;
 pub use client::{Client, Device};
+pub use device::{DeviceKind, DEVICE_ENV};
 pub use executable::{CompileOptions, CostAnalysis, Executable, MemoryStats};
 pub use options::{
     env_create_options, parse_create_options, ClientOptions, CreateOption, OptionValue, PluginKind,

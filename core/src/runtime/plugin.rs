@@ -5,6 +5,7 @@ use std::ffi::c_char;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use super::device::DeviceKind;
 use super::ffi::{self, args, call};
 use super::locate;
 use super::options::PluginKind;
@@ -29,8 +30,9 @@ unsafe impl Sync for Plugin {}
 static LOADED: Mutex<Vec<&'static Plugin>> = Mutex::new(Vec::new());
 
 impl Plugin {
-    /// The plugin chosen by the environment: `XLAPROF_PJRT_PLUGIN`, else the official CPU plugin
-    /// from the project's `.venv`, an active virtual environment, or the `python3` on PATH.
+    /// The plugin chosen by the environment: `XLAPROF_PJRT_PLUGIN`, else the plugin of the device
+    /// `XLAPROF_DEVICE` names (the official CPU plugin by default; `cuda`: an official or JAX CUDA
+    /// plugin) from the project's `.venv`, an active virtual environment, or the `python3` on PATH.
     pub fn from_env() -> Result<&'static Plugin> {
         Plugin::load(&default_plugin_path()?)
     }
@@ -164,8 +166,11 @@ impl std::fmt::Debug for Plugin {
     }
 }
 
-/// The path `Plugin::from_env` loads.
+/// The path `Plugin::from_env` loads: `XLAPROF_PJRT_PLUGIN` if set, else the plugin of the device
+/// `XLAPROF_DEVICE` asks for, found in the project's or the active Python environment.
 pub fn default_plugin_path() -> Result<PathBuf> {
+    // An unknown device is an error even when a plugin path is given: it is a typo either way.
+    let device = DeviceKind::from_env()?;
     if let Some(path) = std::env::var_os(locate::PLUGIN_ENV) {
         return Ok(PathBuf::from(path));
     }
@@ -173,9 +178,7 @@ pub fn default_plugin_path() -> Result<PathBuf> {
     if let Ok(cwd) = std::env::current_dir() {
         roots.push(cwd);
     }
-    locate::find_cpu_plugin(&roots)
-        .map(|dir| dir.library())
-        .map_err(|searched| Error::PluginNotFound { searched, install_hint: locate::INSTALL_HINT })
+    device.find_plugin(&roots)
 }
 
 fn open(path: &Path, kind: PluginKind) -> Result<Plugin> {

@@ -91,6 +91,8 @@ pub(crate) fn engine_error(e: xlaprof_core::Error) -> PyErr {
         E::Shape { .. } => Class::Shape.err(message),
         E::Autograd { .. } => Class::Autograd.err(message),
         E::PluginNotFound { .. }
+        | E::DevicePluginNotFound { .. }
+        | E::UnknownDevice { .. }
         | E::CreateOptions { .. }
         | E::PluginLoad { .. }
         | E::NotAPjrtPlugin { .. }
