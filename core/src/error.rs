@@ -18,6 +18,36 @@ pub enum Error {
     )]
     PluginNotFound { searched: Vec<PathBuf>, install_hint: &'static str },
 
+    #[error(
+        "no {device} PJRT plugin found (XLAPROF_DEVICE={device_env}). Looked for {} in: \
+         {}.\nInstall one with:\n    {install_hint}\n\
+         or set XLAPROF_PJRT_PLUGIN to the path of a PJRT plugin (.so).",
+        looked_for.join(", "),
+        display_paths(searched)
+    )]
+    DevicePluginNotFound {
+        /// The device's name for people, e.g. "CUDA".
+        device: &'static str,
+        /// The value of `XLAPROF_DEVICE` that asked for it, e.g. "cuda".
+        device_env: &'static str,
+        /// Each package looked for, with where its library lies in site-packages.
+        looked_for: Vec<String>,
+        searched: Vec<PathBuf>,
+        install_hint: &'static str,
+    },
+
+    #[error(
+        "XLAPROF_DEVICE={value:?} is not a device xlaprof knows: use `cpu` (the default) or \
+         `cuda`, or set XLAPROF_PJRT_PLUGIN to a PJRT plugin's path"
+    )]
+    UnknownDevice { value: String },
+
+    #[error(
+        "XLAPROF_PJRT_CREATE_OPTIONS: {message} (expected name=value pairs separated by commas, \
+         e.g. memory_fraction=0.5,preallocate=false,visible_devices=[0,1],allocator=\"bfc\")"
+    )]
+    CreateOptions { message: String },
+
     #[error("cannot load the PJRT plugin {path}: {reason}")]
     PluginLoad { path: PathBuf, reason: String },
 

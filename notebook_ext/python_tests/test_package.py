@@ -41,3 +41,40 @@ def test_modules_collect_nested_parameters():
             self.frozen = xp.tensor([1.0])
 
     assert len(Net().parameters()) == 5
+
+
+def _fake_site(tmp_path, relative):
+    site = tmp_path / "site-packages"
+    library = site / relative
+    library.parent.mkdir(parents=True)
+    library.write_bytes(b"")  # only the lookup is tested: nothing loads this file
+    return str(site), str(library)
+
+
+def test_cuda_plugins_are_found_where_their_packages_install_them(tmp_path):
+    for relative in ("xla_plugins/xla_cuda12_pjrt/xla_gpu_pjrt.so",
+                     "xla_plugins/xla_cuda13_pjrt/xla_gpu_pjrt.so",
+                     "jax_plugins/xla_cuda12/xla_cuda_plugin.so",
+                     "jax_plugins/xla_cuda13/xla_cuda_plugin.so"):
+        site, library = _fake_site(tmp_path / relative.replace("/", "_"), relative)
+        assert _plugin.find_plugin("cuda", [site]) == library
+        assert _plugin.find_plugin("cpu", [site]) is None
+
+
+def test_the_official_cuda_plugin_comes_before_jax_s(tmp_path):
+    site, official = _fake_site(tmp_path, "xla_plugins/xla_cuda12_pjrt/xla_gpu_pjrt.so")
+    jax = tmp_path / "site-packages" / "jax_plugins" / "xla_cuda13" / "xla_cuda_plugin.so"
+    jax.parent.mkdir(parents=True)
+    jax.write_bytes(b"")
+    assert _plugin.find_plugin("cuda", [site]) == official
+
+
+def test_an_unknown_device_finds_nothing_and_leaves_the_error_to_the_engine(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "XLAPROF_PJRT_PLUGIN")}
+    env["XLAPROF_DEVICE"] = "tpu9"
+    code = ("import xlaprof as xp\ntry:\n    xp.ones(3).sum().item()\n"
+            "except xp.PluginError as e:\n    print('PluginError', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("PluginError XLAPROF_DEVICE=\"tpu9\" is not a device"), out.stdout

@@ -3,29 +3,11 @@
 use std::sync::Arc;
 
 use super::ffi::{self, args, call};
+use super::options::{env_create_options, ClientOptions, NamedValues};
 use super::plugin::Plugin;
+use super::quiet::quiet_stderr;
 use crate::error::Result;
 use crate::Error;
-
-/// Options given to the plugin when the client is created.
-#[derive(Debug, Clone, Default)]
-pub struct ClientOptions {
-    int_options: Vec<(String, i64)>,
-}
-
-impl ClientOptions {
-    /// Number of CPU devices for the CPU plugin (`cpu_device_count`); without it the plugin
-    /// makes 4. Other plugins ignore or reject it.
-    pub fn cpu_device_count(self, count: i64) -> Self {
-        self.int_option("cpu_device_count", count)
-    }
-
-    /// Any integer create option the plugin documents.
-    pub fn int_option(mut self, name: &str, value: i64) -> Self {
-        self.int_options.push((name.to_string(), value));
-        self
-    }
-}
 
 /// Owns the `PJRT_Client`. Buffers and executables hold an `Arc` to it, so it is destroyed after
 /// the last of them, exactly once.
@@ -78,26 +60,19 @@ impl Client {
         Client::new(Plugin::from_env()?, &ClientOptions::default())
     }
 
+    /// A client of `plugin`, created with the `options` it declares (the CPU-only ones reach the
+    /// CPU plugin alone) and those of `XLAPROF_PJRT_CREATE_OPTIONS`, which win.
     pub fn new(plugin: &'static Plugin, options: &ClientOptions) -> Result<Client> {
-        let named: Vec<ffi::PJRT_NamedValue> = options
-            .int_options
-            .iter()
-            .map(|(name, value)| {
-                let mut v = args!(PJRT_NamedValue {
-                    name: name.as_ptr() as *const _,
-                    name_size: name.len(),
-                    type_: ffi::PJRT_NamedValue_kInt64,
-                    value_size: 1,
-                });
-                v.__bindgen_anon_1.int64_value = *value;
-                v
-            })
-            .collect();
+        let options = options.resolve(plugin.kind(), &env_create_options()?);
+        let named = NamedValues::new(&options);
         let mut a = args!(PJRT_Client_Create_Args {
             create_options: named.as_ptr(),
             num_options: named.len(),
         });
-        call!(plugin, PJRT_Client_Create, &mut a)?;
+        let quiet = quiet_stderr();
+        let created = call!(plugin, PJRT_Client_Create, &mut a);
+        drop(quiet);
+        created?;
         let handle = Arc::new(ClientHandle { plugin, raw: a.client });
 
         let mut n = args!(PJRT_Client_PlatformName_Args { client: handle.raw });

@@ -6,17 +6,25 @@
 
 mod buffer;
 mod client;
+mod device;
 mod executable;
 #[doc(hidden)]
 pub mod ffi;
 pub mod locate;
+mod options;
 mod plugin;
 mod proto;
+mod quiet;
 mod signature;
 
 pub use buffer::Buffer;
-pub use client::{Client, ClientOptions, Device};
+pub use client::{Client, Device};
+pub use device::{DeviceKind, DEVICE_ENV};
 pub use executable::{CompileOptions, CostAnalysis, Executable, MemoryStats};
+pub use options::{
+    env_create_options, parse_create_options, ClientOptions, CreateOption, OptionValue, PluginKind,
+    CREATE_OPTIONS_ENV,
+};
 pub use plugin::{default_plugin_path, Plugin};
 pub use proto::Override;
 pub use signature::{Signature, TensorType};

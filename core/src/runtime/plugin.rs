@@ -5,8 +5,11 @@ use std::ffi::c_char;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use super::device::DeviceKind;
 use super::ffi::{self, args, call};
 use super::locate;
+use super::options::PluginKind;
+use super::quiet::quiet_stderr;
 use crate::error::{PjrtErrorCode, Result};
 use crate::Error;
 
@@ -15,6 +18,7 @@ pub struct Plugin {
     api: &'static ffi::PJRT_Api,
     path: PathBuf,
     api_version: (i32, i32),
+    kind: PluginKind,
 }
 
 // SAFETY: the PJRT C API is thread-safe; the API table is immutable after load.
@@ -26,8 +30,9 @@ unsafe impl Sync for Plugin {}
 static LOADED: Mutex<Vec<&'static Plugin>> = Mutex::new(Vec::new());
 
 impl Plugin {
-    /// The plugin chosen by the environment: `XLAPROF_PJRT_PLUGIN`, else the official CPU plugin
-    /// from the project's `.venv`, an active virtual environment, or the `python3` on PATH.
+    /// The plugin chosen by the environment: `XLAPROF_PJRT_PLUGIN`, else the plugin of the device
+    /// `XLAPROF_DEVICE` names (the official CPU plugin by default; `cuda`: an official or JAX CUDA
+    /// plugin) from the project's `.venv`, an active virtual environment, or the `python3` on PATH.
     pub fn from_env() -> Result<&'static Plugin> {
         Plugin::load(&default_plugin_path()?)
     }
@@ -41,14 +46,29 @@ impl Plugin {
         if let Some(p) = loaded.iter().find(|p| p.path == canonical) {
             return Ok(p);
         }
-        let plugin: &'static Plugin = Box::leak(Box::new(open(&canonical)?));
+        // The name as given counts too: a symlink named like a CPU plugin may point elsewhere.
+        let kind = match PluginKind::from_file_name(path) {
+            PluginKind::Cpu => PluginKind::Cpu,
+            PluginKind::Other => PluginKind::from_file_name(&canonical),
+        };
+        // The plugin's log lines while it loads and initializes stay off the terminal.
+        let quiet = quiet_stderr();
+        let plugin = open(&canonical, kind)?;
+        let plugin: &'static Plugin = Box::leak(Box::new(plugin));
         plugin.initialize()?;
+        drop(quiet);
         loaded.push(plugin);
         Ok(plugin)
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The CPU plugin (which declares `cpu_device_count`) or another (see
+    /// [`PluginKind::from_file_name`]).
+    pub fn kind(&self) -> PluginKind {
+        self.kind
     }
 
     /// The PJRT C API version the plugin implements, `(major, minor)`.
@@ -141,12 +161,16 @@ impl std::fmt::Debug for Plugin {
         f.debug_struct("Plugin")
             .field("path", &self.path)
             .field("api_version", &self.api_version)
+            .field("kind", &self.kind)
             .finish()
     }
 }
 
-/// The path `Plugin::from_env` loads.
+/// The path `Plugin::from_env` loads: `XLAPROF_PJRT_PLUGIN` if set, else the plugin of the device
+/// `XLAPROF_DEVICE` asks for, found in the project's or the active Python environment.
 pub fn default_plugin_path() -> Result<PathBuf> {
+    // An unknown device is an error even when a plugin path is given: it is a typo either way.
+    let device = DeviceKind::from_env()?;
     if let Some(path) = std::env::var_os(locate::PLUGIN_ENV) {
         return Ok(PathBuf::from(path));
     }
@@ -154,12 +178,10 @@ pub fn default_plugin_path() -> Result<PathBuf> {
     if let Ok(cwd) = std::env::current_dir() {
         roots.push(cwd);
     }
-    locate::find_cpu_plugin(&roots)
-        .map(|dir| dir.library())
-        .map_err(|searched| Error::PluginNotFound { searched, install_hint: locate::INSTALL_HINT })
+    device.find_plugin(&roots)
 }
 
-fn open(path: &Path) -> Result<Plugin> {
+fn open(path: &Path, kind: PluginKind) -> Result<Plugin> {
     let load_error = |reason: String| Error::PluginLoad { path: path.to_path_buf(), reason };
     // SAFETY: loading a shared library runs its initializers; a PJRT plugin's are benign, and the
     // library is never unloaded (it is leaked below), so no symbol outlives it.
@@ -189,5 +211,5 @@ fn open(path: &Path) -> Result<Plugin> {
             built_minor: built.1,
         });
     }
-    Ok(Plugin { api, path: path.to_path_buf(), api_version })
+    Ok(Plugin { api, path: path.to_path_buf(), api_version, kind })
 }

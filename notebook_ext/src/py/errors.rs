@@ -42,7 +42,7 @@ impl Class {
             ),
             Class::Autograd => ("AutogradError", "backward() cannot run as asked.", runtime),
             Class::Plugin => {
-                ("PluginError", "The PJRT plugin could not be found or loaded.", runtime)
+                ("PluginError", "The PJRT plugin could not be found, loaded or started.", runtime)
             }
             Class::Xla => ("XlaError", "XLA (through PJRT) reported an error.", runtime),
             Class::Profile => ("ProfileError", "A profile could not be read or written.", runtime),
@@ -91,6 +91,9 @@ pub(crate) fn engine_error(e: xlaprof_core::Error) -> PyErr {
         E::Shape { .. } => Class::Shape.err(message),
         E::Autograd { .. } => Class::Autograd.err(message),
         E::PluginNotFound { .. }
+        | E::DevicePluginNotFound { .. }
+        | E::UnknownDevice { .. }
+        | E::CreateOptions { .. }
         | E::PluginLoad { .. }
         | E::NotAPjrtPlugin { .. }
         | E::ApiVersion { .. } => Class::Plugin.err(message),
