@@ -10,6 +10,8 @@ pub struct Var {
 }
 
 pub const PJRT_PLUGIN: &str = crate::runtime::locate::PLUGIN_ENV;
+pub const DEVICE: &str = crate::runtime::DEVICE_ENV;
+pub const PJRT_CREATE_OPTIONS: &str = crate::runtime::CREATE_OPTIONS_ENV;
 pub const CACHE_DIR: &str = "XLAPROF_CACHE_DIR";
 pub const CACHE_CAPACITY: &str = "XLAPROF_CACHE_CAPACITY";
 pub const DEBUG: &str = "XLAPROF_DEBUG";
@@ -20,6 +22,8 @@ pub const PROFILE: &str = "XLAPROF_PROFILE";
 /// Every variable, in the order the README lists them.
 pub const VARS: &[Var] = &[
     Var { name: PJRT_PLUGIN, effect: "path of the PJRT plugin to load (any plugin: CPU, CUDA, ...)" },
+    Var { name: DEVICE, effect: "the device whose plugin is looked for when XLAPROF_PJRT_PLUGIN is unset: cpu (default) or cuda" },
+    Var { name: PJRT_CREATE_OPTIONS, effect: "create options for the plugin, name=value,name=value; only the CPU plugin gets cpu_device_count" },
     Var { name: CACHE_DIR, effect: "persistent compile cache: compiled graphs are written here and loaded by later processes instead of compiling" },
     Var { name: CACHE_CAPACITY, effect: "how many compiled graphs the in-memory cache keeps (default 1024, least recently used evicted)" },
     Var { name: DEBUG, effect: "1: a compile analysis on every compile; 2: also an execution analysis on every execution" },

@@ -16,7 +16,7 @@ use std::sync::{Mutex, MutexGuard, Once};
 
 /// Whether the plugin's logs are shown: `XLAPROF_DEBUG` set to anything but empty or `0`.
 pub(crate) fn plugin_logs_shown() -> bool {
-    std::env::var_os("XLAPROF_DEBUG").is_some_and(|v| {
+    std::env::var_os(crate::config::DEBUG).is_some_and(|v| {
         let v = v.to_string_lossy();
         let v = v.trim();
         !v.is_empty() && v != "0"
