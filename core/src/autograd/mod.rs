@@ -74,6 +74,24 @@ impl Tensor {
         self.0.grad.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Replaces the gradient (what `p.grad = g` does in PyTorch: gradient clipping and scaling
+    /// write it). It must have the parameter's shape and dtype.
+    #[track_caller]
+    pub fn set_grad(&self, grad: Tensor) -> Result<()> {
+        if grad.shape() != self.shape() || grad.dtype() != self.dtype() {
+            return Err(Error::Autograd {
+                message: format!(
+                    "a gradient must have its tensor's shape and dtype: the tensor is {}, the gradient {}",
+                    self.shape(),
+                    grad.shape()
+                ),
+                location: SourceLocation::caller(),
+            });
+        }
+        *self.0.grad.lock().unwrap_or_else(|p| p.into_inner()) = Some(grad.detach());
+        Ok(())
+    }
+
     pub fn zero_grad(&self) {
         *self.0.grad.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }

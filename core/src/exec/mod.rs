@@ -116,6 +116,7 @@ static NEXT_SYNC: AtomicU64 = AtomicU64::new(1);
 fn sync_all(cause: SyncCause, location: SourceLocation) -> Result<()> {
     let engine = engine()?;
     let _serial = trace::serialize();
+    trace::free_small_graveyard();
     let (holders, mut trace) = trace::take();
     let tensors: Vec<&Value> = holders.iter().map(|h| h.value()).collect();
     let result = if tensors.is_empty() {
@@ -141,6 +142,7 @@ pub(crate) fn sync_tensors(
     if tensors.is_empty() {
         return Ok(());
     }
+    trace::free_small_graveyard();
     run(engine, &tensors, None, cause, location)
 }
 

@@ -200,6 +200,23 @@ pub(crate) fn record_scalar_operand<H: Holder>(
     holder
 }
 
+/// A graveyard of at most this many recorded nodes is freed whole when a sync starts (a few
+/// microseconds): its graph may still hold the buffers this sync reads, and a buffer held there
+/// cannot be donated, so an evaluation step between two training steps would give the next
+/// training step a graph without donation, compiled once more. Larger graveyards stay deferred.
+const FREED_AT_SYNC: usize = 1024;
+
+/// Frees the graveyard when it is small (see [`FREED_AT_SYNC`]); called as a sync starts.
+pub(crate) fn free_small_graveyard() {
+    let mut reg = registry();
+    if reg.buried <= FREED_AT_SYNC {
+        while !reg.graveyard.is_empty() {
+            reg.reap(REAPED_PER_LOOK);
+        }
+        reg.buried = 0;
+    }
+}
+
 /// Frees a few graveyard entries; false once it is empty. For the time a program runs.
 pub(crate) fn reap_while_executing() -> bool {
     let mut reg = registry();

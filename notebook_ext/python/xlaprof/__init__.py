@@ -33,6 +33,10 @@ from ._native import (  # noqa: E402
 # Ops are located at the first frame outside this package.
 _native.set_package_dir(_os.path.dirname(_os.path.abspath(__file__)) + _os.sep)
 
+# `XLAPROF_PROFILE=FILE` (what `xlaprof run -- python train.py` sets) records the whole
+# program from here on, every record on disk as it happens.
+_native.record_from_env()
+
 from ._api import (  # noqa: E402
     arange,
     avg_pool2d,

@@ -28,6 +28,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<profile::PyProfile>()?;
     m.add_class::<functions::PyScope>()?;
     m.add_function(wrap_pyfunction!(profile::load, m)?)?;
+    m.add_function(wrap_pyfunction!(profile::record_from_env, m)?)?;
     m.add_function(wrap_pyfunction!(profile::progress_html, m)?)?;
     m.add_function(wrap_pyfunction!(profile::validate_rules, m)?)?;
     use functions::*;

@@ -269,6 +269,14 @@ pub(crate) fn load(path: PathBuf) -> PyResult<PyProfile> {
     Ok(PyProfile::new(profile, Some(path), false))
 }
 
+/// Starts recording the whole process to the file named by `XLAPROF_PROFILE`, when it is set
+/// (what `xlaprof run -- python train.py` sets), as the Rust programs do at the top of `main`.
+/// Returns whether it records.
+#[pyfunction]
+pub(crate) fn record_from_env() -> PyResult<bool> {
+    xlaprof_profiler::init_from_env().map_err(profile_error)
+}
+
 /// The live-progress line of the notebook magic.
 #[pyfunction]
 pub(crate) fn progress_html(steps: u64, syncs: u64, compiles: u64, elapsed_s: f64) -> String {

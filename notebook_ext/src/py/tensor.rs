@@ -9,6 +9,7 @@ use pyo3::types::PyTuple;
 use xlaprof_core::ir::Op;
 use xlaprof_core::Tensor;
 
+use super::errors::engine_error;
 use super::dtype::{dtype_name, HostData, HostValues};
 use super::trace::{traced, traced_detached};
 
@@ -139,7 +140,7 @@ impl PyTensor {
                 self.t.zero_grad();
                 Ok(())
             }
-            Some(_) => Err(PyTypeError::new_err("only `tensor.grad = None` is supported")),
+            Some(g) => self.t.set_grad(g.t.clone()).map_err(engine_error),
         }
     }
 

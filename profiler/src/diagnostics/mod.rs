@@ -20,6 +20,12 @@ pub enum Kind {
     Recompile,
     /// Compiles keep happening after warm-up at one call site, over a varying dimension.
     RecompileStorm,
+    /// Expected once: the first step's graph also initialized tensors made before the loop,
+    /// so the second step compiled the step's own graph.
+    Warmup,
+    /// Expected once: the first update created state (optimizer moments) that later steps
+    /// take as inputs, so the second step compiled again.
+    LazyState,
     /// A value read forced a graph to run in the middle of a step.
     HiddenSync,
     /// An explicit `sync()` in the middle of a step split it into several graphs.
@@ -36,6 +42,8 @@ impl Kind {
         match self {
             Kind::Recompile => "recompile",
             Kind::RecompileStorm => "recompile storm",
+            Kind::Warmup => "warm-up",
+            Kind::LazyState => "lazily created state",
             Kind::HiddenSync => "hidden sync",
             Kind::MidStepSync => "sync inside a step",
             Kind::HostRead => "host read",
@@ -86,6 +94,9 @@ pub struct Thresholds {
     pub slow_step_factor: f64,
     /// A step where the device runs less than this fraction of the time is host-bound.
     pub idle_fraction: f64,
+    /// Host reads after the step (no sync forced) are a finding only when they copy at least
+    /// this many bytes per read: logging a scalar costs a few microseconds.
+    pub host_read_bytes: u64,
 }
 
 impl Default for Thresholds {
@@ -96,6 +107,7 @@ impl Default for Thresholds {
             slow_compile_ns: 1_000_000_000,
             slow_step_factor: 2.0,
             idle_fraction: 0.5,
+            host_read_bytes: 64 * 1024,
         }
     }
 }
@@ -139,9 +151,8 @@ fn times(n: usize) -> String {
 /// explaining a recompile diffs graphs, so it is computed once for every reader.
 pub fn diagnose(p: &Profile, t: &Thresholds, recompiles: &[Recompile]) -> Vec<Diagnostic> {
     let mut all = Vec::new();
-    all.extend(recompile::recompiles(p, recompiles));
-    all.extend(recompile::storms(p, t, recompiles));
-    all.extend(steps::syncs_in_steps(p));
+    all.extend(recompile::findings(p, t, recompiles));
+    all.extend(steps::syncs_in_steps(p, t));
     all.extend(steps::slow_compiles(p, t));
     let phases = crate::views::step_phases(p);
     all.extend(steps::slow_steps(p, t, &phases));

@@ -19,6 +19,9 @@ pub enum GraphChange {
     InputCount { from: usize, to: usize },
     /// Different tensors were synced (outputs joined or left).
     SyncedTensors { from: usize, to: usize, joined: Vec<ShapeRec>, left: Vec<ShapeRec> },
+    /// A tensor made on the device (randn, full, arange, ...) from unchanged operands has a
+    /// different shape: its size came from a Python number.
+    NodeShape { node: usize, op: String, from: ShapeRec, to: ShapeRec, location: String },
     /// The op structure diverged at a node.
     Structure { node: usize, from: String, to: String, location: String },
     /// The same op on the same operands, with one attribute changed (its axes, permutation,
@@ -34,9 +37,14 @@ impl GraphChange {
     /// The change in words.
     pub fn sentence(&self) -> String {
         match self {
-            GraphChange::InputShape { input, from, to, created_at } => {
-                format!("input {input} changed from {from} to {to} (created at {created_at})")
-            }
+            GraphChange::InputShape { input, from, to, created_at } => format!(
+                "input {input} changed from {from} to {to} ({}; created at {created_at})",
+                shape_difference(from, to)
+            ),
+            GraphChange::NodeShape { node, op, from, to, location } => format!(
+                "the tensor made by `{op}` at {location} (node %{node}) is {to} instead of {from} ({})",
+                shape_difference(from, to)
+            ),
             GraphChange::InputCount { from, to } => format!("the graph takes {to} inputs instead of {from}"),
             GraphChange::SyncedTensors { from, to, joined, left } => {
                 let list = |v: &[ShapeRec]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ");
@@ -73,6 +81,27 @@ impl GraphChange {
             }
         }
     }
+}
+
+/// What differs between two shapes, in words: "dimension 0 went from 32 to 17".
+pub fn shape_difference(from: &ShapeRec, to: &ShapeRec) -> String {
+    let mut parts = Vec::new();
+    if from.dtype != to.dtype {
+        parts.push(format!("dtype went from {} to {}", from.dtype, to.dtype));
+    }
+    if from.dims.len() != to.dims.len() {
+        parts.push(format!("rank went from {} to {}", from.dims.len(), to.dims.len()));
+    } else {
+        for (d, (a, b)) in from.dims.iter().zip(&to.dims).enumerate() {
+            if a != b {
+                parts.push(format!("dimension {d} went from {a} to {b}"));
+            }
+        }
+    }
+    if parts.is_empty() {
+        parts.push("same shape".to_string());
+    }
+    parts.join(", ")
 }
 
 /// Stands for a node one version of a graph does not have.
@@ -133,7 +162,31 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
             (da.node_defs.len() != db.node_defs.len())
                 .then(|| da.node_defs.len().min(db.node_defs.len()))
         });
-    if let Some(node) = first_diff {
+    // A node made on the device whose shape changed while its operands did not: the size came
+    // from the host (`randn(bs, 784)`). Later differences follow from it.
+    let limit = first_diff.unwrap_or(da.node_defs.len().min(db.node_defs.len()));
+    // Only when no input explains it: a node's shape follows from its inputs' otherwise.
+    let inputs_changed =
+        changes.iter().any(|c| matches!(c, GraphChange::InputShape { .. } | GraphChange::InputCount { .. }));
+    let source = (0..limit).filter(|_| !inputs_changed).find(|&i| {
+        let (x, y) = (&da.node_defs[i], &db.node_defs[i]);
+        x.op != "parameter"
+            && x.shape != y.shape
+            && x.inputs.iter().all(|&o| {
+                da.node_defs.get(o as usize).map(|n| &n.shape)
+                    == db.node_defs.get(o as usize).map(|n| &n.shape)
+            })
+    });
+    if let Some(node) = source {
+        let (x, y) = (&da.node_defs[node], &db.node_defs[node]);
+        changes.push(GraphChange::NodeShape {
+            node,
+            op: y.op.clone(),
+            from: x.shape.clone(),
+            to: y.shape.clone(),
+            location: p.location(y.location),
+        });
+    } else if let Some(node) = first_diff {
         let (x, y) = (da.node_defs.get(node), db.node_defs.get(node));
         let location = y.or(x).map(|n| p.location(n.location)).unwrap_or_default();
         match (x, y) {
@@ -183,6 +236,7 @@ fn distance(changes: &[GraphChange]) -> usize {
             GraphChange::Structure { .. }
             | GraphChange::Attribute { .. }
             | GraphChange::InputCount { .. } => 10,
+            GraphChange::NodeShape { .. } => 2,
             GraphChange::SyncedTensors { .. } => 5,
             _ => 1,
         })
@@ -248,52 +302,272 @@ fn by_site<'a>(
     by_site
 }
 
-pub(super) fn recompiles(p: &Profile, all: &[Recompile]) -> Vec<Diagnostic> {
-    by_site(all.iter())
-        .into_iter()
-        .map(|(location, rs)| {
-            let cost_ns: u64 = rs.iter().map(|r| r.cost_ns).sum();
-            let mut changes: Vec<GraphChange> = Vec::new();
-            for c in rs.iter().flat_map(|r| r.changes.iter()) {
-                if !changes.contains(c) {
-                    changes.push(c.clone());
-                }
+/// What a recompile's changes have in common with others of the same cause: the change's
+/// subject without its values ("dimension 0 of input 0 (created at x.py:3)").
+fn cause_of(changes: &[GraphChange]) -> String {
+    let Some(c) = changes.first() else { return String::new() };
+    match c {
+        GraphChange::InputShape { input, from, to, created_at } => {
+            format!("input {input} (created at {created_at}) changed its {}", varying_part(from, to))
+        }
+        GraphChange::NodeShape { op, from, to, location, .. } => {
+            format!("the tensor made by `{op}` at {location} changed its {}", varying_part(from, to))
+        }
+        GraphChange::Attribute { op, name, location, .. } => {
+            format!("`{op}` at {location} changed its {name}")
+        }
+        GraphChange::Structure { location, .. } => {
+            format!("the op structure diverged (at {location})")
+        }
+        GraphChange::SyncedTensors { .. } => "different tensors were synced".to_string(),
+        GraphChange::InputCount { .. } => "the graph took a different number of inputs".to_string(),
+        GraphChange::Donation { .. } => "an input's donation changed".to_string(),
+        GraphChange::ScalarPattern => "the pattern of equal host scalars changed".to_string(),
+    }
+}
+
+/// "dimension 0", "dtype", "rank": what varies between two shapes.
+fn varying_part(from: &ShapeRec, to: &ShapeRec) -> String {
+    if from.dtype != to.dtype {
+        return "dtype".to_string();
+    }
+    if from.dims.len() != to.dims.len() {
+        return "rank".to_string();
+    }
+    let dims: Vec<String> = (0..from.dims.len())
+        .filter(|&d| from.dims[d] != to.dims[d])
+        .map(|d| d.to_string())
+        .collect();
+    match dims.len() {
+        0 => "shape".to_string(),
+        1 => format!("dimension {}", dims[0]),
+        _ => format!("dimensions {}", dims.join(", ")),
+    }
+}
+
+/// The values a recompile's first change took ("32 -> 17" as the set {32, 17}), for the
+/// dimension or dtype its cause names.
+fn values_of(changes: &[GraphChange]) -> Vec<String> {
+    let shapes = match changes.first() {
+        Some(GraphChange::InputShape { from, to, .. } | GraphChange::NodeShape { from, to, .. }) => {
+            (from, to)
+        }
+        Some(GraphChange::Attribute { from, to, .. }) => return vec![from.clone(), to.clone()],
+        _ => return Vec::new(),
+    };
+    let (from, to) = shapes;
+    if from.dtype != to.dtype {
+        return vec![from.dtype.clone(), to.dtype.clone()];
+    }
+    if from.dims.len() != to.dims.len() {
+        return vec![from.to_string(), to.to_string()];
+    }
+    let differing: Vec<usize> =
+        (0..from.dims.len()).filter(|&d| from.dims[d] != to.dims[d]).collect();
+    let pick = |s: &ShapeRec| {
+        let v: Vec<String> = differing.iter().map(|&d| s.dims[d].to_string()).collect();
+        if v.len() == 1 { v[0].clone() } else { format!("({})", v.join(", ")) }
+    };
+    vec![pick(from), pick(to)]
+}
+
+/// A recompile that is warm-up rather than a problem: the site's first graph also computed
+/// tensors made before the loop (initialization), or the optimizer state that its first update
+/// created. The lines only the first graph had, and whether the state is updated every step.
+struct WarmUp {
+    kind: Kind,
+    lines: Vec<u32>,
+}
+
+/// Whether the first recompile at a site is warm-up: the new graph is the first one without the
+/// lines that ran once, and takes the tensors they made as inputs.
+fn warm_up(p: &Profile, r: &Recompile) -> Option<WarmUp> {
+    // Warm-up happens once: the first graph never runs again at this site, and the new one is
+    // the steady state (it runs again, or nothing else compiles there after it).
+    let later: Vec<&crate::profile::Sync> =
+        p.syncs.iter().filter(|s| s.location == r.location && s.id > r.sync).collect();
+    if later.iter().any(|s| s.hash == Some(r.previous)) {
+        return None;
+    }
+    if !later.iter().any(|s| s.hash == Some(r.hash)) && later.iter().any(|s| s.compiled()) {
+        return None;
+    }
+    let (a, b) = (&p.graphs.get(&r.previous)?.def, &p.graphs.get(&r.hash)?.def);
+    let lines = |d: &crate::record::GraphDef| -> BTreeSet<u32> {
+        d.node_defs
+            .iter()
+            .filter(|n| n.op != "parameter" && n.op != "scalar")
+            .map(|n| n.location)
+            .collect()
+    };
+    let (la, lb) = (lines(a), lines(b));
+    if !lb.is_subset(&la) {
+        return None;
+    }
+    let only_first: Vec<u32> = la.difference(&lb).copied().collect();
+    if only_first.is_empty() {
+        return None;
+    }
+    // The device inputs the new graph has beyond the first's, by where they were made.
+    let mut before: BTreeMap<u32, usize> = BTreeMap::new();
+    for i in a.inputs.iter().filter(|i| i.data) {
+        *before.entry(i.location).or_default() += 1;
+    }
+    let mut new_inputs = BTreeSet::new();
+    for i in b.inputs.iter().filter(|i| i.data) {
+        match before.get_mut(&i.location) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => {
+                new_inputs.insert(i.location);
             }
-            let instances: Vec<Instance> = rs
-                .iter()
-                .map(|r| Instance {
-                    message: format!(
-                        "step {}: recompiled because {}",
-                        r.step,
-                        r.changes.iter().map(|c| c.sentence()).collect::<Vec<_>>().join("; ")
-                    ),
-                    sync: Some(r.sync),
-                    step: Some(r.step),
-                    cost_ns: r.cost_ns,
-                })
-                .collect();
-            let site = p.location(location);
-            let first = rs[0].changes.iter().map(|c| c.sentence()).collect::<Vec<_>>().join("; ");
-            let message = if rs.len() == 1 {
-                format!(
-                    "{site} compiled a second graph ({}) because {first}",
-                    format_ns(cost_ns as f64)
-                )
-            } else {
-                format!(
-                    "{site} recompiled {} ({}); the first time because {first}",
-                    super::times(rs.len()),
-                    format_ns(cost_ns as f64)
-                )
-            };
-            let mut graphs: Vec<u64> = rs.iter().flat_map(|r| [r.previous, r.hash]).collect();
-            graphs.dedup();
-            let advice = advice_for(&changes);
-            let kind = Kind::Recompile;
-            let d = Diagnostic::new(p, kind, location, message, advice, instances, graphs);
-            Diagnostic { changes, ..d }
+        }
+    }
+    if new_inputs.is_empty() {
+        return None;
+    }
+    // Initialization: the inputs were made at lines only the first graph ran. State: they are
+    // made by lines every step runs (the update), from what only the first graph created.
+    let kind = if new_inputs.iter().any(|l| only_first.contains(l)) {
+        Kind::Warmup
+    } else if new_inputs.iter().all(|l| lb.contains(l)) {
+        Kind::LazyState
+    } else {
+        return None;
+    };
+    Some(WarmUp { kind, lines: only_first })
+}
+
+fn lines_text(p: &Profile, lines: &[u32]) -> String {
+    let mut names: Vec<String> = lines.iter().map(|&l| p.location(l)).collect();
+    names.dedup();
+    if names.len() > 4 {
+        let more = names.len() - 3;
+        names.truncate(3);
+        names.push(format!("{more} more lines"));
+    }
+    names.join(", ")
+}
+
+fn warm_up_diagnostic(p: &Profile, r: &Recompile, w: &WarmUp) -> Diagnostic {
+    let site = p.location(r.location);
+    let made = lines_text(p, &w.lines);
+    let (message, advice) = match w.kind {
+        Kind::Warmup => (
+            format!(
+                "warm-up, once: the first graph synced at {site} also initialized the tensors made at {made}; step {} compiled the step's own graph ({})",
+                r.step,
+                format_ns(r.cost_ns as f64)
+            ),
+            "expected once, not a problem; an xp.sync() after the initialization, before the loop, separates the two graphs".to_string(),
+        ),
+        _ => (
+            format!(
+                "warm-up, once: the first update created state at {made} (optimizer moments or buffers made on first use); from step {} the step takes that state as inputs and compiled its own graph ({})",
+                r.step,
+                format_ns(r.cost_ns as f64)
+            ),
+            "expected once, not a problem; create the state before the loop (and sync) if this compile matters".to_string(),
+        ),
+    };
+    let instance = Instance {
+        message: format!("step {}: compiled the steady step's graph", r.step),
+        sync: Some(r.sync),
+        step: Some(r.step),
+        cost_ns: r.cost_ns,
+    };
+    let d = Diagnostic::new(p, w.kind, r.location, message, Some(advice), vec![instance], vec![r.previous, r.hash]);
+    Diagnostic { changes: r.changes.clone(), ..d }
+}
+
+/// The recompile findings of every call site: warm-up (its first recompile, when that is what
+/// it is), then a storm when compiles keep coming after warm-up, else the recompiles explained.
+pub(super) fn findings(p: &Profile, t: &Thresholds, all: &[Recompile]) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for (location, mut rs) in by_site(all.iter()) {
+        if let Some(w) = warm_up(p, rs[0]) {
+            out.push(warm_up_diagnostic(p, rs[0], &w));
+            rs.remove(0);
+        }
+        if rs.is_empty() {
+            continue;
+        }
+        let late = rs.iter().filter(|r| r.step > t.warmup_steps).count() as u64;
+        out.push(if late >= t.storm_compiles {
+            storm(p, t, location, &rs)
+        } else {
+            recompiles(p, location, &rs)
+        });
+    }
+    out
+}
+
+/// A site's recompiles, grouped by cause.
+fn recompiles(p: &Profile, location: u32, rs: &[&Recompile]) -> Diagnostic {
+    let cost_ns: u64 = rs.iter().map(|r| r.cost_ns).sum();
+    let mut changes: Vec<GraphChange> = Vec::new();
+    for c in rs.iter().flat_map(|r| r.changes.iter()) {
+        if !changes.contains(c) {
+            changes.push(c.clone());
+        }
+    }
+    let instances: Vec<Instance> = rs
+        .iter()
+        .map(|r| Instance {
+            message: format!(
+                "step {}: recompiled because {}",
+                r.step,
+                r.changes.iter().map(|c| c.sentence()).collect::<Vec<_>>().join("; ")
+            ),
+            sync: Some(r.sync),
+            step: Some(r.step),
+            cost_ns: r.cost_ns,
         })
-        .collect()
+        .collect();
+    let site = p.location(location);
+    let message = if rs.len() == 1 {
+        let first = rs[0].changes.iter().map(|c| c.sentence()).collect::<Vec<_>>().join("; ");
+        format!("{site} compiled another graph ({}) because {first}", format_ns(cost_ns as f64))
+    } else {
+        // Grouped by cause, most frequent first, each with the values it took.
+        let mut groups: Vec<(String, usize, Vec<String>)> = Vec::new();
+        for r in rs {
+            let cause = cause_of(&r.changes);
+            let values = values_of(&r.changes);
+            match groups.iter_mut().find(|g| g.0 == cause) {
+                Some(g) => {
+                    g.1 += 1;
+                    for v in values {
+                        if !g.2.contains(&v) {
+                            g.2.push(v);
+                        }
+                    }
+                }
+                None => groups.push((cause, 1, values)),
+            }
+        }
+        groups.sort_by(|a, b| b.1.cmp(&a.1));
+        let causes: Vec<String> = groups
+            .iter()
+            .map(|(cause, n, values)| {
+                let mut s = format!("{} because {cause}", super::times(*n));
+                if !values.is_empty() {
+                    s += &format!(" (values seen: {})", values.join(", "));
+                }
+                s
+            })
+            .collect();
+        format!(
+            "{site} recompiled {} ({}): {}",
+            super::times(rs.len()),
+            format_ns(cost_ns as f64),
+            causes.join("; ")
+        )
+    };
+    let mut graphs: Vec<u64> = rs.iter().flat_map(|r| [r.previous, r.hash]).collect();
+    graphs.dedup();
+    let advice = advice_for(&changes);
+    let d = Diagnostic::new(p, Kind::Recompile, location, message, advice, instances, graphs);
+    Diagnostic { changes, ..d }
 }
 
 fn advice_for(changes: &[GraphChange]) -> Option<String> {
@@ -302,8 +576,11 @@ fn advice_for(changes: &[GraphChange]) -> Option<String> {
             Some("keep the input's dtype the same from step to step (cast it once where it is created)".to_string())
         }
         GraphChange::InputShape { .. } => Some(
-            "keep input shapes fixed: pad or bucket the varying dimension so a few graphs serve every size".to_string(),
+            "keep input shapes fixed: pad or bucket the varying dimension so a few graphs serve every size (or drop the ragged last batch)".to_string(),
         ),
+        GraphChange::NodeShape { location, .. } => Some(format!(
+            "the size of the tensor made at {location} comes from a Python number that changes; keep it fixed, or pad or bucket it so a few graphs serve every size"
+        )),
         GraphChange::SyncedTensors { .. } => Some(
             "sync the same tensors every step: a tensor kept alive (or dropped) across the sync changes the graph's outputs".to_string(),
         ),
@@ -317,93 +594,106 @@ fn advice_for(changes: &[GraphChange]) -> Option<String> {
     })
 }
 
-/// For each call site with many compiles after warm-up: the dimension that varies, the values
-/// seen, and the buckets that would serve them.
-pub(super) fn storms(p: &Profile, t: &Thresholds, all: &[Recompile]) -> Vec<Diagnostic> {
-    let mut out = Vec::new();
-    for (location, rs) in by_site(all.iter().filter(|r| r.step > t.warmup_steps)) {
-        if (rs.len() as u64) < t.storm_compiles {
+/// A call site that keeps compiling after warm-up: the dimension (or attribute) that varies,
+/// the values seen, and the buckets that would serve them.
+fn storm(p: &Profile, t: &Thresholds, location: u32, rs: &[&Recompile]) -> Diagnostic {
+    let late = rs.iter().filter(|r| r.step > t.warmup_steps).count();
+    // The dimensions that vary, of device inputs (by the line that made them) and of
+    // tensors made on the device from a Python number, with every value they took.
+    let mut varying: BTreeMap<(String, usize), BTreeSet<i64>> = BTreeMap::new();
+    let mut attributes: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for c in rs.iter().flat_map(|r| r.changes.iter()) {
+        let (subject, from, to) = match c {
+            GraphChange::InputShape { input, from, to, created_at } => {
+                (format!("input {input} (created at {created_at})"), from, to)
+            }
+            GraphChange::NodeShape { op, from, to, location, .. } => {
+                (format!("the tensor made by `{op}` at {location}"), from, to)
+            }
+            GraphChange::Attribute { op, name, from, to, location, .. } => {
+                let values = attributes.entry(format!("the {name} of `{op}` at {location}")).or_default();
+                values.insert(from.clone());
+                values.insert(to.clone());
+                continue;
+            }
+            _ => continue,
+        };
+        if from.dims.len() != to.dims.len() {
             continue;
         }
-        // Input dims that vary across the graphs compiled at this site.
-        let graphs: Vec<&Graph> = rs.iter().filter_map(|r| p.graphs.get(&r.hash)).collect();
-        let mut varying: BTreeMap<(usize, usize), BTreeSet<i64>> = BTreeMap::new();
-        if let Some(first) = graphs.first() {
-            for g in &graphs {
-                if g.def.inputs.len() != first.def.inputs.len() {
-                    continue;
-                }
-                for (i, (a, b)) in first.def.inputs.iter().zip(&g.def.inputs).enumerate() {
-                    if a.shape.dims.len() != b.shape.dims.len() {
-                        continue;
-                    }
-                    for (d, (&x, &y)) in a.shape.dims.iter().zip(&b.shape.dims).enumerate() {
-                        if x != y {
-                            varying.entry((i, d)).or_default().extend([x, y]);
-                        }
-                    }
-                }
-            }
-            for g in &graphs {
-                for (&(i, d), values) in varying.iter_mut() {
-                    if let Some(v) = g.def.inputs.get(i).and_then(|inp| inp.shape.dims.get(d)) {
-                        values.insert(*v);
-                    }
-                }
+        for (d, (&x, &y)) in from.dims.iter().zip(&to.dims).enumerate() {
+            if x != y {
+                varying.entry((subject.clone(), d)).or_default().extend([x, y]);
             }
         }
-        let cost_ns: u64 = rs.iter().map(|r| r.cost_ns).sum();
-        let mean = cost_ns / rs.len().max(1) as u64;
-        let site = p.location(location);
-        // The widest-varying dimension is the one to fix.
-        let worst = varying.iter().max_by_key(|(_, v)| v.len());
-        let (message, advice) = match worst {
-            Some((&(input, dim), values)) => {
-                let seen: Vec<String> = values.iter().map(|v| v.to_string()).collect();
-                let buckets: BTreeSet<i64> =
-                    values.iter().map(|&v| (v.max(1) as u64).next_power_of_two() as i64).collect();
-                let bucket_list: Vec<String> = buckets.iter().map(|v| v.to_string()).collect();
-                let saved = values.len().saturating_sub(buckets.len());
-                (
-                    format!(
-                        "{site} compiled {} graphs after warm-up (step {}+), {}: dimension {dim} of input {input} took {} values ({})",
-                        rs.len(),
-                        t.warmup_steps + 1,
-                        format_ns(cost_ns as f64),
-                        values.len(),
-                        seen.join(", ")
-                    ),
-                    format!(
-                        "pad or bucket dimension {dim} of input {input} to {{{}}}: {} graphs instead of {}, saving {saved} compiles (about {})",
-                        bucket_list.join(", "),
-                        buckets.len(),
-                        values.len(),
-                        format_ns((saved as u64 * mean) as f64)
-                    ),
-                )
-            }
-            None => (
-                format!(
-                    "{site} compiled {} graphs after warm-up (step {}+), {}",
-                    rs.len(),
-                    t.warmup_steps + 1,
-                    format_ns(cost_ns as f64)
-                ),
-                "see the recompile explanations for what changes between these graphs".to_string(),
-            ),
-        };
-        let instances = rs
-            .iter()
-            .map(|r| Instance {
-                message: format!("step {}: compiled graph {:016x}", r.step, r.hash),
-                sync: Some(r.sync),
-                step: Some(r.step),
-                cost_ns: r.cost_ns,
-            })
-            .collect();
-        let graphs = rs.iter().map(|r| r.hash).collect();
-        let kind = Kind::RecompileStorm;
-        out.push(Diagnostic::new(p, kind, location, message, Some(advice), instances, graphs));
     }
-    out
+    let cost_ns: u64 = rs.iter().map(|r| r.cost_ns).sum();
+    let mean = cost_ns / rs.len().max(1) as u64;
+    let site = p.location(location);
+    // The widest-varying dimension is the one to fix.
+    let worst = varying.iter().max_by_key(|(_, v)| v.len());
+    let worst_attribute = attributes.iter().max_by_key(|(_, v)| v.len());
+    let (message, advice) = match (worst, worst_attribute) {
+        (Some(((subject, dim), values)), _) => {
+            let seen: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+            let buckets: BTreeSet<i64> =
+                values.iter().map(|&v| (v.max(1) as u64).next_power_of_two() as i64).collect();
+            let bucket_list: Vec<String> = buckets.iter().map(|v| v.to_string()).collect();
+            let saved = values.len().saturating_sub(buckets.len());
+            (
+                format!(
+                    "{site} compiled {} more graphs, {} of them after warm-up (step {}+), {}: dimension {dim} of {subject} took {} values ({})",
+                    rs.len(),
+                    late,
+                    t.warmup_steps + 1,
+                    format_ns(cost_ns as f64),
+                    values.len(),
+                    seen.join(", ")
+                ),
+                format!(
+                    "pad or bucket dimension {dim} of {subject} to {{{}}}: {} graphs instead of {}, saving {saved} compiles (about {})",
+                    bucket_list.join(", "),
+                    buckets.len(),
+                    values.len(),
+                    format_ns((saved as u64 * mean) as f64)
+                ),
+            )
+        }
+        (None, Some((subject, values))) => {
+            (
+                format!(
+                    "{site} compiled {} more graphs, {} of them after warm-up (step {}+), {}: {subject} took {} values ({})",
+                    rs.len(),
+                    late,
+                    t.warmup_steps + 1,
+                    format_ns(cost_ns as f64),
+                    values.len(),
+                    values.iter().cloned().collect::<Vec<_>>().join(", ")
+                ),
+                format!("{subject} comes from a Python number that changes every step; keep it fixed, or compute with a tensor so the graph stays the same"),
+            )
+        }
+        (None, None) => (
+            format!(
+                "{site} compiled {} more graphs, {} of them after warm-up (step {}+), {}",
+                rs.len(),
+                late,
+                t.warmup_steps + 1,
+                format_ns(cost_ns as f64)
+            ),
+            "see the recompile explanations for what changes between these graphs".to_string(),
+        ),
+    };
+    let instances = rs
+        .iter()
+        .map(|r| Instance {
+            message: format!("step {}: compiled graph {:016x}", r.step, r.hash),
+            sync: Some(r.sync),
+            step: Some(r.step),
+            cost_ns: r.cost_ns,
+        })
+        .collect();
+    let graphs = rs.iter().map(|r| r.hash).collect();
+    let kind = Kind::RecompileStorm;
+    Diagnostic::new(p, kind, location, message, Some(advice), instances, graphs)
 }

@@ -18,27 +18,36 @@ fn plural(n: usize, noun: &str) -> String {
     }
 }
 
-/// Hidden syncs (value reads that ran a graph), explicit syncs inside a step, and host reads.
-pub(super) fn syncs_in_steps(p: &Profile) -> Vec<Diagnostic> {
+/// Hidden syncs (value reads that ran a graph), explicit syncs that split a step, and host
+/// reads. Each costs what fixing it gives back: the compile of the split-off graph and the time
+/// the host stood waiting for the device to run it; never the rest of the sync.
+pub(super) fn syncs_in_steps(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
     let closed_steps = p.steps.len() as u64;
     let mut hidden: BTreeMap<u32, Vec<Instance>> = BTreeMap::new();
     let mut mid: BTreeMap<u32, Vec<Instance>> = BTreeMap::new();
     let mut graphs: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-    for s in &p.syncs {
+    for (i, s) in p.syncs.iter().enumerate() {
+        let cost_ns = s.compile_ns.saturating_add(s.execute_ns);
         let instance = Instance {
             message: format!(
-                "step {}: a graph ran for {} ({} tensors)",
+                "step {}: a graph of {} tensors ran early ({} compiling, {} waiting for the device)",
                 s.step,
-                format_ns(s.duration_ns() as f64),
-                s.tensors
+                s.tensors,
+                format_ns(s.compile_ns as f64),
+                format_ns(s.execute_ns as f64)
             ),
             sync: Some(s.id),
             step: Some(s.step),
-            cost_ns: s.duration_ns(),
+            cost_ns,
         };
         match s.cause {
             Cause::ValueRead => hidden.entry(s.location).or_default().push(instance),
-            Cause::Explicit if s.step <= closed_steps => {
+            // An explicit sync splits its step only when the step ran another graph after it
+            // (`sync()` then `step()` with nothing left pending splits nothing).
+            Cause::Explicit
+                if s.step <= closed_steps
+                    && p.syncs[i + 1..].iter().take_while(|n| n.step == s.step).any(|n| n.hash.is_some()) =>
+            {
                 mid.entry(s.location).or_default().push(instance)
             }
             _ => continue,
@@ -75,7 +84,7 @@ pub(super) fn syncs_in_steps(p: &Profile) -> Vec<Diagnostic> {
     for (location, instances) in mid {
         let site = p.location(location);
         let message = format!(
-            "sync() at {site} ran inside a step {}: each splits the step into separate graphs",
+            "sync() at {site} split a step into separate graphs {} (more ran after it in the same step)",
             times(instances.len())
         );
         let advice = "sync once per step (step() at its end)".to_string();
@@ -95,6 +104,11 @@ pub(super) fn syncs_in_steps(p: &Profile) -> Vec<Diagnostic> {
         reads.entry(r.location).or_default().push((r.step, r.bytes, r.duration_ns));
     }
     for (location, rs) in reads {
+        // Reading a logged scalar after the step stalls for microseconds: not a problem.
+        let per_read = rs.iter().map(|r| r.1).sum::<u64>() / rs.len().max(1) as u64;
+        if per_read < t.host_read_bytes {
+            continue;
+        }
         let bytes: u64 = rs.iter().map(|r| r.1).sum();
         let stall: u64 = rs.iter().map(|r| r.2).sum();
         let mut steps: Vec<u64> = rs.iter().map(|r| r.0).collect();

@@ -43,7 +43,8 @@ pub fn draw(f: &mut Frame, app: &App, area: Rect) {
     let shown = compiles.width.saturating_sub(2) as usize;
     let recent_c = &app.model.steps[app.model.steps.len().saturating_sub(shown)..];
     let counts: Vec<u64> = recent_c.iter().map(|s| s.compiles as u64).collect();
-    let total: u64 = app.model.steps.iter().map(|s| s.compiles as u64).sum();
+    // The summary's count, as the figures beside it: compiles outside any step count too.
+    let total = app.model.analysis.summary.compiles;
     f.render_widget(
         Sparkline::default()
             .block(Block::bordered().title(format!(" compiles per step ({total}) ")))
