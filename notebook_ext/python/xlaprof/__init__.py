@@ -12,6 +12,7 @@ In Jupyter: ``%load_ext xlaprof``, then ``%%xla_profile`` on a cell.
 
 from __future__ import annotations
 
+import builtins as _builtins
 import os as _os
 
 from ._plugin import ensure_plugin as _ensure_plugin
@@ -39,6 +40,7 @@ _native.record_from_env()
 
 from ._api import (  # noqa: E402
     arange,
+    as_tensor,
     avg_pool2d,
     cat,
     conv2d,
@@ -64,9 +66,11 @@ from ._api import (  # noqa: E402
     where,
     zeros,
 )
+from ._device import device  # noqa: E402
 from ._profile import Profile, load, metrics_report, profile  # noqa: E402
-from . import nn, optim  # noqa: E402
+from . import nn, optim, return_types  # noqa: E402
 
+# Dtypes are their NumPy names; PyTorch's other names for them are here too (`xp.long`).
 bool_ = "bool"
 int8 = "int8"
 int32 = "int32"
@@ -76,6 +80,17 @@ float16 = "float16"
 bfloat16 = "bfloat16"
 float32 = "float32"
 float64 = "float64"
+half = float16
+double = float64
+long = int64
+float = float32  # noqa: A001  (PyTorch's names, as attributes of the package only)
+int = int32  # noqa: A001
+bool = bool_  # noqa: A001
+
+# PyTorch's module-level functions (`xp.softmax(x, 1)`, `xp.argmax(x)`, ...). Some are named as
+# builtins are (`sum`, `max`, `abs`): as in PyTorch, only as attributes of the package.
+from ._functions import *  # noqa: E402,F401,F403
+from ._functions import __all__ as _function_names  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -104,9 +119,12 @@ _name_notebook_cells()
 
 __all__ = [
     "AutogradError", "InternalError", "PluginError", "ProfileError", "ShapeError", "Tensor",
-    "XlaError", "XlaprofError", "Profile", "arange", "avg_pool2d", "cat", "conv2d", "counters",
-    "cross_entropy", "dropout", "eye", "from_numpy", "full", "is_grad_enabled", "layer_norm",
-    "load", "manual_seed", "max_pool2d", "metrics_report", "nn", "no_grad", "ones", "optim",
-    "profile", "profile_scope", "rand", "randn", "stack", "step", "sync", "tensor", "where",
-    "zeros",
-]
+    "XlaError", "XlaprofError", "Profile", "arange", "as_tensor", "avg_pool2d", "bfloat16",
+    "bool_", "cat", "conv2d", "counters", "cross_entropy", "device", "double", "dropout", "eye",
+    "float16", "float32", "float64", "from_numpy", "full", "half", "int8", "int32", "int64",
+    "is_grad_enabled", "layer_norm", "load", "long", "manual_seed", "max_pool2d",
+    "metrics_report", "nn", "no_grad", "ones", "optim", "profile", "profile_scope", "rand",
+    "randn", "return_types", "stack", "step", "sync", "tensor", "uint8", "where", "zeros",
+    # `from xlaprof import *` leaves the builtins alone: `xp.sum`, `xp.max`, `xp.float`, ... are
+    # attributes only.
+] + [_n for _n in _function_names if not hasattr(_builtins, _n)]

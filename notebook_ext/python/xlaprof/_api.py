@@ -8,7 +8,7 @@ from typing import Any, Callable, Optional, TypeVar
 
 import numpy as np
 
-from . import _native, _progress
+from . import _device, _native, _progress
 from ._native import (  # noqa: F401  (re-exported)
     arange,
     avg_pool2d,
@@ -28,18 +28,26 @@ from ._native import (  # noqa: F401  (re-exported)
     stack,
     zeros,
 )
-from ._native import Tensor
+from ._native import AutogradError, Tensor
 
 where = getattr(_native, "where")
 counters = _native.counters
 
 
-def tensor(data: Any, dtype: Optional[Any] = None, requires_grad: bool = False) -> Tensor:
-    """A tensor from a NumPy array, nested lists or a number (copied to the device).
+def tensor(
+    data: Any,
+    *,
+    dtype: Optional[Any] = None,
+    device: Optional[Any] = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """A tensor from a NumPy array, nested lists, a number or a tensor (copied to the device).
 
     Like ``torch.tensor``: Python floats become float32 and ints int64; NumPy arrays keep
-    their dtype.
+    their dtype; ``device`` is checked (see ``xlaprof.device``); ``requires_grad=True`` makes a
+    leaf whose gradient ``backward`` accumulates.
     """
+    _check_device("tensor", device)
     if isinstance(data, Tensor):
         data = data.numpy()
     array = np.asarray(data)
@@ -48,6 +56,7 @@ def tensor(data: Any, dtype: Optional[Any] = None, requires_grad: bool = False) 
     cast_to = None
     if dtype is not None:
         name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+        name = _DTYPE_ALIASES.get(name, name)
         if name == "bfloat16":
             cast_to, array = name, array.astype(np.float32)
         else:
@@ -56,15 +65,51 @@ def tensor(data: Any, dtype: Optional[Any] = None, requires_grad: bool = False) 
     if cast_to is not None:
         t = t.to(cast_to)
     if requires_grad:
+        if not t.is_floating_point():
+            raise AutogradError(
+                f"tensor: only tensors of a float dtype can require gradients, not {t.dtype}"
+            )
         t.requires_grad = True
     return t
 
 
-def from_numpy(array: np.ndarray) -> Tensor:
+# PyTorch's other names for dtypes, as xlaprof's dtype attributes spell them.
+_DTYPE_ALIASES = {"float": "float32", "double": "float64", "half": "float16", "long": "int64",
+                  "int": "int32", "bool": "bool"}
+
+
+def as_tensor(data: Any, dtype: Optional[Any] = None, device: Optional[Any] = None) -> Tensor:
+    """``data`` as a tensor: a tensor of the right dtype is returned as it is, anything else is
+    copied as ``tensor`` copies it."""
+    if isinstance(data, Tensor):
+        _check_device("as_tensor", device)
+        return data if dtype is None else data.to(dtype)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(ndarray: np.ndarray) -> Tensor:
     """A tensor with the array's dtype and values (read in place when contiguous)."""
-    if not isinstance(array, np.ndarray):
-        raise TypeError(f"from_numpy needs a numpy.ndarray, not {type(array).__name__}")
-    return _native.from_array(array)
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"from_numpy needs a numpy.ndarray, not {type(ndarray).__name__}")
+    return _native.from_array(ndarray)
+
+
+def _check_device(what: str, device: Any) -> None:
+    if device is not None and _device.resolve(device) is None:
+        raise TypeError(
+            f"{what}: device must be None, an xlaprof.device or a device name such as \"cpu\", "
+            f"not {device!r}"
+        )
+
+
+def _rebuild_tensor(array: np.ndarray, dtype: str, requires_grad: bool) -> Tensor:
+    """Unpickles a tensor (see ``Tensor.__reduce__``)."""
+    t = _native.from_array(np.ascontiguousarray(array))
+    if t.dtype != dtype:
+        t = t.to(dtype)
+    if requires_grad:
+        t.requires_grad = True
+    return t
 
 
 def sync() -> None:

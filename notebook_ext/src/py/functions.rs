@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use xlaprof_core::{events, DType, Tensor};
 
+use super::device::check_device;
 use super::dtype::extract_dtype;
 use super::location;
 use super::ops::dims_arg;
@@ -33,90 +34,176 @@ pub(crate) fn from_array(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<P
     from_numpy(py, array).map(PyTensor::new)
 }
 
+/// What every factory does last: checks `device=`, then records the tensor and marks it a leaf
+/// that requires grad when asked (a float one only, as in PyTorch).
+fn make(
+    py: Python<'_>,
+    what: &str,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    f: impl FnOnce() -> xlaprof_core::Result<Tensor>,
+) -> PyResult<PyTensor> {
+    check_device(what, device)?;
+    let t = record(py, what, f)?;
+    if requires_grad {
+        if !t.t.dtype().is_float() {
+            return Err(super::errors::Class::Autograd.err(format!(
+                "{what}: only tensors of a float dtype can require gradients, not {}",
+                t.t.dtype()
+            )));
+        }
+        t.t.set_requires_grad(true);
+    }
+    Ok(t)
+}
+
 #[pyfunction]
-#[pyo3(signature = (*shape, dtype=None))]
+#[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
 pub(crate) fn zeros(
     py: Python<'_>,
-    shape: &Bound<'_, pyo3::types::PyTuple>,
+    size: &Bound<'_, pyo3::types::PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    let (dims, dtype) = (dims_arg("zeros", shape)?, dtype_or(dtype, DType::F32)?);
-    record(py, "zeros", || Ok(Tensor::zeros(&dims, dtype)))
+    let (dims, dtype) = (dims_arg("zeros", size)?, dtype_or(dtype, DType::F32)?);
+    make(py, "zeros", device, requires_grad, || Ok(Tensor::zeros(&dims, dtype)))
 }
 
 #[pyfunction]
-#[pyo3(signature = (*shape, dtype=None))]
+#[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
 pub(crate) fn ones(
     py: Python<'_>,
-    shape: &Bound<'_, pyo3::types::PyTuple>,
+    size: &Bound<'_, pyo3::types::PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    let (dims, dtype) = (dims_arg("ones", shape)?, dtype_or(dtype, DType::F32)?);
-    record(py, "ones", || Ok(Tensor::ones(&dims, dtype)))
+    let (dims, dtype) = (dims_arg("ones", size)?, dtype_or(dtype, DType::F32)?);
+    make(py, "ones", device, requires_grad, || Ok(Tensor::ones(&dims, dtype)))
 }
 
+/// The dtype PyTorch gives a Python number: bool, int64 for ints, float32 for floats.
+fn number_dtype(value: &Bound<'_, PyAny>) -> PyResult<(f64, DType)> {
+    if value.is_instance_of::<pyo3::types::PyBool>() {
+        return Ok((f64::from(u8::from(value.extract::<bool>()?)), DType::Pred));
+    }
+    if let Ok(i) = value.extract::<i64>() {
+        return Ok((i as f64, DType::S64));
+    }
+    match value.extract::<f64>() {
+        Ok(v) => Ok((v, DType::F32)),
+        Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "expected a number, not {}",
+            value.get_type().name()?
+        ))),
+    }
+}
+
+/// `size` filled with `fill_value`, in the dtype the value has when `dtype` is None (as PyTorch).
 #[pyfunction]
-#[pyo3(signature = (shape, fill_value, dtype=None))]
+#[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
 pub(crate) fn full(
     py: Python<'_>,
-    shape: Vec<i64>,
-    fill_value: f64,
+    size: &Bound<'_, PyAny>,
+    fill_value: &Bound<'_, PyAny>,
     dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    let dtype = dtype_or(dtype, DType::F32)?;
-    record(py, "full", || Ok(Tensor::full(&shape, fill_value, dtype)))
+    let dims = dims_arg("full", &pyo3::types::PyTuple::new(py, [size])?)?;
+    let (value, inferred) = number_dtype(fill_value)?;
+    let dtype = dtype_or(dtype, inferred)?;
+    make(py, "full", device, requires_grad, || Ok(Tensor::full(&dims, value, dtype)))
 }
 
-/// `arange(end)` or `arange(start, end, step)`; integers unless a bound is fractional.
+/// `arange(end)` or `arange(start, end, step)`: int64 when all three are ints, else float32.
 #[pyfunction]
-#[pyo3(signature = (start, end=None, step=1.0, dtype=None))]
+#[pyo3(
+    signature = (start, end=None, step=None, *, dtype=None, device=None, requires_grad=false),
+    text_signature = "(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False)"
+)]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn arange(
     py: Python<'_>,
-    start: f64,
-    end: Option<f64>,
-    step: f64,
+    start: &Bound<'_, PyAny>,
+    end: Option<&Bound<'_, PyAny>>,
+    step: Option<&Bound<'_, PyAny>>,
     dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    let (start, end) = match end {
-        Some(e) => (start, e),
-        None => (0.0, start),
+    let (first, first_dtype) = number_dtype(start)?;
+    let (step, step_dtype) = match step.filter(|s| !s.is_none()) {
+        Some(s) => number_dtype(s)?,
+        None => (1.0, DType::S64),
     };
-    let integral = [start, end, step].iter().all(|v| v.fract() == 0.0);
+    let ((start, end), end_dtype) = match end.filter(|e| !e.is_none()) {
+        Some(e) => {
+            let (end, end_dtype) = number_dtype(e)?;
+            ((first, end), end_dtype)
+        }
+        None => ((0.0, first), DType::S64),
+    };
+    let integral = [first_dtype, step_dtype, end_dtype].iter().all(|d| !d.is_float());
     let dtype = dtype_or(dtype, if integral { DType::S64 } else { DType::F32 })?;
-    record(py, "arange", || Tensor::arange(start, end, step, dtype))
+    make(py, "arange", device, requires_grad, || Tensor::arange(start, end, step, dtype))
 }
 
+/// The `n` x `m` identity (`m` defaults to `n`).
 #[pyfunction]
-#[pyo3(signature = (n, dtype=None))]
-pub(crate) fn eye(py: Python<'_>, n: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+#[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false))]
+pub(crate) fn eye(
+    py: Python<'_>,
+    n: i64,
+    m: Option<i64>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
     let dtype = dtype_or(dtype, DType::F32)?;
-    record(py, "eye", || Tensor::eye(n, dtype))
+    make(py, "eye", device, requires_grad, || match m {
+        None => Tensor::eye(n, dtype),
+        Some(m) if m == n => Tensor::eye(n, dtype),
+        Some(m) => {
+            let rows = Tensor::arange(0.0, n as f64, 1.0, DType::S64)?.reshape(&[n, 1])?;
+            let cols = Tensor::arange(0.0, m as f64, 1.0, DType::S64)?.reshape(&[1, m])?;
+            rows.eq(&cols)?.cast(dtype)
+        }
+    })
 }
 
+/// Uniform values in [0, 1); `seed` (an xlaprof extension) fixes them, else `manual_seed`'s
+/// sequence does.
 #[pyfunction]
-#[pyo3(signature = (*shape, seed=None, dtype=None))]
+#[pyo3(signature = (*size, seed=None, dtype=None, device=None, requires_grad=false))]
 pub(crate) fn rand(
     py: Python<'_>,
-    shape: &Bound<'_, pyo3::types::PyTuple>,
+    size: &Bound<'_, pyo3::types::PyTuple>,
     seed: Option<i64>,
     dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
 ) -> PyResult<PyTensor> {
     let (dims, dtype, seed) =
-        (dims_arg("rand", shape)?, dtype_or(dtype, DType::F32)?, next_seed(seed));
-    record(py, "rand", || Tensor::rand(&dims, seed, dtype))
+        (dims_arg("rand", size)?, dtype_or(dtype, DType::F32)?, next_seed(seed));
+    make(py, "rand", device, requires_grad, || Tensor::rand(&dims, seed, dtype))
 }
 
+/// Standard normal values; `seed` as in `rand`.
 #[pyfunction]
-#[pyo3(signature = (*shape, seed=None, dtype=None))]
+#[pyo3(signature = (*size, seed=None, dtype=None, device=None, requires_grad=false))]
 pub(crate) fn randn(
     py: Python<'_>,
-    shape: &Bound<'_, pyo3::types::PyTuple>,
+    size: &Bound<'_, pyo3::types::PyTuple>,
     seed: Option<i64>,
     dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
 ) -> PyResult<PyTensor> {
     let (dims, dtype, seed) =
-        (dims_arg("randn", shape)?, dtype_or(dtype, DType::F32)?, next_seed(seed));
-    record(py, "randn", || Tensor::randn(&dims, seed, dtype))
+        (dims_arg("randn", size)?, dtype_or(dtype, DType::F32)?, next_seed(seed));
+    make(py, "randn", device, requires_grad, || Tensor::randn(&dims, seed, dtype))
 }
 
 #[pyfunction]
@@ -141,67 +228,143 @@ pub(crate) fn stack(
     record(py, "stack", || Tensor::stack(&refs, dim))
 }
 
+/// `where(condition, input, other)`: `input` where `condition` is true, else `other`; either
+/// may be a number.
 #[pyfunction]
 #[pyo3(name = "where")]
 pub(crate) fn where_(
     py: Python<'_>,
     condition: &PyTensor,
-    x: &PyTensor,
-    y: &PyTensor,
+    input: &Bound<'_, PyAny>,
+    other: &Bound<'_, PyAny>,
 ) -> PyResult<PyTensor> {
-    record(py, "where", || Tensor::where_(&condition.t, &x.t, &y.t))
+    let operand = |v: &Bound<'_, PyAny>| -> PyResult<Result<Tensor, (f64, DType)>> {
+        match v.cast::<PyTensor>() {
+            Ok(t) => Ok(Ok(t.get().t.clone())),
+            Err(_) => number_dtype(v).map(Err),
+        }
+    };
+    let (a, b) = (operand(input)?, operand(other)?);
+    record(py, "where", || {
+        // A number takes the other operand's dtype, as `x + 0.5` does.
+        let scalar = |(v, d): (f64, DType), other: &Result<Tensor, (f64, DType)>| match other {
+            Ok(t) => Tensor::scalar(v, super::ops::scalar_dtype(t, v)),
+            Err((_, od)) => Tensor::scalar(v, if od.is_float() { *od } else { d }),
+        };
+        let x = a.clone().or_else(|n| Ok::<_, xlaprof_core::Error>(scalar(n, &b)))?;
+        let y = b.clone().or_else(|n| Ok::<_, xlaprof_core::Error>(scalar(n, &a)))?;
+        Tensor::where_(&condition.t, &x, &y)
+    })
 }
 
+/// An int or a pair of ints (PyTorch's `_pair`), for strides, paddings and kernel sizes;
+/// `default` when None.
+fn pair_or(what: &str, value: Option<&Bound<'_, PyAny>>, default: i64) -> PyResult<[i64; 2]> {
+    match value.filter(|v| !v.is_none()) {
+        Some(v) => pair(what, v),
+        None => Ok([default; 2]),
+    }
+}
+
+/// An int or a pair of ints (PyTorch's `_pair`), for strides, paddings and kernel sizes.
+fn pair(what: &str, value: &Bound<'_, PyAny>) -> PyResult<[i64; 2]> {
+    if let Ok(v) = value.extract::<i64>() {
+        return Ok([v; 2]);
+    }
+    value.extract::<(i64, i64)>().map(|(a, b)| [a, b]).map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err(format!(
+            "{what} must be an int or a pair of ints, not {}",
+            value.repr().map(|r| r.to_string()).unwrap_or_default()
+        ))
+    })
+}
+
+/// 2-D convolution of `[N, C, H, W]` by `[O, C/groups, kH, kW]`, plus `bias` `[O]`.
 #[pyfunction]
-#[pyo3(signature = (input, weight, stride=1, padding=0, dilation=1, groups=1))]
+#[pyo3(
+    signature = (input, weight, bias=None, stride=None, padding=None, dilation=None, groups=1),
+    text_signature = "(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)"
+)]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn conv2d(
     py: Python<'_>,
     input: &PyTensor,
     weight: &PyTensor,
-    stride: i64,
-    padding: i64,
-    dilation: i64,
+    bias: Option<&PyTensor>,
+    stride: Option<&Bound<'_, PyAny>>,
+    padding: Option<&Bound<'_, PyAny>>,
+    dilation: Option<&Bound<'_, PyAny>>,
     groups: i64,
 ) -> PyResult<PyTensor> {
+    let (s, p, d) = (
+        pair_or("stride", stride, 1)?,
+        pair_or("padding", padding, 0)?,
+        pair_or("dilation", dilation, 1)?,
+    );
     record(py, "conv2d", || {
-        input.t.conv2d(&weight.t, [stride; 2], [padding; 2], [dilation; 2], groups)
+        let y = input.t.conv2d(&weight.t, s, p, d, groups)?;
+        match bias {
+            Some(b) => y.add(&b.t.reshape(&[1, -1, 1, 1])?),
+            None => Ok(y),
+        }
     })
 }
 
+/// The pooling window, stride (the window when None) and padding, as pairs.
+fn pool_args(
+    kernel_size: &Bound<'_, PyAny>,
+    stride: Option<&Bound<'_, PyAny>>,
+    padding: Option<&Bound<'_, PyAny>>,
+) -> PyResult<([i64; 2], [i64; 2], [i64; 2])> {
+    let k = pair("kernel_size", kernel_size)?;
+    let s = match stride.filter(|s| !s.is_none()) {
+        Some(s) => pair("stride", s)?,
+        None => k,
+    };
+    Ok((k, s, pair_or("padding", padding, 0)?))
+}
+
 #[pyfunction]
-#[pyo3(signature = (input, kernel_size, stride=None, padding=0))]
+#[pyo3(
+    signature = (input, kernel_size, stride=None, padding=None),
+    text_signature = "(input, kernel_size, stride=None, padding=0)"
+)]
 pub(crate) fn max_pool2d(
     py: Python<'_>,
     input: &PyTensor,
-    kernel_size: i64,
-    stride: Option<i64>,
-    padding: i64,
+    kernel_size: &Bound<'_, PyAny>,
+    stride: Option<&Bound<'_, PyAny>>,
+    padding: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let s = stride.unwrap_or(kernel_size);
-    record(py, "max_pool2d", || input.t.max_pool2d([kernel_size; 2], [s; 2], [padding; 2]))
+    let (k, s, p) = pool_args(kernel_size, stride, padding)?;
+    record(py, "max_pool2d", || input.t.max_pool2d(k, s, p))
 }
 
 #[pyfunction]
-#[pyo3(signature = (input, kernel_size, stride=None, padding=0))]
+#[pyo3(
+    signature = (input, kernel_size, stride=None, padding=None),
+    text_signature = "(input, kernel_size, stride=None, padding=0)"
+)]
 pub(crate) fn avg_pool2d(
     py: Python<'_>,
     input: &PyTensor,
-    kernel_size: i64,
-    stride: Option<i64>,
-    padding: i64,
+    kernel_size: &Bound<'_, PyAny>,
+    stride: Option<&Bound<'_, PyAny>>,
+    padding: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let s = stride.unwrap_or(kernel_size);
-    record(py, "avg_pool2d", || input.t.avg_pool2d([kernel_size; 2], [s; 2], [padding; 2]))
+    let (k, s, p) = pool_args(kernel_size, stride, padding)?;
+    record(py, "avg_pool2d", || input.t.avg_pool2d(k, s, p))
 }
 
-/// Mean cross-entropy of logits `[N, C]` against integer labels `[N]`.
+/// Mean cross-entropy of logits `[N, C]` against integer class indices `[N]` (the engine's op;
+/// `xlaprof.nn.functional.cross_entropy` adds PyTorch's other arguments).
 #[pyfunction]
 pub(crate) fn cross_entropy(
     py: Python<'_>,
-    logits: &PyTensor,
-    labels: &PyTensor,
+    input: &PyTensor,
+    target: &PyTensor,
 ) -> PyResult<PyTensor> {
-    record(py, "cross_entropy", || logits.t.cross_entropy(&labels.t))
+    record(py, "cross_entropy", || input.t.cross_entropy(&target.t))
 }
 
 #[pyfunction]
@@ -219,22 +382,56 @@ pub(crate) fn layer_norm(
     })
 }
 
+/// `input @ weight.T + bias` (PyTorch's `nn.functional.linear`), the graph of `nn.Linear`.
 #[pyfunction]
-pub(crate) fn embedding(py: Python<'_>, ids: &PyTensor, weight: &PyTensor) -> PyResult<PyTensor> {
-    record(py, "embedding", || weight.t.embedding(&ids.t))
+#[pyo3(signature = (input, weight, bias=None))]
+pub(crate) fn linear(
+    py: Python<'_>,
+    input: &PyTensor,
+    weight: &PyTensor,
+    bias: Option<&PyTensor>,
+) -> PyResult<PyTensor> {
+    record(py, "linear", || {
+        let y = input.t.matmul(&weight.t.transpose(0, 1)?)?;
+        match bias {
+            Some(b) => y.add(&b.t),
+            None => Ok(y),
+        }
+    })
 }
 
+/// The rows of `weight` at the integer positions `input`.
 #[pyfunction]
-#[pyo3(signature = (input, p=0.5, training=true, seed=None))]
+pub(crate) fn embedding(py: Python<'_>, input: &PyTensor, weight: &PyTensor) -> PyResult<PyTensor> {
+    record(py, "embedding", || weight.t.embedding(&input.t))
+}
+
+/// Zeroes each element with probability `p` and scales the others by `1 / (1 - p)` when
+/// `training`. `inplace=True` is accepted and returns the result as a new tensor.
+#[pyfunction]
+#[pyo3(signature = (input, p=0.5, training=true, inplace=false, *, seed=None))]
 pub(crate) fn dropout(
     py: Python<'_>,
     input: &PyTensor,
     p: f64,
     training: bool,
+    inplace: bool,
     seed: Option<i64>,
 ) -> PyResult<PyTensor> {
+    let _ = inplace;
+    if !(0.0..=1.0).contains(&p) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "dropout probability has to be between 0 and 1, but got {p}"
+        )));
+    }
     let seed = next_seed(seed);
-    record(py, "dropout", || input.t.dropout(p, seed, training))
+    record(py, "dropout", || {
+        if p == 1.0 && training {
+            input.t.mul_scalar(0.0)
+        } else {
+            input.t.dropout(p, seed, training)
+        }
+    })
 }
 
 /// Compiles and runs every pending tensor as one graph (torch_xla's `mark_step`).

@@ -1,10 +1,12 @@
 //! The `xlaprof._native` extension module. The Python package `xlaprof` re-exports it with a
 //! few pure-Python parts (the IPython extension, `nn.Module`, context managers).
 
+mod device;
 mod dtype;
 mod errors;
 mod functions;
 mod index;
+mod inplace;
 mod location;
 mod nn;
 mod ops;
@@ -50,6 +52,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(avg_pool2d, m)?,
         wrap_pyfunction!(cross_entropy, m)?,
         wrap_pyfunction!(layer_norm, m)?,
+        wrap_pyfunction!(linear, m)?,
         wrap_pyfunction!(embedding, m)?,
         wrap_pyfunction!(dropout, m)?,
         wrap_pyfunction!(sync, m)?,

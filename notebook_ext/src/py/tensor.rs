@@ -7,11 +7,13 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use xlaprof_core::ir::Op;
-use xlaprof_core::Tensor;
+use xlaprof_core::{DType, Tensor};
 
+use super::device::{device_type, engine_device};
+use super::dtype::{dtype_name, extract_dtype, HostData, HostValues};
 use super::errors::engine_error;
-use super::dtype::{dtype_name, HostData, HostValues};
-use super::trace::{traced, traced_detached};
+use super::ops::clone_tensor;
+use super::trace::{record, traced, traced_detached};
 
 #[pyclass(name = "Tensor", module = "xlaprof", frozen, weakref)]
 pub struct PyTensor {
@@ -149,17 +151,120 @@ impl PyTensor {
     }
 
     /// Back-propagates into every leaf that requires grad (the gradient is recorded, not run).
-    #[pyo3(signature = (gradient=None))]
-    fn backward(&self, py: Python<'_>, gradient: Option<&PyTensor>) -> PyResult<()> {
+    /// `retain_graph` and `create_graph` are PyTorch's; only their defaults are supported.
+    #[pyo3(signature = (gradient=None, retain_graph=None, create_graph=false))]
+    fn backward(
+        &self,
+        py: Python<'_>,
+        gradient: Option<&PyTensor>,
+        retain_graph: Option<bool>,
+        create_graph: bool,
+    ) -> PyResult<()> {
+        if retain_graph == Some(true) || create_graph {
+            return Err(super::errors::Class::Autograd.err(
+                "backward(retain_graph=True) and backward(create_graph=True) are not supported: \
+                 xlaprof frees what backward saved, and does not record gradients of gradients",
+            ));
+        }
         match gradient {
             None => traced(py, "backward", || self.t.backward()),
             Some(g) => traced(py, "backward", || self.t.backward_with(&g.t)),
         }
     }
 
-    /// The values as a NumPy array (runs what they need).
-    fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    /// The values as a NumPy array (runs what they need). `force` is accepted for PyTorch's
+    /// sake: the array is always a copy.
+    #[pyo3(signature = (*, force=false))]
+    fn numpy<'py>(&self, py: Python<'py>, force: bool) -> PyResult<Bound<'py, PyAny>> {
+        let _ = force;
         to_numpy(py, &self.t)
+    }
+
+    /// The device every tensor is on (see `xlaprof.device`).
+    #[getter]
+    fn device<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        engine_device(py)
+    }
+
+    /// PyTorch's `to`: `t.to(dtype)`, `t.to(device)`, `t.to(device, dtype)`, `t.to(other)` (its
+    /// dtype), or keywords. The device is the one device every tensor is on, except `"cpu"`,
+    /// which also computes the tensor (a sync when it is pending, as PyTorch/XLA's transfer to
+    /// the CPU), so that reading it (`numpy()`, `item()`, `tolist()`) runs nothing more. Returns
+    /// this tensor when nothing changes, unless `copy`.
+    #[pyo3(signature = (*args, device=None, dtype=None, non_blocking=false, copy=false))]
+    fn to<'py>(
+        slf: &Bound<'py, Self>,
+        args: &Bound<'py, PyTuple>,
+        device: Option<&Bound<'py, PyAny>>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        non_blocking: bool,
+        copy: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let _ = non_blocking;
+        let py = slf.py();
+        let (mut to_device, mut to_dtype) = (None::<String>, None::<DType>);
+        if let Some(d) = device.filter(|d| !d.is_none()) {
+            to_device = Some(device_type(d, true)?.ok_or_else(|| {
+                PyTypeError::new_err(format!(
+                    "to(): device must be an xlaprof.device or a device name, not {}",
+                    d.repr().map(|r| r.to_string()).unwrap_or_default()
+                ))
+            })?);
+        }
+        if let Some(d) = dtype.filter(|d| !d.is_none()) {
+            to_dtype = Some(extract_dtype(d)?);
+        }
+        for arg in args.iter() {
+            if let Ok(other) = arg.cast::<PyTensor>() {
+                set_once(&mut to_dtype, other.get().t.dtype(), "dtype")?;
+            } else if let Some(kind) = device_type(&arg, false)? {
+                set_once(&mut to_device, kind, "device")?;
+            } else {
+                set_once(&mut to_dtype, extract_dtype(&arg)?, "dtype")?;
+            }
+        }
+        let this = slf.get();
+        let mut out: Option<PyTensor> = match to_dtype {
+            Some(d) if d != this.t.dtype() => Some(record(py, "to", || this.t.cast(d))?),
+            _ if copy => Some(clone_tensor(py, &this.t)?),
+            _ => None,
+        };
+        if to_device.as_deref() == Some("cpu") {
+            let t = out.as_ref().map_or(&this.t, |o| &o.t).clone();
+            traced_detached(py, "to", move || t.buffer().map(drop))?;
+        }
+        match out.take() {
+            Some(o) => Ok(Bound::new(py, o)?.into_any()),
+            None => Ok(slf.clone().into_any()),
+        }
+    }
+
+    /// `to("cpu")`: the tensor, computed (see `to`).
+    fn cpu<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let t = slf.get().t.clone();
+        traced_detached(slf.py(), "cpu", move || t.buffer().map(drop))?;
+        Ok(slf.clone().into_any())
+    }
+
+    /// `copy.copy` and `copy.deepcopy`: a new tensor with the same values and `requires_grad`,
+    /// cut from the autograd graph (a leaf), as PyTorch copies a leaf.
+    fn __copy__(&self) -> PyTensor {
+        let t = self.t.detach();
+        t.set_requires_grad(self.t.requires_grad());
+        PyTensor::new(t)
+    }
+
+    fn __deepcopy__(&self, memo: &Bound<'_, PyAny>) -> PyTensor {
+        let _ = memo;
+        self.__copy__()
+    }
+
+    /// Pickles the values (read to the host), dtype and `requires_grad`.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let rebuild = py.import("xlaprof._api")?.getattr("_rebuild_tensor")?;
+        let array = to_numpy(py, &self.t)?;
+        let args = (array, dtype_name(self.t.dtype()), self.t.requires_grad());
+        Ok((rebuild, args).into_pyobject(py)?.into_any())
     }
 
     #[pyo3(signature = (dtype=None, copy=None))]
@@ -242,4 +347,13 @@ impl PyTensor {
         let array = to_numpy(py, &self.t)?;
         Ok(format!("tensor({}, dtype={})", array.str()?, dtype_name(self.t.dtype())))
     }
+}
+
+/// Sets an argument of `to` given once, positionally or by keyword.
+fn set_once<T>(slot: &mut Option<T>, value: T, what: &str) -> PyResult<()> {
+    if slot.is_some() {
+        return Err(PyTypeError::new_err(format!("to() got the {what} twice")));
+    }
+    *slot = Some(value);
+    Ok(())
 }
