@@ -130,8 +130,11 @@ impl Optimizer for Adam {
                 }
                 let nm = m.mul_scalar(b1)?.add(&g.mul_scalar(1.0 - b1)?)?;
                 let nv = v.mul_scalar(b2)?.add(&g.mul(&g)?.mul_scalar(1.0 - b2)?)?;
-                let denom = nv.div_scalar(c2)?.sqrt()?.add_scalar(self.eps)?;
-                let mut np = p.sub(&nm.div_scalar(c1)?.div(&denom)?.mul_scalar(self.lr)?)?;
+                // PyTorch's form: the step-dependent factors are lr / c1 and sqrt(c2). Never c1 or
+                // c2 alone: at step 1 they equal 1 - b1 and 1 - b2 exactly, and equal host
+                // scalars at one line share a graph input, so step 2 would compile again.
+                let denom = nv.sqrt()?.div_scalar(c2.sqrt())?.add_scalar(self.eps)?;
+                let mut np = p.sub(&nm.div(&denom)?.mul_scalar(self.lr / c1)?)?;
                 if self.weight_decay != 0.0 && self.decoupled {
                     np = np.sub(&p.mul_scalar(self.lr * self.weight_decay)?)?;
                 }

@@ -82,6 +82,11 @@ pub(super) fn syncs_in_steps(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
         ));
     }
     for (location, instances) in mid {
+        // Once is setup (the `sync()` that separates initialization from the first step, as the
+        // warm-up finding advises); a split in every step is the cost.
+        if steps_with(&instances) < 2 {
+            continue;
+        }
         let site = p.location(location);
         let message = format!(
             "sync() at {site} split a step into separate graphs {} (more ran after it in the same step)",
