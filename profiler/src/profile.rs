@@ -2,13 +2,12 @@
 //! scopes on one timeline. Built by replaying records, whether they come from a live recording, a
 //! file, or a file still being written.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
-use crate::record::{
-    Cause, CostRec, CountersRec, GraphDef, Location, MemoryRec, Meta, Record, ShapeRec,
-};
+use crate::record::{Cause, CostRec, GraphDef, Location, MemoryRec, Meta, Record, ShapeRec};
 
 /// One sync: a graph built, found or compiled, and executed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -128,6 +127,59 @@ pub struct Scope {
     pub depth: u32,
 }
 
+/// The engine's counters at one moment (totals since the program started), by the engine's own
+/// names: whatever counters the engine had when the profile was recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Counters {
+    names: Arc<CounterNames>,
+    values: Vec<u64>,
+}
+
+/// The counter names of a profile (from its `Meta`), shared by all its snapshots.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct CounterNames {
+    names: Vec<String>,
+    /// Each name's position; the first one wins if a (damaged) profile repeats a name.
+    index: HashMap<String, usize>,
+}
+
+impl CounterNames {
+    fn new(names: &[String]) -> CounterNames {
+        let names = names.to_vec();
+        let mut index = HashMap::new();
+        for (i, name) in names.iter().enumerate() {
+            index.entry(name.clone()).or_insert(i);
+        }
+        CounterNames { names, index }
+    }
+}
+
+impl Counters {
+    /// The counter the engine calls `name` (`Counters::named`), if the profile has it.
+    pub fn get(&self, name: &str) -> Option<u64> {
+        self.names.index.get(name).and_then(|&i| self.values.get(i).copied())
+    }
+
+    /// Every counter with its name, in the engine's order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, u64)> {
+        let names = &self.names;
+        names
+            .names
+            .iter()
+            .zip(&self.values)
+            .enumerate()
+            .filter(|(i, (name, _))| names.index.get(name.as_str()) == Some(i))
+            .map(|(_, (name, &value))| (name.as_str(), value))
+    }
+}
+
+/// By name, as an object: `{"tensors_created": 12, ...}`.
+impl Serialize for Counters {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.iter())
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Profile {
     pub meta: Meta,
@@ -141,13 +193,15 @@ pub struct Profile {
     pub steps: Vec<Step>,
     pub scopes: Vec<Scope>,
     /// The engine's counters at the end of each sync.
-    pub counters: Vec<(u64, CountersRec)>,
+    pub counters: Vec<(u64, Counters)>,
     /// What could not be read (truncated or corrupt files).
     pub warnings: Vec<String>,
     /// Records applied (events, definitions, ...).
     pub records: u64,
     #[serde(skip)]
     open_scopes: Vec<usize>,
+    #[serde(skip)]
+    counter_names: Arc<CounterNames>,
     #[serde(skip)]
     sync_index: BTreeMap<u64, usize>,
     #[serde(skip)]
@@ -194,11 +248,19 @@ impl Profile {
         self.end_ns = self.end_ns.max(t);
     }
 
+    /// The engine's counters when recording started.
+    pub fn start_counters(&self) -> Counters {
+        Counters { names: self.counter_names.clone(), values: self.meta.counters.clone() }
+    }
+
     /// Adds one record.
     pub fn apply(&mut self, record: Record) {
         self.records += 1;
         match record {
-            Record::Meta(meta) => self.meta = meta,
+            Record::Meta(meta) => {
+                self.counter_names = Arc::new(CounterNames::new(&meta.counter_names));
+                self.meta = meta;
+            }
             Record::Location { id, location } => {
                 let id = id as usize;
                 if self.locations.len() <= id {
@@ -333,7 +395,8 @@ impl Profile {
                 if let Some(s) = self.sync_mut(sync) {
                     s.end_ns = t;
                 }
-                self.counters.push((t, counters));
+                let names = self.counter_names.clone();
+                self.counters.push((t, Counters { names, values: counters }));
             }
             Record::Step { t, step, location } => {
                 self.seen(t);

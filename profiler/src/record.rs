@@ -145,24 +145,6 @@ pub struct CostRec {
     pub transcendentals: f64,
 }
 
-/// The engine's counters at one moment (totals since the program started).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct CountersRec {
-    pub tensors_created: u64,
-    pub tensors_destroyed: u64,
-    pub ops_traced: u64,
-    pub syncs: u64,
-    pub cache_hits: u64,
-    pub cache_misses: u64,
-    pub persistent_cache_hits: u64,
-    pub persistent_cache_misses: u64,
-    pub compiles: u64,
-    pub executions: u64,
-    pub bytes_to_device: u64,
-    pub bytes_from_device: u64,
-    pub value_reads: u64,
-}
-
 /// What the profile is of.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Meta {
@@ -172,8 +154,13 @@ pub struct Meta {
     pub start_unix_ms: u64,
     pub platform: String,
     pub plugin: String,
-    /// The engine's counters when recording started (counters are totals since the program began).
-    pub counters: CountersRec,
+    /// The names of the engine's counters, in the order every record lists their values: the
+    /// engine's own names and order (`Counters::named`), so a counter added to the engine reaches
+    /// profiles without a change here, and without a new format version.
+    pub counter_names: Vec<String>,
+    /// The engine's counters when recording started (totals since the program began), in the
+    /// order of `counter_names`.
+    pub counters: Vec<u64>,
 }
 
 /// One record of a profile file. Times (`t`) are nanoseconds since the profile's time zero;
@@ -242,7 +229,8 @@ pub enum Record {
         t: u64,
         sync: u64,
         dur: u64,
-        counters: CountersRec,
+        /// The engine's counters, in the order of `Meta::counter_names`.
+        counters: Vec<u64>,
     },
     Step {
         t: u64,
