@@ -1,17 +1,19 @@
 //! Why a call site compiled again: the structural difference between a new graph and the
 //! nearest graph the same site compiled before; and storms of such recompiles after warm-up.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use super::{Diagnostic, Instance, Kind, Thresholds};
+use crate::analysis::saturating_sum;
 use crate::metrics::format_ns;
 use crate::profile::{Graph, Profile};
-use crate::record::{NodeRec, ShapeRec};
+use crate::record::{clip, clip_to, AttrValue, GraphDef, InputRec, NodeRec, ShapeRec, LISTED};
 
 /// One difference between two versions of a graph.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub enum GraphChange {
     /// An input changed shape or dtype.
     InputShape { input: usize, from: ShapeRec, to: ShapeRec, created_at: String },
@@ -84,47 +86,40 @@ fn same_op(x: &NodeRec, y: &NodeRec) -> bool {
     x.op == y.op && x.inputs == y.inputs && x.attrs == y.attrs
 }
 
-/// What changed from graph `a` to graph `b`.
+/// What changed from graph `a` to graph `b`. Linear in the two graphs' sizes; each kind of
+/// change lists at most [`LISTED`] instances (the first ones say what to fix, and a crafted
+/// graph of a million inputs must not explain every recompile in a million lines).
 pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
     let (da, db) = (&a.def, &b.def);
     // Device data only: host scalars are inputs too, but a change in them shows in the nodes (a
     // dtype) or is the scalar pattern below.
-    let data = |d: &'_ crate::record::GraphDef| -> Vec<crate::record::InputRec> {
-        d.inputs.iter().filter(|i| i.data).cloned().collect()
-    };
-    let (ia, ib) = (data(da), data(db));
+    fn data(d: &GraphDef) -> impl Iterator<Item = &InputRec> {
+        d.inputs.iter().filter(|i| i.data)
+    }
+    let (na, nb) = (data(da).count(), data(db).count());
     let mut changes = Vec::new();
-    if ia.len() == ib.len() {
-        for (i, (x, y)) in ia.iter().zip(&ib).enumerate() {
-            if x.shape != y.shape {
-                changes.push(GraphChange::InputShape {
-                    input: i,
-                    from: x.shape.clone(),
-                    to: y.shape.clone(),
-                    created_at: p.location(y.location),
-                });
-            }
+    if na == nb {
+        let changed = data(da).zip(data(db)).enumerate().filter(|(_, (x, y))| x.shape != y.shape);
+        for (i, (x, y)) in changed.take(LISTED) {
+            changes.push(GraphChange::InputShape {
+                input: i,
+                from: x.shape.clone(),
+                to: y.shape.clone(),
+                created_at: p.location(y.location),
+            });
         }
     } else {
-        changes.push(GraphChange::InputCount { from: ia.len(), to: ib.len() });
+        changes.push(GraphChange::InputCount { from: na, to: nb });
     }
     if da.outputs != db.outputs {
-        let mut left: Vec<ShapeRec> = da.outputs.clone();
-        let mut joined = Vec::new();
-        for o in &db.outputs {
-            match left.iter().position(|l| l == o) {
-                Some(i) => {
-                    left.remove(i);
-                }
-                None => joined.push(o.clone()),
-            }
-        }
+        let (joined, left) = outputs_diff(&da.outputs, &db.outputs);
         if !joined.is_empty() || !left.is_empty() || da.outputs.len() != db.outputs.len() {
+            let listed = |v: Vec<&ShapeRec>| v.into_iter().take(LISTED).cloned().collect();
             changes.push(GraphChange::SyncedTensors {
                 from: da.outputs.len(),
                 to: db.outputs.len(),
-                joined,
-                left,
+                joined: listed(joined),
+                left: listed(left),
             });
         }
     }
@@ -143,17 +138,16 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
                     && x.inputs == y.inputs
                     && x.attrs.iter().map(|a| &a.0).eq(y.attrs.iter().map(|a| &a.0)) =>
             {
-                for ((name, from), (_, to)) in x.attrs.iter().zip(&y.attrs) {
-                    if from != to {
-                        changes.push(GraphChange::Attribute {
-                            node,
-                            op: y.op.clone(),
-                            name: name.clone(),
-                            from: from.to_string(),
-                            to: to.to_string(),
-                            location: location.clone(),
-                        });
-                    }
+                let changed = x.attrs.iter().zip(&y.attrs).filter(|(from, to)| from.1 != to.1);
+                for ((name, from), (_, to)) in changed.take(LISTED) {
+                    changes.push(GraphChange::Attribute {
+                        node,
+                        op: clip(&y.op).into_owned(),
+                        name: clip(name).into_owned(),
+                        from: from.to_string(),
+                        to: to.to_string(),
+                        location: location.clone(),
+                    });
                 }
             }
             _ => {
@@ -162,17 +156,49 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
             }
         }
     }
-    if ia.len() == ib.len() {
-        for (i, (x, y)) in ia.iter().zip(&ib).enumerate() {
-            if x.donated != y.donated {
-                changes.push(GraphChange::Donation { input: i, donated: y.donated });
-            }
+    if na == nb {
+        let changed =
+            data(da).zip(data(db)).enumerate().filter(|(_, (x, y))| x.donated != y.donated);
+        for (i, (_, y)) in changed.take(LISTED) {
+            changes.push(GraphChange::Donation { input: i, donated: y.donated });
         }
     }
     if changes.is_empty() {
         changes.push(GraphChange::ScalarPattern);
     }
     changes
+}
+
+/// The outputs of `b` that `a` does not have (joined), and those of `a` that `b` does not
+/// (left), as multisets: counted, not searched, so it is linear in the outputs. Each list keeps
+/// its graph's order; of equal outputs, the first ones are the ones matched.
+fn outputs_diff<'g>(
+    a: &'g [ShapeRec],
+    b: &'g [ShapeRec],
+) -> (Vec<&'g ShapeRec>, Vec<&'g ShapeRec>) {
+    let mut in_a: HashMap<&ShapeRec, usize> = HashMap::new();
+    for o in a {
+        *in_a.entry(o).or_default() += 1;
+    }
+    let mut matched: HashMap<&ShapeRec, usize> = HashMap::new();
+    let mut joined = Vec::new();
+    for o in b {
+        let available = in_a.get(o).copied().unwrap_or(0);
+        let used = matched.entry(o).or_default();
+        if *used < available {
+            *used += 1;
+        } else {
+            joined.push(o);
+        }
+    }
+    let mut left = Vec::new();
+    for o in a {
+        match matched.get_mut(o) {
+            Some(used) if *used > 0 => *used -= 1,
+            _ => left.push(o),
+        }
+    }
+    (joined, left)
 }
 
 /// How different two changes lists are, to pick the nearest earlier graph.
@@ -198,27 +224,112 @@ pub struct Recompile {
     pub hash: u64,
     pub previous: u64,
     pub cost_ns: u64,
-    pub changes: Vec<GraphChange>,
+    /// What changed from `previous`; empty when the graphs were not compared (see [`Budget`]).
+    /// Shared by every recompile of the same pair of graphs.
+    pub changes: Arc<[GraphChange]>,
+}
+
+/// Work on graphs (comparing two, reading their inputs), in units of their size. Any number of
+/// cheap records (a compile at one more call site, one more recompile) can each ask for work
+/// on one huge graph; all of it shares this budget, proportional to the size of the profile's
+/// graphs and far above what a real profile uses (each new graph is compared with at most 16
+/// others). A crafted profile that spends it gets its later recompiles listed unexplained.
+struct Budget {
+    left: u64,
+    sizes: HashMap<u64, u64>,
+}
+
+impl Budget {
+    fn new(p: &Profile) -> Budget {
+        let sizes: HashMap<u64, u64> =
+            p.graphs.iter().map(|(&hash, g)| (hash, size(&g.def))).collect();
+        let total = saturating_sum(sizes.values().copied());
+        Budget { left: total.saturating_mul(64).saturating_add(1 << 24), sizes }
+    }
+
+    /// Spends the work on graphs `hashes`, if the budget has it.
+    fn spend(&mut self, hashes: impl IntoIterator<Item = u64>) -> bool {
+        let sizes = hashes.into_iter().map(|h| self.sizes.get(&h).copied().unwrap_or(0));
+        let cost = saturating_sum(sizes);
+        let ok = cost <= self.left;
+        if ok {
+            self.left -= cost;
+        }
+        ok
+    }
+}
+
+/// A graph's size: about one unit per value its definition holds, strings by their length.
+fn size(d: &GraphDef) -> u64 {
+    let shape = |s: &ShapeRec| 1 + s.dtype.len() + s.dims.len();
+    let attr = |(name, value): &(String, AttrValue)| {
+        1 + name.len()
+            + match value {
+                AttrValue::Int(_) => 1,
+                AttrValue::Ints(v) => v.len(),
+                AttrValue::Pairs(v) => v.len(),
+                AttrValue::Name(n) => n.len(),
+            }
+    };
+    let node = |n: &NodeRec| {
+        1 + n.op.len() + n.inputs.len() + n.attrs.iter().map(attr).sum::<usize>() + shape(&n.shape)
+    };
+    let total = d.node_defs.iter().map(node).sum::<usize>()
+        + d.inputs.iter().map(|i| shape(&i.shape)).sum::<usize>()
+        + d.outputs.iter().map(shape).sum::<usize>();
+    total as u64
 }
 
 /// Every recompile of the profile, in sync order. It diffs graphs, so an analysis computes it
 /// once ([`crate::Analysis::recompiles`]) for the findings and the graph table alike.
 pub fn find_recompiles(p: &Profile) -> Vec<Recompile> {
-    let mut compiled_at: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    find_recompiles_within(p, Budget::new(p))
+}
+
+fn find_recompiles_within(p: &Profile, mut budget: Budget) -> Vec<Recompile> {
+    /// The graphs a call site compiled, in the order it first compiled them.
+    #[derive(Default)]
+    struct Site {
+        order: Vec<u64>,
+        seen: HashSet<u64>,
+    }
+    let mut sites: BTreeMap<u32, Site> = BTreeMap::new();
+    // Each pair of graphs is compared once, however often the pair recurs (a graph compiled
+    // again after its cache entry was evicted).
+    let mut diffs: HashMap<(u64, u64), Arc<[GraphChange]>> = HashMap::new();
     let mut out = Vec::new();
     for s in p.syncs.iter().filter(|s| s.compiled() || s.persistent_hit) {
         let Some(hash) = s.hash else { continue };
-        let earlier = compiled_at.entry(s.location).or_default();
-        if let Some(graph) = p.graphs.get(&hash) {
+        let site = sites.entry(s.location).or_default();
+        if p.graphs.contains_key(&hash) {
             // The nearest of the most recent graphs of this site (a long storm is not compared
-            // with every graph it ever compiled).
-            let nearest = earlier
-                .iter()
-                .rev()
-                .take(16)
-                .filter_map(|h| p.graphs.get(h).map(|g| (h, diff_graphs(p, g, graph))))
-                .min_by_key(|(_, c)| distance(c));
-            if let Some((&previous, changes)) = nearest {
+            // with every graph it ever compiled); the first found of equally near ones.
+            let mut nearest: Option<(u64, Arc<[GraphChange]>, usize)> = None;
+            let mut unexplained = None;
+            for &h in site.order.iter().rev().take(16) {
+                let Some(earlier) = p.graphs.get(&h) else { continue };
+                let changes = match diffs.get(&(h, hash)) {
+                    Some(changes) => changes.clone(),
+                    None if budget.spend([h, hash]) => {
+                        let changes: Arc<[GraphChange]> =
+                            diff_graphs(p, earlier, &p.graphs[&hash]).into();
+                        diffs.insert((h, hash), changes.clone());
+                        changes
+                    }
+                    None => {
+                        unexplained = unexplained.or(Some(h));
+                        continue;
+                    }
+                };
+                let d = distance(&changes);
+                if nearest.as_ref().is_none_or(|n| d < n.2) {
+                    nearest = Some((h, changes, d));
+                }
+            }
+            let found = nearest
+                .map(|(h, changes, _)| (h, changes))
+                .or_else(|| unexplained.map(|h| (h, Arc::from([]))));
+            if let Some((previous, changes)) = found {
                 out.push(Recompile {
                     location: s.location,
                     sync: s.id,
@@ -230,11 +341,23 @@ pub fn find_recompiles(p: &Profile) -> Vec<Recompile> {
                 });
             }
         }
-        if !earlier.contains(&hash) {
-            earlier.push(hash);
+        if site.seen.insert(hash) {
+            site.order.push(hash);
         }
     }
     out
+}
+
+/// `because a; b; c`: the changes as a clause, cut to a paragraph's length (every instance of a
+/// finding repeats it).
+fn because(changes: &[GraphChange]) -> String {
+    if changes.is_empty() {
+        return "(not compared with the graph before it: the profile asks for more comparisons \
+                than one analysis makes)"
+            .to_string();
+    }
+    let sentences: Vec<String> = changes.iter().map(|c| c.sentence()).collect();
+    clip_to(&format!("because {}", sentences.join("; ")), 1024).into_owned()
 }
 
 /// Recompiles grouped by call site, each site's in sync order.
@@ -249,39 +372,38 @@ fn by_site<'a>(
 }
 
 pub(super) fn recompiles(p: &Profile, all: &[Recompile]) -> Vec<Diagnostic> {
+    // Spelled once per pair of graphs: many recompiles share one.
+    let mut clauses: HashMap<(u64, u64), String> = HashMap::new();
+    let mut clause = |r: &Recompile| {
+        clauses.entry((r.previous, r.hash)).or_insert_with(|| because(&r.changes)).clone()
+    };
     by_site(all.iter())
         .into_iter()
         .map(|(location, rs)| {
-            let cost_ns: u64 = rs.iter().map(|r| r.cost_ns).sum();
-            let mut changes: Vec<GraphChange> = Vec::new();
-            for c in rs.iter().flat_map(|r| r.changes.iter()) {
-                if !changes.contains(c) {
-                    changes.push(c.clone());
-                }
-            }
+            let cost_ns = saturating_sum(rs.iter().map(|r| r.cost_ns));
+            let mut seen: HashSet<&GraphChange> = HashSet::new();
+            let changes: Vec<GraphChange> = rs
+                .iter()
+                .flat_map(|r| r.changes.iter())
+                .filter(|c| seen.insert(c))
+                .cloned()
+                .collect();
             let instances: Vec<Instance> = rs
                 .iter()
                 .map(|r| Instance {
-                    message: format!(
-                        "step {}: recompiled because {}",
-                        r.step,
-                        r.changes.iter().map(|c| c.sentence()).collect::<Vec<_>>().join("; ")
-                    ),
+                    message: format!("step {}: recompiled {}", r.step, clause(r)),
                     sync: Some(r.sync),
                     step: Some(r.step),
                     cost_ns: r.cost_ns,
                 })
                 .collect();
             let site = p.location(location);
-            let first = rs[0].changes.iter().map(|c| c.sentence()).collect::<Vec<_>>().join("; ");
+            let first = clause(rs[0]);
             let message = if rs.len() == 1 {
-                format!(
-                    "{site} compiled a second graph ({}) because {first}",
-                    format_ns(cost_ns as f64)
-                )
+                format!("{site} compiled a second graph ({}) {first}", format_ns(cost_ns as f64))
             } else {
                 format!(
-                    "{site} recompiled {} ({}); the first time because {first}",
+                    "{site} recompiled {} ({}); the first time {first}",
                     super::times(rs.len()),
                     format_ns(cost_ns as f64)
                 )
@@ -320,13 +442,21 @@ fn advice_for(changes: &[GraphChange]) -> Option<String> {
 /// For each call site with many compiles after warm-up: the dimension that varies, the values
 /// seen, and the buckets that would serve them.
 pub(super) fn storms(p: &Profile, t: &Thresholds, all: &[Recompile]) -> Vec<Diagnostic> {
+    let mut budget = Budget::new(p);
     let mut out = Vec::new();
     for (location, rs) in by_site(all.iter().filter(|r| r.step > t.warmup_steps)) {
         if (rs.len() as u64) < t.storm_compiles {
             continue;
         }
-        // Input dims that vary across the graphs compiled at this site.
-        let graphs: Vec<&Graph> = rs.iter().filter_map(|r| p.graphs.get(&r.hash)).collect();
+        // Input dims that vary across the graphs compiled at this site, each graph read once
+        // (and within the budget: the same graph can be compiled at any number of sites).
+        let mut distinct = HashSet::new();
+        let hashes: Vec<u64> = rs.iter().map(|r| r.hash).filter(|&h| distinct.insert(h)).collect();
+        let graphs: Vec<&Graph> = if budget.spend(hashes.iter().copied()) {
+            hashes.iter().filter_map(|h| p.graphs.get(h)).collect()
+        } else {
+            Vec::new()
+        };
         let mut varying: BTreeMap<(usize, usize), BTreeSet<i64>> = BTreeMap::new();
         if let Some(first) = graphs.first() {
             for g in &graphs {
@@ -344,15 +474,19 @@ pub(super) fn storms(p: &Profile, t: &Thresholds, all: &[Recompile]) -> Vec<Diag
                     }
                 }
             }
-            for g in &graphs {
-                for (&(i, d), values) in varying.iter_mut() {
-                    if let Some(v) = g.def.inputs.get(i).and_then(|inp| inp.shape.dims.get(d)) {
-                        values.insert(*v);
+            if !varying.is_empty() {
+                for g in &graphs {
+                    for (i, input) in g.def.inputs.iter().enumerate() {
+                        for (d, v) in input.shape.dims.iter().enumerate() {
+                            if let Some(values) = varying.get_mut(&(i, d)) {
+                                values.insert(*v);
+                            }
+                        }
                     }
                 }
             }
         }
-        let cost_ns: u64 = rs.iter().map(|r| r.cost_ns).sum();
+        let cost_ns = saturating_sum(rs.iter().map(|r| r.cost_ns));
         let mean = cost_ns / rs.len().max(1) as u64;
         let site = p.location(location);
         // The widest-varying dimension is the one to fix.
@@ -360,15 +494,19 @@ pub(super) fn storms(p: &Profile, t: &Thresholds, all: &[Recompile]) -> Vec<Diag
         let (message, advice) = match worst {
             Some((&(input, dim), values)) => {
                 let seen: Vec<String> = values.iter().map(|v| v.to_string()).collect();
-                let buckets: BTreeSet<i64> =
-                    values.iter().map(|&v| (v.max(1) as u64).next_power_of_two() as i64).collect();
+                // A value past the largest power of two an i64 holds is its own bucket.
+                let bucket = |v: i64| {
+                    let up = (v.max(1) as u64).checked_next_power_of_two();
+                    up.and_then(|b| i64::try_from(b).ok()).unwrap_or(v)
+                };
+                let buckets: BTreeSet<i64> = values.iter().map(|&v| bucket(v)).collect();
                 let bucket_list: Vec<String> = buckets.iter().map(|v| v.to_string()).collect();
                 let saved = values.len().saturating_sub(buckets.len());
                 (
                     format!(
                         "{site} compiled {} graphs after warm-up (step {}+), {}: dimension {dim} of input {input} took {} values ({})",
                         rs.len(),
-                        t.warmup_steps + 1,
+                        t.warmup_steps.saturating_add(1),
                         format_ns(cost_ns as f64),
                         values.len(),
                         seen.join(", ")
@@ -378,7 +516,7 @@ pub(super) fn storms(p: &Profile, t: &Thresholds, all: &[Recompile]) -> Vec<Diag
                         bucket_list.join(", "),
                         buckets.len(),
                         values.len(),
-                        format_ns((saved as u64 * mean) as f64)
+                        format_ns((saved as u64).saturating_mul(mean) as f64)
                     ),
                 )
             }
@@ -386,7 +524,7 @@ pub(super) fn storms(p: &Profile, t: &Thresholds, all: &[Recompile]) -> Vec<Diag
                 format!(
                     "{site} compiled {} graphs after warm-up (step {}+), {}",
                     rs.len(),
-                    t.warmup_steps + 1,
+                    t.warmup_steps.saturating_add(1),
                     format_ns(cost_ns as f64)
                 ),
                 "see the recompile explanations for what changes between these graphs".to_string(),
@@ -406,4 +544,52 @@ pub(super) fn storms(p: &Profile, t: &Thresholds, all: &[Recompile]) -> Vec<Diag
         out.push(Diagnostic::new(p, kind, location, message, Some(advice), instances, graphs));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Cause, Record};
+
+    /// A site that compiles graphs 1, 2, 3: two recompiles.
+    fn profile() -> Profile {
+        let mut records = Vec::new();
+        for (sync, hash) in [(1, 1), (2, 2), (3, 3)] {
+            let shape = ShapeRec { dtype: "f32".into(), dims: vec![hash as i64] };
+            let def = GraphDef {
+                hash,
+                nodes: 0,
+                ops: Vec::new(),
+                inputs: Vec::new(),
+                outputs: vec![shape],
+                node_defs: Vec::new(),
+            };
+            records.extend([
+                Record::Graph(Box::new(def)),
+                Record::SyncBegin { t: sync, sync, cause: Cause::StepEnd, location: 0, tensors: 1 },
+                Record::GraphBuilt { t: sync, sync, hash, dur: 1 },
+                Record::Compiled { t: sync, sync, hash, dur: 1, memory: None, cost: None },
+            ]);
+        }
+        Profile::from_records(records)
+    }
+
+    #[test]
+    fn recompiles_past_the_budget_are_listed_unexplained() {
+        let p = profile();
+        let explained = find_recompiles(&p);
+        assert_eq!(explained.len(), 2);
+        assert!(explained.iter().all(|r| !r.changes.is_empty()));
+        let unexplained =
+            find_recompiles_within(&p, Budget { left: 0, sizes: Budget::new(&p).sizes });
+        assert_eq!(unexplained.len(), 2);
+        assert!(unexplained.iter().all(|r| r.changes.is_empty()));
+        assert_eq!(
+            (unexplained[1].hash, unexplained[1].previous),
+            (3, 2),
+            "the latest earlier graph"
+        );
+        let findings = recompiles(&p, &unexplained);
+        assert!(findings[0].message.contains("not compared"), "{}", findings[0].message);
+    }
 }

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::{times, Diagnostic, Instance, Kind, Thresholds};
+use crate::analysis::saturating_sum;
 use crate::metrics::{format_bytes, format_ns};
 use crate::profile::{Profile, Step};
 use crate::record::Cause;
@@ -53,7 +54,7 @@ pub(super) fn syncs_in_steps(p: &Profile) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for (location, instances) in hidden {
         let site = p.location(location);
-        let cost: u64 = instances.iter().map(|i| i.cost_ns).sum();
+        let cost = saturating_sum(instances.iter().map(|i| i.cost_ns));
         let message = format!(
             "a value read at {site} forced a graph to run before the step ended, {} in {} ({}): the step runs as two graphs and the host waits for the device",
             times(instances.len()),
@@ -95,8 +96,8 @@ pub(super) fn syncs_in_steps(p: &Profile) -> Vec<Diagnostic> {
         reads.entry(r.location).or_default().push((r.step, r.bytes, r.duration_ns));
     }
     for (location, rs) in reads {
-        let bytes: u64 = rs.iter().map(|r| r.1).sum();
-        let stall: u64 = rs.iter().map(|r| r.2).sum();
+        let bytes = saturating_sum(rs.iter().map(|r| r.1));
+        let stall = saturating_sum(rs.iter().map(|r| r.2));
         let mut steps: Vec<u64> = rs.iter().map(|r| r.0).collect();
         steps.dedup();
         let message = format!(
@@ -204,7 +205,7 @@ pub(super) fn slow_steps(p: &Profile, t: &Thresholds, phases: &[StepPhases]) -> 
             ),
             sync: None,
             step: Some(s.index),
-            cost_ns: own - med,
+            cost_ns: own.saturating_sub(med),
         })
         .collect();
     let slowest = slow.iter().max_by_key(|&&(_, own)| own).map_or(first.index, |(s, _)| s.index);
