@@ -26,7 +26,10 @@
 //! loses at most what happened since the last sync, and a viewer can follow the file live.
 //!
 //! A reader takes every complete, intact record: a truncated tail or a record whose checksum
-//! fails is reported in the profile's warnings with what was lost, never as a failure.
+//! fails is reported in the profile's warnings with what was lost, never as a failure. An intact
+//! record can still be crafted: the profile it is applied to (`Profile::apply`) bounds what it
+//! names by what was read (a location id by the number of records), and drops the rest with a
+//! warning.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
