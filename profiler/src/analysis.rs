@@ -53,6 +53,11 @@ pub struct Analysis {
     pub recompiles: Vec<Recompile>,
 }
 
+/// The sum of `values`, `u64::MAX` where it would overflow.
+pub fn saturating_sum(values: impl IntoIterator<Item = u64>) -> u64 {
+    values.into_iter().fold(0, u64::saturating_add)
+}
+
 pub fn analyze(p: &Profile, thresholds: &Thresholds) -> Analysis {
     let mut steady: Vec<u64> = p
         .steps
@@ -61,7 +66,8 @@ pub fn analyze(p: &Profile, thresholds: &Thresholds) -> Analysis {
         .map(|s| s.duration_ns())
         .collect();
     steady.sort_unstable();
-    let sum = |f: &dyn Fn(&crate::profile::Sync) -> u64| p.syncs.iter().map(f).sum::<u64>();
+    // Totals saturate: a damaged or crafted profile can hold durations near `u64::MAX`.
+    let sum = |f: &dyn Fn(&crate::profile::Sync) -> u64| saturating_sum(p.syncs.iter().map(f));
     let syncs_ns = sum(&|s| s.duration_ns());
     let served = p.syncs.iter().filter(|s| s.cache_hit || s.persistent_hit).count() as u64;
     let summary = Summary {
@@ -71,7 +77,7 @@ pub fn analyze(p: &Profile, thresholds: &Thresholds) -> Analysis {
         syncs: p.syncs.len() as u64,
         graphs: p.graphs.len() as u64,
         compiles: p.compiles.len() as u64,
-        compile_ns: p.compiles.iter().map(|c| c.duration_ns).sum(),
+        compile_ns: saturating_sum(p.compiles.iter().map(|c| c.duration_ns)),
         cache_hits: p.syncs.iter().filter(|s| s.cache_hit).count() as u64,
         persistent_hits: p.syncs.iter().filter(|s| s.persistent_hit).count() as u64,
         hit_rate: if p.syncs.is_empty() { 0.0 } else { served as f64 / p.syncs.len() as f64 },
@@ -83,8 +89,10 @@ pub fn analyze(p: &Profile, thresholds: &Thresholds) -> Analysis {
             .iter()
             .filter(|s| s.compiled() && s.step > thresholds.warmup_steps)
             .count() as u64,
-        bytes_to_device: p.transfers.iter().filter(|t| t.to_device).map(|t| t.bytes).sum(),
-        bytes_to_host: p.value_reads.iter().map(|r| r.bytes).sum(),
+        bytes_to_device: saturating_sum(
+            p.transfers.iter().filter(|t| t.to_device).map(|t| t.bytes),
+        ),
+        bytes_to_host: saturating_sum(p.value_reads.iter().map(|r| r.bytes)),
         build_ns: sum(&|s| s.build_ns),
         lower_ns: sum(&|s| s.lower_ns),
         transfer_ns: sum(&|s| s.transfer_ns),

@@ -3,8 +3,27 @@
 
 use serde::Serialize;
 
-use crate::profile::Profile;
-use crate::record::{Cause, CountersRec};
+use crate::profile::{Counters, Profile};
+use crate::record::Cause;
+
+/// The engine's counters the profiler reads, by the engine's names (`Counters::named`, which a
+/// test holds these to).
+pub mod engine_counter {
+    pub const TENSORS_CREATED: &str = "tensors_created";
+    pub const TENSORS_DESTROYED: &str = "tensors_destroyed";
+    pub const OPS_TRACED: &str = "ops_traced";
+    pub const CACHE_HITS: &str = "cache_hits";
+    pub const PERSISTENT_CACHE_MISSES: &str = "persistent_cache_misses";
+    pub const COMPILES: &str = "compiles";
+    pub const ALL: [&str; 6] = [
+        TENSORS_CREATED,
+        TENSORS_DESTROYED,
+        OPS_TRACED,
+        CACHE_HITS,
+        PERSISTENT_CACHE_MISSES,
+        COMPILES,
+    ];
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Unit {
@@ -77,6 +96,11 @@ fn metric(name: &'static str, unit: Unit, mut samples: Vec<f64>, duration_ns: u6
     }
 }
 
+/// The engine counter `name` in `c`; 0 when the profile does not have it.
+pub fn counter(c: &Counters, name: &str) -> u64 {
+    c.get(name).unwrap_or(0)
+}
+
 /// Every metric and counter of a profile.
 pub fn metrics(p: &Profile) -> Metrics {
     let d = p.end_ns();
@@ -146,25 +170,28 @@ pub fn metrics(p: &Profile) -> Metrics {
             d,
         ),
     ];
-    let last = p.counters.last().map(|c| c.1).unwrap_or(p.meta.counters);
-    let first = p.meta.counters;
-    let delta = |f: fn(&CountersRec) -> u64| f(&last).saturating_sub(f(&first));
+    let first = p.start_counters();
+    let last = p.counters.last().map_or(&first, |c| &c.1);
+    let delta = |name| counter(last, name).saturating_sub(counter(&first, name));
     let count =
         |f: &dyn Fn(&crate::profile::Sync) -> bool| p.syncs.iter().filter(|s| f(s)).count() as u64;
     let counters = vec![
         Counter { name: "CachedCompile", value: count(&|s| s.cache_hit) },
         Counter { name: "UncachedCompile", value: p.compiles.len() as u64 },
         Counter { name: "PersistentCacheHit", value: count(&|s| s.persistent_hit) },
-        Counter { name: "PersistentCacheMiss", value: delta(|c| c.persistent_cache_misses) },
+        Counter {
+            name: "PersistentCacheMiss",
+            value: delta(engine_counter::PERSISTENT_CACHE_MISSES),
+        },
         Counter { name: "MarkStep", value: p.steps.len() as u64 },
         Counter { name: "Sync", value: p.syncs.len() as u64 },
         Counter { name: "ExplicitSync", value: count(&|s| s.cause == Cause::Explicit) },
         Counter { name: "ValueReadSync", value: count(&|s| s.cause == Cause::ValueRead) },
         Counter { name: "DeviceToHostRead", value: p.value_reads.len() as u64 },
         Counter { name: "ExecuteGraph", value: p.executions.len() as u64 },
-        Counter { name: "CreateTensor", value: delta(|c| c.tensors_created) },
-        Counter { name: "DestroyTensor", value: delta(|c| c.tensors_destroyed) },
-        Counter { name: "OpsTraced", value: delta(|c| c.ops_traced) },
+        Counter { name: "CreateTensor", value: delta(engine_counter::TENSORS_CREATED) },
+        Counter { name: "DestroyTensor", value: delta(engine_counter::TENSORS_DESTROYED) },
+        Counter { name: "OpsTraced", value: delta(engine_counter::OPS_TRACED) },
         Counter { name: "DistinctGraphs", value: p.graphs.len() as u64 },
     ];
     Metrics { duration_ns: d, metrics, counters }

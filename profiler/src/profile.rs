@@ -2,12 +2,13 @@
 //! scopes on one timeline. Built by replaying records, whether they come from a live recording, a
 //! file, or a file still being written.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use crate::record::{
-    Cause, CostRec, CountersRec, GraphDef, Location, MemoryRec, Meta, Record, ShapeRec,
+    clip_to, Cause, CostRec, GraphDef, Location, MemoryRec, Meta, Record, ShapeRec,
 };
 
 /// One sync: a graph built, found or compiled, and executed.
@@ -40,7 +41,9 @@ impl Sync {
     /// The time of its five phases (build, lower, compile, transfer, execute) together: what
     /// `duration_ns` holds beyond it is in no phase.
     pub fn phases_ns(&self) -> u64 {
-        self.build_ns + self.lower_ns + self.compile_ns + self.transfer_ns + self.execute_ns
+        [self.build_ns, self.lower_ns, self.compile_ns, self.transfer_ns, self.execute_ns]
+            .into_iter()
+            .fold(0, u64::saturating_add)
     }
     pub fn compiled(&self) -> bool {
         self.compile_ns > 0
@@ -128,6 +131,92 @@ pub struct Scope {
     pub depth: u32,
 }
 
+/// The engine's counters at one moment (totals since the program started), by the engine's own
+/// names: whatever counters the engine had when the profile was recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Counters {
+    names: Arc<CounterNames>,
+    values: Vec<u64>,
+}
+
+/// The counter names of a profile (from its `Meta`), shared by all its snapshots.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct CounterNames {
+    names: Vec<String>,
+    /// Each name's position; the first one wins if a (damaged) profile repeats a name.
+    index: HashMap<String, usize>,
+}
+
+impl CounterNames {
+    fn new(names: &[String]) -> CounterNames {
+        // A counter's name is an identifier; a crafted one of any length would be repeated for
+        // every sync of the JSON export.
+        let names: Vec<String> = names.iter().map(|n| clip_to(n, 66).into_owned()).collect();
+        let mut index = HashMap::new();
+        for (i, name) in names.iter().enumerate() {
+            index.entry(name.clone()).or_insert(i);
+        }
+        CounterNames { names, index }
+    }
+}
+
+impl Counters {
+    /// The counter the engine calls `name` (`Counters::named`), if the profile has it.
+    pub fn get(&self, name: &str) -> Option<u64> {
+        self.names.index.get(name).and_then(|&i| self.values.get(i).copied())
+    }
+
+    /// Every counter with its name, in the engine's order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, u64)> {
+        let names = &self.names;
+        names
+            .names
+            .iter()
+            .zip(&self.values)
+            .enumerate()
+            .filter(|(i, (name, _))| names.index.get(name.as_str()) == Some(i))
+            .map(|(_, (name, &value))| (name.as_str(), value))
+    }
+}
+
+/// By name, as an object: `{"tensors_created": 12, ...}`.
+impl Serialize for Counters {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.iter())
+    }
+}
+
+/// What the profile could not take from its records, by kind: each kind is one warning, however
+/// many records it hit (a crafted file must not make the warnings as long as itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Dropped {
+    LocationId,
+    Operand,
+}
+
+impl Dropped {
+    fn warning(self, n: u64) -> String {
+        let (one, many) = match self {
+            Dropped::LocationId => (
+                "1 location record was dropped: its id is",
+                "location records were dropped: their ids are",
+            ),
+            Dropped::Operand => (
+                "1 operand of a graph node was dropped: it is",
+                "operands of graph nodes were dropped: they are",
+            ),
+        };
+        let why = match self {
+            Dropped::LocationId => {
+                "larger than the number of records before it, which no recorder writes"
+            }
+            Dropped::Operand => "not an earlier node of its graph",
+        };
+        let what = if n == 1 { one.to_string() } else { format!("{n} {many}") };
+        format!("{what} {why} (the file is damaged or was not written by xlaprof)")
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Profile {
     pub meta: Meta,
@@ -141,13 +230,21 @@ pub struct Profile {
     pub steps: Vec<Step>,
     pub scopes: Vec<Scope>,
     /// The engine's counters at the end of each sync.
-    pub counters: Vec<(u64, CountersRec)>,
+    pub counters: Vec<(u64, Counters)>,
     /// What could not be read (truncated or corrupt files).
     pub warnings: Vec<String>,
     /// Records applied (events, definitions, ...).
     pub records: u64,
+    /// The scopes still open, by name, innermost last: an end closes the innermost of its name.
     #[serde(skip)]
-    open_scopes: Vec<usize>,
+    open_scopes: HashMap<String, Vec<usize>>,
+    #[serde(skip)]
+    open_scope_count: u32,
+    #[serde(skip)]
+    counter_names: Arc<CounterNames>,
+    /// The warning of each kind of dropped content, and how many were dropped.
+    #[serde(skip)]
+    dropped: BTreeMap<Dropped, (usize, u64)>,
     #[serde(skip)]
     sync_index: BTreeMap<u64, usize>,
     #[serde(skip)]
@@ -194,12 +291,47 @@ impl Profile {
         self.end_ns = self.end_ns.max(t);
     }
 
+    /// The engine's counters when recording started.
+    pub fn start_counters(&self) -> Counters {
+        Counters { names: self.counter_names.clone(), values: self.meta.counters.clone() }
+    }
+
+    /// Counts `n` more of what was dropped, in the one warning of its kind.
+    fn dropped(&mut self, what: Dropped, n: u64) {
+        let (at, before) = self.dropped.get(&what).copied().unwrap_or((usize::MAX, 0));
+        let total = before.saturating_add(n);
+        let text = what.warning(total);
+        // The warning is rewritten in place while it is still the one written before.
+        let at = match self.warnings.get_mut(at) {
+            Some(w) if *w == what.warning(before) => {
+                *w = text;
+                at
+            }
+            _ => {
+                self.warnings.push(text);
+                self.warnings.len() - 1
+            }
+        };
+        self.dropped.insert(what, (at, total));
+    }
+
     /// Adds one record.
     pub fn apply(&mut self, record: Record) {
         self.records += 1;
         match record {
-            Record::Meta(meta) => self.meta = meta,
+            Record::Meta(meta) => {
+                self.counter_names = Arc::new(CounterNames::new(&meta.counter_names));
+                self.meta = meta;
+            }
             Record::Location { id, location } => {
+                // Ids are given in order, each location written before anything names it: an id
+                // can never reach the number of records read. One that does would grow the table
+                // beyond anything the file holds (to billions of entries for an id near
+                // `u32::MAX`).
+                if u64::from(id) >= self.records {
+                    self.dropped(Dropped::LocationId, 1);
+                    return;
+                }
                 let id = id as usize;
                 if self.locations.len() <= id {
                     self.locations.resize(
@@ -209,7 +341,18 @@ impl Profile {
                 }
                 self.locations[id] = location;
             }
-            Record::Graph(def) => {
+            Record::Graph(mut def) => {
+                // Operands are earlier nodes (a graph lists its nodes inputs first); views walk
+                // them as such.
+                let mut bad = 0;
+                for (at, node) in def.node_defs.iter_mut().enumerate() {
+                    let before = node.inputs.len();
+                    node.inputs.retain(|&i| (i as usize) < at);
+                    bad += (before - node.inputs.len()) as u64;
+                }
+                if bad > 0 {
+                    self.dropped(Dropped::Operand, bad);
+                }
                 let hash = def.hash;
                 self.graphs.entry(hash).or_insert_with(|| Graph {
                     def: *def,
@@ -265,7 +408,7 @@ impl Profile {
                 }
                 if let Some(s) = self.sync_mut(sync) {
                     s.hash = Some(hash);
-                    s.build_ns += dur;
+                    s.build_ns = s.build_ns.saturating_add(dur);
                 }
             }
             Record::CacheLookup { t, sync, hit, persistent, .. } => {
@@ -278,7 +421,7 @@ impl Profile {
             Record::Lowered { t, sync, dur, .. } => {
                 self.seen(t);
                 if let Some(s) = self.sync_mut(sync) {
-                    s.lower_ns += dur;
+                    s.lower_ns = s.lower_ns.saturating_add(dur);
                 }
             }
             Record::Compiled { t, sync, hash, dur, memory, cost } => {
@@ -290,13 +433,13 @@ impl Profile {
                     duration_ns: dur,
                 });
                 if let Some(g) = self.graphs.get_mut(&hash) {
-                    g.compiles += 1;
-                    g.compile_ns += dur;
+                    g.compiles = g.compiles.saturating_add(1);
+                    g.compile_ns = g.compile_ns.saturating_add(dur);
                     g.memory = memory.or(g.memory);
                     g.cost = cost.or(g.cost);
                 }
                 if let Some(s) = self.sync_mut(sync) {
-                    s.compile_ns += dur;
+                    s.compile_ns = s.compile_ns.saturating_add(dur);
                 }
             }
             Record::Transfer { t, sync, to_device, bytes, dur } => {
@@ -309,7 +452,7 @@ impl Profile {
                     duration_ns: dur,
                 });
                 if let Some(s) = self.sync_mut(sync) {
-                    s.transfer_ns += dur;
+                    s.transfer_ns = s.transfer_ns.saturating_add(dur);
                 }
             }
             Record::Executed { t, sync, hash, dur } => {
@@ -321,44 +464,52 @@ impl Profile {
                     duration_ns: dur,
                 });
                 if let Some(g) = self.graphs.get_mut(&hash) {
-                    g.executions += 1;
-                    g.execute_ns += dur;
+                    g.executions = g.executions.saturating_add(1);
+                    g.execute_ns = g.execute_ns.saturating_add(dur);
                 }
                 if let Some(s) = self.sync_mut(sync) {
-                    s.execute_ns += dur;
+                    s.execute_ns = s.execute_ns.saturating_add(dur);
                 }
             }
             Record::SyncEnd { t, sync, counters, .. } => {
                 self.seen(t);
+                // Never before it began (a damaged file can hold times out of order).
                 if let Some(s) = self.sync_mut(sync) {
-                    s.end_ns = t;
+                    s.end_ns = t.max(s.start_ns);
                 }
-                self.counters.push((t, counters));
+                let names = self.counter_names.clone();
+                self.counters.push((t, Counters { names, values: counters }));
             }
             Record::Step { t, step, location } => {
                 self.seen(t);
                 let start_ns = self.last_step_end;
+                let end_ns = t.max(start_ns);
                 self.steps.push(Step {
                     index: step.max(self.steps.len() as u64 + 1),
                     start_ns,
-                    end_ns: t,
+                    end_ns,
                     location,
                 });
-                self.last_step_end = t;
+                self.last_step_end = end_ns;
             }
             Record::ScopeBegin { t, name, location } => {
                 self.seen(t);
-                let depth = self.open_scopes.len() as u32;
-                self.open_scopes.push(self.scopes.len());
+                let depth = self.open_scope_count;
+                self.open_scope_count = self.open_scope_count.saturating_add(1);
+                self.open_scopes.entry(name.clone()).or_default().push(self.scopes.len());
                 self.scopes.push(Scope { name, location, start_ns: t, end_ns: None, depth });
             }
             Record::ScopeEnd { t, name } => {
                 self.seen(t);
-                if let Some(pos) =
-                    self.open_scopes.iter().rposition(|&i| self.scopes[i].name == name)
-                {
-                    let i = self.open_scopes.remove(pos);
-                    self.scopes[i].end_ns = Some(t);
+                // By name, not by a search of every open scope: a file of unmatched begins and
+                // ends must not take quadratic time.
+                let Some(open) = self.open_scopes.get_mut(&name) else { return };
+                if let Some(i) = open.pop() {
+                    self.scopes[i].end_ns = Some(t.max(self.scopes[i].start_ns));
+                    self.open_scope_count -= 1;
+                }
+                if open.is_empty() {
+                    self.open_scopes.remove(&name);
                 }
             }
             Record::ValueRead { t, location, shape, bytes, dur } => {

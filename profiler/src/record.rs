@@ -4,7 +4,58 @@
 //! that hits the cache costs a few dozen bytes. Every record is plain data (no engine types), so a
 //! profile can be read anywhere, by a program that never ran the engine.
 
+use std::borrow::Cow;
+use std::fmt::Debug;
+
 use serde::{Deserialize, Serialize};
+
+/// At most this many items of a list are spelled out in a line of text (a node's operands, an
+/// attribute's values, a shape's dimensions): real graphs stay well below it, and a crafted
+/// profile cannot make one line, copied into every finding that quotes it, arbitrarily long.
+pub const LISTED: usize = 16;
+
+/// At most this many characters of one name (a file, an op, a dtype ...) go into a sentence.
+pub const CLIPPED_CHARS: usize = 256;
+
+/// `s` cut to [`CLIPPED_CHARS`] characters for a sentence: its start and, as paths and
+/// `file:line` end in what matters most, its end, with `…` where the middle was cut.
+pub fn clip(s: &str) -> Cow<'_, str> {
+    clip_to(s, CLIPPED_CHARS)
+}
+
+/// [`clip`] to `max` characters (at least 66).
+pub fn clip_to(s: &str, max: usize) -> Cow<'_, str> {
+    let max = max.max(66);
+    let head = 64;
+    let tail = max - head - 1;
+    match s.char_indices().nth(max) {
+        None => Cow::Borrowed(s),
+        Some(_) => {
+            let start = s.char_indices().nth(head).map_or(s.len(), |(i, _)| i);
+            let end = s.char_indices().rev().nth(tail - 1).map_or(0, |(i, _)| i);
+            Cow::Owned(format!("{}…{}", &s[..start], &s[end.max(start)..]))
+        }
+    }
+}
+
+/// Writes at most [`LISTED`] items separated by `sep`, then how many more there are.
+fn write_list<T>(
+    f: &mut std::fmt::Formatter<'_>,
+    items: &[T],
+    sep: &str,
+    item: impl Fn(&mut std::fmt::Formatter<'_>, &T) -> std::fmt::Result,
+) -> std::fmt::Result {
+    for (i, x) in items.iter().take(LISTED).enumerate() {
+        if i > 0 {
+            f.write_str(sep)?;
+        }
+        item(f, x)?;
+    }
+    if items.len() > LISTED {
+        write!(f, "{sep}… {} more", items.len() - LISTED)?;
+    }
+    Ok(())
+}
 
 /// Why a sync happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -32,11 +83,13 @@ pub struct Location {
     pub function: String,
 }
 
+/// `file:line in function`, each name cut to [`CLIPPED_CHARS`]: a location is quoted wherever
+/// its id is (every span, every finding), so a crafted name of a megabyte must not be.
 impl std::fmt::Display for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.file, self.line)?;
+        write!(f, "{}:{}", clip(&self.file), self.line)?;
         if !self.function.is_empty() {
-            write!(f, " in {}", self.function)?;
+            write!(f, " in {}", clip(&self.function))?;
         }
         Ok(())
     }
@@ -51,8 +104,9 @@ pub struct ShapeRec {
 
 impl std::fmt::Display for ShapeRec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let dims: Vec<String> = self.dims.iter().map(|d| d.to_string()).collect();
-        write!(f, "{}[{}]", self.dtype, dims.join(","))
+        write!(f, "{}[", clip(&self.dtype))?;
+        write_list(f, &self.dims, ",", |f, d| write!(f, "{d}"))?;
+        f.write_str("]")
     }
 }
 
@@ -93,11 +147,18 @@ impl std::fmt::Display for AttrValue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             AttrValue::Int(v) => write!(f, "{v}"),
-            AttrValue::Ints(v) => write!(f, "{v:?}"),
-            AttrValue::Pairs(v) => write!(f, "{v:?}"),
-            AttrValue::Name(n) => f.write_str(n),
+            AttrValue::Ints(v) => bracketed(f, v),
+            AttrValue::Pairs(v) => bracketed(f, v),
+            AttrValue::Name(n) => f.write_str(&clip(n)),
         }
     }
+}
+
+/// `[a, b, c]`, as `{:?}` writes a list, with at most [`LISTED`] items.
+fn bracketed<T: Debug>(f: &mut std::fmt::Formatter<'_>, items: &[T]) -> std::fmt::Result {
+    f.write_str("[")?;
+    write_list(f, items, ", ", |f, x| write!(f, "{x:?}"))?;
+    f.write_str("]")
 }
 
 /// One node of a graph: its op with its attributes, its operands (positions in the graph's node
@@ -114,17 +175,24 @@ pub struct NodeRec {
 
 impl NodeRec {
     /// The node as one line, `%3 = transpose(%1) {perm=[1, 0]} : f32[8,4]`, `at` its position.
+    /// Long lists are cut (see [`LISTED`]), so the line stays short whatever the node holds.
     pub fn text(&self, at: usize) -> String {
-        let mut s = format!("%{at} = {}(", self.op);
-        for (i, input) in self.inputs.iter().enumerate() {
-            s += &format!("{}%{input}", if i > 0 { ", " } else { "" });
+        struct Line<'a>(&'a NodeRec, usize);
+        impl std::fmt::Display for Line<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let Line(n, at) = self;
+                write!(f, "%{at} = {}(", clip(&n.op))?;
+                write_list(f, &n.inputs, ", ", |f, i| write!(f, "%{i}"))?;
+                f.write_str(")")?;
+                if !n.attrs.is_empty() {
+                    f.write_str(" {")?;
+                    write_list(f, &n.attrs, ", ", |f, (k, v)| write!(f, "{}={v}", clip(k)))?;
+                    f.write_str("}")?;
+                }
+                write!(f, " : {}", n.shape)
+            }
         }
-        s.push(')');
-        if !self.attrs.is_empty() {
-            let attrs: Vec<String> = self.attrs.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            s += &format!(" {{{}}}", attrs.join(", "));
-        }
-        s + &format!(" : {}", self.shape)
+        Line(self, at).to_string()
     }
 }
 
@@ -145,24 +213,6 @@ pub struct CostRec {
     pub transcendentals: f64,
 }
 
-/// The engine's counters at one moment (totals since the program started).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct CountersRec {
-    pub tensors_created: u64,
-    pub tensors_destroyed: u64,
-    pub ops_traced: u64,
-    pub syncs: u64,
-    pub cache_hits: u64,
-    pub cache_misses: u64,
-    pub persistent_cache_hits: u64,
-    pub persistent_cache_misses: u64,
-    pub compiles: u64,
-    pub executions: u64,
-    pub bytes_to_device: u64,
-    pub bytes_from_device: u64,
-    pub value_reads: u64,
-}
-
 /// What the profile is of.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Meta {
@@ -172,8 +222,13 @@ pub struct Meta {
     pub start_unix_ms: u64,
     pub platform: String,
     pub plugin: String,
-    /// The engine's counters when recording started (counters are totals since the program began).
-    pub counters: CountersRec,
+    /// The names of the engine's counters, in the order every record lists their values: the
+    /// engine's own names and order (`Counters::named`), so a counter added to the engine reaches
+    /// profiles without a change here, and without a new format version.
+    pub counter_names: Vec<String>,
+    /// The engine's counters when recording started (totals since the program began), in the
+    /// order of `counter_names`.
+    pub counters: Vec<u64>,
 }
 
 /// One record of a profile file. Times (`t`) are nanoseconds since the profile's time zero;
@@ -242,7 +297,8 @@ pub enum Record {
         t: u64,
         sync: u64,
         dur: u64,
-        counters: CountersRec,
+        /// The engine's counters, in the order of `Meta::counter_names`.
+        counters: Vec<u64>,
     },
     Step {
         t: u64,

@@ -8,7 +8,9 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use xlaprof_core::events::{self, Direction, Event, GraphSummary, InputKind, Listener, SyncCause};
+use xlaprof_core::events::{
+    self, Counters, Direction, Event, GraphSummary, InputKind, Listener, SyncCause,
+};
 use xlaprof_core::ir::Attr;
 use xlaprof_core::{Shape, SourceLocation};
 
@@ -16,8 +18,8 @@ use crate::error::{Error, Result};
 use crate::file::Writer;
 use crate::profile::Profile;
 use crate::record::{
-    AttrValue, Cause, CostRec, CountersRec, GraphDef, InputRec, Location, MemoryRec, Meta, NodeRec,
-    Record, ShapeRec,
+    AttrValue, Cause, CostRec, GraphDef, InputRec, Location, MemoryRec, Meta, NodeRec, Record,
+    ShapeRec,
 };
 
 struct State {
@@ -151,23 +153,16 @@ fn cause(c: SyncCause) -> Cause {
     }
 }
 
-fn counters() -> CountersRec {
-    let c = events::counters();
-    CountersRec {
-        tensors_created: c.tensors_created,
-        tensors_destroyed: c.tensors_destroyed,
-        ops_traced: c.ops_traced,
-        syncs: c.syncs,
-        cache_hits: c.cache_hits,
-        cache_misses: c.cache_misses,
-        persistent_cache_hits: c.persistent_cache_hits,
-        persistent_cache_misses: c.persistent_cache_misses,
-        compiles: c.compiles,
-        executions: c.executions,
-        bytes_to_device: c.bytes_to_device,
-        bytes_from_device: c.bytes_from_device,
-        value_reads: c.value_reads,
-    }
+/// The engine's counters as a profile records them: the names once (in `Meta`), the values in
+/// the same order at every sync. Both come from `Counters::named` and nothing else, so every
+/// counter the engine has reaches the profile, under its own name.
+pub fn counter_names(c: &Counters) -> Vec<String> {
+    c.named().into_iter().map(|(name, _)| name.to_string()).collect()
+}
+
+/// See [`counter_names`].
+pub fn counter_values(c: &Counters) -> Vec<u64> {
+    c.named().into_iter().map(|(_, value)| value).collect()
 }
 
 impl Listener for Recorder {
@@ -237,7 +232,8 @@ impl Listener for Recorder {
                 Record::Executed { t, sync: *sync_id, hash: *hash, dur: *duration_ns }
             }
             Event::SyncEnd { sync_id, duration_ns } => {
-                Record::SyncEnd { t, sync: *sync_id, dur: *duration_ns, counters: counters() }
+                let counters = counter_values(&events::counters());
+                Record::SyncEnd { t, sync: *sync_id, dur: *duration_ns, counters }
             }
             Event::StepMarker { step, location } => {
                 let location = s.location(location);
@@ -300,6 +296,7 @@ impl Recording {
         let mut args = std::env::args();
         let program = args.next().map(|a| file_name(Path::new(&a))).unwrap_or_default();
         let program = std::iter::once(program).chain(args).collect::<Vec<_>>().join(" ");
+        let counters = events::counters();
         let meta = Meta {
             program,
             pid: std::process::id(),
@@ -309,7 +306,8 @@ impl Recording {
                 .unwrap_or(0),
             platform,
             plugin,
-            counters: counters(),
+            counter_names: counter_names(&counters),
+            counters: counter_values(&counters),
         };
         let mut state = State {
             profile: Profile::default(),

@@ -124,12 +124,13 @@ pub fn spans(p: &Profile) -> Vec<Span> {
         let mut at = s.start_ns;
         for (kind, ns) in [(SpanKind::GraphBuild, s.build_ns), (SpanKind::Lower, s.lower_ns)] {
             if ns > 0 {
-                let mut phase = span(kind, kind.name().to_string(), at, at + ns, 1);
+                let end = at.saturating_add(ns);
+                let mut phase = span(kind, kind.name().to_string(), at, end, 1);
                 phase.step = Some(s.step);
                 phase.sync = Some(s.id);
                 phase.hash = s.hash;
                 out.push(phase);
-                at += ns;
+                at = end;
             }
         }
     }
@@ -145,8 +146,8 @@ pub fn spans(p: &Profile) -> Vec<Span> {
                 .map(|e| (SpanKind::Execute, e.sync, e.hash, e.start_ns, e.duration_ns)),
         );
     for (kind, sync, hash, start_ns, duration_ns) in graph_phases {
-        let mut sp =
-            span(kind, format!("{} {hash:016x}", kind.name()), start_ns, start_ns + duration_ns, 1);
+        let end_ns = start_ns.saturating_add(duration_ns);
+        let mut sp = span(kind, format!("{} {hash:016x}", kind.name()), start_ns, end_ns, 1);
         sp.sync = Some(sync);
         sp.step = step_of(sync);
         sp.hash = Some(hash);
@@ -157,7 +158,7 @@ pub fn spans(p: &Profile) -> Vec<Span> {
             SpanKind::TransferToDevice,
             "to device".to_string(),
             t.start_ns,
-            t.start_ns + t.duration_ns,
+            t.start_ns.saturating_add(t.duration_ns),
             0,
         );
         sp.sync = (t.sync > 0).then_some(t.sync);
@@ -169,7 +170,7 @@ pub fn spans(p: &Profile) -> Vec<Span> {
             SpanKind::HostRead,
             format!("read {}", r.shape),
             r.start_ns,
-            r.start_ns + r.duration_ns,
+            r.start_ns.saturating_add(r.duration_ns),
             0,
         );
         sp.step = Some(r.step);

@@ -68,15 +68,18 @@ pub fn step_phases(p: &Profile) -> Vec<StepPhases> {
             continue;
         };
         // Until every sync is counted, `other_ns` holds the time in the step's syncs.
-        row.other_ns += s.phases_ns();
-        row.build_ns += s.build_ns;
-        row.lower_ns += s.lower_ns;
-        row.compile_ns += s.compile_ns;
-        row.transfer_ns += s.transfer_ns;
-        row.execute_ns += s.execute_ns;
-        row.syncs += 1;
-        row.compiles += s.compiled() as u32;
-        row.value_read_syncs += matches!(s.cause, crate::record::Cause::ValueRead) as u32;
+        // Saturating: a damaged or crafted profile can hold durations near `u64::MAX`.
+        let add = |total: &mut u64, ns: u64| *total = total.saturating_add(ns);
+        add(&mut row.other_ns, s.phases_ns());
+        add(&mut row.build_ns, s.build_ns);
+        add(&mut row.lower_ns, s.lower_ns);
+        add(&mut row.compile_ns, s.compile_ns);
+        add(&mut row.transfer_ns, s.transfer_ns);
+        add(&mut row.execute_ns, s.execute_ns);
+        row.syncs = row.syncs.saturating_add(1);
+        row.compiles = row.compiles.saturating_add(s.compiled() as u32);
+        let value_read = matches!(s.cause, crate::record::Cause::ValueRead);
+        row.value_read_syncs = row.value_read_syncs.saturating_add(value_read as u32);
     }
     for row in &mut out {
         row.other_ns = row.duration_ns.saturating_sub(row.other_ns);
@@ -125,16 +128,18 @@ pub fn graph_rows(p: &Profile, recompiles: &[Recompile]) -> Vec<GraphRow> {
         .map(|g| {
             let site_id = p.sync(g.first_sync).map(|s| s.location).unwrap_or(u32::MAX);
             let version = versions.entry(site_id).or_default();
-            *version += 1;
+            *version = version.saturating_add(1);
             // Counted by id, so each distinct location is formatted once.
             let mut by_id: BTreeMap<u32, u32> = BTreeMap::new();
             for n in &g.def.node_defs {
-                *by_id.entry(n.location).or_default() += 1;
+                let count = by_id.entry(n.location).or_default();
+                *count = count.saturating_add(1);
             }
             // Then by text: one line can hold several locations (columns).
             let mut lines: BTreeMap<String, u32> = BTreeMap::new();
             for (l, n) in by_id {
-                *lines.entry(p.location(l)).or_default() += n;
+                let count = lines.entry(p.location(l)).or_default();
+                *count = count.saturating_add(n);
             }
             let mut source_lines: Vec<(String, u32)> = lines.into_iter().collect();
             source_lines.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));

@@ -363,7 +363,7 @@ fn the_graph_table_links_each_version_to_the_one_it_replaced_and_steps_add_up() 
 
 #[test]
 fn steps_numbered_from_later_in_the_process_keep_their_own_syncs() {
-    use xlaprof_profiler::record::{Cause, CountersRec, Record};
+    use xlaprof_profiler::record::{Cause, Record};
     // A second recording in one process: its steps are numbered on from the first's (11, 12,
     // ...), while its syncs count steps from 1. Each step keeps the device busy 90% of the time.
     let mut records = Vec::new();
@@ -378,7 +378,7 @@ fn steps_numbered_from_later_in_the_process_keep_their_own_syncs() {
                 tensors: 1,
             },
             Record::Executed { t: start + 990, sync: i, hash: 1, dur: 900 },
-            Record::SyncEnd { t: start + 995, sync: i, dur: 985, counters: CountersRec::default() },
+            Record::SyncEnd { t: start + 995, sync: i, dur: 985, counters: Vec::new() },
             Record::Step { t: start + 1000, step: 11 + i, location: 0 },
         ]);
     }

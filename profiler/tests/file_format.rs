@@ -4,7 +4,11 @@
 use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
-use xlaprof_profiler::{file, load, Error, Profile};
+use xlaprof_core::events::{self, Counters};
+use xlaprof_profiler::metrics::engine_counter;
+use xlaprof_profiler::record::{Meta, Record};
+use xlaprof_profiler::recorder::{counter_names, counter_values};
+use xlaprof_profiler::{file, load, Error, Profile, Recording};
 
 fn golden(version: u16) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/profile-v{version}.xlaprof"))
@@ -38,6 +42,86 @@ fn the_version_2_golden_file_loads_whole_with_typed_nodes() {
     let names: Vec<&str> = dot.attrs.iter().map(|a| a.0.as_str()).collect();
     assert_eq!(names, ["lhs_batch", "rhs_batch", "lhs_contract", "rhs_contract"]);
     assert!(dot.hash != 0 && dot.inputs.len() == 2);
+}
+
+#[test]
+fn the_version_1_golden_file_reads_its_counters_by_name() {
+    let p = golden_loads_whole(1);
+    let last = &p.counters.last().unwrap().1;
+    let first = p.start_counters();
+    let names: Vec<&str> = last.iter().map(|(name, _)| name).collect();
+    assert_eq!(names.len(), 13, "{names:?}");
+    assert!(names.contains(&"tensors_created") && names.contains(&"value_reads"));
+    let syncs = |c: &xlaprof_profiler::profile::Counters| c.get("syncs").unwrap();
+    assert_eq!(syncs(last) - syncs(&first), p.syncs.len() as u64);
+}
+
+/// Every counter the engine has reaches a profile under its own name, through a file and back:
+/// the one conversion (`counter_names`, `counter_values`) is driven by `Counters::named`.
+#[test]
+fn every_engine_counter_survives_into_a_saved_profile() {
+    // Some work first, so that the counters are not all zero.
+    let x = xlaprof_core::Tensor::from_slice(&[1f32, 2.0], &[2]).unwrap();
+    let _ = x.add(&x).unwrap().to_vec::<f32>();
+    let engine = events::counters();
+    let meta = Meta {
+        counter_names: counter_names(&engine),
+        counters: counter_values(&engine),
+        ..Meta::default()
+    };
+    let sync_end = Record::SyncEnd { t: 5, sync: 1, dur: 5, counters: counter_values(&engine) };
+    let mut bytes = file::header();
+    bytes.extend(file::frame(&Record::Meta(meta)));
+    bytes.extend(file::frame(&sync_end));
+    let path =
+        std::env::temp_dir().join(format!("xlaprof-counters-{}.xlaprof", std::process::id()));
+    std::fs::write(&path, &bytes).unwrap();
+    let p = load(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let named = engine.named();
+    assert!(named.iter().any(|&(_, v)| v > 0), "{named:?}");
+    let read: Vec<(&str, u64)> = p.counters[0].1.iter().collect();
+    assert_eq!(read, named);
+    let start: Vec<(String, u64)> =
+        p.start_counters().iter().map(|(n, v)| (n.to_string(), v)).collect();
+    assert_eq!(start, named.iter().map(|&(n, v)| (n.to_string(), v)).collect::<Vec<_>>());
+    // And in the JSON export, by name.
+    let a = xlaprof_profiler::analyze(&p, &Default::default());
+    let json = xlaprof_profiler::export::to_bytes(&p, &a, xlaprof_profiler::export::Format::Json);
+    let v: serde_json::Value = serde_json::from_slice(&json.unwrap()).unwrap();
+    for (name, value) in named {
+        assert_eq!(v["profile"]["counters"][0][1][name], value, "{name}");
+    }
+}
+
+/// A recording writes the engine's counters as they are, and reads them back the same.
+#[test]
+fn a_recording_keeps_every_counter_of_every_sync() {
+    let path = std::env::temp_dir()
+        .join(format!("xlaprof-recorded-counters-{}.xlaprof", std::process::id()));
+    let recording = Recording::to_file(&path).unwrap();
+    let x = xlaprof_core::Tensor::from_slice(&[1f32, 2.0, 3.0], &[3]).unwrap();
+    let _ = x.mul(&x).unwrap().to_vec::<f32>();
+    let live = recording.stop();
+    let p = load(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let names: Vec<&str> = Counters::default().named().into_iter().map(|(n, _)| n).collect();
+    assert!(!p.counters.is_empty());
+    for (_, c) in &p.counters {
+        assert_eq!(c.iter().map(|(n, _)| n).collect::<Vec<_>>(), names);
+    }
+    assert_eq!(p.counters, live.counters);
+    assert_eq!(p.start_counters(), live.start_counters());
+}
+
+/// The counters the profiler reads are the engine's: a renamed counter fails here, not silently
+/// as a zero in every report.
+#[test]
+fn the_counters_the_profiler_reads_are_named_by_the_engine() {
+    let names: Vec<&str> = Counters::default().named().into_iter().map(|(n, _)| n).collect();
+    for name in engine_counter::ALL {
+        assert!(names.contains(&name), "{name} is not among {names:?}");
+    }
 }
 
 fn golden_loads_whole(version: u16) -> Profile {

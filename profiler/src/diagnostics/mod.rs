@@ -11,6 +11,7 @@ use serde::Serialize;
 pub use recompile::{diff_graphs, find_recompiles, GraphChange, Recompile};
 pub use rules::{check, Rule, RuleOutcome};
 
+use crate::analysis::saturating_sum;
 use crate::profile::Profile;
 
 /// What kind of problem a finding is.
@@ -128,7 +129,7 @@ impl Diagnostic {
             message,
             location: p.location(location),
             location_id: location,
-            cost_ns: instances.iter().map(|i| i.cost_ns).sum(),
+            cost_ns: saturating_sum(instances.iter().map(|i| i.cost_ns)),
             count: instances.len() as u64,
             advice,
             changes: Vec::new(),

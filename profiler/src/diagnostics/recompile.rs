@@ -1,17 +1,19 @@
 //! Why a call site compiled again: the structural difference between a new graph and the
 //! nearest graph the same site compiled before; and storms of such recompiles after warm-up.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use super::{Diagnostic, Instance, Kind, Thresholds};
+use crate::analysis::saturating_sum;
 use crate::metrics::format_ns;
 use crate::profile::{Graph, Profile};
-use crate::record::{NodeRec, ShapeRec};
+use crate::record::{clip, clip_to, AttrValue, GraphDef, InputRec, NodeRec, ShapeRec, LISTED};
 
 /// One difference between two versions of a graph.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub enum GraphChange {
     /// An input changed shape or dtype.
     InputShape { input: usize, from: ShapeRec, to: ShapeRec, created_at: String },
@@ -113,47 +115,40 @@ fn same_op(x: &NodeRec, y: &NodeRec) -> bool {
     x.op == y.op && x.inputs == y.inputs && x.attrs == y.attrs
 }
 
-/// What changed from graph `a` to graph `b`.
+/// What changed from graph `a` to graph `b`. Linear in the two graphs' sizes; each kind of
+/// change lists at most [`LISTED`] instances (the first ones say what to fix, and a crafted
+/// graph of a million inputs must not explain every recompile in a million lines).
 pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
     let (da, db) = (&a.def, &b.def);
     // Device data only: host scalars are inputs too, but a change in them shows in the nodes (a
     // dtype) or is the scalar pattern below.
-    let data = |d: &'_ crate::record::GraphDef| -> Vec<crate::record::InputRec> {
-        d.inputs.iter().filter(|i| i.data).cloned().collect()
-    };
-    let (ia, ib) = (data(da), data(db));
+    fn data(d: &GraphDef) -> impl Iterator<Item = &InputRec> {
+        d.inputs.iter().filter(|i| i.data)
+    }
+    let (na, nb) = (data(da).count(), data(db).count());
     let mut changes = Vec::new();
-    if ia.len() == ib.len() {
-        for (i, (x, y)) in ia.iter().zip(&ib).enumerate() {
-            if x.shape != y.shape {
-                changes.push(GraphChange::InputShape {
-                    input: i,
-                    from: x.shape.clone(),
-                    to: y.shape.clone(),
-                    created_at: p.location(y.location),
-                });
-            }
+    if na == nb {
+        let changed = data(da).zip(data(db)).enumerate().filter(|(_, (x, y))| x.shape != y.shape);
+        for (i, (x, y)) in changed.take(LISTED) {
+            changes.push(GraphChange::InputShape {
+                input: i,
+                from: x.shape.clone(),
+                to: y.shape.clone(),
+                created_at: p.location(y.location),
+            });
         }
     } else {
-        changes.push(GraphChange::InputCount { from: ia.len(), to: ib.len() });
+        changes.push(GraphChange::InputCount { from: na, to: nb });
     }
     if da.outputs != db.outputs {
-        let mut left: Vec<ShapeRec> = da.outputs.clone();
-        let mut joined = Vec::new();
-        for o in &db.outputs {
-            match left.iter().position(|l| l == o) {
-                Some(i) => {
-                    left.remove(i);
-                }
-                None => joined.push(o.clone()),
-            }
-        }
+        let (joined, left) = outputs_diff(&da.outputs, &db.outputs);
         if !joined.is_empty() || !left.is_empty() || da.outputs.len() != db.outputs.len() {
+            let listed = |v: Vec<&ShapeRec>| v.into_iter().take(LISTED).cloned().collect();
             changes.push(GraphChange::SyncedTensors {
                 from: da.outputs.len(),
                 to: db.outputs.len(),
-                joined,
-                left,
+                joined: listed(joined),
+                left: listed(left),
             });
         }
     }
@@ -166,8 +161,9 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
     // from the host (`randn(bs, 784)`). Later differences follow from it.
     let limit = first_diff.unwrap_or(da.node_defs.len().min(db.node_defs.len()));
     // Only when no input explains it: a node's shape follows from its inputs' otherwise.
-    let inputs_changed =
-        changes.iter().any(|c| matches!(c, GraphChange::InputShape { .. } | GraphChange::InputCount { .. }));
+    let inputs_changed = changes
+        .iter()
+        .any(|c| matches!(c, GraphChange::InputShape { .. } | GraphChange::InputCount { .. }));
     let source = (0..limit).filter(|_| !inputs_changed).find(|&i| {
         let (x, y) = (&da.node_defs[i], &db.node_defs[i]);
         x.op != "parameter"
@@ -196,17 +192,16 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
                     && x.inputs == y.inputs
                     && x.attrs.iter().map(|a| &a.0).eq(y.attrs.iter().map(|a| &a.0)) =>
             {
-                for ((name, from), (_, to)) in x.attrs.iter().zip(&y.attrs) {
-                    if from != to {
-                        changes.push(GraphChange::Attribute {
-                            node,
-                            op: y.op.clone(),
-                            name: name.clone(),
-                            from: from.to_string(),
-                            to: to.to_string(),
-                            location: location.clone(),
-                        });
-                    }
+                let changed = x.attrs.iter().zip(&y.attrs).filter(|(from, to)| from.1 != to.1);
+                for ((name, from), (_, to)) in changed.take(LISTED) {
+                    changes.push(GraphChange::Attribute {
+                        node,
+                        op: clip(&y.op).into_owned(),
+                        name: clip(name).into_owned(),
+                        from: from.to_string(),
+                        to: to.to_string(),
+                        location: location.clone(),
+                    });
                 }
             }
             _ => {
@@ -215,17 +210,49 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
             }
         }
     }
-    if ia.len() == ib.len() {
-        for (i, (x, y)) in ia.iter().zip(&ib).enumerate() {
-            if x.donated != y.donated {
-                changes.push(GraphChange::Donation { input: i, donated: y.donated });
-            }
+    if na == nb {
+        let changed =
+            data(da).zip(data(db)).enumerate().filter(|(_, (x, y))| x.donated != y.donated);
+        for (i, (_, y)) in changed.take(LISTED) {
+            changes.push(GraphChange::Donation { input: i, donated: y.donated });
         }
     }
     if changes.is_empty() {
         changes.push(GraphChange::ScalarPattern);
     }
     changes
+}
+
+/// The outputs of `b` that `a` does not have (joined), and those of `a` that `b` does not
+/// (left), as multisets: counted, not searched, so it is linear in the outputs. Each list keeps
+/// its graph's order; of equal outputs, the first ones are the ones matched.
+fn outputs_diff<'g>(
+    a: &'g [ShapeRec],
+    b: &'g [ShapeRec],
+) -> (Vec<&'g ShapeRec>, Vec<&'g ShapeRec>) {
+    let mut in_a: HashMap<&ShapeRec, usize> = HashMap::new();
+    for o in a {
+        *in_a.entry(o).or_default() += 1;
+    }
+    let mut matched: HashMap<&ShapeRec, usize> = HashMap::new();
+    let mut joined = Vec::new();
+    for o in b {
+        let available = in_a.get(o).copied().unwrap_or(0);
+        let used = matched.entry(o).or_default();
+        if *used < available {
+            *used += 1;
+        } else {
+            joined.push(o);
+        }
+    }
+    let mut left = Vec::new();
+    for o in a {
+        match matched.get_mut(o) {
+            Some(used) if *used > 0 => *used -= 1,
+            _ => left.push(o),
+        }
+    }
+    (joined, left)
 }
 
 /// How different two changes lists are, to pick the nearest earlier graph.
@@ -252,27 +279,112 @@ pub struct Recompile {
     pub hash: u64,
     pub previous: u64,
     pub cost_ns: u64,
-    pub changes: Vec<GraphChange>,
+    /// What changed from `previous`; empty when the graphs were not compared (see [`Budget`]).
+    /// Shared by every recompile of the same pair of graphs.
+    pub changes: Arc<[GraphChange]>,
+}
+
+/// Work on graphs (comparing two, reading their inputs), in units of their size. Any number of
+/// cheap records (a compile at one more call site, one more recompile) can each ask for work
+/// on one huge graph; all of it shares this budget, proportional to the size of the profile's
+/// graphs and far above what a real profile uses (each new graph is compared with at most 16
+/// others). A crafted profile that spends it gets its later recompiles listed unexplained.
+struct Budget {
+    left: u64,
+    sizes: HashMap<u64, u64>,
+}
+
+impl Budget {
+    fn new(p: &Profile) -> Budget {
+        let sizes: HashMap<u64, u64> =
+            p.graphs.iter().map(|(&hash, g)| (hash, size(&g.def))).collect();
+        let total = saturating_sum(sizes.values().copied());
+        Budget { left: total.saturating_mul(64).saturating_add(1 << 24), sizes }
+    }
+
+    /// Spends the work on graphs `hashes`, if the budget has it.
+    fn spend(&mut self, hashes: impl IntoIterator<Item = u64>) -> bool {
+        let sizes = hashes.into_iter().map(|h| self.sizes.get(&h).copied().unwrap_or(0));
+        let cost = saturating_sum(sizes);
+        let ok = cost <= self.left;
+        if ok {
+            self.left -= cost;
+        }
+        ok
+    }
+}
+
+/// A graph's size: about one unit per value its definition holds, strings by their length.
+fn size(d: &GraphDef) -> u64 {
+    let shape = |s: &ShapeRec| 1 + s.dtype.len() + s.dims.len();
+    let attr = |(name, value): &(String, AttrValue)| {
+        1 + name.len()
+            + match value {
+                AttrValue::Int(_) => 1,
+                AttrValue::Ints(v) => v.len(),
+                AttrValue::Pairs(v) => v.len(),
+                AttrValue::Name(n) => n.len(),
+            }
+    };
+    let node = |n: &NodeRec| {
+        1 + n.op.len() + n.inputs.len() + n.attrs.iter().map(attr).sum::<usize>() + shape(&n.shape)
+    };
+    let total = d.node_defs.iter().map(node).sum::<usize>()
+        + d.inputs.iter().map(|i| shape(&i.shape)).sum::<usize>()
+        + d.outputs.iter().map(shape).sum::<usize>();
+    total as u64
 }
 
 /// Every recompile of the profile, in sync order. It diffs graphs, so an analysis computes it
 /// once ([`crate::Analysis::recompiles`]) for the findings and the graph table alike.
 pub fn find_recompiles(p: &Profile) -> Vec<Recompile> {
-    let mut compiled_at: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    find_recompiles_within(p, Budget::new(p))
+}
+
+fn find_recompiles_within(p: &Profile, mut budget: Budget) -> Vec<Recompile> {
+    /// The graphs a call site compiled, in the order it first compiled them.
+    #[derive(Default)]
+    struct Site {
+        order: Vec<u64>,
+        seen: HashSet<u64>,
+    }
+    let mut sites: BTreeMap<u32, Site> = BTreeMap::new();
+    // Each pair of graphs is compared once, however often the pair recurs (a graph compiled
+    // again after its cache entry was evicted).
+    let mut diffs: HashMap<(u64, u64), Arc<[GraphChange]>> = HashMap::new();
     let mut out = Vec::new();
     for s in p.syncs.iter().filter(|s| s.compiled() || s.persistent_hit) {
         let Some(hash) = s.hash else { continue };
-        let earlier = compiled_at.entry(s.location).or_default();
-        if let Some(graph) = p.graphs.get(&hash) {
+        let site = sites.entry(s.location).or_default();
+        if p.graphs.contains_key(&hash) {
             // The nearest of the most recent graphs of this site (a long storm is not compared
-            // with every graph it ever compiled).
-            let nearest = earlier
-                .iter()
-                .rev()
-                .take(16)
-                .filter_map(|h| p.graphs.get(h).map(|g| (h, diff_graphs(p, g, graph))))
-                .min_by_key(|(_, c)| distance(c));
-            if let Some((&previous, changes)) = nearest {
+            // with every graph it ever compiled); the first found of equally near ones.
+            let mut nearest: Option<(u64, Arc<[GraphChange]>, usize)> = None;
+            let mut unexplained = None;
+            for &h in site.order.iter().rev().take(16) {
+                let Some(earlier) = p.graphs.get(&h) else { continue };
+                let changes = match diffs.get(&(h, hash)) {
+                    Some(changes) => changes.clone(),
+                    None if budget.spend([h, hash]) => {
+                        let changes: Arc<[GraphChange]> =
+                            diff_graphs(p, earlier, &p.graphs[&hash]).into();
+                        diffs.insert((h, hash), changes.clone());
+                        changes
+                    }
+                    None => {
+                        unexplained = unexplained.or(Some(h));
+                        continue;
+                    }
+                };
+                let d = distance(&changes);
+                if nearest.as_ref().is_none_or(|n| d < n.2) {
+                    nearest = Some((h, changes, d));
+                }
+            }
+            let found = nearest
+                .map(|(h, changes, _)| (h, changes))
+                .or_else(|| unexplained.map(|h| (h, Arc::from([]))));
+            if let Some((previous, changes)) = found {
                 out.push(Recompile {
                     location: s.location,
                     sync: s.id,
@@ -284,11 +396,23 @@ pub fn find_recompiles(p: &Profile) -> Vec<Recompile> {
                 });
             }
         }
-        if !earlier.contains(&hash) {
-            earlier.push(hash);
+        if site.seen.insert(hash) {
+            site.order.push(hash);
         }
     }
     out
+}
+
+/// `because a; b; c`: the changes as a clause, cut to a paragraph's length (every instance of a
+/// finding repeats it).
+fn because(changes: &[GraphChange]) -> String {
+    if changes.is_empty() {
+        return "(not compared with the graph before it: the profile asks for more comparisons \
+                than one analysis makes)"
+            .to_string();
+    }
+    let sentences: Vec<String> = changes.iter().map(|c| c.sentence()).collect();
+    clip_to(&format!("because {}", sentences.join("; ")), 1024).into_owned()
 }
 
 /// Recompiles grouped by call site, each site's in sync order.
@@ -305,13 +429,19 @@ fn by_site<'a>(
 /// What a recompile's changes have in common with others of the same cause: the change's
 /// subject without its values ("dimension 0 of input 0 (created at x.py:3)").
 fn cause_of(changes: &[GraphChange]) -> String {
-    let Some(c) = changes.first() else { return String::new() };
-    match c {
+    let Some(c) = changes.first() else { return because(changes) };
+    let cause = match c {
         GraphChange::InputShape { input, from, to, created_at } => {
-            format!("input {input} (created at {created_at}) changed its {}", varying_part(from, to))
+            format!(
+                "input {input} (created at {created_at}) changed its {}",
+                varying_part(from, to)
+            )
         }
         GraphChange::NodeShape { op, from, to, location, .. } => {
-            format!("the tensor made by `{op}` at {location} changed its {}", varying_part(from, to))
+            format!(
+                "the tensor made by `{op}` at {location} changed its {}",
+                varying_part(from, to)
+            )
         }
         GraphChange::Attribute { op, name, location, .. } => {
             format!("`{op}` at {location} changed its {name}")
@@ -323,7 +453,8 @@ fn cause_of(changes: &[GraphChange]) -> String {
         GraphChange::InputCount { .. } => "the graph took a different number of inputs".to_string(),
         GraphChange::Donation { .. } => "an input's donation changed".to_string(),
         GraphChange::ScalarPattern => "the pattern of equal host scalars changed".to_string(),
-    }
+    };
+    format!("because {cause}")
 }
 
 /// "dimension 0", "dtype", "rank": what varies between two shapes.
@@ -349,9 +480,9 @@ fn varying_part(from: &ShapeRec, to: &ShapeRec) -> String {
 /// dimension or dtype its cause names.
 fn values_of(changes: &[GraphChange]) -> Vec<String> {
     let shapes = match changes.first() {
-        Some(GraphChange::InputShape { from, to, .. } | GraphChange::NodeShape { from, to, .. }) => {
-            (from, to)
-        }
+        Some(
+            GraphChange::InputShape { from, to, .. } | GraphChange::NodeShape { from, to, .. },
+        ) => (from, to),
         Some(GraphChange::Attribute { from, to, .. }) => return vec![from.clone(), to.clone()],
         _ => return Vec::new(),
     };
@@ -366,7 +497,11 @@ fn values_of(changes: &[GraphChange]) -> Vec<String> {
         (0..from.dims.len()).filter(|&d| from.dims[d] != to.dims[d]).collect();
     let pick = |s: &ShapeRec| {
         let v: Vec<String> = differing.iter().map(|&d| s.dims[d].to_string()).collect();
-        if v.len() == 1 { v[0].clone() } else { format!("({})", v.join(", ")) }
+        if v.len() == 1 {
+            v[0].clone()
+        } else {
+            format!("({})", v.join(", "))
+        }
     };
     vec![pick(from), pick(to)]
 }
@@ -475,8 +610,16 @@ fn warm_up_diagnostic(p: &Profile, r: &Recompile, w: &WarmUp) -> Diagnostic {
         step: Some(r.step),
         cost_ns: r.cost_ns,
     };
-    let d = Diagnostic::new(p, w.kind, r.location, message, Some(advice), vec![instance], vec![r.previous, r.hash]);
-    Diagnostic { changes: r.changes.clone(), ..d }
+    let d = Diagnostic::new(
+        p,
+        w.kind,
+        r.location,
+        message,
+        Some(advice),
+        vec![instance],
+        vec![r.previous, r.hash],
+    );
+    Diagnostic { changes: r.changes.to_vec(), ..d }
 }
 
 /// The recompile findings of every call site: warm-up (its first recompile, when that is what
@@ -503,7 +646,7 @@ pub(super) fn findings(p: &Profile, t: &Thresholds, all: &[Recompile]) -> Vec<Di
 
 /// A site's recompiles, grouped by cause.
 fn recompiles(p: &Profile, location: u32, rs: &[&Recompile]) -> Diagnostic {
-    let cost_ns: u64 = rs.iter().map(|r| r.cost_ns).sum();
+    let cost_ns = saturating_sum(rs.iter().map(|r| r.cost_ns));
     let mut changes: Vec<GraphChange> = Vec::new();
     for c in rs.iter().flat_map(|r| r.changes.iter()) {
         if !changes.contains(c) {
@@ -525,8 +668,8 @@ fn recompiles(p: &Profile, location: u32, rs: &[&Recompile]) -> Diagnostic {
         .collect();
     let site = p.location(location);
     let message = if rs.len() == 1 {
-        let first = rs[0].changes.iter().map(|c| c.sentence()).collect::<Vec<_>>().join("; ");
-        format!("{site} compiled another graph ({}) because {first}", format_ns(cost_ns as f64))
+        let first = because(&rs[0].changes);
+        format!("{site} compiled another graph ({}) {first}", format_ns(cost_ns as f64))
     } else {
         // Grouped by cause, most frequent first, each with the values it took.
         let mut groups: Vec<(String, usize, Vec<String>)> = Vec::new();
@@ -549,7 +692,7 @@ fn recompiles(p: &Profile, location: u32, rs: &[&Recompile]) -> Diagnostic {
         let causes: Vec<String> = groups
             .iter()
             .map(|(cause, n, values)| {
-                let mut s = format!("{} because {cause}", super::times(*n));
+                let mut s = format!("{} {cause}", super::times(*n));
                 if !values.is_empty() {
                     s += &format!(" (values seen: {})", values.join(", "));
                 }
@@ -611,7 +754,8 @@ fn storm(p: &Profile, t: &Thresholds, location: u32, rs: &[&Recompile]) -> Diagn
                 (format!("the tensor made by `{op}` at {location}"), from, to)
             }
             GraphChange::Attribute { op, name, from, to, location, .. } => {
-                let values = attributes.entry(format!("the {name} of `{op}` at {location}")).or_default();
+                let values =
+                    attributes.entry(format!("the {name} of `{op}` at {location}")).or_default();
                 values.insert(from.clone());
                 values.insert(to.clone());
                 continue;
@@ -627,7 +771,7 @@ fn storm(p: &Profile, t: &Thresholds, location: u32, rs: &[&Recompile]) -> Diagn
             }
         }
     }
-    let cost_ns: u64 = rs.iter().map(|r| r.cost_ns).sum();
+    let cost_ns = saturating_sum(rs.iter().map(|r| r.cost_ns));
     let mean = cost_ns / rs.len().max(1) as u64;
     let site = p.location(location);
     // The widest-varying dimension is the one to fix.
@@ -696,4 +840,53 @@ fn storm(p: &Profile, t: &Thresholds, location: u32, rs: &[&Recompile]) -> Diagn
     let graphs = rs.iter().map(|r| r.hash).collect();
     let kind = Kind::RecompileStorm;
     Diagnostic::new(p, kind, location, message, Some(advice), instances, graphs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Cause, Record};
+
+    /// A site that compiles graphs 1, 2, 3: two recompiles.
+    fn profile() -> Profile {
+        let mut records = Vec::new();
+        for (sync, hash) in [(1, 1), (2, 2), (3, 3)] {
+            let shape = ShapeRec { dtype: "f32".into(), dims: vec![hash as i64] };
+            let def = GraphDef {
+                hash,
+                nodes: 0,
+                ops: Vec::new(),
+                inputs: Vec::new(),
+                outputs: vec![shape],
+                node_defs: Vec::new(),
+            };
+            records.extend([
+                Record::Graph(Box::new(def)),
+                Record::SyncBegin { t: sync, sync, cause: Cause::StepEnd, location: 0, tensors: 1 },
+                Record::GraphBuilt { t: sync, sync, hash, dur: 1 },
+                Record::Compiled { t: sync, sync, hash, dur: 1, memory: None, cost: None },
+            ]);
+        }
+        Profile::from_records(records)
+    }
+
+    #[test]
+    fn recompiles_past_the_budget_are_listed_unexplained() {
+        let p = profile();
+        let explained = find_recompiles(&p);
+        assert_eq!(explained.len(), 2);
+        assert!(explained.iter().all(|r| !r.changes.is_empty()));
+        let unexplained =
+            find_recompiles_within(&p, Budget { left: 0, sizes: Budget::new(&p).sizes });
+        assert_eq!(unexplained.len(), 2);
+        assert!(unexplained.iter().all(|r| r.changes.is_empty()));
+        assert_eq!(
+            (unexplained[1].hash, unexplained[1].previous),
+            (3, 2),
+            "the latest earlier graph"
+        );
+        let site: Vec<&Recompile> = unexplained.iter().collect();
+        let finding = recompiles(&p, site[0].location, &site);
+        assert!(finding.message.contains("not compared"), "{}", finding.message);
+    }
 }

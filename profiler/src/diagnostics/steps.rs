@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::{times, Diagnostic, Instance, Kind, Thresholds};
+use crate::analysis::saturating_sum;
 use crate::metrics::{format_bytes, format_ns};
 use crate::profile::{Profile, Step};
 use crate::record::Cause;
@@ -46,7 +47,10 @@ pub(super) fn syncs_in_steps(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
             // (`sync()` then `step()` with nothing left pending splits nothing).
             Cause::Explicit
                 if s.step <= closed_steps
-                    && p.syncs[i + 1..].iter().take_while(|n| n.step == s.step).any(|n| n.hash.is_some()) =>
+                    && p.syncs[i + 1..]
+                        .iter()
+                        .take_while(|n| n.step == s.step)
+                        .any(|n| n.hash.is_some()) =>
             {
                 mid.entry(s.location).or_default().push(instance)
             }
@@ -62,7 +66,7 @@ pub(super) fn syncs_in_steps(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for (location, instances) in hidden {
         let site = p.location(location);
-        let cost: u64 = instances.iter().map(|i| i.cost_ns).sum();
+        let cost = saturating_sum(instances.iter().map(|i| i.cost_ns));
         let message = format!(
             "a value read at {site} forced a graph to run before the step ended, {} in {} ({}): the step runs as two graphs and the host waits for the device",
             times(instances.len()),
@@ -110,12 +114,12 @@ pub(super) fn syncs_in_steps(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
     }
     for (location, rs) in reads {
         // Reading a logged scalar after the step stalls for microseconds: not a problem.
-        let per_read = rs.iter().map(|r| r.1).sum::<u64>() / rs.len().max(1) as u64;
+        let per_read = saturating_sum(rs.iter().map(|r| r.1)) / rs.len().max(1) as u64;
         if per_read < t.host_read_bytes {
             continue;
         }
-        let bytes: u64 = rs.iter().map(|r| r.1).sum();
-        let stall: u64 = rs.iter().map(|r| r.2).sum();
+        let bytes = saturating_sum(rs.iter().map(|r| r.1));
+        let stall = saturating_sum(rs.iter().map(|r| r.2));
         let mut steps: Vec<u64> = rs.iter().map(|r| r.0).collect();
         steps.dedup();
         let message = format!(
@@ -223,7 +227,7 @@ pub(super) fn slow_steps(p: &Profile, t: &Thresholds, phases: &[StepPhases]) -> 
             ),
             sync: None,
             step: Some(s.index),
-            cost_ns: own - med,
+            cost_ns: own.saturating_sub(med),
         })
         .collect();
     let slowest = slow.iter().max_by_key(|&&(_, own)| own).map_or(first.index, |(s, _)| s.index);

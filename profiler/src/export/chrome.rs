@@ -7,6 +7,7 @@ use std::io::Write;
 use serde::Serialize;
 use serde_json::json;
 
+use crate::metrics::{counter, engine_counter as names};
 use crate::profile::Profile;
 use crate::timeline::{spans, LANES};
 
@@ -91,23 +92,26 @@ pub fn write(p: &Profile, out: &mut impl Write) -> serde_json::Result<()> {
         };
         event(out, &complete)?;
     }
-    let first_counters = p.meta.counters;
+    let first = p.start_counters();
+    let since_start = |c, name| counter(c, name).saturating_sub(counter(&first, name));
     for (t, c) in &p.counters {
         event(
             out,
             &json!({
                 "name": "compiles", "ph": "C", "ts": us(*t), "pid": 1,
                 "args": {
-                    "compiles": c.compiles.saturating_sub(first_counters.compiles),
-                    "cache hits": c.cache_hits.saturating_sub(first_counters.cache_hits),
+                    "compiles": since_start(c, names::COMPILES),
+                    "cache hits": since_start(c, names::CACHE_HITS),
                 },
             }),
         )?;
+        let live =
+            counter(c, names::TENSORS_CREATED).saturating_sub(counter(c, names::TENSORS_DESTROYED));
         event(
             out,
             &json!({
                 "name": "live tensors", "ph": "C", "ts": us(*t), "pid": 1,
-                "args": {"tensors": c.tensors_created.saturating_sub(c.tensors_destroyed)},
+                "args": {"tensors": live},
             }),
         )?;
     }

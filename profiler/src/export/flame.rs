@@ -3,8 +3,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::analysis::saturating_sum;
 use crate::error::{Error, Result};
 use crate::profile::Profile;
+use crate::record::clip;
 
 /// One stack of the flamegraph: its frames, outermost first, and the time spent in it.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,6 +27,24 @@ struct Key {
 
 const PHASES: [&str; 5] = ["graph build", "lower", "compile", "transfer", "execute"];
 
+/// A name from the profile as a frame: in the folded form `;` separates frames and a line break
+/// ends a stack, so `;` becomes `,` and every control character `\u{fffd}`; a name of any length
+/// is cut to a label's (see [`clip`]).
+fn frame_name(name: &str) -> String {
+    clip(name)
+        .chars()
+        .map(|c| {
+            if c == ';' {
+                ','
+            } else if c.is_control() {
+                '\u{fffd}'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
 /// Every stack with time in it, in the order of their folded lines.
 pub fn stacks(p: &Profile) -> Vec<Stack> {
     let mut ns_by_key: BTreeMap<Key, u64> = BTreeMap::new();
@@ -34,7 +54,8 @@ pub fn stacks(p: &Profile) -> Vec<Stack> {
         let mut add = |phase: Option<usize>, hash: Option<u64>, ns: u64| {
             if ns > 0 {
                 let key = Key { in_steps, location: s.location, phase, hash };
-                *ns_by_key.entry(key).or_default() += ns;
+                let total = ns_by_key.entry(key).or_default();
+                *total = total.saturating_add(ns);
             }
         };
         let phases = [s.build_ns, s.lower_ns, s.compile_ns, s.transfer_ns, s.execute_ns];
@@ -43,17 +64,16 @@ pub fn stacks(p: &Profile) -> Vec<Stack> {
         }
         add(None, None, s.duration_ns().saturating_sub(s.phases_ns()));
         if in_steps {
-            synced_in_steps_ns += s.duration_ns();
+            synced_in_steps_ns = s.duration_ns().saturating_add(synced_in_steps_ns);
         }
     }
     // Keys that read the same (two locations with one text) are one stack, as in the folded form.
     let mut ns_by_stack: BTreeMap<Vec<String>, u64> = BTreeMap::new();
     let mut sites: BTreeMap<u32, String> = BTreeMap::new();
     for (key, ns) in ns_by_key {
-        // `;` separates frames in the folded form.
         let site = sites
             .entry(key.location)
-            .or_insert_with(|| format!("sync at {}", p.location(key.location).replace(';', ",")));
+            .or_insert_with(|| format!("sync at {}", frame_name(&p.location(key.location))));
         let in_steps = if key.in_steps { "steps" } else { "after the last step" };
         let mut frames = vec!["program".to_string(), in_steps.to_string(), site.clone()];
         match key.phase {
@@ -64,14 +84,16 @@ pub fn stacks(p: &Profile) -> Vec<Stack> {
             }
             None => frames.push("other".to_string()),
         }
-        *ns_by_stack.entry(frames).or_default() += ns;
+        let total = ns_by_stack.entry(frames).or_default();
+        *total = total.saturating_add(ns);
     }
     // Time in steps outside syncs: the program tracing ops and doing its own work.
-    let steps_ns: u64 = p.steps.iter().map(|s| s.duration_ns()).sum();
+    let steps_ns = saturating_sum(p.steps.iter().map(|s| s.duration_ns()));
     let outside = steps_ns.saturating_sub(synced_in_steps_ns);
     if outside > 0 {
         let frames = ["program", "steps", "host (tracing ops, user code)"];
-        *ns_by_stack.entry(frames.map(String::from).to_vec()).or_default() += outside;
+        let total = ns_by_stack.entry(frames.map(String::from).to_vec()).or_default();
+        *total = total.saturating_add(outside);
     }
     let mut stacks: Vec<Stack> = ns_by_stack
         .into_iter()

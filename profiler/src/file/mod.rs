@@ -14,8 +14,11 @@
 //! is a new format version. A new version keeps the old version's record types to decode old
 //! files, and `tests/data/profile-vN.xlaprof` of every version must keep loading.
 //!
-//! Versions: 1 described a graph's nodes as text; 2 describes them as data (`NodeRec`: op,
-//! attributes, operands, shape, location, hash). Version-1 files are read by `v1`.
+//! Versions: 1 described a graph's nodes as text, and the engine's counters as a struct of 13
+//! fields; 2 describes nodes as data (`NodeRec`: op, attributes, operands, shape, location,
+//! hash), and counters by the engine's names, written once in `Meta`, with a list of values at
+//! each sync (so a counter the engine gains needs no new version). Version-1 files are read by
+//! `v1`.
 //!
 //! Records are appended while the program runs, one `write` per sync or step: the records since
 //! the last write go out when a sync or a step ends, before a compile starts (so a crash during a
@@ -23,7 +26,10 @@
 //! loses at most what happened since the last sync, and a viewer can follow the file live.
 //!
 //! A reader takes every complete, intact record: a truncated tail or a record whose checksum
-//! fails is reported in the profile's warnings with what was lost, never as a failure.
+//! fails is reported in the profile's warnings with what was lost, never as a failure. An intact
+//! record can still be crafted: the profile it is applied to (`Profile::apply`) bounds what it
+//! names by what was read (a location id by the number of records), and drops the rest with a
+//! warning.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};

@@ -1,14 +1,56 @@
-//! Reading version-1 files. Version 1 differs from version 2 in one record only: a graph's
-//! nodes were lines of text (`%3 = add(%1, %2) : f32[4]`) with their locations beside them.
-//! Every other record decodes as it is today, so only the graph record has a type of its own
-//! here, and its lines are read back into nodes (with no attributes: version 1 never wrote any).
+//! Reading version-1 files. Version 1 differs from version 2 in three records: a graph's nodes
+//! were lines of text (`%3 = add(%1, %2) : f32[4]`) with their locations beside them, and the
+//! engine's counters (in `Meta` and at the end of each sync) were a struct of 13 fields where
+//! version 2 writes their names once and their values as a list. Every other record decodes as
+//! it is today, so only these three have types of their own here: graph lines are read back
+//! into nodes (with no attributes: version 1 never wrote any), counters into names and values.
 
 use serde::Deserialize;
 
-use crate::record::{GraphDef, InputRec, NodeRec, Record, ShapeRec};
+use crate::record::{GraphDef, InputRec, Meta, NodeRec, Record, ShapeRec};
 
-/// Postcard writes an enum's variant index first, as a varint: the graph record is variant 2.
+/// Postcard writes an enum's variant index first, as a varint (one byte below 128).
+const META_VARIANT: u8 = 0;
 const GRAPH_VARIANT: u8 = 2;
+const SYNC_END_VARIANT: u8 = 11;
+
+/// The counters of version 1, in the order it wrote them.
+const COUNTER_NAMES: [&str; 13] = [
+    "tensors_created",
+    "tensors_destroyed",
+    "ops_traced",
+    "syncs",
+    "cache_hits",
+    "cache_misses",
+    "persistent_cache_hits",
+    "persistent_cache_misses",
+    "compiles",
+    "executions",
+    "bytes_to_device",
+    "bytes_from_device",
+    "value_reads",
+];
+
+/// Postcard writes a struct as its fields in order, without names: 13 counters are 13 numbers.
+type CountersV1 = [u64; 13];
+
+#[derive(Deserialize)]
+struct MetaV1 {
+    program: String,
+    pid: u32,
+    start_unix_ms: u64,
+    platform: String,
+    plugin: String,
+    counters: CountersV1,
+}
+
+#[derive(Deserialize)]
+struct SyncEndV1 {
+    t: u64,
+    sync: u64,
+    dur: u64,
+    counters: CountersV1,
+}
 
 #[derive(Deserialize)]
 struct GraphDefV1 {
@@ -24,6 +66,23 @@ struct GraphDefV1 {
 /// One version-1 record, as today's record; `None` when it cannot be decoded.
 pub(super) fn decode(payload: &[u8]) -> Option<Record> {
     match payload.split_first() {
+        Some((&META_VARIANT, rest)) => {
+            let old: MetaV1 = postcard::from_bytes(rest).ok()?;
+            Some(Record::Meta(Meta {
+                program: old.program,
+                pid: old.pid,
+                start_unix_ms: old.start_unix_ms,
+                platform: old.platform,
+                plugin: old.plugin,
+                counter_names: COUNTER_NAMES.map(String::from).to_vec(),
+                counters: old.counters.to_vec(),
+            }))
+        }
+        Some((&SYNC_END_VARIANT, rest)) => {
+            let old: SyncEndV1 = postcard::from_bytes(rest).ok()?;
+            let SyncEndV1 { t, sync, dur, counters } = old;
+            Some(Record::SyncEnd { t, sync, dur, counters: counters.to_vec() })
+        }
         Some((&GRAPH_VARIANT, rest)) => {
             let old: GraphDefV1 = postcard::from_bytes(rest).ok()?;
             let node_defs = old
