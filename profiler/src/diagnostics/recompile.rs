@@ -831,7 +831,12 @@ fn storm(p: &Profile, t: &Thresholds, location: u32, rs: &[&Recompile]) -> Diagn
     let instances = rs
         .iter()
         .map(|r| Instance {
-            message: format!("step {}: compiled graph {:016x}", r.step, r.hash),
+            message: format!(
+                "step {}: compiled graph {:016x} {}",
+                r.step,
+                r.hash,
+                because(&r.changes)
+            ),
             sync: Some(r.sync),
             step: Some(r.step),
             cost_ns: r.cost_ns,
