@@ -27,7 +27,7 @@ pub(crate) fn install(config: &EngineConfig) {
         return;
     }
     let out: Box<dyn std::io::Write + Send> = match &config.debug_file {
-        Some(path) => match std::fs::OpenOptions::new().create(true).append(true).open(&path) {
+        Some(path) => match std::fs::OpenOptions::new().create(true).append(true).open(path) {
             Ok(f) => Box::new(f),
             Err(e) => {
                 eprintln!(

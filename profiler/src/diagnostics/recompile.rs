@@ -516,26 +516,45 @@ struct WarmUp {
 
 /// Whether the first recompile at a site is warm-up: the new graph is the first one without the
 /// lines that ran once, and takes the tensors they made as inputs.
-fn warm_up(p: &Profile, r: &Recompile) -> Option<WarmUp> {
+/// The lines that recorded each graph's ops (its parameters and host scalars aside), computed
+/// once per graph.
+#[derive(Default)]
+struct GraphLines(HashMap<u64, Arc<BTreeSet<u32>>>);
+
+impl GraphLines {
+    fn of(&mut self, hash: u64, d: &GraphDef) -> Arc<BTreeSet<u32>> {
+        self.0
+            .entry(hash)
+            .or_insert_with(|| {
+                Arc::new(
+                    d.node_defs
+                        .iter()
+                        .filter(|n| n.op != "parameter" && n.op != "scalar")
+                        .map(|n| n.location)
+                        .collect(),
+                )
+            })
+            .clone()
+    }
+}
+
+fn warm_up(
+    p: &Profile,
+    r: &Recompile,
+    site_syncs: &[&crate::profile::Sync],
+    lines: &mut GraphLines,
+) -> Option<WarmUp> {
     // Warm-up happens once: the first graph never runs again at this site, and the new one is
     // the steady state (it runs again, or nothing else compiles there after it).
-    let later: Vec<&crate::profile::Sync> =
-        p.syncs.iter().filter(|s| s.location == r.location && s.id > r.sync).collect();
-    if later.iter().any(|s| s.hash == Some(r.previous)) {
+    let later = || site_syncs.iter().filter(|s| s.id > r.sync);
+    if later().any(|s| s.hash == Some(r.previous)) {
         return None;
     }
-    if !later.iter().any(|s| s.hash == Some(r.hash)) && later.iter().any(|s| s.compiled()) {
+    if !later().any(|s| s.hash == Some(r.hash)) && later().any(|s| s.compiled()) {
         return None;
     }
     let (a, b) = (&p.graphs.get(&r.previous)?.def, &p.graphs.get(&r.hash)?.def);
-    let lines = |d: &crate::record::GraphDef| -> BTreeSet<u32> {
-        d.node_defs
-            .iter()
-            .filter(|n| n.op != "parameter" && n.op != "scalar")
-            .map(|n| n.location)
-            .collect()
-    };
-    let (la, lb) = (lines(a), lines(b));
+    let (la, lb) = (lines.of(r.previous, a), lines.of(r.hash, b));
     if !lb.is_subset(&la) {
         return None;
     }
@@ -625,9 +644,16 @@ fn warm_up_diagnostic(p: &Profile, r: &Recompile, w: &WarmUp) -> Diagnostic {
 /// The recompile findings of every call site: warm-up (its first recompile, when that is what
 /// it is), then a storm when compiles keep coming after warm-up, else the recompiles explained.
 pub(super) fn findings(p: &Profile, t: &Thresholds, all: &[Recompile]) -> Vec<Diagnostic> {
+    // Each site's syncs, and each graph's lines, gathered once: linear in the profile.
+    let mut syncs_at: HashMap<u32, Vec<&crate::profile::Sync>> = HashMap::new();
+    for s in &p.syncs {
+        syncs_at.entry(s.location).or_default().push(s);
+    }
+    let mut lines = GraphLines::default();
     let mut out = Vec::new();
     for (location, mut rs) in by_site(all.iter()) {
-        if let Some(w) = warm_up(p, rs[0]) {
+        let at = syncs_at.get(&location).map_or(&[][..], |v| &v[..]);
+        if let Some(w) = warm_up(p, rs[0], at, &mut lines) {
             out.push(warm_up_diagnostic(p, rs[0], &w));
             rs.remove(0);
         }
@@ -688,7 +714,7 @@ fn recompiles(p: &Profile, location: u32, rs: &[&Recompile]) -> Diagnostic {
                 None => groups.push((cause, 1, values)),
             }
         }
-        groups.sort_by(|a, b| b.1.cmp(&a.1));
+        groups.sort_by_key(|g| std::cmp::Reverse(g.1));
         let causes: Vec<String> = groups
             .iter()
             .map(|(cause, n, values)| {
