@@ -7,6 +7,8 @@ use crate::diagnostics::{diagnose, find_recompiles, Diagnostic, Kind, Recompile,
 use crate::metrics::{metrics, nearest_rank, Metrics};
 use crate::profile::Profile;
 use crate::record::Cause;
+use crate::timeline::{spans, Span};
+use crate::views::{graph_rows, step_phases, GraphRow, StepPhases};
 
 /// The answer to "is this program healthy?" at a glance.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -51,6 +53,14 @@ pub struct Analysis {
     /// Not exported: the diagnostics say it all.
     #[serde(skip)]
     pub recompiles: Vec<Recompile>,
+    /// Each step's phases, the graph table and the timeline's spans: every view draws these
+    /// and rebuilds none of them (not exported: the tables and the trace carry them).
+    #[serde(skip)]
+    pub steps: Vec<StepPhases>,
+    #[serde(skip)]
+    pub graphs: Vec<GraphRow>,
+    #[serde(skip)]
+    pub spans: Vec<Span>,
 }
 
 /// The sum of `values`, `u64::MAX` where it would overflow.
@@ -100,13 +110,18 @@ pub fn analyze(p: &Profile, thresholds: &Thresholds) -> Analysis {
         outside_syncs_ns: p.end_ns().saturating_sub(syncs_ns),
     };
     let recompiles = find_recompiles(p);
+    let steps = step_phases(p);
+    let graphs = graph_rows(p, &recompiles);
     Analysis {
         summary,
         metrics: metrics(p),
-        diagnostics: diagnose(p, thresholds, &recompiles),
+        diagnostics: diagnose(p, thresholds, &recompiles, &steps),
         thresholds: thresholds.clone(),
         warnings: p.warnings.clone(),
         recompiles,
+        steps,
+        graphs,
+        spans: spans(p),
     }
 }
 

@@ -42,7 +42,7 @@ pub fn render(p: &Profile, a: &Analysis, options: &WidgetOptions) -> String {
         sections::rules(&mut out, &options.rules);
     }
     sections::diagnostics(&mut out, a, &options.source_lines);
-    section(&mut out, "Timeline", true, &timeline::svg(p));
+    section(&mut out, "Timeline", true, &timeline::svg(p, &a.spans));
     section(&mut out, "Flamegraph: where the time goes", true, &flame::svg(p));
     sections::metrics(&mut out, a);
     sections::graphs(&mut out, p, a);

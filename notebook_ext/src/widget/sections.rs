@@ -6,7 +6,6 @@ use std::fmt::Write;
 
 use xlaprof_profiler::diagnostics::RuleOutcome;
 use xlaprof_profiler::metrics::{format_bytes, format_ns, format_value};
-use xlaprof_profiler::views::graph_rows;
 use xlaprof_profiler::{Analysis, Profile};
 
 use super::escape::esc;
@@ -141,13 +140,13 @@ pub(crate) fn metrics(out: &mut String, a: &Analysis) {
 /// The graphs as the profiler's views list them (every viewer shows the same rows): a table, then
 /// each graph's details with what changed from the graph of its call site that it replaced.
 pub(crate) fn graphs(out: &mut String, p: &Profile, a: &Analysis) {
-    let rows = graph_rows(p, &a.recompiles);
+    let rows = &a.graphs;
     let mut body = String::from(
         "<table><tr><th>graph</th><th>first built at</th><th class=\"num\">nodes</th>\
          <th class=\"num\">compiles</th><th class=\"num\">compile time</th>\
          <th class=\"num\">executions</th><th class=\"num\">execute time</th></tr>",
     );
-    for r in &rows {
+    for r in rows {
         let _ = write!(
             body,
             "<tr><td><code>{:016x}</code></td><td>{}</td><td class=\"num\">{}</td>\
@@ -163,7 +162,7 @@ pub(crate) fn graphs(out: &mut String, p: &Profile, a: &Analysis) {
         );
     }
     body.push_str("</table>");
-    for r in &rows {
+    for r in rows {
         let mut detail = String::new();
         if let Some(previous) = r.previous {
             let _ =

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use xlaprof_profiler::metrics::format_ns;
-use xlaprof_profiler::timeline::{spans, Span, SpanKind, LANES};
+use xlaprof_profiler::timeline::{Span, SpanKind, LANES};
 use xlaprof_profiler::Profile;
 
 use super::escape::esc;
@@ -29,8 +29,8 @@ fn color(kind: SpanKind) -> &'static str {
     }
 }
 
-pub(crate) fn svg(p: &Profile) -> String {
-    let mut all = spans(p);
+pub(crate) fn svg(p: &Profile, spans: &[Span]) -> String {
+    let mut all = spans.to_vec();
     if all.is_empty() {
         return "<p>Nothing happened on the timeline.</p>".to_string();
     }

@@ -148,16 +148,20 @@ fn times(n: usize) -> String {
     }
 }
 
-/// Every finding of a profile, most costly first. `recompiles` is [`find_recompiles`] of `p`:
-/// explaining a recompile diffs graphs, so it is computed once for every reader.
-pub fn diagnose(p: &Profile, t: &Thresholds, recompiles: &[Recompile]) -> Vec<Diagnostic> {
+/// Every finding of a profile, most costly first. `recompiles` is [`find_recompiles`] of `p`
+/// and `phases` its step phases: both are computed once, by the analysis, for every reader.
+pub fn diagnose(
+    p: &Profile,
+    t: &Thresholds,
+    recompiles: &[Recompile],
+    phases: &[crate::views::StepPhases],
+) -> Vec<Diagnostic> {
     let mut all = Vec::new();
     all.extend(recompile::findings(p, t, recompiles));
     all.extend(steps::syncs_in_steps(p, t));
     all.extend(steps::slow_compiles(p, t));
-    let phases = crate::views::step_phases(p);
-    all.extend(steps::slow_steps(p, t, &phases));
-    all.extend(steps::idle_device(p, t, &phases));
+    all.extend(steps::slow_steps(p, t, phases));
+    all.extend(steps::idle_device(p, t, phases));
     all.sort_by(|a, b| {
         b.cost_ns.cmp(&a.cost_ns).then(a.kind.cmp(&b.kind)).then(a.location.cmp(&b.location))
     });

@@ -55,7 +55,7 @@ fn version_label(g: &GraphRow) -> String {
 }
 
 pub fn show(ui: &mut egui::Ui, model: &Model, view: &mut GraphsView, selection: &mut Selection) {
-    if model.graphs.is_empty() {
+    if model.analysis.graphs.is_empty() {
         ui.label("No graphs recorded yet.");
         return;
     }
@@ -125,7 +125,7 @@ fn list_ui(ui: &mut egui::Ui, model: &Model, selection: &mut Selection) {
                 ui.strong(h);
             }
             ui.end_row();
-            for g in &model.graphs {
+            for g in &model.analysis.graphs {
                 let selected = selection.graph == Some(g.hash);
                 if ui.selectable_label(selected, format!("{:016x}", g.hash)).clicked() {
                     selection.show_graph(model, g.hash);
@@ -161,7 +161,7 @@ fn pick_ui(
         if allow_none {
             ui.selectable_value(value, None, "(none)");
         }
-        for g in &model.graphs {
+        for g in &model.analysis.graphs {
             ui.selectable_value(value, Some(g.hash), version_label(g));
         }
     });

@@ -231,8 +231,13 @@ impl GuiApp {
         let keep_view = self.model.is_some() && self.source.as_ref().is_some_and(|s| s.following());
         if !keep_view {
             // The graphs panel opens on the latest recompile and the graph it replaced.
-            let latest =
-                model.graphs.iter().rev().find(|g| g.previous.is_some()).or(model.graphs.last());
+            let latest = model
+                .analysis
+                .graphs
+                .iter()
+                .rev()
+                .find(|g| g.previous.is_some())
+                .or(model.analysis.graphs.last());
             self.selection = Selection {
                 graph: latest.map(|g| g.hash),
                 compare: latest.and_then(|g| g.previous),
@@ -349,8 +354,8 @@ impl GuiApp {
                     ui.label(format!(
                         "{} records · {} spans · {} steps · {}",
                         m.profile.records,
-                        m.spans.len(),
-                        m.steps.len(),
+                        m.analysis.spans.len(),
+                        m.analysis.steps.len(),
                         format_ns(m.end_ns as f64)
                     ));
                 }
@@ -437,7 +442,7 @@ impl GuiApp {
         });
         ui.separator();
         ui.heading("Selection");
-        if let Some(span) = self.selection.span.and_then(|i| model.spans.get(i)) {
+        if let Some(span) = self.selection.span.and_then(|i| model.analysis.spans.get(i)) {
             timeline_ui::span_details_ui(ui, model, span);
             if let Some(hash) = span.hash {
                 if ui.button("Show this graph").clicked() {

@@ -97,12 +97,17 @@ impl Model {
         let flame = FlameNode::from_stacks(&flame::stacks(&profile));
         let view = viewer::Model::build(profile, thresholds);
         let step_time_ms = thin(
-            view.steps.iter().map(|s| [s.index as f64, s.duration_ns as f64 / 1e6]).collect(),
+            view.analysis
+                .steps
+                .iter()
+                .map(|s| [s.index as f64, s.duration_ns as f64 / 1e6])
+                .collect(),
             2000,
         );
         // A step's syncs that needed no compile, over its syncs.
         let hit_rate_percent = thin(
-            view.steps
+            view.analysis
+                .steps
                 .iter()
                 .filter(|s| s.syncs > 0)
                 .map(|s| {

@@ -7,7 +7,7 @@ use egui_plot::{Bar, BarChart, Legend, Line, Plot};
 use super::model::Model;
 
 pub fn show(ui: &mut egui::Ui, model: &Model) {
-    if model.steps.is_empty() && model.graphs.is_empty() {
+    if model.analysis.steps.is_empty() && model.analysis.graphs.is_empty() {
         ui.label("No steps or graphs recorded yet: nothing to plot.");
         return;
     }
@@ -28,6 +28,7 @@ pub fn show(ui: &mut egui::Ui, model: &Model) {
             ui.strong("Compiles per step");
             // Steps without compiles draw nothing, so only the others become bars.
             let bars: Vec<Bar> = model
+                .analysis
                 .steps
                 .iter()
                 .filter(|s| s.compiles > 0)
@@ -51,6 +52,7 @@ pub fn show(ui: &mut egui::Ui, model: &Model) {
         ui.vertical(|ui| {
             ui.strong("Peak memory per graph (MB)");
             let bars: Vec<Bar> = model
+                .analysis
                 .graphs
                 .iter()
                 .enumerate()

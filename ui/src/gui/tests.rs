@@ -44,7 +44,7 @@ fn opens_a_recorded_profile_on_the_timeline() {
     let app = h.state();
     assert!(matches!(app.notice, Some(Notice::Info(_))), "{:?}", app.notice);
     let model = app.model.as_ref().unwrap();
-    assert_eq!(model.steps.len(), 5);
+    assert_eq!(model.analysis.steps.len(), 5);
     // The status bar counts what the profiler read; the step strip offers every step.
     h.get_by_label_contains(&format!("{} records", model.profile.records));
     h.get_by_label("recent");
@@ -73,7 +73,7 @@ fn clicking_the_timeline_selects_the_span_under_the_pointer() {
     }
     let app = h.state();
     let model = app.model.as_ref().unwrap();
-    let span = app.selection.span.map(|i| &model.spans[i]).expect("a span is selected");
+    let span = app.selection.span.map(|i| &model.analysis.spans[i]).expect("a span is selected");
     assert_eq!(span.kind, SpanKind::Step);
     // The details panel shows the selected span (and so may the tooltip under the pointer).
     assert!(h.query_all_by_label(span.name.as_str()).count() >= 1);
@@ -163,7 +163,7 @@ fn plots_and_graph_list() {
     h.get_by_label("Peak memory per graph (MB)");
     h.get_by_label("Graphs").click();
     h.run();
-    let first = h.state().model.as_ref().unwrap().graphs[0].hash;
+    let first = h.state().model.as_ref().unwrap().analysis.graphs[0].hash;
     h.get_by_label(&format!("{first:016x}")).click();
     h.run();
     assert_eq!(h.state().selection.graph, Some(first));
@@ -181,7 +181,7 @@ fn damaged_files_show_what_was_read_and_a_message() {
         "{:?}",
         app.notice
     );
-    assert!(!app.model.as_ref().unwrap().spans.is_empty(), "what was read is shown");
+    assert!(!app.model.as_ref().unwrap().analysis.spans.is_empty(), "what was read is shown");
     h.get_by_label_contains("warning: the file is damaged");
 
     let garbage = scratch("garbage.xlaprof");
@@ -211,7 +211,7 @@ fn following_a_growing_file_shows_new_records() {
     h.run_steps(2);
     let after = h.state().model.as_ref().unwrap().profile.records;
     assert!(after > before, "{before} -> {after}");
-    assert_eq!(h.state().model.as_ref().unwrap().steps.len(), 5);
+    assert_eq!(h.state().model.as_ref().unwrap().analysis.steps.len(), 5);
 }
 
 #[test]

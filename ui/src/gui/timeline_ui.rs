@@ -164,7 +164,8 @@ pub fn show(ui: &mut egui::Ui, model: &Model, view: &mut TimelineView, selection
             }
             let (x0, x1) = (x_of(start as f64), x_of(end as f64));
             let mut color = kind_color(row.kinds[k]);
-            if selection.span == Some(i) || (any_highlight && highlighted(&model.spans[i])) {
+            if selection.span == Some(i) || (any_highlight && highlighted(&model.analysis.spans[i]))
+            {
                 color = Color32::from_rgb(255, 215, 0);
             }
             if x1 - x0 < 1.5 {
@@ -215,7 +216,7 @@ pub fn show(ui: &mut egui::Ui, model: &Model, view: &mut TimelineView, selection
                 track_painter.with_clip_rect(clip).text(
                     Pos2::new(clip.left(), span_rect.center().y),
                     Align2::LEFT_CENTER,
-                    &model.spans[i].name,
+                    &model.analysis.spans[i].name,
                     FontId::proportional(11.0),
                     Color32::BLACK,
                 );
@@ -229,7 +230,7 @@ pub fn show(ui: &mut egui::Ui, model: &Model, view: &mut TimelineView, selection
     }
 
     if let Some(i) = hovered {
-        let span = &model.spans[i];
+        let span = &model.analysis.spans[i];
         response.clone().on_hover_ui_at_pointer(|ui| span_details_ui(ui, model, span));
         if response.clicked() {
             selection.span = Some(i);
@@ -247,7 +248,7 @@ pub fn show(ui: &mut egui::Ui, model: &Model, view: &mut TimelineView, selection
 
 /// Where the time of one step went (the selected span's step, else the slowest), as one bar.
 fn step_phases_ui(ui: &mut egui::Ui, model: &Model, selection: &Selection) {
-    let selected = selection.span.and_then(|i| model.spans.get(i)).and_then(|s| s.step);
+    let selected = selection.span.and_then(|i| model.analysis.spans.get(i)).and_then(|s| s.step);
     let Some(step) = selected
         .and_then(|n| model.step(n))
         .or_else(|| model.slowest_steps.first().and_then(|&n| model.step(n)))
@@ -356,7 +357,7 @@ fn step_strip_ui(
     view: &mut TimelineView,
     selection: &mut Selection,
 ) {
-    if model.steps.is_empty() {
+    if model.analysis.steps.is_empty() {
         return;
     }
     // The slowest step comes first.
@@ -397,15 +398,25 @@ fn step_strip_ui(
         ));
         if response.clicked() {
             view.focus(step.start_ns, step.start_ns + step.duration_ns);
-            selection.span =
-                model.spans.iter().position(|s| s.kind == SpanKind::Step && s.step == Some(index));
+            selection.span = model
+                .analysis
+                .spans
+                .iter()
+                .position(|s| s.kind == SpanKind::Step && s.step == Some(index));
         }
     };
     egui::ScrollArea::horizontal().id_salt("step-strip").show(ui, |ui| {
         ui.horizontal(|ui| {
             ui.label("recent");
-            let recent: Vec<u64> =
-                model.steps.iter().rev().take(STRIP_STEPS).map(|s| s.index).rev().collect();
+            let recent: Vec<u64> = model
+                .analysis
+                .steps
+                .iter()
+                .rev()
+                .take(STRIP_STEPS)
+                .map(|s| s.index)
+                .rev()
+                .collect();
             for index in recent {
                 step_button(ui, index);
             }

@@ -301,7 +301,7 @@ impl App {
         let model = &self.model;
         match self.tab {
             Tab::Graphs if self.graph_detail.is_none() => {
-                Some(Table::new(&mut self.graphs, &model.graphs, &GRAPH_COLUMNS))
+                Some(Table::new(&mut self.graphs, &model.analysis.graphs, &GRAPH_COLUMNS))
             }
             Tab::Metrics => Some(Table::new(
                 &mut self.metrics,
@@ -318,7 +318,7 @@ impl App {
     }
 
     pub fn visible_graphs(&self) -> Vec<usize> {
-        self.graphs.visible(&self.model.graphs, &GRAPH_COLUMNS)
+        self.graphs.visible(&self.model.analysis.graphs, &GRAPH_COLUMNS)
     }
 
     pub fn visible_metrics(&self) -> Vec<usize> {
@@ -349,7 +349,7 @@ impl App {
                 }
             }
             Tab::Timeline => {
-                let n = self.model.steps.len();
+                let n = self.model.analysis.steps.len();
                 if n > 0 {
                     // The first move picks the first step going down, the last going up.
                     let next = match self.step_selected {
@@ -400,7 +400,7 @@ impl App {
 
     /// Selects step `i`; `zoom` fits the window to it, else the window only moves to show it.
     fn select_step(&mut self, i: usize, zoom: bool) {
-        let Some(s) = self.model.steps.get(i) else { return };
+        let Some(s) = self.model.analysis.steps.get(i) else { return };
         self.step_selected = Some(i);
         let margin = s.duration_ns / 10;
         if zoom {
@@ -422,7 +422,9 @@ impl App {
     /// The slowest step, selected and zoomed into.
     pub fn select_slowest_step(&mut self) {
         let slowest = self.model.slowest_steps.first();
-        if let Some(i) = slowest.and_then(|&n| self.model.steps.iter().position(|s| s.index == n)) {
+        if let Some(i) =
+            slowest.and_then(|&n| self.model.analysis.steps.iter().position(|s| s.index == n))
+        {
             self.select_step(i, true);
         }
     }
@@ -440,7 +442,7 @@ impl App {
             Tab::Graphs if self.graph_detail.is_none() => {
                 let shown = self.visible_graphs();
                 if let Some(&i) = shown.get(self.graphs.selected) {
-                    self.graph_detail = Some(self.model.graphs[i].hash);
+                    self.graph_detail = Some(self.model.analysis.graphs[i].hash);
                     self.detail_scroll = 0;
                 }
             }
@@ -468,7 +470,7 @@ impl App {
     fn open_graph(&mut self, hash: u64) {
         self.graphs = TableState::default();
         if let Some(pos) =
-            self.visible_graphs().iter().position(|&i| self.model.graphs[i].hash == hash)
+            self.visible_graphs().iter().position(|&i| self.model.analysis.graphs[i].hash == hash)
         {
             self.graphs.selected = pos;
         }

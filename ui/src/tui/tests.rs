@@ -174,8 +174,10 @@ fn drilling_into_a_graph_shows_its_history_ops_and_stablehlo() {
     key(&mut app, KeyCode::Enter);
     assert!(!app.editing_filter);
     let shown = app.visible_graphs();
-    let v2 =
-        shown.iter().position(|&i| app.model.graphs[i].version == 2).expect("a second version");
+    let v2 = shown
+        .iter()
+        .position(|&i| app.model.analysis.graphs[i].version == 2)
+        .expect("a second version");
     for _ in 0..v2 {
         key(&mut app, KeyCode::Down);
     }
@@ -294,8 +296,8 @@ fn the_timeline_zooms_pans_and_finds_the_slowest_step() {
     assert_eq!(app.window, None);
     key(&mut app, KeyCode::Char('m'));
     let slowest = app.step_selected.expect("a step");
-    let max = app.model.steps.iter().map(|s| s.duration_ns).max().unwrap();
-    assert_eq!(app.model.steps[slowest].duration_ns, max);
+    let max = app.model.analysis.steps.iter().map(|s| s.duration_ns).max().unwrap();
+    assert_eq!(app.model.analysis.steps[slowest].duration_ns, max);
     let w = app.window.expect("zoomed to the step");
     assert!(w.len_ns < app.model.end_ns);
     key(&mut app, KeyCode::Char('-'));
@@ -309,7 +311,7 @@ fn the_timeline_zooms_pans_and_finds_the_slowest_step() {
     key(&mut app, KeyCode::Left);
     assert!(app.current_window().start_ns < before || before == 0);
     key(&mut app, KeyCode::Char('j'));
-    assert_eq!(app.step_selected, Some((slowest + 1).min(app.model.steps.len() - 1)));
+    assert_eq!(app.step_selected, Some((slowest + 1).min(app.model.analysis.steps.len() - 1)));
     let screen = render(&app, 120, 30);
     assert!(screen.contains("slowest steps"), "{screen}");
     key(&mut app, KeyCode::Char('0'));
@@ -387,12 +389,12 @@ fn following_a_growing_file_shows_new_steps() {
     let cut = whole.len() / 3;
     std::fs::write(&growing, &whole[..cut]).unwrap();
     let mut app = App::new(Source::follow(&growing), Thresholds::default());
-    let before = app.model.steps.len();
+    let before = app.model.analysis.steps.len();
     assert!(app.source.profile.warnings.is_empty(), "an unfinished record is not damage");
     std::fs::write(&growing, &whole).unwrap();
     let start = std::time::Instant::now();
     let mut redrawn = false;
-    while app.model.steps.len() < 6 {
+    while app.model.analysis.steps.len() < 6 {
         assert!(start.elapsed().as_secs() < 10, "the new steps never showed");
         std::thread::sleep(std::time::Duration::from_millis(20));
         redrawn |= app.tick();

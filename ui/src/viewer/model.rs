@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use xlaprof_profiler::timeline::{self, Span, SpanKind, LANES};
-use xlaprof_profiler::views::{self, GraphRow, StepPhases};
+use xlaprof_profiler::timeline::{Span, SpanKind, LANES};
+use xlaprof_profiler::views::{GraphRow, StepPhases};
 use xlaprof_profiler::{analyze, Analysis, Profile, Thresholds};
 
 /// One row of the timeline: the spans of one lane at one nesting depth, sorted by start.
@@ -38,11 +38,10 @@ impl TimelineRow {
 pub struct Model {
     /// The profile as it was when this model was built (a live one goes on growing).
     pub profile: Arc<Profile>,
+    /// Its analysis: findings, step phases, graph rows and spans, drawn as they are.
     pub analysis: Analysis,
-    pub spans: Vec<Span>,
+    /// The spans laid out in timeline rows (the one thing only the viewers need).
     pub rows: Vec<TimelineRow>,
-    pub steps: Vec<StepPhases>,
-    pub graphs: Vec<GraphRow>,
     /// Step indexes, slowest first.
     pub slowest_steps: Vec<u64>,
     /// The last time anything happened (ns).
@@ -55,35 +54,24 @@ impl Model {
     pub fn build(profile: Arc<Profile>, thresholds: &Thresholds) -> Model {
         let started = Instant::now();
         let analysis = analyze(&profile, thresholds);
-        let spans = timeline::spans(&profile);
-        let rows = timeline_rows(&spans);
-        let steps = views::step_phases(&profile);
-        let graphs = views::graph_rows(&profile, &analysis.recompiles);
-        let mut by_time: Vec<&StepPhases> = steps.iter().collect();
+        let rows = timeline_rows(&analysis.spans);
+        let mut by_time: Vec<&StepPhases> = analysis.steps.iter().collect();
         by_time.sort_by(|a, b| b.duration_ns.cmp(&a.duration_ns).then(a.index.cmp(&b.index)));
         let slowest_steps = by_time.iter().map(|s| s.index).collect();
-        let end_ns = profile.end_ns().max(spans.iter().map(|s| s.end_ns).max().unwrap_or(0));
-        Model {
-            profile,
-            analysis,
-            spans,
-            rows,
-            steps,
-            graphs,
-            slowest_steps,
-            end_ns,
-            build_time: started.elapsed(),
-        }
+        let end_ns =
+            profile.end_ns().max(analysis.spans.iter().map(|s| s.end_ns).max().unwrap_or(0));
+        Model { profile, analysis, rows, slowest_steps, end_ns, build_time: started.elapsed() }
     }
 
     /// The step with index `index` (steps are numbered from 1, in order, so this is a lookup).
     pub fn step(&self, index: u64) -> Option<&StepPhases> {
-        let at = (index as usize).checked_sub(1).and_then(|i| self.steps.get(i));
-        at.filter(|s| s.index == index).or_else(|| self.steps.iter().find(|s| s.index == index))
+        let at = (index as usize).checked_sub(1).and_then(|i| self.analysis.steps.get(i));
+        at.filter(|s| s.index == index)
+            .or_else(|| self.analysis.steps.iter().find(|s| s.index == index))
     }
 
     pub fn graph(&self, hash: u64) -> Option<&GraphRow> {
-        self.graphs.iter().find(|g| g.hash == hash)
+        self.analysis.graphs.iter().find(|g| g.hash == hash)
     }
 }
 

@@ -18,7 +18,7 @@ pub fn graph(f: &mut Frame, app: &App, hash: u64, area: Rect) {
         return;
     };
     let graph = app.model.profile.graphs.get(&hash);
-    let history = site_history(&app.model.graphs, hash);
+    let history = site_history(&app.model.analysis.graphs, hash);
 
     let mut facts = vec![
         Line::from(vec![

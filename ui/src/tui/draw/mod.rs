@@ -70,7 +70,7 @@ pub fn frame(f: &mut Frame, app: &App) {
                 f,
                 body,
                 "Graphs: every distinct graph (Enter: history, ops, StableHLO)",
-                &app.model.graphs,
+                &app.model.analysis.graphs,
                 &GRAPH_COLUMNS,
                 &app.graphs,
                 app.editing_filter,

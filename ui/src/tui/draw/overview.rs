@@ -26,7 +26,7 @@ pub fn draw(f: &mut Frame, app: &App, area: Rect) {
     let [steps, compiles] =
         Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(sparks);
     let shown = steps.width.saturating_sub(2) as usize;
-    let recent = &app.model.steps[app.model.steps.len().saturating_sub(shown)..];
+    let recent = &app.model.analysis.steps[app.model.analysis.steps.len().saturating_sub(shown)..];
     let times: Vec<u64> = recent.iter().map(|s| s.duration_ns).collect();
     let max = times.iter().copied().max().unwrap_or(0);
     f.render_widget(
@@ -41,7 +41,8 @@ pub fn draw(f: &mut Frame, app: &App, area: Rect) {
         steps,
     );
     let shown = compiles.width.saturating_sub(2) as usize;
-    let recent_c = &app.model.steps[app.model.steps.len().saturating_sub(shown)..];
+    let recent_c =
+        &app.model.analysis.steps[app.model.analysis.steps.len().saturating_sub(shown)..];
     let counts: Vec<u64> = recent_c.iter().map(|s| s.compiles as u64).collect();
     // The summary's count, as the figures beside it: compiles outside any step count too.
     let total = app.model.analysis.summary.compiles;
@@ -57,7 +58,7 @@ pub fn draw(f: &mut Frame, app: &App, area: Rect) {
 }
 
 fn phases_height(app: &App, area: Rect) -> u16 {
-    let wanted = app.model.steps.len().min(6) as u16 + 3;
+    let wanted = app.model.analysis.steps.len().min(6) as u16 + 3;
     wanted.min(area.height.saturating_sub(10)).max(3)
 }
 
@@ -117,7 +118,7 @@ fn phase_bars(f: &mut Frame, app: &App, area: Rect) {
         legend.push(Span::raw(format!("{name} ")));
     }
     let rows = inner.height as usize - 1;
-    let recent = &app.model.steps[app.model.steps.len().saturating_sub(rows)..];
+    let recent = &app.model.analysis.steps[app.model.analysis.steps.len().saturating_sub(rows)..];
     let scale = recent.iter().map(|s| s.duration_ns).max().unwrap_or(1).max(1);
     let label_width = 20usize;
     let bar_width = (inner.width as usize).saturating_sub(label_width);

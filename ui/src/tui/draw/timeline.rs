@@ -33,7 +33,8 @@ pub fn draw(f: &mut Frame, app: &App, area: Rect) {
     let block = Block::bordered().title(title);
     let inner = block.inner(tracks);
     f.render_widget(block, tracks);
-    let selected_step = app.step_selected.and_then(|i| app.model.steps.get(i)).map(|s| s.index);
+    let selected_step =
+        app.step_selected.and_then(|i| app.model.analysis.steps.get(i)).map(|s| s.index);
     let buf = f.buffer_mut();
     for (i, row) in app.model.rows.iter().enumerate() {
         let y = inner.y + i as u16;
@@ -48,7 +49,7 @@ pub fn draw(f: &mut Frame, app: &App, area: Rect) {
         buf.set_stringn(inner.x, y, &label, LABEL as usize, DIM);
         let cells =
             Rect { x: inner.x + LABEL, y, width: inner.width.saturating_sub(LABEL), height: 1 };
-        paint_row(buf, cells, &app.model.spans, row, w, selected_step);
+        paint_row(buf, cells, &app.model.analysis.spans, row, w, selected_step);
     }
     axis(buf, inner, w);
     step_details(f, app, details);
@@ -141,7 +142,7 @@ fn axis(buf: &mut Buffer, inner: Rect, w: Window) {
 
 fn step_details(f: &mut Frame, app: &App, area: Rect) {
     let mut lines = Vec::new();
-    match app.step_selected.and_then(|i| app.model.steps.get(i)) {
+    match app.step_selected.and_then(|i| app.model.analysis.steps.get(i)) {
         Some(s) => {
             let mut spans = vec![
                 Span::styled(format!(" step {} ", s.index), BOLD),
@@ -185,6 +186,7 @@ fn step_details(f: &mut Frame, app: &App, area: Rect) {
         .push(Line::from(vec![Span::styled(" slowest steps: ", BOLD), Span::raw(list.join("  "))]));
     let recent: Vec<String> = app
         .model
+        .analysis
         .steps
         .iter()
         .rev()
