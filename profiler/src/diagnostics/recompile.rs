@@ -430,19 +430,10 @@ fn by_site<'a>(
 /// subject without its values ("dimension 0 of input 0 (created at x.py:3)").
 fn cause_of(changes: &[GraphChange]) -> String {
     let Some(c) = changes.first() else { return because(changes) };
+    if let Some((subject, from, to)) = reshaped(c) {
+        return format!("because {subject} changed its {}", varying_part(from, to));
+    }
     let cause = match c {
-        GraphChange::InputShape { input, from, to, created_at } => {
-            format!(
-                "input {input} (created at {created_at}) changed its {}",
-                varying_part(from, to)
-            )
-        }
-        GraphChange::NodeShape { op, from, to, location, .. } => {
-            format!(
-                "the tensor made by `{op}` at {location} changed its {}",
-                varying_part(from, to)
-            )
-        }
         GraphChange::Attribute { op, name, location, .. } => {
             format!("`{op}` at {location} changed its {name}")
         }
@@ -453,8 +444,24 @@ fn cause_of(changes: &[GraphChange]) -> String {
         GraphChange::InputCount { .. } => "the graph took a different number of inputs".to_string(),
         GraphChange::Donation { .. } => "an input's donation changed".to_string(),
         GraphChange::ScalarPattern => "the pattern of equal host scalars changed".to_string(),
+        // Named by `reshaped` above.
+        GraphChange::InputShape { .. } | GraphChange::NodeShape { .. } => String::new(),
     };
     format!("because {cause}")
+}
+
+/// A change of a tensor's shape: the tensor in words (a device input by the line that made it,
+/// or a tensor made on the device), and its two shapes.
+fn reshaped(c: &GraphChange) -> Option<(String, &ShapeRec, &ShapeRec)> {
+    match c {
+        GraphChange::InputShape { input, from, to, created_at } => {
+            Some((format!("input {input} (created at {created_at})"), from, to))
+        }
+        GraphChange::NodeShape { op, from, to, location, .. } => {
+            Some((format!("the tensor made by `{op}` at {location}"), from, to))
+        }
+        _ => None,
+    }
 }
 
 /// "dimension 0", "dtype", "rank": what varies between two shapes.
@@ -508,7 +515,7 @@ fn values_of(changes: &[GraphChange]) -> Vec<String> {
 
 /// A recompile that is warm-up rather than a problem: the site's first graph also computed
 /// tensors made before the loop (initialization), or the optimizer state that its first update
-/// created. The lines only the first graph had, and whether the state is updated every step.
+/// created: which of the two, and the lines only the first graph had.
 struct WarmUp {
     kind: Kind,
     lines: Vec<u32>,
@@ -772,22 +779,14 @@ fn storm(p: &Profile, t: &Thresholds, location: u32, rs: &[&Recompile]) -> Diagn
     let mut varying: BTreeMap<(String, usize), BTreeSet<i64>> = BTreeMap::new();
     let mut attributes: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for c in rs.iter().flat_map(|r| r.changes.iter()) {
-        let (subject, from, to) = match c {
-            GraphChange::InputShape { input, from, to, created_at } => {
-                (format!("input {input} (created at {created_at})"), from, to)
-            }
-            GraphChange::NodeShape { op, from, to, location, .. } => {
-                (format!("the tensor made by `{op}` at {location}"), from, to)
-            }
-            GraphChange::Attribute { op, name, from, to, location, .. } => {
-                let values =
-                    attributes.entry(format!("the {name} of `{op}` at {location}")).or_default();
-                values.insert(from.clone());
-                values.insert(to.clone());
-                continue;
-            }
-            _ => continue,
-        };
+        if let GraphChange::Attribute { op, name, from, to, location, .. } = c {
+            let values =
+                attributes.entry(format!("the {name} of `{op}` at {location}")).or_default();
+            values.insert(from.clone());
+            values.insert(to.clone());
+            continue;
+        }
+        let Some((subject, from, to)) = reshaped(c) else { continue };
         if from.dims.len() != to.dims.len() {
             continue;
         }
