@@ -27,7 +27,13 @@ pub(super) fn syncs_in_steps(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
     let mut hidden: BTreeMap<u32, Vec<Instance>> = BTreeMap::new();
     let mut mid: BTreeMap<u32, Vec<Instance>> = BTreeMap::new();
     let mut graphs: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-    for (i, s) in p.syncs.iter().enumerate() {
+    // For each sync, whether a later sync of its step ran a graph: one pass from the end.
+    let mut ran_after = vec![false; p.syncs.len()];
+    for i in (0..p.syncs.len().saturating_sub(1)).rev() {
+        let (s, next) = (&p.syncs[i], &p.syncs[i + 1]);
+        ran_after[i] = next.step == s.step && (next.hash.is_some() || ran_after[i + 1]);
+    }
+    for (s, &ran_after) in p.syncs.iter().zip(&ran_after) {
         let cost_ns = s.compile_ns.saturating_add(s.execute_ns);
         let instance = Instance {
             message: format!(
@@ -45,13 +51,7 @@ pub(super) fn syncs_in_steps(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
             Cause::ValueRead => hidden.entry(s.location).or_default().push(instance),
             // An explicit sync splits its step only when the step ran another graph after it
             // (`sync()` then `step()` with nothing left pending splits nothing).
-            Cause::Explicit
-                if s.step <= closed_steps
-                    && p.syncs[i + 1..]
-                        .iter()
-                        .take_while(|n| n.step == s.step)
-                        .any(|n| n.hash.is_some()) =>
-            {
+            Cause::Explicit if s.step <= closed_steps && ran_after => {
                 mid.entry(s.location).or_default().push(instance)
             }
             _ => continue,
