@@ -18,6 +18,8 @@ pub const DEBUG: &str = "XLAPROF_DEBUG";
 pub const DEBUG_FILE: &str = "XLAPROF_DEBUG_FILE";
 pub const OPTIMIZED_HLO: &str = "XLAPROF_OPTIMIZED_HLO";
 pub const PROFILE: &str = "XLAPROF_PROFILE";
+/// Read by the torch bridge (`xlaprof.torch`), listed here so that one table has every variable.
+pub const STRICT: &str = "XLAPROF_STRICT";
 
 /// Every variable, in the order the README lists them.
 pub const VARS: &[Var] = &[
@@ -30,6 +32,7 @@ pub const VARS: &[Var] = &[
     Var { name: DEBUG_FILE, effect: "write the XLAPROF_DEBUG analyses to this file instead of stderr" },
     Var { name: OPTIMIZED_HLO, effect: "1: keep XLA's optimized HLO text of every compile" },
     Var { name: PROFILE, effect: "record the whole program to this profile file" },
+    Var { name: STRICT, effect: "torch bridge: 1 makes an aten op with no lowering an error instead of a CPU fallback" },
 ];
 
 /// The engine's settings.

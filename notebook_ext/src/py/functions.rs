@@ -492,6 +492,11 @@ pub(crate) fn set_package_dir(dir: String) {
 }
 
 #[pyfunction]
+pub(crate) fn add_internal_dir(dir: String) {
+    location::add_internal_dir(dir);
+}
+
+#[pyfunction]
 #[pyo3(signature = (namer=None))]
 pub(crate) fn set_file_namer(namer: Option<Py<PyAny>>) {
     location::set_file_namer(namer);

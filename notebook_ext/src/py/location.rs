@@ -21,13 +21,15 @@ struct Code {
 
 /// How code is named, the same on every thread (set at import, and by the notebook extension).
 struct Naming {
-    /// Folder of the package's Python files.
-    package_dir: String,
+    /// Folders whose code is never the user's: the package's own Python files first, then
+    /// libraries it drives (torch, for the torch bridge), so an op is located at the user's line
+    /// and not inside `torch.nn`.
+    internal_dirs: Vec<String>,
     /// Maps a code object's file name to the name shown in profiles (notebook cells: `In[5]`).
     namer: Option<Py<PyAny>>,
 }
 
-static NAMING: Mutex<Naming> = Mutex::new(Naming { package_dir: String::new(), namer: None });
+static NAMING: Mutex<Naming> = Mutex::new(Naming { internal_dirs: Vec::new(), namer: None });
 /// Bumped when `NAMING` changes: names a thread interned before are stale.
 static NAMING_VERSION: AtomicU64 = AtomicU64::new(0);
 /// The real path behind each name shown, so views can show the text of a line.
@@ -54,7 +56,23 @@ thread_local! {
 }
 
 pub(crate) fn set_package_dir(dir: String) {
-    lock(&NAMING).package_dir = dir;
+    let mut naming = lock(&NAMING);
+    match naming.internal_dirs.first_mut() {
+        Some(first) => *first = dir,
+        None => naming.internal_dirs.push(dir),
+    }
+    NAMING_VERSION.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Marks a library's folder as not the user's code (after the package's own, set first).
+pub(crate) fn add_internal_dir(dir: String) {
+    let mut naming = lock(&NAMING);
+    if naming.internal_dirs.is_empty() {
+        naming.internal_dirs.push(String::new());
+    }
+    if !naming.internal_dirs.contains(&dir) {
+        naming.internal_dirs.push(dir);
+    }
     NAMING_VERSION.fetch_add(1, Ordering::Relaxed);
 }
 
@@ -160,9 +178,8 @@ unsafe fn describe(py: Python<'_>, code: *mut ffi::PyCodeObject) -> Code {
     let function = text("co_qualname");
     let (internal, namer) = {
         let naming = lock(&NAMING);
-        let dir = &naming.package_dir;
         (
-            !dir.is_empty() && path.starts_with(dir.as_str()),
+            naming.internal_dirs.iter().any(|d| !d.is_empty() && path.starts_with(d.as_str())),
             naming.namer.as_ref().map(|n| n.clone_ref(py)),
         )
     };

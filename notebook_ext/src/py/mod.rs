@@ -62,6 +62,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(is_grad_enabled, m)?,
         wrap_pyfunction!(counters, m)?,
         wrap_pyfunction!(set_package_dir, m)?,
+        wrap_pyfunction!(add_internal_dir, m)?,
         wrap_pyfunction!(set_file_namer, m)?,
         wrap_pyfunction!(source_files, m)?,
         wrap_pyfunction!(_trace_cost_probe, m)?,

@@ -1,0 +1,81 @@
+"""Figures for the torch bridge, with torch's CPU eager measured in the same run (medians):
+
+- recording cost per aten op: the 1,000-op chain `x * 1.0001 + 0.5` on f32[64,64] written in torch,
+  recorded (not run) on the xlaprof device;
+- the MLP 784-512-512-10 SGD step written in torch (batch 64): on the device (one graph per step,
+  after warm-up) and in torch's CPU eager.
+
+    .venv/bin/python notebook_ext/bench/torch_bridge.py
+"""
+
+import statistics
+import time
+
+import torch
+
+import xlaprof.torch as xt
+
+DEV = xt.device()
+
+
+def median_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def chain(x: torch.Tensor) -> torch.Tensor:
+    for _ in range(500):  # two aten ops each
+        x = x * 1.0001 + 0.5
+    return x
+
+
+def recording_per_op() -> float:
+    x = torch.randn(64, 64, device=DEV)
+    xt.sync()
+
+    t = median_time(lambda: chain(x), 7)
+    xt.sync()
+    return t / 1000
+
+
+def mlp() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+                               torch.nn.ReLU(), torch.nn.Linear(512, 10))
+
+
+def sgd_step_time(device: torch.device, steps: int = 30) -> float:
+    model = mlp().to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(64, 784).to(device)
+    y = torch.randint(0, 10, (64,)).to(device)
+
+    def one() -> None:
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        if device == DEV:
+            xt.step()
+            xt.sync()
+
+    for _ in range(3):  # warm-up: compiles, lazily created state
+        one()
+    return median_time(one, steps)
+
+
+def main() -> None:
+    per_op = recording_per_op()
+    print(f"recording, per aten op (torch chain x*1.0001+0.5, f32[64,64]): {per_op * 1e6:.2f} us")
+    ours = sgd_step_time(DEV)
+    eager = sgd_step_time(torch.device("cpu"))
+    print(f"MLP 784-512-512-10 SGD step: xlaprof {ours * 1e3:.2f} ms, torch CPU eager {eager * 1e3:.2f} ms "
+          f"(ratio {ours / eager:.2f})")
+
+
+if __name__ == "__main__":
+    main()

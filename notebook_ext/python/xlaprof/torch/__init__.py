@@ -1,0 +1,51 @@
+"""PyTorch on the engine: unmodified torch code, recorded lazily and profiled at every step.
+
+    import torch
+    import xlaprof.torch as xt
+
+    dev = xt.device()                    # torch.device("xlaprof:0")
+    model = MyModel().to(dev)
+    opt = torch.optim.AdamW(model.parameters())
+    for x, y in batches:
+        loss = loss_fn(model(x.to(dev)), y.to(dev))
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        xt.step()                        # PyTorch/XLA's torch_xla.sync(): one graph per step
+
+Each aten op torch dispatches on the device is recorded into the engine with the user's line;
+``xt.sync()`` / ``xt.step()`` compile (or find in the cache) and run what is pending. Reading a
+value (``.item()``, ``.cpu()``, ``print``, ``if t:``) runs what it needs and is a sync the
+profiler reports. Needs torch >= 2.10 (the Python PrivateUse1 backend): ``pip install
+xlaprof[torch]``.
+"""
+
+from __future__ import annotations
+
+import torch as _torch  # noqa: F401  (the real torch: this module is xlaprof.torch)
+
+from .. import _native
+from ._device import DEVICE_TYPE, device, register
+
+register()  # before the modules below, which name the device
+
+from ._dispatch import fallbacks  # noqa: E402
+from ._tensor import LazyTensor  # noqa: E402
+
+
+def sync() -> None:
+    """Compiles (or finds in the cache) and runs everything pending: ``torch_xla.sync()``."""
+    _native.sync()
+
+
+def step() -> None:
+    """Ends a training step: a sync, and the profiler's step boundary (``xm.mark_step()``)."""
+    _native.step()
+
+
+def is_lazy(t: _torch.Tensor) -> bool:
+    """Whether ``t`` lives on the xlaprof device."""
+    return isinstance(t, LazyTensor)
+
+
+__all__ = ["DEVICE_TYPE", "LazyTensor", "device", "fallbacks", "is_lazy", "step", "sync"]

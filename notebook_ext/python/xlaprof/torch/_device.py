@@ -1,0 +1,141 @@
+"""The ``xlaprof`` device for torch: PrivateUse1, registered from Python, once per process.
+
+torch names its own lazy device ``xla`` (``Tensor.is_xla`` is built in), so ours is ``xlaprof``.
+Tensors are created on it by three backend kernels: ``empty`` and ``empty_strided`` (every
+factory starts there: ``torch.randn(..., device=dev)`` is ``empty`` then ``normal_``) and
+``_copy_from`` (a copy that torch routes to the backend); everything else reaches the bridge
+through the tensor subclass's ``__torch_dispatch__``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+import torch
+
+DEVICE_TYPE = "xlaprof"
+
+_registered = False
+
+FACTORIES = (
+    "arange.start_step", "arange.start", "arange", "full", "zeros", "ones", "scalar_tensor",
+    "eye", "eye.m", "linspace", "logspace", "randperm", "tril_indices", "triu_indices",
+    "randint", "randint.low", "rand", "randn",
+)
+
+
+def register() -> None:
+    """Registers the device (idempotent)."""
+    global _registered
+    if _registered:
+        return
+    from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
+
+    if torch._C._get_privateuse1_backend_name() != DEVICE_TYPE:
+        _setup_privateuseone_for_python_backend(DEVICE_TYPE, backend_module=_Backend())
+    from . import _tensor
+
+    lib = torch.library.Library("aten", "IMPL")
+    lib.impl("empty.memory_format", _tensor.empty_memory_format, "PrivateUse1")
+    lib.impl("empty_strided", _tensor.empty_strided, "PrivateUse1")
+    lib.impl("_copy_from", _tensor.copy_from, "PrivateUse1")
+    # Factories that torch would build as `empty` plus an `out=` op (`arange.start_out`), whose
+    # result a wrapper tensor cannot be resized to: made whole, by the bridge's dispatcher.
+    from ._dispatch import dispatch
+
+    for name in FACTORIES:
+        op = torch._ops.ops.aten
+        for part in name.split("."):
+            op = getattr(op, part)
+        op = getattr(op, "default", op)
+        lib.impl(name, (lambda op: lambda *a, **k: dispatch(op, a, k))(op), "PrivateUse1")
+    # Kept alive for the process: dropping the library unregisters its kernels.
+    global _library
+    _library = lib
+    # torch's own frames are not the user's: ops are located at the line that called into torch.
+    from .. import _native
+
+    _native.add_internal_dir(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
+    _registered = True
+
+
+class _Backend:
+    """``torch.xlaprof``: what torch asks of a device's module."""
+
+    @staticmethod
+    def is_available() -> bool:
+        return True
+
+    @staticmethod
+    def device_count() -> int:
+        return 1
+
+    @staticmethod
+    def current_device() -> int:
+        return 0
+
+    @staticmethod
+    def _is_in_bad_fork() -> bool:
+        return False
+
+    @staticmethod
+    def manual_seed(seed: int) -> None:
+        # `torch.manual_seed(s)` seeds the engine's random stream too.
+        from .. import _native
+
+        _native.manual_seed(int(seed))
+
+    manual_seed_all = manual_seed
+
+    @staticmethod
+    def get_rng_state(device: object = None) -> torch.Tensor:
+        # The engine's random stream lives in the engine and cannot be saved and restored:
+        # an empty state, which set_rng_state accepts (torch's freeze_rng_state asks for both).
+        return torch.empty(0, dtype=torch.uint8)
+
+    @staticmethod
+    def set_rng_state(state: torch.Tensor, device: object = None) -> None:
+        return None
+
+    @staticmethod
+    def get_amp_supported_dtype() -> list:
+        return [torch.float16, torch.bfloat16]
+
+
+def device(index: Optional[int] = 0) -> torch.device:
+    """The engine's device as torch names it: ``xlaprof:0``. ``model.to(xt.device())``."""
+    register()
+    if index not in (None, 0):
+        raise ValueError(f"xlaprof runs on one device (xlaprof:0); device index {index} does not exist")
+    return torch.device(DEVICE_TYPE, 0)
+
+
+# torch dtypes and the engine's names for them.
+TO_ENGINE = {
+    torch.float32: "float32",
+    torch.float64: "float64",
+    torch.float16: "float16",
+    torch.bfloat16: "bfloat16",
+    torch.int64: "int64",
+    torch.int32: "int32",
+    torch.int8: "int8",
+    torch.uint8: "uint8",
+    torch.bool: "bool",
+}
+TO_TORCH = {v: k for k, v in TO_ENGINE.items()}
+
+
+def engine_dtype(dtype: torch.dtype) -> str:
+    try:
+        return TO_ENGINE[dtype]
+    except KeyError:
+        if dtype.is_complex:
+            raise TypeError(
+                f"complex tensors ({dtype}) are not supported on the xlaprof device"
+            ) from None
+        raise TypeError(
+            f"dtype {dtype} is not supported on the xlaprof device (supported: "
+            + ", ".join(str(d).replace("torch.", "") for d in TO_ENGINE)
+            + ")"
+        ) from None

@@ -1,0 +1,272 @@
+"""Where each aten op goes: a lowering, torch's decomposition of it, or the CPU fallback.
+
+1. Lowered ops (``_lowerings``), and the in-place and ``out=`` forms of lowered functional ops:
+   the functional op runs and its result is written into the mutated argument.
+2. torch's own decompositions (``torch._decomp``, then the op's CompositeImplicit kernel): the
+   pieces come back here, so the engine grows primitives rather than a second lowering path.
+3. The CPU fallback: the arguments are read to the host (a sync the profiler records at the
+   user's line), the op runs on torch's CPU kernel, the results are uploaded. Counted and timed
+   per op (``xt.fallbacks()``); with ``XLAPROF_STRICT=1`` it is an error naming the op instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import warnings
+from typing import Any, Dict, List, Tuple
+
+import torch
+from torch.utils._pytree import tree_map
+
+from ._device import DEVICE_TYPE
+from ._lowerings import FUNCTIONAL, RAW, _Unsupported
+from ._tensor import LazyTensor, assign, to_cpu, to_engine, value
+
+aten = torch.ops.aten
+
+_DECOMPOSITIONS: Dict[Any, Any] = {}
+# op name -> [calls, seconds]
+_FALLBACKS: Dict[str, List[float]] = {}
+_warned: set = set()
+
+
+def _decompositions() -> Dict[Any, Any]:
+    if not _DECOMPOSITIONS:
+        from torch._decomp import decomposition_table
+
+        # torch's decompositions into aten ops; its `_refs` go down to `prims`, another op set.
+        _DECOMPOSITIONS.update(
+            (op, fn)
+            for op, fn in decomposition_table.items()
+            if getattr(fn, "__module__", "") == "torch._decomp.decompositions"
+        )
+    return _DECOMPOSITIONS
+
+
+def strict() -> bool:
+    return os.environ.get("XLAPROF_STRICT", "").strip() not in ("", "0")
+
+
+def fallbacks() -> Dict[str, Tuple[int, float]]:
+    """Each aten op that ran on the CPU: (calls, seconds)."""
+    return {name: (int(c), s) for name, (c, s) in _FALLBACKS.items()}
+
+
+# ---- arguments ------------------------------------------------------------------------------
+
+
+def _unwrap(a: Any) -> Any:
+    if isinstance(a, LazyTensor):
+        return value(a)
+    if isinstance(a, torch.Tensor):
+        if a.dim() == 0 and a.device.type == "cpu":
+            return a.item()  # torch lets a CPU 0-dim tensor mix with device tensors: a scalar
+        if a.device.type == "cpu":
+            return to_engine(a)
+    return a
+
+
+def _wrap(x: Any) -> Any:
+    if isinstance(x, (tuple, list)):
+        return type(x)(_wrap(v) for v in x)
+    if x is None or isinstance(x, (LazyTensor, bool, int, float)):
+        return x
+    return LazyTensor(x)
+
+
+def _is_device(d: Any) -> bool:
+    if d is None:
+        return False
+    return torch.device(d).type == DEVICE_TYPE
+
+
+# ---- dispatch -------------------------------------------------------------------------------
+
+
+def dispatch(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    try:
+        out = _lowered(func, args, kwargs)
+    except _Unsupported:
+        out = NotImplemented
+    if out is not NotImplemented:
+        return out
+    decomposition = _decompositions().get(func)
+    if decomposition is not None:
+        out = decomposition(*args, **kwargs)
+        if out is not NotImplemented:
+            return out
+    if func is not aten.to.dtype_layout and torch._C._dispatch_has_kernel_for_dispatch_key(
+        func.name(), "CompositeImplicitAutograd"
+    ):
+        out = func.decompose(*args, **kwargs)
+        if out is not NotImplemented:
+            return out
+    return _fallback(func, args, kwargs)
+
+
+def _lowered(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    if func is aten._to_copy.default:
+        device = kwargs.get("device")
+        if device is not None and not _is_device(device):
+            # `.cpu()` / `.to("cpu")`: the host reads the values (a sync).
+            out = to_cpu(args[0])
+            dtype = kwargs.get("dtype")
+            return out.to(dtype) if dtype is not None else out
+        if not isinstance(args[0], LazyTensor):
+            # `.to(device)` of a CPU tensor: its values are uploaded.
+            x = to_engine(args[0])
+            dtype = kwargs.get("dtype")
+            if dtype is not None:
+                from ._device import engine_dtype
+
+                x = x.astype(engine_dtype(dtype))
+            return LazyTensor(x)
+    if func is aten._local_scalar_dense.default:
+        return to_cpu(args[0]).item()
+    if func is aten.copy_.default:
+        dst, src = args[0], args[1]
+        if not isinstance(dst, LazyTensor):
+            dst.copy_(to_cpu(src))
+            return dst
+        if isinstance(src, LazyTensor):
+            return assign(dst, value(src))
+        return assign(dst, to_engine(src) if isinstance(src, torch.Tensor) else src)
+    raw = RAW.get(func)
+    if raw is not None:
+        return raw(*args, **kwargs)
+    fn = FUNCTIONAL.get(func)
+    if fn is not None:
+        return _wrap(fn(*tree_map(_unwrap, args), **tree_map(_unwrap, kwargs)))
+    return _mutating(func, args, kwargs)
+
+
+def _mutating(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    """``x.add_(y)`` and ``torch.add(x, y, out=z)`` as the functional op plus a write."""
+    schema = func._schema
+    name = schema.name.split("::")[-1]
+    packet = func.overloadpacket
+    if name.endswith("_") and schema.arguments and _writes(schema.arguments[0]):
+        functional = getattr(getattr(aten, name[:-1], None), func._overloadname, None)
+        if functional is None or functional not in FUNCTIONAL:
+            return NotImplemented
+        self = args[0]
+        result = _lowered(functional, args, kwargs)
+        if result is NotImplemented:
+            return NotImplemented
+        assign(self, value(result))
+        return self
+    outs = [a.name for a in schema.arguments if a.kwarg_only and _writes(a)]
+    if outs and all(o in kwargs for o in outs):
+        base = func._overloadname.replace("_out", "").replace("out", "") or "default"
+        functional = getattr(packet, base, None) or getattr(packet, "default", None)
+        if functional is None or functional not in FUNCTIONAL:
+            return NotImplemented
+        rest = {k: v for k, v in kwargs.items() if k not in outs}
+        result = _lowered(functional, args, rest)
+        if result is NotImplemented:
+            return NotImplemented
+        results = result if isinstance(result, (tuple, list)) else (result,)
+        targets = [kwargs[o] for o in outs]
+        for target, r in zip(targets, results):
+            if tuple(target.shape) != tuple(r.shape):
+                return NotImplemented  # a resize of `out`: the fallback does it
+        for target, r in zip(targets, results):
+            assign(target, value(r))
+        return targets[0] if len(targets) == 1 else tuple(targets)
+    return NotImplemented
+
+
+def _writes(arg: Any) -> bool:
+    return arg.alias_info is not None and arg.alias_info.is_write
+
+
+# ---- the CPU fallback -----------------------------------------------------------------------
+
+
+def _fallback(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    name = str(func.name()).replace("aten::", "")
+    if any(isinstance(a, torch.Tensor) and (a.is_complex() or a.is_sparse) for a in _tensors(args, kwargs)):
+        raise TypeError(f"aten::{name}: complex and sparse tensors are not supported on the xlaprof device")
+    if strict():
+        raise NotImplementedError(
+            f"aten::{name} is not lowered by xlaprof and XLAPROF_STRICT=1 forbids running it on the CPU"
+        )
+    if name not in _warned:
+        _warned.add(name)
+        file, line = _user_frame()
+        warnings.warn_explicit(
+            f"aten::{name} is not lowered by xlaprof: it runs on the CPU, which splits the graph and "
+            "copies its operands to the host (XLAPROF_STRICT=1 makes this an error)",
+            UserWarning,
+            file,
+            line,
+        )
+    start = time.perf_counter()
+
+    def down(a: Any) -> Any:
+        if isinstance(a, LazyTensor):
+            return to_cpu(a)
+        if isinstance(a, torch.device) and a.type == DEVICE_TYPE:
+            return torch.device("cpu")
+        return a
+
+    cpu_args = tree_map(down, args)
+    cpu_kwargs = tree_map(down, kwargs)
+    to_device = False
+    if "device" in kwargs and _is_device(kwargs["device"]):
+        cpu_kwargs["device"] = torch.device("cpu")
+        to_device = True
+    out = func(*cpu_args, **cpu_kwargs)
+
+    # Writes into the arguments reach the lazy tensors they came from.
+    written: Dict[int, LazyTensor] = {}
+    flat_sources = list(args) + [kwargs.get(a.name) for a in func._schema.arguments if a.kwarg_only]
+    flat_cpu = list(cpu_args) + [cpu_kwargs.get(a.name) for a in func._schema.arguments if a.kwarg_only]
+    for src, cpu in zip(flat_sources, flat_cpu):
+        if isinstance(src, LazyTensor) and isinstance(cpu, torch.Tensor):
+            written[id(cpu)] = src
+    for arg, src, cpu in zip(func._schema.arguments, flat_sources, flat_cpu):
+        if _writes(arg) and isinstance(src, LazyTensor):
+            assign(src, to_engine(cpu))
+
+    uploads = to_device or any(isinstance(a, LazyTensor) for a in _tensors(args, kwargs))
+
+    def up(x: Any) -> Any:
+        if isinstance(x, torch.Tensor) and not isinstance(x, LazyTensor):
+            if id(x) in written:
+                return written[id(x)]
+            return LazyTensor(to_engine(x)) if uploads else x
+        return x
+
+    result = tree_map(up, out)
+    entry = _FALLBACKS.setdefault(name, [0, 0.0])
+    entry[0] += 1
+    entry[1] += time.perf_counter() - start
+    return result
+
+
+def _user_frame() -> Tuple[str, int]:
+    """The innermost frame outside torch and xlaprof: where the user called the op."""
+    torch_dir = os.path.dirname(torch.__file__)
+    ours = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if not (path.startswith(torch_dir) or path.startswith(ours)):
+            return path, frame.f_lineno
+        frame = frame.f_back  # type: ignore[assignment]
+    return "<unknown>", 0
+
+
+def _tensors(args: Any, kwargs: Any) -> List[torch.Tensor]:
+    found: List[torch.Tensor] = []
+
+    def visit(a: Any) -> Any:
+        if isinstance(a, torch.Tensor):
+            found.append(a)
+        return a
+
+    tree_map(visit, (args, kwargs))
+    return found

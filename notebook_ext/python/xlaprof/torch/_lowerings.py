@@ -1,0 +1,1123 @@
+"""aten ops lowered onto the engine's ops, one small function each.
+
+Two kinds of entries:
+- ``@lower(...)`` functional ops: their tensor arguments arrive as engine values (a CPU 0-dim
+  tensor, which torch lets mix with device tensors, as a Python number), their engine results are
+  wrapped back into lazy tensors;
+- ``@lower_raw(...)`` ops that need the lazy tensors themselves: views (which alias their base)
+  and ops that write into an argument.
+In-place (``add_``) and ``out=`` forms of a lowered functional op need no entry: the dispatcher
+runs the functional op and writes the result back (``_dispatch``). What is not here goes through
+torch's decompositions into ops that are, and only then to the CPU fallback.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import torch
+
+import xlaprof as xp
+
+from ._device import engine_dtype
+from ._tensor import LazyTensor, assign, make_view, value
+
+aten = torch.ops.aten
+
+FUNCTIONAL: Dict[Any, Callable[..., Any]] = {}
+RAW: Dict[Any, Callable[..., Any]] = {}
+
+
+def lower(*ops: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for op in ops:
+            FUNCTIONAL[op] = fn
+        return fn
+
+    return register
+
+
+def lower_raw(*ops: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for op in ops:
+            RAW[op] = fn
+        return fn
+
+    return register
+
+
+def _dt(dtype: Optional[torch.dtype]) -> Optional[str]:
+    return None if dtype is None else engine_dtype(dtype)
+
+
+def _dims(dim: Any, ndim: int) -> List[int]:
+    if dim is None:
+        return list(range(ndim))
+    if isinstance(dim, int):
+        dim = [dim]
+    if len(dim) == 0:
+        return list(range(ndim))
+    return [d % ndim if ndim else 0 for d in dim]
+
+
+def _is_float(x: Any) -> bool:
+    return x.dtype in ("float32", "float64", "float16", "bfloat16")
+
+
+# ---- elementwise -------------------------------------------------------------------------------
+
+for _name in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "sign",
+              "floor", "relu", "silu", "logical_not"):
+    lower(getattr(aten, _name).default)(
+        (lambda n: lambda x: getattr(x, n)())(_name)
+    )
+
+
+def _to_float(x: Any) -> Any:
+    return x if _is_float(x) else x.astype(engine_dtype(torch.get_default_dtype()))
+
+
+@lower(aten.erf.default)
+def erf(x: Any) -> Any:
+    return xp.erf(_to_float(x))
+
+
+@lower(aten.ceil.default)
+def ceil(x: Any) -> Any:
+    return x if not _is_float(x) else -((-x).floor())
+
+
+@lower(aten.trunc.default)
+def trunc(x: Any) -> Any:
+    return x if not _is_float(x) else xp.where(x < 0, -((-x).floor()), x.floor())
+
+
+@lower(aten.reciprocal.default)
+def reciprocal(x: Any) -> Any:
+    return 1.0 / _to_float(x)
+
+
+@lower(aten.square.default)
+def square(x: Any) -> Any:
+    return x * x
+
+
+@lower(aten.log1p.default)
+def log1p(x: Any) -> Any:
+    return (_to_float(x) + 1.0).log()
+
+
+@lower(aten.expm1.default)
+def expm1(x: Any) -> Any:
+    return _to_float(x).exp() - 1.0
+
+
+@lower(aten.log2.default)
+def log2(x: Any) -> Any:
+    return _to_float(x).log() * (1.0 / math.log(2.0))
+
+
+@lower(aten.log10.default)
+def log10(x: Any) -> Any:
+    return _to_float(x).log() * (1.0 / math.log(10.0))
+
+
+@lower(aten.exp2.default)
+def exp2(x: Any) -> Any:
+    return (_to_float(x) * math.log(2.0)).exp()
+
+
+@lower(aten.tan.default)
+def tan(x: Any) -> Any:
+    x = _to_float(x)
+    return x.sin() / x.cos()
+
+
+@lower(aten.gelu.default)
+def gelu(x: Any, approximate: str = "none") -> Any:
+    if approximate == "tanh":
+        inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
+        return x * 0.5 * (inner.tanh() + 1.0)
+    return x.gelu()
+
+
+@lower(aten.add.Tensor, aten.add.Scalar)
+def add(a: Any, b: Any, alpha: Any = 1) -> Any:
+    return a.add(b, alpha=alpha) if hasattr(a, "add") else xp.add(_const_like(a, b), b, alpha=alpha)
+
+
+@lower(aten.sub.Tensor, aten.sub.Scalar)
+def sub(a: Any, b: Any, alpha: Any = 1) -> Any:
+    return a.sub(b, alpha=alpha) if hasattr(a, "sub") else _const_like(a, b).sub(b, alpha=alpha)
+
+
+@lower(aten.rsub.Tensor, aten.rsub.Scalar)
+def rsub(a: Any, b: Any, alpha: Any = 1) -> Any:
+    return (a * alpha).__rsub__(b) if alpha != 1 else a.__rsub__(b)
+
+
+def _const_like(scalar: Any, like: Any) -> Any:
+    return xp.full((), scalar, dtype=like.dtype)
+
+
+@lower(aten.mul.Tensor, aten.mul.Scalar)
+def mul(a: Any, b: Any) -> Any:
+    return a * b if hasattr(a, "mul") else b * a
+
+
+@lower(aten.div.Tensor, aten.div.Scalar)
+def div(a: Any, b: Any) -> Any:
+    return a / b if hasattr(a, "div") else b.__rtruediv__(a)
+
+
+@lower(aten.div.Tensor_mode, aten.div.Scalar_mode)
+def div_mode(a: Any, b: Any, rounding_mode: Optional[str] = None) -> Any:
+    return a.div(b, rounding_mode=rounding_mode)
+
+
+@lower(aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor)
+def pow_(a: Any, b: Any) -> Any:
+    return a.pow(b)
+
+
+@lower(aten.pow.Scalar)
+def pow_scalar(a: Any, b: Any) -> Any:
+    return b.__rpow__(a)
+
+
+@lower(aten.maximum.default)
+def maximum(a: Any, b: Any) -> Any:
+    return a.maximum(b)
+
+
+@lower(aten.minimum.default)
+def minimum(a: Any, b: Any) -> Any:
+    return a.minimum(b)
+
+
+@lower(aten.fmod.Tensor, aten.fmod.Scalar)
+def fmod(a: Any, b: Any) -> Any:
+    return a.fmod(b)
+
+
+@lower(aten.remainder.Tensor, aten.remainder.Scalar)
+def remainder(a: Any, b: Any) -> Any:
+    return a.remainder(b)
+
+
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+    lower(getattr(aten, _name).Tensor, getattr(aten, _name).Scalar)(
+        (lambda n: lambda a, b: getattr(a, n)(b))(_name)
+    )
+
+
+@lower(aten.logical_and.default)
+def logical_and(a: Any, b: Any) -> Any:
+    return a.astype("bool").logical_and(b.astype("bool"))
+
+
+@lower(aten.logical_or.default)
+def logical_or(a: Any, b: Any) -> Any:
+    return a.astype("bool").logical_or(b.astype("bool"))
+
+
+@lower(aten.where.self)
+def where(cond: Any, a: Any, b: Any) -> Any:
+    return xp.where(cond, a, b)
+
+
+@lower(aten.clamp.default)
+def clamp(x: Any, min: Any = None, max: Any = None) -> Any:
+    return x.clamp(min, max)
+
+
+@lower(aten.clamp.Tensor)
+def clamp_tensor(x: Any, min: Any = None, max: Any = None) -> Any:
+    if min is not None:
+        x = x.maximum(min)
+    if max is not None:
+        x = x.minimum(max)
+    return x
+
+
+@lower(aten.masked_fill.Scalar, aten.masked_fill.Tensor)
+def masked_fill(x: Any, mask: Any, v: Any) -> Any:
+    return x.masked_fill(mask, v)
+
+
+@lower(aten.lerp.Scalar, aten.lerp.Tensor)
+def lerp(a: Any, b: Any, w: Any) -> Any:
+    return a + (b - a) * w
+
+
+@lower(aten.addcmul.default)
+def addcmul(x: Any, t1: Any, t2: Any, value: Any = 1) -> Any:
+    return x + t1 * t2 * value
+
+
+@lower(aten.addcdiv.default)
+def addcdiv(x: Any, t1: Any, t2: Any, value: Any = 1) -> Any:
+    return x + t1 / t2 * value
+
+
+@lower(aten._to_copy.default)
+def to_copy(x: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
+            non_blocking: bool = False, memory_format: Any = None) -> Any:
+    # Only reached for a copy that stays on the device (`_dispatch` handles `.cpu()`).
+    return x.astype(engine_dtype(dtype)) if dtype is not None else x.clone()
+
+
+@lower(aten.clone.default)
+def clone(x: Any, memory_format: Any = None) -> Any:
+    return x.clone()
+
+
+# ---- backward of elementwise ops ---------------------------------------------------------------
+
+
+@lower(aten.threshold_backward.default)
+def threshold_backward(grad: Any, x: Any, threshold: Any) -> Any:
+    return xp.where(x <= threshold, xp.zeros_like(grad), grad)
+
+
+@lower(aten.tanh_backward.default)
+def tanh_backward(grad: Any, out: Any) -> Any:
+    return grad * (1.0 - out * out)
+
+
+@lower(aten.sigmoid_backward.default)
+def sigmoid_backward(grad: Any, out: Any) -> Any:
+    return grad * out * (1.0 - out)
+
+
+@lower(aten.gelu_backward.default)
+def gelu_backward(grad: Any, x: Any, approximate: str = "none") -> Any:
+    return _vjp(lambda v: gelu(v, approximate), [x], grad)[0]
+
+
+@lower(aten.silu_backward.default)
+def silu_backward(grad: Any, x: Any) -> Any:
+    s = x.sigmoid()
+    return grad * s * (1.0 + x * (1.0 - s))
+
+
+def _vjp(fn: Callable[..., Any], inputs: Sequence[Any], grad: Any) -> List[Any]:
+    """Gradients of ``fn`` at ``inputs`` for output gradient ``grad``, by the engine's own
+    autograd (recorded lazily like any op): the backward of ops whose forward the engine has."""
+    leaves = [x.detach().requires_grad_(True) if x is not None and _is_float(x) else x for x in inputs]
+    out = fn(*leaves)
+    out.backward(grad)
+    grads = []
+    for leaf in leaves:
+        g = getattr(leaf, "grad", None) if leaf is not None else None
+        grads.append(g.detach() if g is not None else (xp.zeros_like(leaf) if leaf is not None else None))
+    return grads
+
+
+# ---- reductions --------------------------------------------------------------------------------
+
+
+@lower(aten.sum.dim_IntList)
+def sum_dim(x: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Any:
+    return x.sum(_dims(dim, x.ndim), keepdim=keepdim, dtype=_sum_dtype(x, dtype))
+
+
+@lower(aten.sum.default)
+def sum_all(x: Any, dtype: Any = None) -> Any:
+    return x.sum(dtype=_sum_dtype(x, dtype))
+
+
+def _sum_dtype(x: Any, dtype: Any) -> Optional[str]:
+    if dtype is not None:
+        return engine_dtype(dtype)
+    # torch sums integers and bools as int64.
+    return "int64" if not _is_float(x) else None
+
+
+@lower(aten.mean.dim)
+def mean_dim(x: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Any:
+    return x.mean(_dims(dim, x.ndim), keepdim=keepdim, dtype=_dt(dtype))
+
+
+@lower(aten.mean.default)
+def mean_all(x: Any, dtype: Any = None) -> Any:
+    return x.mean(dtype=_dt(dtype))
+
+
+@lower(aten.amax.default)
+def amax(x: Any, dim: Any = (), keepdim: bool = False) -> Any:
+    return x.amax(_dims(dim, x.ndim), keepdim=keepdim)
+
+
+@lower(aten.amin.default)
+def amin(x: Any, dim: Any = (), keepdim: bool = False) -> Any:
+    return x.amin(_dims(dim, x.ndim), keepdim=keepdim)
+
+
+@lower(aten.max.default)
+def max_all(x: Any) -> Any:
+    return x.max()
+
+
+@lower(aten.min.default)
+def min_all(x: Any) -> Any:
+    return x.min()
+
+
+@lower(aten.max.dim)
+def max_dim(x: Any, dim: int, keepdim: bool = False) -> Any:
+    values, indices = x.max(dim, keepdim)
+    return values, indices
+
+
+@lower(aten.min.dim)
+def min_dim(x: Any, dim: int, keepdim: bool = False) -> Any:
+    values, indices = x.min(dim, keepdim)
+    return values, indices
+
+
+@lower(aten.argmax.default)
+def argmax(x: Any, dim: Optional[int] = None, keepdim: bool = False) -> Any:
+    return x.argmax(dim, keepdim)
+
+
+@lower(aten.argmin.default)
+def argmin(x: Any, dim: Optional[int] = None, keepdim: bool = False) -> Any:
+    return x.argmin(dim, keepdim)
+
+
+@lower(aten.var.correction)
+def var(x: Any, dim: Any = None, correction: Any = None, keepdim: bool = False) -> Any:
+    return x.var(_dims(dim, x.ndim), correction=1 if correction is None else correction, keepdim=keepdim)
+
+
+@lower(aten.std.correction)
+def std(x: Any, dim: Any = None, correction: Any = None, keepdim: bool = False) -> Any:
+    return x.std(_dims(dim, x.ndim), correction=1 if correction is None else correction, keepdim=keepdim)
+
+
+@lower(aten.logsumexp.default)
+def logsumexp(x: Any, dim: Any, keepdim: bool = False) -> Any:
+    return _to_float(x).logsumexp(_dims(dim, x.ndim), keepdim)
+
+
+@lower(aten.any.default)
+def any_all(x: Any) -> Any:
+    return x.ne(0).astype("int32").sum() > 0
+
+
+@lower(aten.any.dim, aten.any.dims)
+def any_dim(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    return x.ne(0).astype("int32").sum(_dims(dim, x.ndim), keepdim=keepdim) > 0
+
+
+@lower(aten.all.default)
+def all_all(x: Any) -> Any:
+    return x.eq(0).astype("int32").sum() == 0
+
+
+@lower(aten.all.dim, aten.all.dims)
+def all_dim(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    return x.eq(0).astype("int32").sum(_dims(dim, x.ndim), keepdim=keepdim) == 0
+
+
+@lower(aten._softmax.default)
+def softmax(x: Any, dim: int, half_to_float: bool = False) -> Any:
+    return x.softmax(dim)
+
+
+@lower(aten._log_softmax.default)
+def log_softmax(x: Any, dim: int, half_to_float: bool = False) -> Any:
+    return x.log_softmax(dim)
+
+
+@lower(aten._softmax_backward_data.default)
+def softmax_backward(grad: Any, out: Any, dim: int, input_dtype: Any) -> Any:
+    return out * (grad - (grad * out).sum([dim % out.ndim], keepdim=True))
+
+
+@lower(aten._log_softmax_backward_data.default)
+def log_softmax_backward(grad: Any, out: Any, dim: int, input_dtype: Any) -> Any:
+    return grad - out.exp() * grad.sum([dim % out.ndim], keepdim=True)
+
+
+# ---- linear algebra ----------------------------------------------------------------------------
+
+
+@lower(aten.mm.default, aten.bmm.default)
+def mm(a: Any, b: Any) -> Any:
+    return a.matmul(b)
+
+
+@lower(aten.addmm.default)
+def addmm(bias: Any, a: Any, b: Any, beta: Any = 1, alpha: Any = 1) -> Any:
+    prod = a.matmul(b)
+    if alpha != 1:
+        prod = prod * alpha
+    return prod + (bias if beta == 1 else bias * beta) if beta != 0 else prod
+
+
+@lower(aten.baddbmm.default)
+def baddbmm(bias: Any, a: Any, b: Any, beta: Any = 1, alpha: Any = 1) -> Any:
+    return addmm(bias, a, b, beta, alpha)
+
+
+@lower(aten.dot.default, aten.mv.default)
+def dot(a: Any, b: Any) -> Any:
+    return a.matmul(b)
+
+
+# ---- creation ----------------------------------------------------------------------------------
+
+
+def _factory_dtype(dtype: Any, fill: Any = 0.0) -> str:
+    if dtype is not None:
+        return engine_dtype(dtype)
+    if isinstance(fill, bool):
+        return "bool"
+    if isinstance(fill, int):
+        return "int64"
+    return engine_dtype(torch.get_default_dtype())
+
+
+@lower(aten.full.default)
+def full(size: Any, fill_value: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+         pin_memory: Any = None) -> Any:
+    return xp.full(tuple(size), fill_value, dtype=_factory_dtype(dtype, fill_value))
+
+
+@lower(aten.scalar_tensor.default)
+def scalar_tensor(s: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+                  pin_memory: Any = None) -> Any:
+    return xp.full((), s, dtype=_factory_dtype(dtype))
+
+
+@lower(aten.zeros.default)
+def zeros(size: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None) -> Any:
+    return xp.zeros(*size, dtype=_factory_dtype(dtype))
+
+
+@lower(aten.ones.default)
+def ones(size: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None) -> Any:
+    return xp.ones(*size, dtype=_factory_dtype(dtype))
+
+
+@lower(aten.full_like.default)
+def full_like(x: Any, fill_value: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+              pin_memory: Any = None, memory_format: Any = None) -> Any:
+    return xp.full(tuple(x.shape), fill_value, dtype=_dt(dtype) or x.dtype)
+
+
+@lower(aten.zeros_like.default, aten.empty_like.default)
+def zeros_like(x: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
+               memory_format: Any = None) -> Any:
+    return xp.zeros(*x.shape, dtype=_dt(dtype) or x.dtype)
+
+
+@lower(aten.ones_like.default)
+def ones_like(x: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
+              memory_format: Any = None) -> Any:
+    return xp.ones(*x.shape, dtype=_dt(dtype) or x.dtype)
+
+
+@lower(aten.arange.start_step)
+def arange(start: Any, end: Any, step: Any = 1, dtype: Any = None, layout: Any = None, device: Any = None,
+           pin_memory: Any = None) -> Any:
+    if dtype is None:
+        ints = all(isinstance(v, int) for v in (start, end, step))
+        dtype = torch.int64 if ints else torch.get_default_dtype()
+    return xp.arange(start, end, step, dtype=engine_dtype(dtype))
+
+
+@lower(aten.arange.default)
+def arange_end(end: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None) -> Any:
+    return arange(0, end, 1, dtype)
+
+
+@lower(aten.arange.start)
+def arange_start(start: Any, end: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+                 pin_memory: Any = None) -> Any:
+    return arange(start, end, 1, dtype)
+
+
+@lower(aten.fill.Scalar, aten.fill.Tensor)
+def fill(x: Any, v: Any) -> Any:
+    return xp.full(tuple(x.shape), v, dtype=x.dtype) if not hasattr(v, "shape") else v.astype(x.dtype).expand(*x.shape)
+
+
+@lower(aten.zero.default)
+def zero(x: Any) -> Any:
+    return xp.zeros(*x.shape, dtype=x.dtype)
+
+
+@lower(aten.normal_functional.default)
+def normal(x: Any, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Any:
+    return xp.randn(*x.shape, dtype=x.dtype) * std + mean
+
+
+@lower(aten.uniform.default)
+def uniform(x: Any, low: float = 0.0, high: float = 1.0, generator: Any = None) -> Any:
+    return xp.rand(*x.shape, dtype=x.dtype) * (high - low) + low
+
+
+@lower(aten.bernoulli.p)
+def bernoulli(x: Any, p: float = 0.5, generator: Any = None) -> Any:
+    return (xp.rand(*x.shape) < p).astype(x.dtype)
+
+
+@lower(aten.rand.default)
+def rand(size: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None) -> Any:
+    return xp.rand(*size, dtype=_factory_dtype(dtype))
+
+
+@lower(aten.randn.default)
+def randn(size: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None) -> Any:
+    return xp.randn(*size, dtype=_factory_dtype(dtype))
+
+
+# torch's initializers fill tensors in place (`nn.init`, `torch.randn(device=)`).
+@lower_raw(aten.normal_.default)
+def normal_(t: LazyTensor, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> LazyTensor:
+    return assign(t, normal(value(t), mean, std))
+
+
+@lower_raw(aten.uniform_.default)
+def uniform_(t: LazyTensor, low: float = 0.0, high: float = 1.0, generator: Any = None) -> LazyTensor:
+    return assign(t, uniform(value(t), low, high))
+
+
+@lower_raw(aten.bernoulli_.float)
+def bernoulli_(t: LazyTensor, p: float = 0.5, generator: Any = None) -> LazyTensor:
+    return assign(t, bernoulli(value(t), p))
+
+
+@lower(aten.native_dropout.default)
+def native_dropout(x: Any, p: float, train: Optional[bool]) -> Any:
+    if not train or p == 0:
+        return x.clone(), xp.ones(*x.shape, dtype="bool")
+    keep = xp.rand(*x.shape) >= p
+    return xp.where(keep, x * (1.0 / (1.0 - p)), xp.zeros_like(x)), keep
+
+
+@lower(aten.native_dropout_backward.default)
+def native_dropout_backward(grad: Any, mask: Any, scale: float) -> Any:
+    return grad * mask.astype(grad.dtype) * scale
+
+
+# ---- movement (copies) -------------------------------------------------------------------------
+
+
+@lower(aten.cat.default)
+def cat(tensors: Sequence[Any], dim: int = 0) -> Any:
+    tensors = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or list(tensors[:1])
+    return xp.cat(list(tensors), dim)
+
+
+@lower(aten.stack.default)
+def stack(tensors: Sequence[Any], dim: int = 0) -> Any:
+    return xp.stack(list(tensors), dim)
+
+
+@lower(aten.flip.default)
+def flip(x: Any, dims: Sequence[int]) -> Any:
+    return x.flip(list(dims))
+
+
+@lower(aten.constant_pad_nd.default)
+def constant_pad_nd(x: Any, pad: Sequence[int], value: Any = 0) -> Any:
+    pads = [(0, 0)] * x.ndim
+    for i in range(len(pad) // 2):
+        pads[x.ndim - 1 - i] = (int(pad[2 * i]), int(pad[2 * i + 1]))
+    if any(lo < 0 or hi < 0 for lo, hi in pads):
+        index = tuple(slice(max(-lo, 0), x.shape[d] - max(-hi, 0)) for d, (lo, hi) in enumerate(pads))
+        x = x[index]
+        pads = [(max(lo, 0), max(hi, 0)) for lo, hi in pads]
+    return x.pad(pads, value)
+
+
+@lower(aten.index_select.default)
+def index_select(x: Any, dim: int, index: Any) -> Any:
+    return x.index_select(dim, index)
+
+
+@lower(aten.index_add.default)
+def index_add(x: Any, dim: int, index: Any, source: Any, alpha: Any = 1) -> Any:
+    return x.index_add(dim, index, source if alpha == 1 else source * alpha)
+
+
+@lower(aten.embedding.default)
+def embedding(weight: Any, indices: Any, padding_idx: int = -1, scale_grad_by_freq: bool = False,
+              sparse: bool = False) -> Any:
+    flat = indices.reshape(-1)
+    return weight.index_select(0, flat).reshape(*indices.shape, weight.shape[1])
+
+
+@lower(aten.embedding_dense_backward.default)
+def embedding_dense_backward(grad: Any, indices: Any, num_weights: int, padding_idx: int,
+                             scale_grad_by_freq: bool) -> Any:
+    flat = indices.reshape(-1)
+    rows = grad.reshape(-1, grad.shape[-1])
+    if padding_idx >= 0:
+        rows = xp.where(flat.ne(padding_idx).unsqueeze(1), rows, xp.zeros_like(rows))
+    return xp.zeros(num_weights, grad.shape[-1], dtype=grad.dtype).index_add(0, flat, rows)
+
+
+@lower(aten.tril.default)
+def tril(x: Any, diagonal: int = 0) -> Any:
+    return _triangle(x, diagonal, lower_part=True)
+
+
+@lower(aten.triu.default)
+def triu(x: Any, diagonal: int = 0) -> Any:
+    return _triangle(x, diagonal, lower_part=False)
+
+
+def _triangle(x: Any, diagonal: int, lower_part: bool) -> Any:
+    rows, cols = x.shape[-2], x.shape[-1]
+    r = xp.arange(0, rows, 1, dtype="int64").unsqueeze(1)
+    c = xp.arange(0, cols, 1, dtype="int64").unsqueeze(0)
+    keep = (c - r) <= diagonal if lower_part else (c - r) >= diagonal
+    return xp.where(keep, x, xp.zeros_like(x))
+
+
+@lower(aten.slice_backward.default)
+def slice_backward(grad: Any, input_sizes: Sequence[int], dim: int, start: int, end: int, step: int) -> Any:
+    base = xp.zeros(*input_sizes, dtype=grad.dtype)
+    return _slice_scatter(base, grad, dim % len(input_sizes), start, end, step)
+
+
+@lower(aten.select_backward.default)
+def select_backward(grad: Any, input_sizes: Sequence[int], dim: int, index: int) -> Any:
+    dim = dim % len(input_sizes)
+    index = index % input_sizes[dim]
+    base = xp.zeros(*input_sizes, dtype=grad.dtype)
+    return _slice_scatter(base, grad.unsqueeze(dim), dim, index, index + 1, 1)
+
+
+@lower(aten.slice_scatter.default)
+def slice_scatter(x: Any, src: Any, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> Any:
+    return _slice_scatter(x, src, dim % x.ndim, start, end, step)
+
+
+@lower(aten.select_scatter.default)
+def select_scatter(x: Any, src: Any, dim: int, index: int) -> Any:
+    dim = dim % x.ndim
+    index = index % x.shape[dim]
+    return _slice_scatter(x, src.unsqueeze(dim), dim, index, index + 1, 1)
+
+
+def _bounds(n: int, start: Any, end: Any, step: int) -> range:
+    return range(n)[slice(start, end, step)]
+
+
+def _slice_scatter(base: Any, src: Any, dim: int, start: Any, end: Any, step: int) -> Any:
+    """``base`` with ``base[..., start:end:step, ...] = src`` along ``dim``: the engine's values
+    are immutable, so the slice is padded into place and chosen by a mask."""
+    n = base.shape[dim]
+    r = _bounds(n, start, end, step)
+    if len(r) == 0:
+        return base
+    src = src.astype(base.dtype)
+    if step == 1:
+        pads = [(0, 0)] * base.ndim
+        pads[dim] = (r.start, n - r.stop)
+        placed = src.pad(pads, 0)
+        mask = xp.ones(*src.shape, dtype="bool").pad(pads, False)
+        return xp.where(mask, placed, base)
+    # A strided slice: gather each kept position's source row by an index map.
+    positions = xp.arange(0, n, 1, dtype="int64")
+    inside = (positions >= r.start) & (positions <= r[-1]) & ((positions - r.start).remainder(step) == 0)
+    source_row = ((positions - r.start).div(step, rounding_mode="floor")).clamp(0, len(r) - 1)
+    gathered = src.index_select(dim, source_row)
+    shape = [1] * base.ndim
+    shape[dim] = n
+    return xp.where(inside.reshape(*shape), gathered, base)
+
+
+# ---- views (alias their base) -------------------------------------------------------------------
+
+
+def _view_shape(x: Any, size: Sequence[int]) -> List[int]:
+    size = [int(s) for s in size]
+    if -1 in size:
+        known = 1
+        for s in size:
+            if s != -1:
+                known *= s
+        total = 1
+        for s in x.shape:
+            total *= s
+        size[size.index(-1)] = total // known if known else 0
+    return size
+
+
+@lower_raw(aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+def view(t: LazyTensor, size: Sequence[int]) -> LazyTensor:
+    base_shape = tuple(t.shape)
+    shape = _view_shape(value(t), size)
+    return make_view(t, lambda r: r.reshape(*shape), lambda r, nv: nv.reshape(*base_shape))
+
+
+@lower_raw(aten.alias.default, aten.detach.default, aten.lift_fresh.default)
+def alias(t: LazyTensor) -> LazyTensor:
+    return make_view(t, lambda r: r, lambda r, nv: nv)
+
+
+@lower_raw(aten.permute.default)
+def permute(t: LazyTensor, dims: Sequence[int]) -> LazyTensor:
+    n = t.dim()
+    dims = [d % n for d in dims]
+    inverse = [dims.index(i) for i in range(n)]
+    return make_view(t, lambda r: r.permute(*dims), lambda r, nv: nv.permute(*inverse))
+
+
+@lower_raw(aten.transpose.int)
+def transpose(t: LazyTensor, d0: int, d1: int) -> LazyTensor:
+    if t.dim() == 0:
+        return alias(t)
+    return make_view(t, lambda r: r.transpose(d0, d1), lambda r, nv: nv.transpose(d0, d1))
+
+
+@lower_raw(aten.t.default)
+def t_(t: LazyTensor) -> LazyTensor:
+    return transpose(t, 0, 1) if t.dim() == 2 else alias(t)
+
+
+@lower_raw(aten.unsqueeze.default)
+def unsqueeze(t: LazyTensor, dim: int) -> LazyTensor:
+    dim = dim % (t.dim() + 1)
+    return make_view(t, lambda r: r.unsqueeze(dim), lambda r, nv: nv.squeeze(dim))
+
+
+@lower_raw(aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims)
+def squeeze(t: LazyTensor, dim: Any = None) -> LazyTensor:
+    shape = list(t.shape)
+    if dim is None:
+        dims = list(range(len(shape)))
+    elif isinstance(dim, int):
+        dims = [dim % max(len(shape), 1)]
+    else:  # squeeze.dims: exactly those (none for an empty list)
+        dims = [d % max(len(shape), 1) for d in dim]
+    new = [s for i, s in enumerate(shape) if not (i in dims and s == 1)]
+    return make_view(t, lambda r: r.reshape(*new), lambda r, nv: nv.reshape(*shape))
+
+
+@lower_raw(aten.expand.default)
+def expand(t: LazyTensor, size: Sequence[int], implicit: bool = False) -> LazyTensor:
+    # Not a view: torch forbids writes through an expanded tensor (its elements share memory).
+    x = value(t)
+    lead = len(size) - x.ndim
+    full = [int(x.shape[i - lead]) if s == -1 else int(s) for i, s in enumerate(size)]
+    return LazyTensor(x.expand(*full))
+
+
+@lower_raw(aten.slice.Tensor)
+def slice_(t: LazyTensor, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> LazyTensor:
+    n = t.dim()
+    dim = dim % n
+    length = t.shape[dim]
+    r = _bounds(length, start, end, step)
+    index = tuple(slice(None) if d != dim else slice(r.start, r.stop, r.step) for d in range(n))
+    if len(r) == 0:
+        shape = list(t.shape)
+        shape[dim] = 0
+        return LazyTensor(xp.zeros(*shape, dtype=value(t).dtype))
+    return make_view(
+        t,
+        lambda v: v[index],
+        lambda v, nv: _slice_scatter(v, nv, dim, r.start, r.stop, r.step),
+    )
+
+
+@lower_raw(aten.select.int)
+def select(t: LazyTensor, dim: int, index: int) -> LazyTensor:
+    dim = dim % t.dim()
+    index = index % t.shape[dim]
+    key = tuple(slice(None) if d != dim else index for d in range(t.dim()))
+    return make_view(
+        t,
+        lambda v: v[key],
+        lambda v, nv: _slice_scatter(v, nv.unsqueeze(dim), dim, index, index + 1, 1),
+    )
+
+
+@lower_raw(aten.split.Tensor)
+def split(t: LazyTensor, split_size: int, dim: int = 0) -> List[LazyTensor]:
+    length = t.shape[dim % t.dim()]
+    sizes = [min(split_size, length - i) for i in range(0, length, split_size)] or [0]
+    return split_with_sizes(t, sizes, dim)
+
+
+@lower_raw(aten.split_with_sizes.default)
+def split_with_sizes(t: LazyTensor, sizes: Sequence[int], dim: int = 0) -> List[LazyTensor]:
+    out, start = [], 0
+    for s in sizes:
+        out.append(slice_(t, dim, start, start + s, 1))
+        start += s
+    return out
+
+
+@lower_raw(aten.unbind.int)
+def unbind(t: LazyTensor, dim: int = 0) -> List[LazyTensor]:
+    return [select(t, dim, i) for i in range(t.shape[dim % t.dim()])]
+
+
+# ---- neural-network ops ------------------------------------------------------------------------
+
+
+@lower(aten.convolution.default)
+def convolution(x: Any, w: Any, bias: Any, stride: Sequence[int], padding: Sequence[int],
+                dilation: Sequence[int], transposed: bool, output_padding: Sequence[int], groups: int) -> Any:
+    if transposed or x.ndim != 4:
+        raise _Unsupported("convolution: only 2-d, non-transposed convolutions are lowered")
+    return xp.conv2d(x, w, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
+
+
+@lower(aten.convolution_backward.default)
+def convolution_backward(grad: Any, x: Any, w: Any, bias_sizes: Any, stride: Sequence[int],
+                         padding: Sequence[int], dilation: Sequence[int], transposed: bool,
+                         output_padding: Sequence[int], groups: int, output_mask: Sequence[bool]) -> Any:
+    if transposed or x.ndim != 4:
+        raise _Unsupported("convolution_backward: only 2-d, non-transposed convolutions are lowered")
+    gx, gw = _vjp(
+        lambda a, b: xp.conv2d(a, b, None, tuple(stride), tuple(padding), tuple(dilation), groups),
+        [x, w],
+        grad,
+    )
+    gb = grad.sum([0, 2, 3]) if output_mask[2] else None
+    return (gx if output_mask[0] else None, gw if output_mask[1] else None, gb)
+
+
+@lower(aten.native_layer_norm.default)
+def native_layer_norm(x: Any, normalized_shape: Sequence[int], weight: Any, bias: Any, eps: float) -> Any:
+    axes = list(range(x.ndim - len(normalized_shape), x.ndim))
+    mean = x.mean(axes, keepdim=True)
+    centered = x - mean
+    rstd = ((centered * centered).mean(axes, keepdim=True) + eps).rsqrt()
+    out = centered * rstd
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out, mean, rstd
+
+
+@lower(aten.native_layer_norm_backward.default)
+def native_layer_norm_backward(grad: Any, x: Any, normalized_shape: Sequence[int], mean: Any, rstd: Any,
+                               weight: Any, bias: Any, output_mask: Sequence[bool]) -> Any:
+    axes = list(range(x.ndim - len(normalized_shape), x.ndim))
+    lead = list(range(x.ndim - len(normalized_shape)))
+    xhat = (x - mean) * rstd
+    g = grad * weight if weight is not None else grad
+    n = 1
+    for s in normalized_shape:
+        n *= s
+    gx = (g - g.mean(axes, keepdim=True) - xhat * (g * xhat).mean(axes, keepdim=True)) * rstd
+    gw = (grad * xhat).sum(lead) if weight is not None and output_mask[1] else None
+    gb = grad.sum(lead) if bias is not None and output_mask[2] else None
+    return (gx if output_mask[0] else None, gw, gb)
+
+
+@lower(aten.nll_loss_forward.default)
+def nll_loss_forward(logp: Any, target: Any, weight: Any, reduction: int, ignore_index: int) -> Any:
+    picked, valid = _nll_picked(logp, target, weight, ignore_index)
+    if reduction == 0:
+        return -picked, xp.zeros((), dtype=logp.dtype)
+    total = valid.sum()
+    if reduction == 1:
+        return -picked.sum() / total, total
+    return -picked.sum(), total
+
+
+def _nll_picked(logp: Any, target: Any, weight: Any, ignore_index: int) -> Any:
+    classes = logp.shape[-1] if logp.ndim == 1 else logp.shape[1]
+    valid_mask = target.ne(ignore_index)
+    safe = xp.where(valid_mask, target, xp.zeros_like(target))
+    hot = safe.astype("int64").one_hot(classes).astype(logp.dtype)
+    if logp.ndim > 2:  # (N, C, d1, ...): classes on axis 1
+        hot = hot.permute(0, hot.ndim - 1, *range(1, hot.ndim - 1))
+        class_axis = 1
+    else:
+        class_axis = logp.ndim - 1
+    w = valid_mask.astype(logp.dtype)
+    if weight is not None:
+        w = w * weight.index_select(0, safe.reshape(-1)).reshape(*safe.shape)
+    picked = (logp * hot).sum([class_axis]) * w
+    return picked, w
+
+
+@lower(aten.nll_loss_backward.default)
+def nll_loss_backward(grad: Any, logp: Any, target: Any, weight: Any, reduction: int, ignore_index: int,
+                      total_weight: Any) -> Any:
+    return _vjp(lambda lp: nll_loss_forward(lp, target, weight, reduction, ignore_index)[0], [logp], grad)[0]
+
+
+@lower(aten.max_pool2d_with_indices_backward.default)
+def max_pool2d_backward(grad: Any, x: Any, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+                        dilation: Sequence[int], ceil_mode: bool, indices: Any) -> Any:
+    if any(d != 1 for d in dilation) or ceil_mode:
+        raise _Unsupported("max_pool2d backward with dilation or ceil_mode")
+    return _vjp(lambda v: xp.max_pool2d(v, tuple(kernel), tuple(stride or kernel), tuple(padding)), [x], grad)[0]
+
+
+@lower(aten.avg_pool2d.default)
+def avg_pool2d(x: Any, kernel: Sequence[int], stride: Sequence[int] = (), padding: Sequence[int] = (0,),
+               ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: Any = None) -> Any:
+    if ceil_mode or not count_include_pad or divisor_override is not None or x.ndim != 4:
+        raise _Unsupported("avg_pool2d with ceil_mode, count_include_pad=False or divisor_override")
+    return xp.avg_pool2d(x, _pair(kernel), _pair(stride or kernel), _pair(padding))
+
+
+@lower(aten.avg_pool2d_backward.default)
+def avg_pool2d_backward(grad: Any, x: Any, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+                        ceil_mode: bool, count_include_pad: bool, divisor_override: Any) -> Any:
+    return _vjp(lambda v: avg_pool2d(v, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override),
+                [x], grad)[0]
+
+
+def _pair(v: Sequence[int]) -> Any:
+    v = list(v)
+    return (v[0], v[0]) if len(v) == 1 else tuple(v)
+
+
+class _Unsupported(NotImplementedError):
+    """A lowered op called with arguments the engine cannot take: the dispatcher falls back."""
+
+
+# ---- more of what OpInfo and real models reach ---------------------------------------------------
+
+
+@lower(aten.new_zeros.default, aten.new_empty.default)
+def new_zeros(x: Any, size: Sequence[int], dtype: Any = None, layout: Any = None, device: Any = None,
+              pin_memory: Any = None) -> Any:
+    return xp.zeros(*size, dtype=_dt(dtype) or x.dtype)
+
+
+@lower(aten.new_ones.default)
+def new_ones(x: Any, size: Sequence[int], dtype: Any = None, layout: Any = None, device: Any = None,
+             pin_memory: Any = None) -> Any:
+    return xp.ones(*size, dtype=_dt(dtype) or x.dtype)
+
+
+@lower(aten.new_full.default)
+def new_full(x: Any, size: Sequence[int], fill_value: Any, dtype: Any = None, layout: Any = None,
+             device: Any = None, pin_memory: Any = None) -> Any:
+    return xp.full(tuple(size), fill_value, dtype=_dt(dtype) or x.dtype)
+
+
+@lower(aten.clamp_min.default, aten.clamp_min.Tensor)
+def clamp_min(x: Any, m: Any) -> Any:
+    return x.clamp(min=m) if not hasattr(m, "shape") else x.maximum(m)
+
+
+@lower(aten.clamp_max.default, aten.clamp_max.Tensor)
+def clamp_max(x: Any, m: Any) -> Any:
+    return x.clamp(max=m) if not hasattr(m, "shape") else x.minimum(m)
+
+
+@lower(aten.isnan.default)
+def isnan(x: Any) -> Any:
+    return x.ne(x)
+
+
+@lower(aten.isinf.default)
+def isinf(x: Any) -> Any:
+    return x.abs().eq(math.inf) if _is_float(x) else xp.zeros(*x.shape, dtype="bool")
+
+
+@lower(aten.linalg_vector_norm.default)
+def vector_norm(x: Any, ord: Any = 2, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Any:
+    if dtype is not None:
+        x = x.astype(engine_dtype(dtype))
+    axes = _dims(dim, x.ndim)
+    a = x.abs()
+    if ord == 2:
+        return (a * a).sum(axes, keepdim=keepdim).sqrt()
+    if ord == 1:
+        return a.sum(axes, keepdim=keepdim)
+    if ord == math.inf:
+        return a.amax(axes, keepdim=keepdim)
+    if ord == -math.inf:
+        return a.amin(axes, keepdim=keepdim)
+    if ord == 0:
+        return a.ne(0).astype(x.dtype).sum(axes, keepdim=keepdim)
+    return a.pow(ord).sum(axes, keepdim=keepdim).pow(1.0 / ord)
+
+
+@lower(aten.var_mean.correction)
+def var_mean(x: Any, dim: Any = None, correction: Any = None, keepdim: bool = False) -> Any:
+    return var(x, dim, correction, keepdim), x.mean(_dims(dim, x.ndim), keepdim=keepdim)
+
+
+@lower(aten.std_mean.correction)
+def std_mean(x: Any, dim: Any = None, correction: Any = None, keepdim: bool = False) -> Any:
+    return std(x, dim, correction, keepdim), x.mean(_dims(dim, x.ndim), keepdim=keepdim)
+
+
+@lower(aten.repeat.default)
+def repeat(x: Any, repeats: Sequence[int]) -> Any:
+    repeats = [int(r) for r in repeats]
+    lead = len(repeats) - x.ndim
+    x = x.reshape(*([1] * lead + list(x.shape)))
+    # Each dim d of size n becomes (r, n) broadcast, then merged: tiles, as torch repeats.
+    shape, expanded, final = [], [], []
+    for r, n in zip(repeats, x.shape):
+        shape += [1, n]
+        expanded += [r, n]
+        final.append(r * n)
+    return x.reshape(*shape).expand(*expanded).reshape(*final)
+
+
+@lower(aten.roll.default)
+def roll(x: Any, shifts: Sequence[int], dims: Sequence[int] = ()) -> Any:
+    if not dims:
+        return roll(x.reshape(-1), shifts, [0]).reshape(*x.shape)
+    for s, d in zip(shifts, dims):
+        d = d % x.ndim
+        n = x.shape[d]
+        if n == 0:
+            continue
+        s = s % n
+        if s:
+            head = tuple(slice(None) if i != d else slice(n - s, n) for i in range(x.ndim))
+            tail = tuple(slice(None) if i != d else slice(0, n - s) for i in range(x.ndim))
+            x = xp.cat([x[head], x[tail]], d)
+    return x
+
+
+@lower(aten.cumsum.default)
+def cumsum(x: Any, dim: int, dtype: Any = None) -> Any:
+    if dtype is not None:
+        x = x.astype(engine_dtype(dtype))
+    elif not _is_float(x):
+        x = x.astype("int64")
+    if x.ndim == 0:
+        return x.clone()
+    d = dim % x.ndim
+    n = x.shape[d]
+    # A prefix sum as a product with the upper-triangular ones: one dot, fused by XLA.
+    tri = _triangle(xp.ones(n, n, dtype=x.dtype), 0, lower_part=False)
+    moved = x.transpose(d, x.ndim - 1)
+    return moved.matmul(tri).transpose(d, x.ndim - 1)
+
+
+@lower(aten.xlogy.Tensor)
+def xlogy(x: Any, y: Any) -> Any:
+    x, y = _to_float(x), _to_float(y)
+    return xp.where(x.eq(0), xp.zeros_like(x * y), x * y.log())
+
+
+@lower(aten.hardtanh.default)
+def hardtanh(x: Any, min_val: Any = -1, max_val: Any = 1) -> Any:
+    return x.clamp(min_val, max_val)
+
+
+@lower(aten.leaky_relu.default)
+def leaky_relu(x: Any, negative_slope: Any = 0.01) -> Any:
+    return xp.where(x > 0, x, x * negative_slope)
+
+
+@lower(aten.elu.default)
+def elu(x: Any, alpha: Any = 1, scale: Any = 1, input_scale: Any = 1) -> Any:
+    return xp.where(x > 0, x * scale, ((x * input_scale).exp() - 1.0) * (alpha * scale))

@@ -1,0 +1,206 @@
+"""The torch tensor subclass whose data is an engine tensor, and how views share a base.
+
+A ``LazyTensor`` is a wrapper subclass (no storage of its own) on the ``xlaprof`` device holding
+an engine tensor (``_xp``). torch's autograd and Python layers run above it unchanged; each aten
+op below them reaches ``__torch_dispatch__`` and is recorded into the engine (``_dispatch``).
+
+Aliasing. torch programs write through views (``x[0].zero_()``, ``w.t()`` saved for backward,
+``p.detach()`` in optimizers), and a write through a view must reach its base. The engine's
+values are immutable, so a view is a function of its base: it holds its root (the tensor that
+owns the data), a forward function (root value -> view value) and a backward one (root value,
+new view value -> new root value). Reading a view recomputes it when the root changed since;
+writing one rebuilds the root, which every other view then sees. In-place ops on a root simply
+rebind its engine value: the old value stays in the graph for whatever read it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import numpy as np
+import torch
+
+from .. import _native
+from ._device import DEVICE_TYPE, TO_TORCH, engine_dtype
+
+_DEVICE = torch.device(DEVICE_TYPE, 0)
+
+Fwd = Callable[[Any], Any]
+Bwd = Callable[[Any, Any], Any]
+
+
+class LazyTensor(torch.Tensor):
+    """A torch tensor on the ``xlaprof`` device: its value is pending in the engine."""
+
+    _xp: Any
+    _root: Optional["LazyTensor"]
+    _fwd: Optional[Fwd]
+    _bwd: Optional[Bwd]
+    _gen: int
+    _seen: int
+
+    @staticmethod
+    def __new__(cls, value: Any, requires_grad: bool = False) -> "LazyTensor":
+        r = torch.Tensor._make_wrapper_subclass(
+            cls,
+            tuple(value.shape),
+            dtype=TO_TORCH[value.dtype],
+            device=_DEVICE,
+            requires_grad=requires_grad,
+        )
+        r._xp = value
+        r._root = None
+        r._fwd = None
+        r._bwd = None
+        r._gen = 0
+        r._seen = 0
+        return r
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        from ._dispatch import dispatch
+
+        return dispatch(func, args, kwargs or {})
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
+        # Never executes: a debugger or a notebook showing a tensor must not run the graph.
+        dims = ", ".join(str(d) for d in self.shape)
+        extra = ""
+        if self.grad_fn is not None:
+            extra = f", grad_fn=<{type(self.grad_fn).__name__}>"
+        elif self.requires_grad:
+            extra = ", requires_grad=True"
+        return f"tensor(<lazy {str(self.dtype).replace('torch.', '')}[{dims}]>, device='{_DEVICE}'{extra})"
+
+    def __str__(self) -> str:
+        # print(t) shows the values, as torch does: a read the profiler records as a sync.
+        text = repr(to_cpu(self))
+        return text[:-1] + f", device='{_DEVICE}')" if text.endswith(")") else text
+
+
+# ---- values, views and writes ----------------------------------------------------------------
+
+
+def value(t: LazyTensor) -> Any:
+    """The tensor's current engine value (a view recomputed if its root changed)."""
+    root = t._root
+    if root is None:
+        return t._xp
+    if t._seen != root._gen or t._xp is None:
+        t._xp = t._fwd(root._xp)  # type: ignore[misc]
+        t._seen = root._gen
+    return t._xp
+
+
+def assign(t: LazyTensor, new: Any) -> LazyTensor:
+    """Writes ``new`` into ``t`` (its dtype and shape kept), and through a view into its root."""
+    if not hasattr(new, "dtype"):
+        new = _native.full(tuple(t.shape), new, dtype=t._xp_dtype())
+    if new.dtype != t._xp_dtype():
+        new = new.astype(t._xp_dtype())
+    shape = tuple(t.shape)
+    if tuple(new.shape) != shape:
+        new = new.expand(*shape) if shape else new.reshape(())
+    root = t._root
+    if root is None:
+        t._xp = new
+        t._gen += 1
+        return t
+    root._xp = t._bwd(root._xp, new)  # type: ignore[misc]
+    root._gen += 1
+    t._xp = new
+    t._seen = root._gen
+    return t
+
+
+def _xp_dtype(self: LazyTensor) -> str:
+    return engine_dtype(self.dtype)
+
+
+LazyTensor._xp_dtype = _xp_dtype  # type: ignore[attr-defined]
+
+
+def make_view(base: LazyTensor, fwd: Fwd, bwd: Bwd, requires_grad: bool = False) -> LazyTensor:
+    """A view of ``base``: ``fwd`` maps the base's value to the view's, ``bwd`` writes back."""
+    root = base._root
+    if root is None:
+        root, full_fwd, full_bwd = base, fwd, bwd
+    else:
+        bf, bb = base._fwd, base._bwd
+
+        def full_fwd(r: Any) -> Any:
+            return fwd(bf(r))  # type: ignore[misc]
+
+        def full_bwd(r: Any, nv: Any) -> Any:
+            return bb(r, bwd(bf(r), nv))  # type: ignore[misc]
+
+    v = LazyTensor(fwd(value(base)))
+    v._root = root
+    v._fwd = full_fwd
+    v._bwd = full_bwd
+    v._seen = root._gen
+    return v
+
+
+def wrap(x: Any) -> LazyTensor:
+    return LazyTensor(x)
+
+
+# ---- host <-> engine ------------------------------------------------------------------------
+
+
+def to_engine(t: torch.Tensor) -> Any:
+    """A CPU tensor's values as a new engine tensor (device data)."""
+    t = t.detach()
+    dtype = engine_dtype(t.dtype)
+    if t.dtype == torch.bfloat16:
+        arr = t.float().contiguous().numpy()
+    else:
+        arr = t.contiguous().numpy()
+    x = _native.from_array(np.require(arr, requirements="C"))
+    return x.astype(dtype) if x.dtype != dtype else x
+
+
+def to_cpu(t: LazyTensor) -> torch.Tensor:
+    """Reads a lazy tensor's values into a new CPU tensor (runs what is pending)."""
+    x = value(t)
+    arr = np.asarray(x.numpy(force=True))
+    out = torch.from_numpy(np.array(arr, copy=True))
+    if out.dtype != t.dtype:
+        out = out.to(t.dtype)
+    return out.reshape(tuple(t.shape))
+
+
+# ---- the backend kernels torch calls on the device itself ----------------------------------
+
+
+def _zeros(size: Any, dtype: Optional[torch.dtype]) -> LazyTensor:
+    dtype = dtype or torch.get_default_dtype()
+    return LazyTensor(_native.zeros(*[int(s) for s in size], dtype=engine_dtype(dtype)))
+
+
+def empty_memory_format(size, dtype=None, layout=None, device=None, pin_memory=None,  # type: ignore[no-untyped-def]
+                        memory_format=None):
+    _check_layout(layout)
+    return _zeros(size, dtype)
+
+
+def empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):  # type: ignore[no-untyped-def]
+    _check_layout(layout)
+    return _zeros(size, dtype)
+
+
+def copy_from(src, dst, non_blocking=False):  # type: ignore[no-untyped-def]
+    if isinstance(dst, LazyTensor):
+        assign(dst, to_engine(src) if not isinstance(src, LazyTensor) else value(src))
+        return dst
+    dst.copy_(to_cpu(src))
+    return dst
+
+
+def _check_layout(layout: Any) -> None:
+    if layout not in (None, torch.strided):
+        raise TypeError(f"{layout} tensors are not supported on the xlaprof device (only strided)")
+

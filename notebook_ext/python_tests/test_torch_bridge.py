@@ -1,0 +1,164 @@
+"""The torch bridge: unmodified torch code on the xlaprof device, against torch's CPU eager."""
+
+import inspect
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import xlaprof as xp
+import xlaprof.torch as xt
+
+DEV = xt.device()
+
+
+def this_line() -> int:
+    return inspect.currentframe().f_back.f_lineno
+
+
+def mlp(seed: int, widths=(20, 32, 32, 5)) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    layers = []
+    for a, b in zip(widths, widths[1:]):
+        layers += [torch.nn.Linear(a, b), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers[:-1])
+
+
+def train_both(make_opt, steps: int, widths=(20, 32, 32, 5)):
+    """The same model and batches on the CPU and on the device; each step's two losses and the
+    compiles the device had done after it."""
+    cpu = mlp(1, widths)
+    dev = mlp(1, widths)
+    dev.load_state_dict(cpu.state_dict())
+    dev = dev.to(DEV)
+    opt_cpu, opt_dev = make_opt(cpu.parameters()), make_opt(dev.parameters())
+    g = torch.Generator().manual_seed(2)
+    out = []
+    for _ in range(steps):
+        x = torch.randn(8, widths[0], generator=g)
+        y = torch.randint(0, widths[-1], (8,), generator=g)
+        for model, opt, move in ((cpu, opt_cpu, lambda t: t), (dev, opt_dev, lambda t: t.to(DEV))):
+            loss = torch.nn.functional.cross_entropy(model(move(x)), move(y))
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            if model is cpu:
+                loss_cpu = loss.item()
+        xt.step()
+        out.append((loss_cpu, loss.item(), xp.counters()["compiles"]))
+    return out, cpu, dev
+
+
+def test_sgd_training_matches_cpu_eager_and_compiles_once():
+    steps, cpu, dev = train_both(lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), 5, (20, 31, 17, 5))
+    for loss_cpu, loss_dev, _ in steps:
+        assert loss_dev == pytest.approx(loss_cpu, rel=1e-4, abs=1e-5)
+    # Momentum buffers appear on the first step: steps 2.. are one graph, compiled once.
+    compiles = [c for _, _, c in steps]
+    assert compiles[1:] == [compiles[1]] * 4, compiles
+    for a, b in zip(cpu.parameters(), dev.parameters()):
+        torch.testing.assert_close(b.cpu(), a.detach(), rtol=1e-4, atol=1e-5)
+
+
+def test_adamw_state_and_per_step_floats_do_not_recompile():
+    # AdamW passes new Python floats every step (bias corrections): they are graph inputs.
+    steps, _, _ = train_both(lambda p: torch.optim.AdamW(p, lr=1e-2), 6, (20, 33, 18, 5))
+    for loss_cpu, loss_dev, _ in steps:
+        assert loss_dev == pytest.approx(loss_cpu, rel=1e-4, abs=1e-5)
+    compiles = [c for _, _, c in steps]
+    assert compiles[2:] == [compiles[2]] * 4, compiles
+
+
+def test_a_write_through_a_view_reaches_its_base():
+    base = torch.arange(12.0).reshape(3, 4)
+    x = base.to(DEV)
+    x[1].add_(100)                      # select
+    x[:, 2:].mul_(-1)                   # slice
+    x.t()[0].fill_(7)                   # transpose, then select
+    a, b = x.split(2)                   # views from a split
+    b.zero_()
+    x.view(12)[5] = 42                  # view, then an index assignment
+    expected = base.clone()
+    expected[1].add_(100)
+    expected[:, 2:].mul_(-1)
+    expected.t()[0].fill_(7)
+    expected.split(2)[1].zero_()
+    expected.view(12)[5] = 42
+    torch.testing.assert_close(x.cpu(), expected)
+    # A view read after its base changed sees the change.
+    row = x[0]
+    x.add_(1)
+    torch.testing.assert_close(row.cpu(), expected[0] + 1)
+    # detach() shares data, as optimizers expect.
+    d = x.detach()
+    d.zero_()
+    assert x.cpu().abs().sum().item() == 0
+
+
+def test_repr_never_executes_and_print_is_a_sync():
+    x = torch.randn(3, 4, device=DEV) * 2
+    before = xp.counters()["syncs"]
+    text = repr(x)
+    assert "lazy float32[3, 4]" in text and "xlaprof:0" in text
+    assert xp.counters()["syncs"] == before
+    shown = str(x)
+    assert "xlaprof:0" in shown and xp.counters()["syncs"] == before + 1
+
+
+def test_item_in_the_loop_is_a_hidden_sync_at_the_users_line():
+    model = mlp(3).to(DEV)
+    with xp.profile() as p:
+        for _ in range(3):
+            loss = model(torch.randn(4, 20, device=DEV)).sum()
+            line = this_line(); value = loss.item()  # noqa: E702
+            xt.step()
+    assert isinstance(value, float)
+    hidden = [d for d in p.diagnostics() if d["kind"] == "HiddenSync"]
+    assert hidden, p.report()
+    assert hidden[0]["location"].startswith(f"test_torch_bridge.py:{line}"), hidden[0]["location"]
+
+
+def test_ops_are_located_at_the_users_line_not_inside_torch():
+    x = torch.randn(4, 4, device=DEV)
+    with xp.profile() as p:
+        line = this_line(); y = torch.nn.functional.softmax(x, dim=1)  # noqa: E702
+        xt.sync()
+    locations = p._data().locations()
+    assert any(f == "test_torch_bridge.py" and n == line for f, n, _ in locations), locations
+    assert all(f == "test_torch_bridge.py" for f, _, _ in locations), locations
+    torch.testing.assert_close(y.cpu(), torch.softmax(x.cpu(), 1))
+
+
+def test_an_op_not_lowered_runs_on_the_cpu_counted_or_is_an_error_when_strict(monkeypatch):
+    x = torch.rand(5, 3) * 0.9
+    got = torch.atan(x.to(DEV))  # no lowering and no decomposition: the CPU fallback
+    torch.testing.assert_close(got.cpu(), torch.atan(x))
+    assert "atan" in xt.fallbacks() and xt.fallbacks()["atan"][0] >= 1
+    monkeypatch.setenv("XLAPROF_STRICT", "1")
+    with pytest.raises(NotImplementedError, match="aten::atan"):
+        torch.atan(x.to(DEV))
+
+
+def test_complex_and_unsupported_dtypes_are_clear_errors():
+    with pytest.raises(TypeError, match="complex"):
+        torch.randn(3, dtype=torch.complex64).to(DEV)
+    with pytest.raises(TypeError, match="int16 is not supported"):
+        torch.zeros(3, dtype=torch.int16).to(DEV)
+
+
+def test_factories_and_conversions():
+    torch.testing.assert_close(torch.arange(2, 11, 3, device=DEV).cpu(), torch.arange(2, 11, 3))
+    torch.testing.assert_close(torch.full((2, 3), 1.5, device=DEV).cpu(), torch.full((2, 3), 1.5))
+    z = torch.zeros(2, 2, device=DEV, dtype=torch.int64)
+    assert z.dtype == torch.int64 and z.device == DEV
+    h = torch.randn(4, 4).to(DEV).to(torch.bfloat16)
+    assert h.dtype == torch.bfloat16 and h.cpu().dtype == torch.bfloat16
+    assert torch.ones(3, device=DEV).sum().item() == 3.0
+    assert bool(torch.ones(1, device=DEV) > 0)
+
+
+def test_import_xlaprof_does_not_import_torch():
+    code = "import sys, xlaprof; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ})

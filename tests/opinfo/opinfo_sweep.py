@@ -1,0 +1,214 @@
+"""PyTorch's OpInfo database run on the xlaprof device against torch's CPU kernels.
+
+For each OpInfo with float32 on the CPU: its first N samples, on our device and on the CPU, the
+results compared as PyTorch/XLA's test/test_ops.py compares them (rtol = atol = 1e-3; ops whose
+values are random are held to shape and dtype only). Each OpInfo ends as one of:
+
+    passed      every sample matched, and no aten op ran on the CPU fallback
+    fallback    every sample matched, with at least one aten op run by the CPU fallback
+    mismatch    a sample's values differ
+    dtype       a sample's dtype or shape differs
+    unsupported an error naming what xlaprof does not support (complex, a dtype, ...)
+    error       another exception
+    crash       the process died (the sweep goes on in a new one)
+
+    python tests/opinfo/opinfo_sweep.py               # every OpInfo, 3 samples each: the table
+    python tests/opinfo/opinfo_sweep.py --samples 1 --ops add,mul --verbose
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import warnings
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+RANDOM = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "empty", "randint",
+          "cauchy", "exponential", "geometric", "log_normal", "poisson")
+OUTCOMES = ("passed", "fallback", "mismatch", "dtype", "unsupported", "error", "crash")
+
+
+def _ops(dtype_name: str) -> List[Any]:
+    import torch
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    dtype = getattr(torch, dtype_name)
+    return [op for op in op_db if dtype in op.supported_dtypes("cpu")]
+
+
+def _key(op: Any) -> str:
+    return op.name + (("." + op.variant_test_name) if op.variant_test_name else "")
+
+
+def _run_one(op: Any, samples: int, dtype_name: str) -> Tuple[str, str]:
+    import torch
+    import xlaprof.torch as xt
+    from torch.utils._pytree import tree_map
+
+    dev = xt.device()
+    dtype = getattr(torch, dtype_name)
+    random = any(r in op.name for r in RANDOM)
+    before = sum(c for c, _ in xt.fallbacks().values())
+
+    def to_dev(a: Any) -> Any:
+        return a.to(dev) if isinstance(a, torch.Tensor) else a
+
+    def cpu(a: Any) -> Any:
+        return a.cpu() if isinstance(a, torch.Tensor) else a
+
+    seen = 0
+    for sample in op.sample_inputs("cpu", dtype, requires_grad=False):
+        if seen == samples:
+            break
+        seen += 1
+        try:
+            expected = op(sample.input, *sample.args, **sample.kwargs)
+        except Exception:
+            seen -= 1  # a sample the CPU itself rejects is not a test of ours
+            continue
+        try:
+            args = tree_map(to_dev, (sample.input, sample.args, sample.kwargs))
+            got = op(args[0], *args[1], **args[2])
+            got = tree_map(cpu, got)
+        except (TypeError, NotImplementedError) as e:
+            if "not supported on the xlaprof device" in str(e) or "not lowered" in str(e):
+                return "unsupported", str(e).splitlines()[0][:160]
+            return "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+        except Exception as e:  # noqa: BLE001  (the sweep records every failure)
+            return "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+        exp_flat = list(_flatten(expected))
+        got_flat = list(_flatten(got))
+        if len(exp_flat) != len(got_flat):
+            return "dtype", f"{len(got_flat)} results, expected {len(exp_flat)}"
+        for e, g in zip(exp_flat, got_flat):
+            if isinstance(e, torch.Tensor):
+                if not isinstance(g, torch.Tensor):
+                    return "dtype", f"got {type(g).__name__}, expected a tensor"
+                if e.dtype != g.dtype or tuple(e.shape) != tuple(g.shape):
+                    return "dtype", f"got {g.dtype}{list(g.shape)}, expected {e.dtype}{list(e.shape)}"
+                if random or e.is_complex():
+                    continue
+                try:
+                    torch.testing.assert_close(g, e, rtol=1e-3, atol=1e-3, equal_nan=True)
+                except AssertionError as err:
+                    return "mismatch", str(err).splitlines()[0][:160]
+            elif isinstance(e, float) and not random:
+                if not (abs(e - float(g)) <= 1e-3 + 1e-3 * abs(e) or (e != e and g != g)):
+                    return "mismatch", f"{g} != {e}"
+    if seen == 0:
+        return "error", "no sample ran on the CPU"
+    used = sum(c for c, _ in xt.fallbacks().values()) - before
+    if used:
+        names = ",".join(sorted(xt.fallbacks()))
+        return "fallback", f"CPU fallback: {names}"[:160]
+    return "passed", ""
+
+
+def _flatten(x: Any) -> Iterator[Any]:
+    if isinstance(x, (tuple, list)):
+        for v in x:
+            yield from _flatten(v)
+    else:
+        yield x
+
+
+def worker(start: int, samples: int, dtype_name: str, names: Optional[List[str]]) -> None:
+    """Runs OpInfos from index ``start`` on, one JSON line each, flushing as it goes."""
+    warnings.simplefilter("ignore")
+    import xlaprof.torch  # noqa: F401
+
+    ops = _ops(dtype_name)
+    for i, op in enumerate(ops):
+        if i < start or (names and _key(op) not in names and op.name not in names):
+            continue
+        print(json.dumps({"index": i, "op": _key(op), "start": True}), flush=True)
+        from xlaprof.torch import _dispatch
+
+        _dispatch._FALLBACKS.clear()
+        t = time.perf_counter()
+        outcome, why = _run_one(op, samples, dtype_name)
+        print(json.dumps({"index": i, "op": _key(op), "outcome": outcome, "why": why,
+                          "seconds": round(time.perf_counter() - t, 3)}), flush=True)
+
+
+def sweep(samples: int = 3, dtype_name: str = "float32", names: Optional[List[str]] = None,
+          verbose: bool = False) -> Dict[str, Tuple[str, str]]:
+    """Every OpInfo's outcome, each batch of OpInfos in a child process so a crash costs one."""
+    results: Dict[str, Tuple[str, str]] = {}
+    start = 0
+    while True:
+        cmd = [sys.executable, __file__, "--worker", str(start), "--samples", str(samples),
+               "--dtype", dtype_name]
+        if names:
+            cmd += ["--ops", ",".join(names)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                env={**os.environ, "XLAPROF_STRICT": ""})
+        current = None
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if rec.get("start"):
+                current = rec
+                continue
+            results[rec["op"]] = (rec["outcome"], rec["why"])
+            current = None
+            if verbose:
+                print(f"{rec['op']:40} {rec['outcome']:12} {rec['seconds']:7.2f}s {rec['why']}", flush=True)
+        rc = proc.wait()
+        if current is None:
+            break
+        # The child died inside `current`: record it and go on after it.
+        results[current["op"]] = ("crash", f"the process died (exit status {rc})")
+        if verbose:
+            print(f"{current['op']:40} crash (exit status {rc})", flush=True)
+        start = current["index"] + 1
+    return results
+
+
+def table(results: Dict[str, Tuple[str, str]]) -> str:
+    counts = {o: 0 for o in OUTCOMES}
+    for outcome, _ in results.values():
+        counts[outcome] += 1
+    total = len(results) or 1
+    native = counts["passed"]
+    with_fallback = native + counts["fallback"]
+    lines = [f"{'outcome':12} {'OpInfos':>8}"]
+    lines += [f"{o:12} {counts[o]:8d}" for o in OUTCOMES]
+    lines.append(f"{'total':12} {len(results):8d}")
+    lines.append(f"passed natively: {native}/{len(results)} ({100 * native / total:.1f}%); "
+                 f"with the CPU fallback: {with_fallback}/{len(results)} ({100 * with_fallback / total:.1f}%)")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--samples", type=int, default=3)
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--ops", default="")
+    ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--json", default="", help="also write every OpInfo's outcome to this file")
+    ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    names = [n for n in a.ops.split(",") if n] or None
+    if a.worker is not None:
+        worker(a.worker, a.samples, a.dtype, names)
+        return
+    results = sweep(a.samples, a.dtype, names, a.verbose)
+    if not a.verbose:
+        for name, (outcome, why) in sorted(results.items()):
+            print(f"{name:40} {outcome:12} {why}")
+    print(table(results))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({k: list(v) for k, v in results.items()}, f, indent=1, sort_keys=True)
+
+
+if __name__ == "__main__":
+    main()

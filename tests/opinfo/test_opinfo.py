@@ -1,0 +1,28 @@
+"""PyTorch's OpInfo database on the xlaprof device: a capped sweep (the first sample of every
+float32 OpInfo) held to the floor in opinfo_floor.json. Raise the floor as coverage grows; never
+lower it. The whole sweep (3 samples, the per-op table): python tests/opinfo/opinfo_sweep.py"""
+
+import json
+import pathlib
+import sys
+
+HERE = pathlib.Path(__file__).parent
+sys.path.insert(0, str(HERE))
+
+import opinfo_sweep  # noqa: E402
+
+
+def test_opinfo_coverage_holds_its_floor():
+    floor = json.loads((HERE / "opinfo_floor.json").read_text())
+    results = opinfo_sweep.sweep(samples=floor["samples"], dtype_name="float32")
+    print("\n" + opinfo_sweep.table(results))
+    outcomes = [o for o, _ in results.values()]
+    crashed = sorted(name for name, (o, _) in results.items() if o == "crash")
+    assert not crashed, f"OpInfos that killed the process: {crashed}"
+    native = outcomes.count("passed")
+    with_fallback = native + outcomes.count("fallback")
+    assert len(results) >= floor["opinfos"], f"only {len(results)} OpInfos ran"
+    assert native >= floor["native"], f"{native} OpInfos pass natively, floor {floor['native']}"
+    assert with_fallback >= floor["with_fallback"], (
+        f"{with_fallback} OpInfos pass with the CPU fallback, floor {floor['with_fallback']}"
+    )
