@@ -1121,3 +1121,168 @@ def leaky_relu(x: Any, negative_slope: Any = 0.01) -> Any:
 @lower(aten.elu.default)
 def elu(x: Any, alpha: Any = 1, scale: Any = 1, input_scale: Any = 1) -> Any:
     return xp.where(x > 0, x * scale, ((x * input_scale).exp() - 1.0) * (alpha * scale))
+
+
+# ---- integer-array indexing: every form becomes one flat index_select or index_add ------------
+
+
+def _strides(shape: Sequence[int]) -> List[int]:
+    out, acc = [], 1
+    for s in reversed(list(shape)):
+        out.append(acc)
+        acc *= s
+    return list(reversed(out))
+
+
+def _broadcast_shape(shapes: Sequence[Sequence[int]]) -> List[int]:
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        for i, n in enumerate(s):
+            j = ndim - len(s) + i
+            if n != 1:
+                out[j] = n
+    return out
+
+
+def _advanced_index(x: Any, indices: Sequence[Any]) -> Any:
+    """``x[indices]`` (torch's ``index.Tensor``) as (x with the indexed dims first and merged,
+    the flat position of each picked element, the result's shape)."""
+    indices = list(indices) + [None] * (x.ndim - len(indices))
+    for i in indices:
+        if i is not None and i.dtype == "bool":
+            raise _Unsupported("a boolean mask index has a data-dependent shape")
+    indexed = [d for d, i in enumerate(indices) if i is not None]
+    adjacent = indexed == list(range(indexed[0], indexed[-1] + 1))
+    rest = [d for d in range(x.ndim) if d not in indexed]
+    # The indexed dims go first (torch's rule when they are not adjacent; when they are, the
+    # result's dims are moved back below).
+    moved = x.permute(*(indexed + rest)) if indexed + rest != list(range(x.ndim)) else x
+    idx_shape = [x.shape[d] for d in indexed]
+    bshape = _broadcast_shape([indices[d].shape for d in indexed])
+    flat = None
+    for d, stride in zip(indexed, _strides(idx_shape)):
+        i = indices[d].astype("int64")
+        i = xp.where(i < 0, i + x.shape[d], i)
+        term = i * stride if stride != 1 else i
+        flat = term if flat is None else flat + term
+    flat = flat.expand(*bshape) if list(flat.shape) != bshape else flat
+    rest_shape = [x.shape[d] for d in rest]
+    merged = moved.reshape(-1, *rest_shape) if rest_shape else moved.reshape(-1)
+    return merged, flat, bshape, rest_shape, adjacent, indexed
+
+
+@lower(aten.index.Tensor)
+def index(x: Any, indices: Sequence[Any]) -> Any:
+    merged, flat, bshape, rest_shape, adjacent, indexed = _advanced_index(x, indices)
+    out = merged.index_select(0, flat.reshape(-1)).reshape(*bshape, *rest_shape)
+    first = indexed[0]
+    if adjacent and first > 0:
+        # x[:, idx]: the broadcast dims take the place of the indexed ones.
+        nb = len(bshape)
+        order = list(range(nb, nb + first)) + list(range(nb)) + list(range(nb + first, out.ndim))
+        out = out.permute(*order)
+    return out
+
+
+@lower(aten.index_put.default)
+def index_put(x: Any, indices: Sequence[Any], values: Any, accumulate: bool = False) -> Any:
+    merged, flat, bshape, rest_shape, adjacent, indexed = _advanced_index(x, indices)
+    first = indexed[0]
+    target = list(bshape) + rest_shape
+    if adjacent and first > 0:
+        # values are laid out as the result of x[:, idx]: move the broadcast dims first.
+        nb = len(bshape)
+        lead = [x.shape[d] for d in range(first)]
+        full = lead + list(bshape) + [x.shape[d] for d in range(indexed[-1] + 1, x.ndim)]
+        v = _expand_to(values.astype(x.dtype), full)
+        order = list(range(first, first + nb)) + list(range(first)) + list(range(first + nb, len(full)))
+        v = v.permute(*order)
+    else:
+        v = _expand_to(values.astype(x.dtype), target)
+    rows = v.reshape(-1, *rest_shape) if rest_shape else v.reshape(-1)
+    pos = flat.reshape(-1)
+    added = merged.index_add(0, pos, rows)
+    if not accumulate:
+        hits = xp.zeros(merged.shape[0], dtype="int32").index_add(0, pos, xp.ones(pos.shape[0], dtype="int32"))
+        hit = (hits > 0).reshape(-1, *([1] * len(rest_shape)))
+        # Written positions take the value (duplicates: torch leaves which one undefined).
+        summed = xp.zeros_like(merged).index_add(0, pos, rows)
+        count = hits.maximum(1).astype(x.dtype).reshape(-1, *([1] * len(rest_shape)))
+        written = summed / count if _is_float(merged) else summed.div(count, rounding_mode="trunc")
+        added = xp.where(hit, written.astype(x.dtype), merged)
+    rest = [d for d in range(x.ndim) if d not in indexed]
+    moved_shape = [x.shape[d] for d in indexed + rest]
+    out = added.reshape(*moved_shape)
+    perm = indexed + rest
+    if perm != list(range(x.ndim)):
+        out = out.permute(*[perm.index(d) for d in range(x.ndim)])
+    return out
+
+
+def _expand_to(v: Any, shape: Sequence[int]) -> Any:
+    shape = list(shape)
+    if list(v.shape) == shape:
+        return v
+    while v.ndim < len(shape):
+        v = v.unsqueeze(0)
+    return v.expand(*shape)
+
+
+@lower(aten.gather.default)
+def gather(x: Any, dim: int, index: Any, sparse_grad: bool = False) -> Any:
+    if x.ndim == 0:
+        return x.clone() if index.ndim == 0 else x.expand(*index.shape).clone()
+    flat = _flat_positions(x, dim % x.ndim, index)
+    return x.reshape(-1).index_select(0, flat.reshape(-1)).reshape(*index.shape)
+
+
+def _flat_positions(x: Any, dim: int, index: Any) -> Any:
+    """Each element of ``index`` as a flat position in ``x``: its own coordinates, with the
+    coordinate along ``dim`` replaced by its value (gather's and scatter's addressing)."""
+    strides = _strides(x.shape)
+    idx = index.astype("int64")
+    idx = xp.where(idx < 0, idx + x.shape[dim], idx)
+    flat = idx * strides[dim]
+    for d in range(index.ndim):
+        if d == dim:
+            continue
+        shape = [1] * index.ndim
+        shape[d] = index.shape[d]
+        coord = xp.arange(0, index.shape[d], 1, dtype="int64").reshape(*shape)
+        flat = flat + coord * strides[d]
+    return flat
+
+
+@lower(aten.scatter_add.default)
+def scatter_add(x: Any, dim: int, index: Any, src: Any) -> Any:
+    if x.ndim == 0:
+        return x + src.reshape(())
+    flat = _flat_positions(x, dim % x.ndim, index).reshape(-1)
+    rows = _crop_to(src, index.shape).reshape(-1).astype(x.dtype)
+    return x.reshape(-1).index_add(0, flat, rows).reshape(*x.shape)
+
+
+def _crop_to(src: Any, shape: Sequence[int]) -> Any:
+    if list(src.shape) == list(shape):
+        return src
+    return src[tuple(slice(0, n) for n in shape)]
+
+
+@lower(aten.scatter.src, aten.scatter.value)
+def scatter(x: Any, dim: int, index: Any, src: Any) -> Any:
+    if x.ndim == 0:
+        return (src.reshape(()) if hasattr(src, "shape") else xp.full((), src, dtype=x.dtype)).astype(x.dtype)
+    flat = _flat_positions(x, dim % x.ndim, index).reshape(-1)
+    if hasattr(src, "shape"):
+        rows = _crop_to(src, index.shape).reshape(-1).astype(x.dtype)
+    else:
+        rows = xp.full((flat.shape[0],), src, dtype=x.dtype)
+    n = 1
+    for s in x.shape:
+        n *= s
+    hits = xp.zeros(n, dtype="int32").index_add(0, flat, xp.ones(flat.shape[0], dtype="int32"))
+    summed = xp.zeros(n, dtype=x.dtype).index_add(0, flat, rows)
+    count = hits.maximum(1).astype(x.dtype)
+    written = summed / count if _is_float(x) else summed.div(count, rounding_mode="trunc")
+    return xp.where(hits > 0, written.astype(x.dtype), x.reshape(-1)).reshape(*x.shape)
