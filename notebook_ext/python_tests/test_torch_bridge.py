@@ -162,3 +162,30 @@ def test_factories_and_conversions():
 def test_import_xlaprof_does_not_import_torch():
     code = "import sys, xlaprof; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ})
+
+
+def test_the_torch_sample_is_recorded_by_xlaprof_profile(tmp_path):
+    # What `xlaprof run -- python samples/torch/mlp_adamw.py` does: the program records itself
+    # from `import xlaprof` on; the profile names the sample's own lines.
+    import pathlib
+
+    sample = pathlib.Path(__file__).parents[2] / "samples" / "torch" / "mlp_adamw.py"
+    out = tmp_path / "mlp.xlaprof"
+    run = subprocess.run([sys.executable, str(sample)], env={**os.environ, "XLAPROF_PROFILE": str(out)},
+                         capture_output=True, text=True, check=True)
+    lines = [l for l in run.stdout.splitlines() if l.startswith("step ")]
+    assert len(lines) == 8, run.stdout
+    for line in lines:
+        ours = float(line.split("loss ")[1].split()[0])
+        eager = float(line.split("CPU eager ")[1].split(")")[0])
+        assert ours == pytest.approx(eager, rel=1e-4, abs=1e-5), line
+    p = xp.load(str(out))
+    assert p.steps == 8
+    # AdamW's state appears on the first step: two graphs, then cache hits only.
+    assert p.compiles == 2, p.report()
+    # Python lines are the sample's, never torch's. (The backward's ops run on torch's autograd
+    # thread, which has no Python frame of the user's: they are not located at a Python line.)
+    files = {f for f, _, _ in p._data().locations() if f.endswith(".py")}
+    assert files == {"mlp_adamw.py"}, files
+    # The losses are read after xt.step(): their values are already there, so no hidden sync.
+    assert not [d for d in p.diagnostics() if d["kind"] == "HiddenSync"], p.report()
