@@ -1286,3 +1286,38 @@ def scatter(x: Any, dim: int, index: Any, src: Any) -> Any:
     count = hits.maximum(1).astype(x.dtype)
     written = summed / count if _is_float(x) else summed.div(count, rounding_mode="trunc")
     return xp.where(hits > 0, written.astype(x.dtype), x.reshape(-1)).reshape(*x.shape)
+
+
+# ---- bitwise ops: on bools they are the logical ones (the engine's ints have no bitwise ops yet) --
+
+
+def _bools(*xs: Any) -> bool:
+    return all(not hasattr(x, "dtype") and isinstance(x, bool) or getattr(x, "dtype", None) == "bool" for x in xs)
+
+
+@lower(aten.bitwise_and.Tensor, aten.bitwise_and.Scalar)
+def bitwise_and(a: Any, b: Any) -> Any:
+    if not _bools(a, b):
+        raise _Unsupported("bitwise_and on integers")
+    return a.logical_and(b if hasattr(b, "dtype") else xp.full((), b, dtype="bool"))
+
+
+@lower(aten.bitwise_or.Tensor, aten.bitwise_or.Scalar)
+def bitwise_or(a: Any, b: Any) -> Any:
+    if not _bools(a, b):
+        raise _Unsupported("bitwise_or on integers")
+    return a.logical_or(b if hasattr(b, "dtype") else xp.full((), b, dtype="bool"))
+
+
+@lower(aten.bitwise_xor.Tensor, aten.bitwise_xor.Scalar)
+def bitwise_xor(a: Any, b: Any) -> Any:
+    if not _bools(a, b):
+        raise _Unsupported("bitwise_xor on integers")
+    return a.ne(b if hasattr(b, "dtype") else xp.full((), b, dtype="bool"))
+
+
+@lower(aten.bitwise_not.default)
+def bitwise_not(a: Any) -> Any:
+    if not _bools(a):
+        raise _Unsupported("bitwise_not on integers")
+    return a.logical_not()
