@@ -566,9 +566,6 @@ fn warm_up(
         return None;
     }
     let only_first: Vec<u32> = la.difference(&lb).copied().collect();
-    if only_first.is_empty() {
-        return None;
-    }
     // The device inputs the new graph has beyond the first's, by where they were made.
     let mut before: BTreeMap<u32, usize> = BTreeMap::new();
     for i in a.inputs.iter().filter(|i| i.data) {
@@ -588,14 +585,24 @@ fn warm_up(
     }
     // Initialization: the inputs were made at lines only the first graph ran. State: they are
     // made by lines every step runs (the update), from what only the first graph created.
-    let kind = if new_inputs.iter().any(|l| only_first.contains(l)) {
-        Kind::Warmup
-    } else if new_inputs.iter().all(|l| lb.contains(l)) {
-        Kind::LazyState
-    } else {
-        return None;
-    };
-    Some(WarmUp { kind, lines: only_first })
+    if !only_first.is_empty() {
+        let kind = if new_inputs.iter().any(|l| only_first.contains(l)) {
+            Kind::Warmup
+        } else if new_inputs.iter().all(|l| lb.contains(l)) {
+            Kind::LazyState
+        } else {
+            return None;
+        };
+        return Some(WarmUp { kind, lines: only_first });
+    }
+    // One line both creates the state and updates it (`opt.step()` of torch.optim, whose
+    // first call makes the moments): the first graph ran the same lines, and the new graph only
+    // adds device inputs, made at those lines, that it then keeps.
+    let data = |d: &GraphDef| d.inputs.iter().filter(|i| i.data).count();
+    if data(b) > data(a) && new_inputs.iter().all(|l| la.contains(l) && lb.contains(l)) {
+        return Some(WarmUp { kind: Kind::LazyState, lines: new_inputs.into_iter().collect() });
+    }
+    None
 }
 
 fn lines_text(p: &Profile, lines: &[u32]) -> String {
