@@ -100,9 +100,38 @@ pub(crate) fn current(py: Python<'_>) -> Option<Arc<ExternalLocation>> {
         }
     });
     // SAFETY: the GIL is held (`py`); PyEval_GetFrame returns a borrowed frame of this thread or
-    // null. Every new reference (code, back frame) is released before returning.
+    // null.
+    let here = unsafe { user_frame(py, ffi::PyEval_GetFrame()) };
+    if here.is_some() {
+        return here;
+    }
+    waiting_caller(py)
+}
+
+/// Where the main thread waits, for an op recorded on a thread that runs no user code: torch's
+/// autograd runs a device's backward on a thread of its own while `loss.backward()` waits, and
+/// that line is where the backward's ops come from.
+fn waiting_caller(py: Python<'_>) -> Option<Arc<ExternalLocation>> {
+    let threading = py.import("threading").ok()?;
+    let main = threading.call_method0("main_thread").ok()?.getattr("ident").ok()?;
+    let current = threading.call_method0("get_ident").ok()?;
+    if current.eq(&main).unwrap_or(true) {
+        return None;
+    }
+    let frames = py.import("sys").ok()?.call_method0("_current_frames").ok()?;
+    let frame = frames.get_item(main).ok()?;
+    // SAFETY: the GIL is held; `frame` is a live frame object kept alive by `frame` for the call.
+    unsafe { user_frame(py, frame.as_ptr().cast()) }
+}
+
+/// The innermost frame from `frame` outwards that is not internal, as a location.
+///
+/// # Safety
+/// The GIL is held and `frame` is a borrowed frame object or null. Every new reference (code,
+/// back frame) is released before returning.
+unsafe fn user_frame(py: Python<'_>, frame: *mut ffi::PyFrameObject) -> Option<Arc<ExternalLocation>> {
     unsafe {
-        let mut frame = ffi::PyEval_GetFrame();
+        let mut frame = frame;
         let mut owned: Option<*mut ffi::PyFrameObject> = None;
         let mut found = None;
         for _ in 0..64 {
