@@ -15,13 +15,14 @@ import os
 import sys
 import time
 import warnings
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 from torch.utils._pytree import tree_map
 
-from ._device import DEVICE_TYPE
+from ._device import DEVICE_TYPE, engine_dtype
 from ._lowerings import FUNCTIONAL, RAW, _Unsupported
+from . import _tensor as _tensor_module
 from ._tensor import LazyTensor, assign, to_cpu, to_engine, value
 
 aten = torch.ops.aten
@@ -56,22 +57,33 @@ def fallbacks() -> Dict[str, Tuple[int, float]]:
 
 # ---- arguments ------------------------------------------------------------------------------
 
+_PLAIN = (int, float, bool, str, type(None), torch.dtype, torch.device, torch.memory_format, torch.layout)
+
 
 def _unwrap(a: Any) -> Any:
+    """An argument as a lowering takes it: a lazy tensor's engine value, a CPU 0-dim tensor as a
+    Python number (torch lets one mix with device tensors), other CPU tensors uploaded. By hand,
+    not with torch's pytree: this runs for every argument of every op."""
+    t = type(a)
+    if t is LazyTensor:
+        return a._xp if a._root is None else value(a)
+    if t in _PLAIN:
+        return a
+    if t is list or t is tuple:
+        return t(_unwrap(v) for v in a)
     if isinstance(a, LazyTensor):
         return value(a)
     if isinstance(a, torch.Tensor):
-        if a.dim() == 0 and a.device.type == "cpu":
-            return a.item()  # torch lets a CPU 0-dim tensor mix with device tensors: a scalar
         if a.device.type == "cpu":
-            return to_engine(a)
+            return a.item() if a.dim() == 0 else to_engine(a)
     return a
 
 
 def _wrap(x: Any) -> Any:
-    if isinstance(x, (tuple, list)):
-        return type(x)(_wrap(v) for v in x)
-    if x is None or isinstance(x, (LazyTensor, bool, int, float)):
+    t = type(x)
+    if t is tuple or t is list:
+        return t(_wrap(v) for v in x)
+    if x is None or t in (LazyTensor, bool, int, float):
         return x
     return LazyTensor(x)
 
@@ -84,98 +96,144 @@ def _is_device(d: Any) -> bool:
 
 # ---- dispatch -------------------------------------------------------------------------------
 
+Route = Callable[[Tuple[Any, ...], Dict[str, Any]], Any]
+# Each op's route, found on its first call: the lookups below run once per op, not per call.
+_ROUTES: Dict[Any, Route] = {}
+
 
 def dispatch(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
-    try:
-        out = _lowered(func, args, kwargs)
-    except _Unsupported:
-        out = NotImplemented
-    if out is not NotImplemented:
-        return out
-    decomposition = _decompositions().get(func)
-    if decomposition is not None:
-        out = decomposition(*args, **kwargs)
-        if out is not NotImplemented:
-            return out
-    if func is not aten.to.dtype_layout and torch._C._dispatch_has_kernel_for_dispatch_key(
-        func.name(), "CompositeImplicitAutograd"
-    ):
-        out = func.decompose(*args, **kwargs)
-        if out is not NotImplemented:
-            return out
-    return _fallback(func, args, kwargs)
+    route = _ROUTES.get(func)
+    if route is None:
+        route = _ROUTES[func] = _route(func)
+    return route(args, kwargs)
 
 
-def _lowered(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
-    if func is aten._to_copy.default:
-        device = kwargs.get("device")
-        if device is not None and not _is_device(device):
-            # `.cpu()` / `.to("cpu")`: the host reads the values (a sync).
-            out = to_cpu(args[0])
-            dtype = kwargs.get("dtype")
-            return out.to(dtype) if dtype is not None else out
-        if not isinstance(args[0], LazyTensor):
-            # `.to(device)` of a CPU tensor: its values are uploaded.
-            x = to_engine(args[0])
-            dtype = kwargs.get("dtype")
-            if dtype is not None:
-                from ._device import engine_dtype
-
-                x = x.astype(engine_dtype(dtype))
-            return LazyTensor(x)
-    if func is aten._local_scalar_dense.default:
-        return to_cpu(args[0]).item()
-    if func is aten.copy_.default:
-        dst, src = args[0], args[1]
-        if not isinstance(dst, LazyTensor):
-            dst.copy_(to_cpu(src))
-            return dst
-        if isinstance(src, LazyTensor):
-            return assign(dst, value(src))
-        return assign(dst, to_engine(src) if isinstance(src, torch.Tensor) else src)
+def _route(func: Any) -> Route:
+    special = _SPECIAL.get(func)
+    if special is not None:
+        return special
     raw = RAW.get(func)
     if raw is not None:
-        return raw(*args, **kwargs)
+        return _or_else(lambda a, k: raw(*a, **k), func)
     fn = FUNCTIONAL.get(func)
     if fn is not None:
-        return _wrap(fn(*tree_map(_unwrap, args), **tree_map(_unwrap, kwargs)))
-    return _mutating(func, args, kwargs)
+        def functional(a: Tuple[Any, ...], k: Dict[str, Any]) -> Any:
+            if k:
+                return _wrap(fn(*[_unwrap(v) for v in a], **{n: _unwrap(v) for n, v in k.items()}))
+            return _wrap(fn(*[_unwrap(v) for v in a]))
+
+        return _or_else(functional, func)
+    mutating = _mutating_route(func)
+    if mutating is not None:
+        return _or_else(mutating, func)
+    return _unlowered(func)
 
 
-def _mutating(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
-    """``x.add_(y)`` and ``torch.add(x, y, out=z)`` as the functional op plus a write."""
+def _or_else(route: Route, func: Any) -> Route:
+    """``route``, or where an op goes without a lowering when the lowering declines the call."""
+    def run(a: Tuple[Any, ...], k: Dict[str, Any]) -> Any:
+        try:
+            return route(a, k)
+        except _Unsupported:
+            return _unlowered(func)(a, k)
+
+    return run
+
+
+def _unlowered(func: Any) -> Route:
+    decomposition = _decompositions().get(func)
+    implicit = func is not aten.to.dtype_layout and torch._C._dispatch_has_kernel_for_dispatch_key(
+        func.name(), "CompositeImplicitAutograd"
+    )
+
+    def run(a: Tuple[Any, ...], k: Dict[str, Any]) -> Any:
+        if decomposition is not None:
+            out = decomposition(*a, **k)
+            if out is not NotImplemented:
+                return out
+        if implicit:
+            out = func.decompose(*a, **k)
+            if out is not NotImplemented:
+                return out
+        return _fallback(func, a, k)
+
+    return run
+
+
+def _to_copy(a: Tuple[Any, ...], k: Dict[str, Any]) -> Any:
+    src = a[0]
+    device = k.get("device")
+    dtype = k.get("dtype")
+    if device is not None and not _is_device(device):
+        # `.cpu()` / `.to("cpu")`: the host reads the values (a sync).
+        out = to_cpu(src)
+        return out.to(dtype) if dtype is not None else out
+    if not isinstance(src, LazyTensor):
+        # `.to(device)` of a CPU tensor: its values are uploaded.
+        x = to_engine(src)
+        return LazyTensor(x.astype(engine_dtype(dtype)) if dtype is not None else x)
+    x = value(src)
+    return LazyTensor(x.astype(engine_dtype(dtype)) if dtype is not None else x.clone())
+
+
+def _local_scalar_dense(a: Tuple[Any, ...], k: Dict[str, Any]) -> Any:
+    return to_cpu(a[0]).item()
+
+
+def _copy_(a: Tuple[Any, ...], k: Dict[str, Any]) -> Any:
+    dst, src = a[0], a[1]
+    if not isinstance(dst, LazyTensor):
+        dst.copy_(to_cpu(src))
+        return dst
+    if isinstance(src, LazyTensor):
+        return assign(dst, value(src))
+    return assign(dst, to_engine(src) if isinstance(src, torch.Tensor) else src)
+
+
+_SPECIAL: Dict[Any, Route] = {
+    aten._to_copy.default: _to_copy,
+    aten._local_scalar_dense.default: _local_scalar_dense,
+    aten.copy_.default: _copy_,
+}
+
+
+def _mutating_route(func: Any) -> Optional[Route]:
+    """``x.add_(y)`` and ``torch.add(x, y, out=z)`` as the lowered functional op plus a write."""
     schema = func._schema
     name = schema.name.split("::")[-1]
     packet = func.overloadpacket
     if name.endswith("_") and schema.arguments and _writes(schema.arguments[0]):
         functional = getattr(getattr(aten, name[:-1], None), func._overloadname, None)
-        if functional is None or functional not in FUNCTIONAL:
-            return NotImplemented
-        self = args[0]
-        result = _lowered(functional, args, kwargs)
-        if result is NotImplemented:
-            return NotImplemented
-        assign(self, value(result))
-        return self
+        if functional is None or (functional not in FUNCTIONAL and functional not in _SPECIAL):
+            return None
+        inner = _route(functional)
+
+        def in_place(a: Tuple[Any, ...], k: Dict[str, Any]) -> Any:
+            result = inner(a, k)
+            assign(a[0], value(result))
+            return a[0]
+
+        return in_place
     outs = [a.name for a in schema.arguments if a.kwarg_only and _writes(a)]
-    if outs and all(o in kwargs for o in outs):
-        base = func._overloadname.replace("_out", "").replace("out", "") or "default"
-        functional = getattr(packet, base, None) or getattr(packet, "default", None)
-        if functional is None or functional not in FUNCTIONAL:
-            return NotImplemented
-        rest = {k: v for k, v in kwargs.items() if k not in outs}
-        result = _lowered(functional, args, rest)
-        if result is NotImplemented:
-            return NotImplemented
+    if not outs:
+        return None
+    base = func._overloadname.replace("_out", "").replace("out", "") or "default"
+    functional = getattr(packet, base, None) or getattr(packet, "default", None)
+    if functional is None or functional not in FUNCTIONAL:
+        return None
+    inner = _route(functional)
+
+    def out_form(a: Tuple[Any, ...], k: Dict[str, Any]) -> Any:
+        targets = [k[o] for o in outs]
+        result = inner(a, {n: v for n, v in k.items() if n not in outs})
         results = result if isinstance(result, (tuple, list)) else (result,)
-        targets = [kwargs[o] for o in outs]
-        for target, r in zip(targets, results):
-            if tuple(target.shape) != tuple(r.shape):
-                return NotImplemented  # a resize of `out`: the fallback does it
+        if any(tuple(t.shape) != tuple(r.shape) for t, r in zip(targets, results)):
+            raise _Unsupported("a resize of `out`: the fallback does it")
         for target, r in zip(targets, results):
             assign(target, value(r))
         return targets[0] if len(targets) == 1 else tuple(targets)
-    return NotImplemented
+
+    return out_form
 
 
 def _writes(arg: Any) -> bool:
@@ -270,3 +328,7 @@ def _tensors(args: Any, kwargs: Any) -> List[torch.Tensor]:
 
     tree_map(visit, (args, kwargs))
     return found
+
+
+# The tensor subclass calls straight into `dispatch` (no import per op).
+_tensor_module._dispatch = dispatch

@@ -25,6 +25,9 @@ from ._device import DEVICE_TYPE, TO_TORCH, engine_dtype
 
 _DEVICE = torch.device(DEVICE_TYPE, 0)
 
+# Set by `_dispatch` when it is imported (it imports this module).
+_dispatch: Callable[..., Any] = None  # type: ignore[assignment]
+
 Fwd = Callable[[Any], Any]
 Bwd = Callable[[Any, Any], Any]
 
@@ -33,11 +36,12 @@ class LazyTensor(torch.Tensor):
     """A torch tensor on the ``xlaprof`` device: its value is pending in the engine."""
 
     _xp: Any
-    _root: Optional["LazyTensor"]
-    _fwd: Optional[Fwd]
-    _bwd: Optional[Bwd]
-    _gen: int
-    _seen: int
+    # A tensor that owns its data has these class defaults; a view sets its own.
+    _root: Optional["LazyTensor"] = None
+    _fwd: Optional[Fwd] = None
+    _bwd: Optional[Bwd] = None
+    _gen: int = 0
+    _seen: int = 0
 
     @staticmethod
     def __new__(cls, value: Any, requires_grad: bool = False) -> "LazyTensor":
@@ -49,20 +53,13 @@ class LazyTensor(torch.Tensor):
             requires_grad=requires_grad,
         )
         r._xp = value
-        r._root = None
-        r._fwd = None
-        r._bwd = None
-        r._gen = 0
-        r._seen = 0
         return r
 
     __torch_function__ = torch._C._disabled_torch_function_impl
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        from ._dispatch import dispatch
-
-        return dispatch(func, args, kwargs or {})
+        return _dispatch(func, args, kwargs or {})
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
         # Never executes: a debugger or a notebook showing a tensor must not run the graph.
