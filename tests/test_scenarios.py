@@ -27,7 +27,8 @@ from typing import List
 import xlaprof as xp
 
 HERE = pathlib.Path(__file__).resolve().parent / "scenarios"
-JUDGED = {"Recompile", "RecompileStorm", "Warmup", "LazyState", "HiddenSync", "MidStepSync", "HostRead"}
+JUDGED = {"Recompile", "RecompileStorm", "Warmup", "LazyState", "HiddenSync", "MidStepSync", "HostRead",
+          "HostFallback"}
 
 
 @dataclass

@@ -134,6 +134,13 @@ pub enum Event {
         bytes: u64,
         duration_ns: u64,
     },
+    /// An op the engine has no lowering for ran on the host instead (the torch bridge's CPU
+    /// fallback, e.g. `aten::atan`): its operands were read to the host and its results uploaded.
+    HostFallback {
+        op: Arc<str>,
+        location: SourceLocation,
+        duration_ns: u64,
+    },
 }
 
 /// Receives every event while registered. Called on the thread that runs the sync.
@@ -185,6 +192,14 @@ pub fn scope(name: &str) -> Scope {
     let name: Arc<str> = name.into();
     emit(Event::ScopeBegin { name: name.clone(), location });
     Scope(Some(name))
+}
+
+/// Reports an op that ran on the host because the engine does not lower it (`duration_ns`: its
+/// whole cost, the reads of its operands and the upload of its results included).
+pub fn host_fallback(op: &str, location: SourceLocation, duration_ns: u64) {
+    if enabled() {
+        emit(Event::HostFallback { op: op.into(), location, duration_ns });
+    }
 }
 
 /// Closes its region when dropped.

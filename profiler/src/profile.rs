@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::{Serialize, Serializer};
 
 use crate::record::{
-    clip_to, Cause, CostRec, GraphDef, Location, MemoryRec, Meta, Record, ShapeRec,
+    clip, clip_to, Cause, CostRec, GraphDef, Location, MemoryRec, Meta, Record, ShapeRec,
 };
 
 /// One sync: a graph built, found or compiled, and executed.
@@ -103,6 +103,16 @@ pub struct ValueRead {
     pub step: u64,
     /// The sync this read forced (the value was still pending), if any.
     pub forced_sync: Option<u64>,
+}
+
+/// An op run on the host for want of a lowering.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostFallback {
+    pub op: String,
+    pub location: u32,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    pub step: u64,
 }
 
 /// A training step: from the end of the previous step (or the profile's start) to `step()`.
@@ -227,6 +237,8 @@ pub struct Profile {
     pub executions: Vec<Execution>,
     pub transfers: Vec<Transfer>,
     pub value_reads: Vec<ValueRead>,
+    /// Ops run on the host for want of a lowering, in order.
+    pub host_fallbacks: Vec<HostFallback>,
     pub steps: Vec<Step>,
     pub scopes: Vec<Scope>,
     /// The engine's counters at the end of each sync.
@@ -511,6 +523,17 @@ impl Profile {
                 if open.is_empty() {
                     self.open_scopes.remove(&name);
                 }
+            }
+            Record::HostFallback { t, op, location, dur } => {
+                self.seen(t);
+                let step = self.current_step();
+                self.host_fallbacks.push(HostFallback {
+                    op: clip(&op).into_owned(),
+                    location,
+                    start_ns: t.saturating_sub(dur),
+                    duration_ns: dur,
+                    step,
+                });
             }
             Record::ValueRead { t, location, shape, bytes, dur } => {
                 self.seen(t);

@@ -328,4 +328,12 @@ pub enum Record {
         hash: u64,
         text: String,
     },
+    /// An op run on the host for want of a lowering (the torch bridge's CPU fallback). Ends at
+    /// `t`; added at the end, as every new variant is.
+    HostFallback {
+        t: u64,
+        op: String,
+        location: u32,
+        dur: u64,
+    },
 }

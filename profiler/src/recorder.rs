@@ -244,6 +244,10 @@ impl Listener for Recorder {
                 Record::ScopeBegin { t, name: name.to_string(), location }
             }
             Event::ScopeEnd { name } => Record::ScopeEnd { t, name: name.to_string() },
+            Event::HostFallback { op, location, duration_ns } => {
+                let location = s.location(location);
+                Record::HostFallback { t, op: op.to_string(), location, dur: *duration_ns }
+            }
             Event::ValueRead { location, shape: sh, bytes, duration_ns } => {
                 let location = s.location(location);
                 Record::ValueRead {

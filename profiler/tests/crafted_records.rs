@@ -184,6 +184,7 @@ fn record() -> impl Strategy<Value = Record> {
         2 => graph().prop_map(|g| Record::Graph(Box::new(g))),
         1 => (id64(), string()).prop_map(|(hash, text)| Record::StableHlo { hash, text }),
         1 => (id64(), string()).prop_map(|(hash, text)| Record::OptimizedHlo { hash, text }),
+        1 => (ns(), string(), id32(), ns()).prop_map(|(t, op, location, dur)| Record::HostFallback { t, op, location, dur }),
         4 => (ns(), id64(), cause(), id32(), any::<u32>()).prop_map(
             |(t, sync, cause, location, tensors)| Record::SyncBegin { t, sync, cause, location, tensors }
         ),

@@ -491,6 +491,18 @@ pub(crate) fn set_package_dir(dir: String) {
     location::set_package_dir(dir);
 }
 
+/// Tells the profiler that `op` ran on the host for want of a lowering (the torch bridge's CPU
+/// fallback), at the caller's line, taking `seconds` in all.
+#[pyfunction]
+pub(crate) fn host_fallback(py: Python<'_>, op: &str, seconds: f64) {
+    let location = match location::current(py) {
+        Some(l) => xlaprof_core::location::SourceLocation::External(l),
+        None => xlaprof_core::location::SourceLocation::caller(),
+    };
+    let ns = (seconds.max(0.0) * 1e9) as u64;
+    xlaprof_core::events::host_fallback(op, location, ns);
+}
+
 #[pyfunction]
 pub(crate) fn add_internal_dir(dir: String) {
     location::add_internal_dir(dir);

@@ -63,6 +63,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(counters, m)?,
         wrap_pyfunction!(set_package_dir, m)?,
         wrap_pyfunction!(add_internal_dir, m)?,
+        wrap_pyfunction!(host_fallback, m)?,
         wrap_pyfunction!(set_file_namer, m)?,
         wrap_pyfunction!(source_files, m)?,
         wrap_pyfunction!(_trace_cost_probe, m)?,

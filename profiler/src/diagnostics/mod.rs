@@ -33,6 +33,8 @@ pub enum Kind {
     MidStepSync,
     /// A value was copied to the host inside the step (a stall, without a sync).
     HostRead,
+    /// An op the engine does not lower ran on the host (the torch bridge's CPU fallback).
+    HostFallback,
     SlowCompile,
     SlowStep,
     IdleDevice,
@@ -48,6 +50,7 @@ impl Kind {
             Kind::HiddenSync => "hidden sync",
             Kind::MidStepSync => "sync inside a step",
             Kind::HostRead => "host read",
+            Kind::HostFallback => "CPU fallback",
             Kind::SlowCompile => "slow compile",
             Kind::SlowStep => "slow step",
             Kind::IdleDevice => "idle device",
@@ -159,6 +162,7 @@ pub fn diagnose(
     let mut all = Vec::new();
     all.extend(recompile::findings(p, t, recompiles));
     all.extend(steps::syncs_in_steps(p, t));
+    all.extend(steps::host_fallbacks(p));
     all.extend(steps::slow_compiles(p, t));
     all.extend(steps::slow_steps(p, t, phases));
     all.extend(steps::idle_device(p, t, phases));

@@ -33,7 +33,18 @@ pub(super) fn syncs_in_steps(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
         let (s, next) = (&p.syncs[i], &p.syncs[i + 1]);
         ran_after[i] = next.step == s.step && (next.hash.is_some() || ran_after[i + 1]);
     }
+    // A fallback reads its operands (syncs at its line): its own finding says so, once.
+    let in_fallback = |s: &crate::profile::Sync| {
+        p.host_fallbacks.iter().any(|f| {
+            f.location == s.location
+                && s.start_ns >= f.start_ns
+                && s.start_ns <= f.start_ns.saturating_add(f.duration_ns)
+        })
+    };
     for (s, &ran_after) in p.syncs.iter().zip(&ran_after) {
+        if s.cause == Cause::ValueRead && in_fallback(s) {
+            continue;
+        }
         let cost_ns = s.compile_ns.saturating_add(s.execute_ns);
         let instance = Instance {
             message: format!(
@@ -281,4 +292,48 @@ pub(super) fn idle_device(p: &Profile, t: &Thresholds, phases: &[StepPhases]) ->
     );
     let advice = Some("record fewer ops per step (fuse work into larger tensors), avoid host reads in the loop, and overlap data loading with the step".to_string());
     vec![Diagnostic::new(p, Kind::IdleDevice, location, message, advice, instances, Vec::new())]
+}
+
+/// Ops run on the host for want of a lowering, per (op, line): each splits its step's graph,
+/// reads its operands to the host and uploads its results.
+pub(super) fn host_fallbacks(p: &Profile) -> Vec<Diagnostic> {
+    let mut sites: BTreeMap<(u32, &str), Vec<Instance>> = BTreeMap::new();
+    for f in &p.host_fallbacks {
+        // The syncs its operand reads forced are part of its cost.
+        let forced = p.syncs.iter().filter(|s| {
+            s.cause == Cause::ValueRead
+                && s.location == f.location
+                && s.start_ns >= f.start_ns
+                && s.start_ns <= f.start_ns.saturating_add(f.duration_ns)
+        });
+        let syncs: Vec<u64> = forced.map(|s| s.id).collect();
+        sites.entry((f.location, f.op.as_str())).or_default().push(Instance {
+            message: format!(
+                "step {}: {} on the CPU ({}, {} forced)",
+                f.step,
+                f.op,
+                format_ns(f.duration_ns as f64),
+                plural(syncs.len(), "sync")
+            ),
+            sync: syncs.first().copied(),
+            step: Some(f.step),
+            cost_ns: f.duration_ns,
+        });
+    }
+    let mut out = Vec::new();
+    for ((location, op), instances) in sites {
+        let site = p.location(location);
+        let cost = saturating_sum(instances.iter().map(|i| i.cost_ns));
+        let mut steps: Vec<u64> = instances.iter().filter_map(|i| i.step).collect();
+        steps.dedup();
+        let message = format!(
+            "{op} at {site} has no lowering and ran on the CPU, {} in {} ({}): each time its operands are read to the host (running the graph so far) and its results copied back",
+            times(instances.len()),
+            plural(steps.len(), "step"),
+            format_ns(cost as f64)
+        );
+        let advice = "avoid the op inside the step or write it with lowered ops; XLAPROF_STRICT=1 makes every fallback an error at its line".to_string();
+        out.push(Diagnostic::new(p, Kind::HostFallback, location, message, Some(advice), instances, Vec::new()));
+    }
+    out
 }

@@ -72,7 +72,8 @@ fn on_fixed_clock() -> &'static Path {
                 | Record::Transfer { t, dur, .. }
                 | Record::Executed { t, dur, .. }
                 | Record::SyncEnd { t, dur, .. }
-                | Record::ValueRead { t, dur, .. } => {
+                | Record::ValueRead { t, dur, .. }
+                | Record::HostFallback { t, dur, .. } => {
                     *t = at;
                     *dur = 500_000;
                 }

@@ -65,6 +65,7 @@ pub fn clean_record(record: &mut Record) {
         }
         Record::ScopeBegin { name, .. } | Record::ScopeEnd { name, .. } => fix(name),
         Record::ValueRead { shape, .. } => fix(&mut shape.dtype),
+        Record::HostFallback { op, .. } => fix(op),
         _ => {}
     }
 }

@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import torch
 from torch.utils._pytree import tree_map
 
+from .. import _native
 from ._device import DEVICE_TYPE, engine_dtype
 from ._lowerings import FUNCTIONAL, RAW, _Unsupported
 from . import _tensor as _tensor_module
@@ -299,9 +300,11 @@ def _fallback(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
         return x
 
     result = tree_map(up, out)
+    seconds = time.perf_counter() - start
     entry = _FALLBACKS.setdefault(name, [0, 0.0])
     entry[0] += 1
-    entry[1] += time.perf_counter() - start
+    entry[1] += seconds
+    _native.host_fallback(f"aten::{name}", seconds)
     return result
 
 

@@ -1,0 +1,26 @@
+"""torch code on the xlaprof device: an op the engine does not lower, inside the step, runs on
+the CPU every step (PyTorch/XLA calls these `aten::` fallbacks).
+
+Report: https://github.com/pytorch/xla/issues/2918 (BERT training 50x slower than native
+PyTorch; the metrics report listed `aten::masked_select`, an op PyTorch/XLA ran on the CPU, until
+the code stopped using it).
+"""
+# expect: HostFallback @planted | aten::atan
+import torch
+
+import xlaprof.torch as xt
+
+dev = xt.device()
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.Tanh(), torch.nn.Linear(64, 10)).to(dev)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(5):
+    x = torch.randn(16, 32).to(dev)
+    y = torch.randint(0, 10, (16,)).to(dev)
+    h = torch.atan(model(x))  # planted
+    loss = torch.nn.functional.cross_entropy(h, y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    xt.step()
+print(loss.item())
