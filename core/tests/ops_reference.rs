@@ -407,6 +407,7 @@ proptest! {
         b.check("silu", xt.silu(), Some(r::silu(&x)), ty).scale(ax.clone());
         b.check("sign", xt.sign(), Some(r::sign(&x)), ty);
         b.check("floor", xt.floor(), Some(r::floor(&x)), ty);
+        b.check("round", xt.round(), Some(r::round(&x)), ty);
         b.check(format!("clamp({lo}, {hi})"), xt.clamp(lo, hi), Some(r::clamp(&x, lo, hi)), ty);
         b.check("cast(self)", xt.cast(dtype(ty)), Some(x.clone()), ty);
         b.run()?;
@@ -443,6 +444,7 @@ proptest! {
         b.check("maximum", xt.maximum(&yt), r::maximum(&x, &y), ty);
         b.check("minimum", xt.minimum(&yt), r::minimum(&x, &y), ty);
         b.check("remainder", xt.remainder(&yt), r::remainder(&x, &y), ty);
+        b.check("atan2", xt.atan2(&yt), r::atan2(&x, &y), ty);
         for op in Cmp::ALL {
             b.check(format!("{op:?}"), compare(op, &xt, &yt), r::compare(op, &x, &y), Ty::Bool);
         }

@@ -21,6 +21,8 @@ pub enum UnaryOp {
     Not,
     Sign,
     Floor,
+    /// Half to even, as PyTorch's `round`.
+    Round,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -35,6 +37,8 @@ pub enum BinaryOp {
     And,
     Or,
     Rem,
+    /// `atan2(a, b)`: the angle of the point (b, a).
+    Atan2,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -200,6 +204,7 @@ impl Op {
                 UnaryOp::Not => "not",
                 UnaryOp::Sign => "sign",
                 UnaryOp::Floor => "floor",
+                UnaryOp::Round => "round_nearest_even",
             },
             Op::Binary(b) => match b {
                 BinaryOp::Add => "add",
@@ -212,6 +217,7 @@ impl Op {
                 BinaryOp::And => "and",
                 BinaryOp::Or => "or",
                 BinaryOp::Rem => "remainder",
+                BinaryOp::Atan2 => "atan2",
             },
             Op::Compare(_) => "compare",
             Op::Select => "select",

@@ -33,8 +33,8 @@ pub(crate) fn align(
 fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, location: SourceLocation) -> Result<Tensor> {
     let name = Op::Binary(op).name();
     let (a, b) = align(name, a, b, &location)?;
-    // True division, like PyTorch: integers divide as floats.
-    let (a, b) = if op == BinaryOp::Div && !a.dtype().is_float() {
+    // True division, like PyTorch: integers divide as floats (and atan2 of integers is a float).
+    let (a, b) = if matches!(op, BinaryOp::Div | BinaryOp::Atan2) && !a.dtype().is_float() {
         (a.cast_at(DType::F32, &location)?, b.cast_at(DType::F32, &location)?)
     } else {
         (a, b)
@@ -80,6 +80,11 @@ fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, location: SourceLocation) -> Res
                 vec![Some(g.clone()), Some(g.mul(&trunc)?.neg()?)]
             }
             BinaryOp::And | BinaryOp::Or => vec![None, None],
+            // d atan2(a, b) = (b da - a db) / (a^2 + b^2)
+            BinaryOp::Atan2 => {
+                let r = a.mul(a)?.add(&b.mul(b)?)?;
+                vec![Some(g.mul(b)?.div(&r)?), Some(g.mul(a)?.div(&r)?.neg()?)]
+            }
         })
     });
     Ok(Tensor::op(Op::Binary(op), shape, &[&a, &b], location, grad))
@@ -98,14 +103,14 @@ pub(crate) fn scalar_dtype(t: &Tensor, value: f64) -> DType {
 fn unary(op: UnaryOp, x: &Tensor, location: SourceLocation) -> Result<Tensor> {
     let name = Op::Unary(op).name();
     let needs_float =
-        !matches!(op, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Not | UnaryOp::Sign | UnaryOp::Floor);
+        !matches!(op, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Not | UnaryOp::Sign | UnaryOp::Floor | UnaryOp::Round);
     if needs_float && !x.dtype().is_float() {
         // exp, log, sin, ... of integers compute in f32, like PyTorch.
         let x = x.cast_at(DType::F32, &location)?;
         return unary(op, &x, location);
     }
     // Integers are already whole.
-    if !x.dtype().is_float() && op == UnaryOp::Floor {
+    if !x.dtype().is_float() && matches!(op, UnaryOp::Floor | UnaryOp::Round) {
         return Ok(x.clone());
     }
     // Logical not of numbers: true where zero (PyTorch's logical_not).
@@ -139,7 +144,7 @@ fn unary(op: UnaryOp, x: &Tensor, location: SourceLocation) -> Result<Tensor> {
                 let s = x.sigmoid()?;
                 g.mul(&s.mul(&s.neg()?.add_scalar(1.0)?)?)?
             }
-            UnaryOp::Sign | UnaryOp::Floor => g.zeros_like(),
+            UnaryOp::Sign | UnaryOp::Floor | UnaryOp::Round => g.zeros_like(),
             UnaryOp::Not => return Ok(vec![None]),
         };
         Ok(vec![Some(dx)])
@@ -190,6 +195,7 @@ binary_methods! {
     maximum, maximum_scalar => Max;
     minimum, minimum_scalar => Min;
     fmod, fmod_scalar => Rem;
+    atan2, atan2_scalar => Atan2;
 }
 
 macro_rules! unary_methods {
@@ -208,6 +214,7 @@ macro_rules! unary_methods {
 unary_methods! {
     neg => Neg, abs => Abs, exp => Exp, log => Log, sqrt => Sqrt, rsqrt => Rsqrt, sin => Sin,
     cos => Cos, tanh => Tanh, sigmoid => Logistic, logical_not => Not, sign => Sign, floor => Floor,
+    round => Round,
 }
 
 macro_rules! compare_methods {

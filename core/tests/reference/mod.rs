@@ -356,6 +356,9 @@ pub fn div(a: &Arr, b: &Arr) -> Option<Arr> {
 pub fn pow(a: &Arr, b: &Arr) -> Option<Arr> {
     binary(a, b, f64::powf)
 }
+pub fn atan2(a: &Arr, b: &Arr) -> Option<Arr> {
+    binary(a, b, f64::atan2)
+}
 pub fn maximum(a: &Arr, b: &Arr) -> Option<Arr> {
     binary(a, b, fmax_nan)
 }
@@ -411,6 +414,10 @@ pub fn sign(a: &Arr) -> Arr {
 }
 pub fn floor(a: &Arr) -> Arr {
     a.map(f64::floor)
+}
+/// Half to even, as `torch.round`.
+pub fn round(a: &Arr) -> Arr {
+    a.map(f64::round_ties_even)
 }
 /// `torch.clamp(x, lo, hi)` = `min(max(x, lo), hi)` (so `hi` wins when `lo > hi`).
 pub fn clamp(a: &Arr, lo: f64, hi: f64) -> Arr {

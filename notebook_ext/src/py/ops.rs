@@ -155,6 +155,7 @@ unary!(
     sigmoid,
     sign,
     floor,
+    round,
     relu,
     gelu,
     silu,
@@ -343,6 +344,7 @@ macro_rules! binary_methods {
 binary_methods! {
     mul => mul, mul_scalar; maximum => maximum, maximum_scalar;
     minimum => minimum, minimum_scalar; fmod => fmod, fmod_scalar;
+    atan2 => atan2, atan2_scalar;
     remainder => remainder, remainder_scalar;
 }
 

@@ -869,8 +869,12 @@ def unbind(t: LazyTensor, dim: int = 0) -> List[LazyTensor]:
 @lower(aten.convolution.default)
 def convolution(x: Any, w: Any, bias: Any, stride: Sequence[int], padding: Sequence[int],
                 dilation: Sequence[int], transposed: bool, output_padding: Sequence[int], groups: int) -> Any:
-    if transposed or x.ndim != 4:
-        raise _Unsupported("convolution: only 2-d, non-transposed convolutions are lowered")
+    if transposed or x.ndim not in (3, 4):
+        raise _Unsupported("convolution: only 1-d and 2-d, non-transposed convolutions are lowered")
+    if x.ndim == 3:  # 1-d: a 2-d convolution over a height of one
+        out = xp.conv2d(x.unsqueeze(2), w.unsqueeze(2), bias, (1, stride[0]), (0, padding[0]),
+                        (1, dilation[0]), groups)
+        return out.squeeze(2)
     return xp.conv2d(x, w, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
 
 
@@ -878,14 +882,14 @@ def convolution(x: Any, w: Any, bias: Any, stride: Sequence[int], padding: Seque
 def convolution_backward(grad: Any, x: Any, w: Any, bias_sizes: Any, stride: Sequence[int],
                          padding: Sequence[int], dilation: Sequence[int], transposed: bool,
                          output_padding: Sequence[int], groups: int, output_mask: Sequence[bool]) -> Any:
-    if transposed or x.ndim != 4:
-        raise _Unsupported("convolution_backward: only 2-d, non-transposed convolutions are lowered")
+    if transposed or x.ndim not in (3, 4):
+        raise _Unsupported("convolution_backward: only 1-d and 2-d, non-transposed convolutions are lowered")
     gx, gw = _vjp(
-        lambda a, b: xp.conv2d(a, b, None, tuple(stride), tuple(padding), tuple(dilation), groups),
+        lambda a, b: convolution(a, b, None, stride, padding, dilation, False, output_padding, groups),
         [x, w],
         grad,
     )
-    gb = grad.sum([0, 2, 3]) if output_mask[2] else None
+    gb = grad.sum([0] + list(range(2, grad.ndim))) if output_mask[2] else None
     return (gx if output_mask[0] else None, gw if output_mask[1] else None, gb)
 
 
@@ -1321,3 +1325,123 @@ def bitwise_not(a: Any) -> Any:
     if not _bools(a):
         raise _Unsupported("bitwise_not on integers")
     return a.logical_not()
+
+
+# ---- trigonometric and hyperbolic functions, from the engine's atan2, exp, log and sqrt -------
+
+
+@lower(aten.atan2.default)
+def atan2(a: Any, b: Any) -> Any:
+    return _to_float(a).atan2(_to_float(b) if hasattr(b, "dtype") else b)
+
+
+@lower(aten.atan.default)
+def atan(x: Any) -> Any:
+    x = _to_float(x)
+    return x.atan2(xp.ones_like(x))
+
+
+@lower(aten.asin.default)
+def asin(x: Any) -> Any:
+    x = _to_float(x)
+    return x.atan2((1.0 - x * x).sqrt())
+
+
+@lower(aten.acos.default)
+def acos(x: Any) -> Any:
+    x = _to_float(x)
+    return (1.0 - x * x).sqrt().atan2(x)
+
+
+@lower(aten.sinh.default)
+def sinh(x: Any) -> Any:
+    x = _to_float(x)
+    return (x.exp() - (-x).exp()) * 0.5
+
+
+@lower(aten.cosh.default)
+def cosh(x: Any) -> Any:
+    x = _to_float(x)
+    return (x.exp() + (-x).exp()) * 0.5
+
+
+@lower(aten.asinh.default)
+def asinh(x: Any) -> Any:
+    x = _to_float(x)
+    a = x.abs()
+    return ((a + (a * a + 1.0).sqrt()).log()) * x.sign()
+
+
+@lower(aten.acosh.default)
+def acosh(x: Any) -> Any:
+    x = _to_float(x)
+    return (x + (x * x - 1.0).sqrt()).log()
+
+
+@lower(aten.atanh.default)
+def atanh(x: Any) -> Any:
+    x = _to_float(x)
+    return ((1.0 + x) / (1.0 - x)).log() * 0.5
+
+
+@lower(aten.round.default)
+def round_(x: Any) -> Any:
+    return x.round()
+
+
+@lower(aten.round.decimals)
+def round_decimals(x: Any, decimals: int = 0) -> Any:
+    scale = 10.0 ** decimals
+    return (x * scale).round() / scale if decimals else x.round()
+
+
+@lower(aten.logaddexp.default)
+def logaddexp(a: Any, b: Any) -> Any:
+    m = a.maximum(b)
+    return m + ((a - m).exp() + (b - m).exp()).log()
+
+
+@lower(aten.copysign.Tensor, aten.copysign.Scalar)
+def copysign(a: Any, b: Any) -> Any:
+    a = _to_float(a)
+    b = b if hasattr(b, "dtype") else xp.full((), float(b), dtype=a.dtype)
+    # The sign bit of b, -0.0 included: atan2(b, -1) is negative exactly when b's sign bit is.
+    negative = b.atan2(xp.full((), -1.0, dtype=a.dtype if _is_float(b) else "float32")) < 0
+    return xp.where(negative, -a.abs(), a.abs())
+
+
+@lower(aten.isfinite.default)
+def isfinite(x: Any) -> Any:
+    return (x - x).eq(0) if _is_float(x) else xp.ones(*x.shape, dtype="bool")
+
+
+@lower(aten.frac.default)
+def frac(x: Any) -> Any:
+    return x - trunc(x)
+
+
+@lower(aten.deg2rad.default)
+def deg2rad(x: Any) -> Any:
+    return _to_float(x) * (math.pi / 180.0)
+
+
+@lower(aten.rad2deg.default)
+def rad2deg(x: Any) -> Any:
+    return _to_float(x) * (180.0 / math.pi)
+
+
+@lower(aten.hypot.default)
+def hypot(a: Any, b: Any) -> Any:
+    return (a * a + b * b).sqrt()
+
+
+@lower(aten.sgn.default)
+def sgn(x: Any) -> Any:
+    return x.sign()
+
+
+@lower(aten.signbit.default)
+def signbit(x: Any) -> Any:
+    if not _is_float(x):
+        return x < 0
+    return x.atan2(xp.full((), -1.0, dtype=x.dtype)) < 0
