@@ -192,3 +192,20 @@ def test_the_torch_sample_is_recorded_by_xlaprof_profile(tmp_path):
     assert any(n == backward for _, n, _ in locations), locations
     # The losses are read after xt.step(): their values are already there, so no hidden sync.
     assert not [d for d in p.diagnostics() if d["kind"] == "HiddenSync"], p.report()
+
+
+def test_param_data_assignment_and_slice_writes_keep_torchs_semantics():
+    m = torch.nn.Linear(3, 2).to(DEV)
+    m.weight.data = torch.zeros(2, 3, device=DEV)          # replaces the values behind the param
+    assert m.weight.cpu().abs().sum().item() == 0
+    m.weight.data = torch.ones(4, 3)                        # and, as in torch, may change its shape
+    assert m.weight.shape == (4, 3) and m.weight.cpu().sum().item() == 12
+    m.weight.data.mul_(3)                                   # `.data` is an alias
+    assert m.weight.cpu().sum().item() == 36
+    cache = torch.zeros(2, 8, device=DEV)                   # a KV cache written in place
+    cache[:, 2:4] = torch.full((2, 2), 5.0, device=DEV)
+    cache[1, 6] = 7.0
+    expected = torch.zeros(2, 8)
+    expected[:, 2:4] = 5.0
+    expected[1, 6] = 7.0
+    torch.testing.assert_close(cache.cpu(), expected)

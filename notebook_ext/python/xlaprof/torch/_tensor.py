@@ -61,6 +61,26 @@ class LazyTensor(torch.Tensor):
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
         return _dispatch(func, args, kwargs or {})
 
+    @property  # type: ignore[override]
+    def data(self) -> torch.Tensor:
+        # A detached alias (torch's own getter dispatches `detach`, a view here).
+        return torch.Tensor.data.__get__(self)  # type: ignore[attr-defined]
+
+    @data.setter
+    def data(self, new: torch.Tensor) -> None:
+        # `p.data = t` replaces the values (and, in torch, the shape) behind `p` itself; torch's
+        # setter updates the metadata, the engine value is rebound here.
+        if isinstance(new, LazyTensor):
+            x = value(new)
+        elif isinstance(new, torch.Tensor):
+            x = to_engine(new)
+        else:
+            raise TypeError(f"data must be a tensor, not {type(new).__name__}")
+        torch.Tensor.data.__set__(self, new if isinstance(new, LazyTensor) else LazyTensor(x))  # type: ignore[attr-defined]
+        self._xp = x
+        self._root = self._fwd = self._bwd = None
+        self._gen += 1
+
     def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
         # Never executes: a debugger or a notebook showing a tensor must not run the graph.
         dims = ", ".join(str(d) for d in self.shape)
