@@ -135,7 +135,7 @@ pub enum Event {
         duration_ns: u64,
     },
     /// An op the engine has no lowering for ran on the host instead (the torch bridge's CPU
-    /// fallback, e.g. `aten::atan`): its operands were read to the host and its results uploaded.
+    /// fallback, e.g. `aten::erfinv`): its operands were read to the host and its results uploaded.
     HostFallback {
         op: Arc<str>,
         location: SourceLocation,

@@ -5,7 +5,7 @@ Report: https://github.com/pytorch/xla/issues/2918 (BERT training 50x slower tha
 PyTorch; the metrics report listed `aten::masked_select`, an op PyTorch/XLA ran on the CPU, until
 the code stopped using it).
 """
-# expect: HostFallback @planted | aten::atan
+# expect: HostFallback @planted | aten::erfinv
 import torch
 
 import xlaprof.torch as xt
@@ -17,7 +17,7 @@ opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for step in range(5):
     x = torch.randn(16, 32).to(dev)
     y = torch.randint(0, 10, (16,)).to(dev)
-    h = torch.atan(model(x))  # planted
+    h = torch.erfinv(torch.tanh(model(x)) * 0.9)  # planted
     loss = torch.nn.functional.cross_entropy(h, y)
     opt.zero_grad()
     loss.backward()
