@@ -3,7 +3,9 @@
 - recording cost per aten op: the 1,000-op chain `x * 1.0001 + 0.5` on f32[64,64] written in torch,
   recorded (not run) on the xlaprof device;
 - the MLP 784-512-512-10 SGD step written in torch (batch 64): on the device (one graph per step,
-  after warm-up) and in torch's CPU eager.
+  after warm-up) and in torch's CPU eager;
+- the Hugging Face GPT-2 training step of samples/torch (small config, AdamW): on the device and in
+  torch's CPU eager, and the device's first step (trace, compile, run).
 
     .venv/bin/python notebook_ext/bench/torch_bridge.py
 """
@@ -68,6 +70,38 @@ def sgd_step_time(device: torch.device, steps: int = 30) -> float:
     return median_time(one, steps)
 
 
+def gpt2_step_times(steps: int = 10):
+    import pathlib
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).parents[2] / "samples" / "torch"))
+    from models import MODELS
+
+    build, make_batch, loss_of = MODELS["gpt2"]
+    out = {}
+    for device in (DEV, torch.device("cpu")):
+        torch.manual_seed(0)
+        model = build().to(device)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        batch = {k: v.to(device) for k, v in make_batch(torch.Generator().manual_seed(1)).items()}
+
+        def one() -> None:
+            loss = loss_of(model, batch)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            if device == DEV:
+                xt.step()
+                xt.sync()
+
+        t = time.perf_counter()
+        one()
+        first = time.perf_counter() - t
+        one()  # the optimizer's state appears on the first step: its second compile
+        out[device.type] = (first, median_time(one, steps))
+    return out
+
+
 def main() -> None:
     per_op = recording_per_op()
     print(f"recording, per aten op (torch chain x*1.0001+0.5, f32[64,64]): {per_op * 1e6:.2f} us")
@@ -75,6 +109,11 @@ def main() -> None:
     eager = sgd_step_time(torch.device("cpu"))
     print(f"MLP 784-512-512-10 SGD step: xlaprof {ours * 1e3:.2f} ms, torch CPU eager {eager * 1e3:.2f} ms "
           f"(ratio {ours / eager:.2f})")
+    g = gpt2_step_times()
+    (first, ours), (_, eager) = g[DEV.type], g["cpu"]
+    print(f"GPT-2 (2 layers, d=64, seq 32, batch 4) AdamW step: xlaprof {ours * 1e3:.2f} ms, "
+          f"torch CPU eager {eager * 1e3:.2f} ms (ratio {ours / eager:.2f}); first step on the device "
+          f"{first:.2f} s (trace, compile, run)")
 
 
 if __name__ == "__main__":

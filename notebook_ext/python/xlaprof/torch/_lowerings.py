@@ -1445,3 +1445,63 @@ def signbit(x: Any) -> Any:
     if not _is_float(x):
         return x < 0
     return x.atan2(xp.full((), -1.0, dtype=x.dtype)) < 0
+
+
+# ---- a few more that OpInfo and models reach ----------------------------------------------------
+
+
+@lower_raw(aten.equal.default)
+def equal(a: LazyTensor, b: Any) -> bool:
+    # torch.equal answers a Python bool: a read of one value, as on any device.
+    if tuple(a.shape) != tuple(b.shape):
+        return False
+    same = all_all(value(a).eq(value(b) if isinstance(b, LazyTensor) else b))
+    return bool(LazyTensor(same).item())
+
+
+@lower(aten.norm.ScalarOpt_dim, aten.norm.Scalar)
+def norm(x: Any, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Any:
+    return vector_norm(x, 2 if p is None else p, dim, keepdim)
+
+
+@lower(aten.vdot.default)
+def vdot(a: Any, b: Any) -> Any:
+    return (a * b).sum()
+
+
+@lower(aten.addr.default)
+def addr(x: Any, v1: Any, v2: Any, beta: Any = 1, alpha: Any = 1) -> Any:
+    outer = v1.unsqueeze(1) * v2.unsqueeze(0)
+    return (x * beta if beta != 1 else x) + (outer * alpha if alpha != 1 else outer) if beta != 0 else outer * alpha
+
+
+@lower(aten.addbmm.default)
+def addbmm(x: Any, b1: Any, b2: Any, beta: Any = 1, alpha: Any = 1) -> Any:
+    total = b1.matmul(b2).sum([0])
+    return (x * beta if beta != 1 else x) + total * alpha if beta != 0 else total * alpha
+
+
+@lower(aten.logaddexp2.default)
+def logaddexp2(a: Any, b: Any) -> Any:
+    ln2 = math.log(2.0)
+    return logaddexp(a * ln2, b * ln2) * (1.0 / ln2)
+
+
+@lower(aten.count_nonzero.dim_IntList, aten.count_nonzero.default)
+def count_nonzero(x: Any, dim: Any = None) -> Any:
+    return x.ne(0).astype("int64").sum(_dims(dim, x.ndim))
+
+
+@lower(aten.native_group_norm.default)
+def native_group_norm(x: Any, weight: Any, bias: Any, n: int, c: int, hw: int, group: int, eps: float) -> Any:
+    g = x.reshape(n, group, -1)
+    mean = g.mean([2], keepdim=True)
+    centered = g - mean
+    rstd = ((centered * centered).mean([2], keepdim=True) + eps).rsqrt()
+    out = (centered * rstd).reshape(*x.shape)
+    shape = [1, c] + [1] * (x.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(*shape)
+    if bias is not None:
+        out = out + bias.reshape(*shape)
+    return out, mean.reshape(n, group), rstd.reshape(n, group)
