@@ -58,3 +58,22 @@ def test_bad_steps_say_what_was_given(ip):
     with pytest.raises(ValueError, match=r"--steps needs 0 or more, not -2"):
         ip.run_cell_magic("xla_profile", "--steps -2", "ran = True\n")
     assert ip.user_ns["ran"] is False
+
+
+def test_a_cell_of_torch_code_is_profiled_at_the_cells_lines(ip):
+    # The torch bridge's programs show in the magic as xp programs do: the `.item()` inside the
+    # step named at its line of the cell (line 6: the cell's first line is `%%xla_profile`).
+    cell = (
+        "import torch, xlaprof.torch as xt\n"
+        "m = torch.nn.Linear(8, 4).to(xt.device())\n"
+        "for _ in range(3):\n"
+        "    loss = m(torch.ones(2, 8, device=xt.device())).sum()\n"
+        "    seen = loss.item()\n"
+        "    loss.backward()\n"
+        "    xt.step()\n"
+    )
+    p = ip.run_cell_magic("xla_profile", "--no-widget", cell)
+    assert p.steps == 3
+    hidden = [d for d in p.diagnostics() if d["kind"] == "HiddenSync"]
+    assert hidden and hidden[0]["location"].endswith(":6 in <module>"), p.report()
+    assert "torch" not in " ".join(f for f, _, _ in p._data().locations())
