@@ -127,7 +127,32 @@ def _route(func: Any) -> Route:
     mutating = _mutating_route(func)
     if mutating is not None:
         return _or_else(mutating, func)
+    copy = _copy_variant_route(func)
+    if copy is not None:
+        return _or_else(copy, func)
     return _unlowered(func)
+
+
+def _copy_variant_route(func: Any) -> Optional[Route]:
+    """``permute_copy``, ``view_copy``, ...: the view op, then a copy that aliases nothing."""
+    name = func._schema.name.split("::")[-1]
+    if not name.endswith("_copy"):
+        return None
+    view = getattr(getattr(aten, name[: -len("_copy")], None), func._overloadname, None)
+    if view is None or (view not in RAW and view not in FUNCTIONAL):
+        return None
+    inner = _route(view)
+
+    def copied(a: Tuple[Any, ...], k: Dict[str, Any]) -> Any:
+        return _wrap(_copy_out(inner(a, k)))
+
+    return copied
+
+
+def _copy_out(x: Any) -> Any:
+    if isinstance(x, (tuple, list)):
+        return type(x)(_copy_out(v) for v in x)
+    return value(x).clone() if isinstance(x, LazyTensor) else x
 
 
 def _or_else(route: Route, func: Any) -> Route:

@@ -1505,3 +1505,228 @@ def native_group_norm(x: Any, weight: Any, bias: Any, n: int, c: int, hw: int, g
     if bias is not None:
         out = out + bias.reshape(*shape)
     return out, mean.reshape(n, group), rstd.reshape(n, group)
+
+
+# ---- elementwise compositions: activations, special values, losses ------------------------------
+
+
+def _nan(x: Any) -> Any:
+    return x.ne(x)
+
+
+@lower(aten.fmax.default)
+def fmax(a: Any, b: Any) -> Any:
+    return xp.where(_nan(a), b, xp.where(_nan(b), a, a.maximum(b)))
+
+
+@lower(aten.fmin.default)
+def fmin(a: Any, b: Any) -> Any:
+    return xp.where(_nan(a), b, xp.where(_nan(b), a, a.minimum(b)))
+
+
+@lower(aten.heaviside.default)
+def heaviside(x: Any, values: Any) -> Any:
+    return xp.where(x.eq(0), values.astype(x.dtype), (x > 0).astype(x.dtype))
+
+
+@lower(aten.isposinf.default)
+def isposinf(x: Any) -> Any:
+    return x.eq(math.inf) if _is_float(x) else xp.zeros(*x.shape, dtype="bool")
+
+
+@lower(aten.isneginf.default)
+def isneginf(x: Any) -> Any:
+    return x.eq(-math.inf) if _is_float(x) else xp.zeros(*x.shape, dtype="bool")
+
+
+@lower(aten.logical_xor.default)
+def logical_xor(a: Any, b: Any) -> Any:
+    return a.astype("bool").ne(b.astype("bool"))
+
+
+@lower(aten.logit.default)
+def logit(x: Any, eps: Any = None) -> Any:
+    x = _to_float(x)
+    if eps is not None:
+        x = x.clamp(eps, 1.0 - eps)
+    return (x / (1.0 - x)).log()
+
+
+_FINFO = {"float32": (3.4028234663852886e38, 1.1754943508222875e-38), "float64": (1.7976931348623157e308, 0.0),
+          "float16": (65504.0, 0.0), "bfloat16": (3.3895313892515355e38, 0.0)}
+
+
+@lower(aten.nan_to_num.default)
+def nan_to_num(x: Any, nan: Any = None, posinf: Any = None, neginf: Any = None) -> Any:
+    if not _is_float(x):
+        return x.clone()
+    big = _FINFO[x.dtype][0]
+    x = xp.where(_nan(x), xp.full((), 0.0 if nan is None else nan, dtype=x.dtype), x)
+    x = xp.where(x.eq(math.inf), xp.full((), big if posinf is None else posinf, dtype=x.dtype), x)
+    return xp.where(x.eq(-math.inf), xp.full((), -big if neginf is None else neginf, dtype=x.dtype), x)
+
+
+@lower(aten.sinc.default)
+def sinc(x: Any) -> Any:
+    x = _to_float(x)
+    px = x * math.pi
+    return xp.where(x.eq(0), xp.ones_like(x), px.sin() / xp.where(x.eq(0), xp.ones_like(x), px))
+
+
+@lower(aten.erfc.default)
+def erfc(x: Any) -> Any:
+    return 1.0 - xp.erf(_to_float(x))
+
+
+@lower(aten.softplus.default)
+def softplus(x: Any, beta: Any = 1, threshold: Any = 20) -> Any:
+    bx = x * beta
+    return xp.where(bx > threshold, x, (bx.exp() + 1.0).log() * (1.0 / beta))
+
+
+@lower(aten.softshrink.default)
+def softshrink(x: Any, lambd: Any = 0.5) -> Any:
+    return xp.where(x > lambd, x - lambd, xp.where(x < -lambd, x + lambd, xp.zeros_like(x)))
+
+
+@lower(aten.hardshrink.default)
+def hardshrink(x: Any, lambd: Any = 0.5) -> Any:
+    return xp.where((x > lambd).logical_or(x < -lambd), x, xp.zeros_like(x))
+
+
+@lower(aten.threshold.default)
+def threshold(x: Any, th: Any, v: Any) -> Any:
+    return xp.where(x > th, x, xp.full((), v, dtype=x.dtype).expand(*x.shape))
+
+
+@lower(aten.celu.default)
+def celu(x: Any, alpha: Any = 1.0) -> Any:
+    return x.maximum(0.0) + ((x * (1.0 / alpha)).exp() - 1.0).minimum(0.0) * alpha
+
+
+@lower(aten.mish.default)
+def mish(x: Any) -> Any:
+    return x * softplus(x).tanh()
+
+
+@lower(aten.glu.default)
+def glu(x: Any, dim: int = -1) -> Any:
+    d = dim % x.ndim
+    half = x.shape[d] // 2
+    a = x[tuple(slice(None) if i != d else slice(0, half) for i in range(x.ndim))]
+    b = x[tuple(slice(None) if i != d else slice(half, 2 * half) for i in range(x.ndim))]
+    return a * b.sigmoid()
+
+
+@lower(aten.huber_loss.default)
+def huber_loss(x: Any, target: Any, reduction: int = 1, delta: float = 1.0) -> Any:
+    d = (x - target).abs()
+    loss = xp.where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
+    return loss.mean() if reduction == 1 else loss.sum() if reduction == 2 else loss
+
+
+@lower(aten.trace.default)
+def trace_(x: Any) -> Any:
+    n, m = x.shape
+    eye = xp.eye(n, m, dtype=x.dtype)
+    return (x * eye).sum(dtype="int64" if not _is_float(x) else None)
+
+
+@lower(aten.eye.default, aten.eye.m)
+def eye(n: int, m: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+        pin_memory: Any = None) -> Any:
+    return xp.eye(n, n if m is None else m, dtype=_factory_dtype(dtype))
+
+
+@lower(aten.rot90.default)
+def rot90(x: Any, k: int = 1, dims: Sequence[int] = (0, 1)) -> Any:
+    d0, d1 = dims[0] % x.ndim, dims[1] % x.ndim
+    k %= 4
+    if k == 1:
+        return x.flip([d1]).transpose(d0, d1)
+    if k == 2:
+        return x.flip([d0, d1])
+    if k == 3:
+        return x.transpose(d0, d1).flip([d1])
+    return x.clone()
+
+
+@lower(aten.pixel_shuffle.default)
+def pixel_shuffle(x: Any, r: int) -> Any:
+    *lead, c, h, w = x.shape
+    y = x.reshape(*lead, c // (r * r), r, r, h, w)
+    n = len(lead)
+    y = y.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return y.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+@lower(aten.pixel_unshuffle.default)
+def pixel_unshuffle(x: Any, r: int) -> Any:
+    *lead, c, h, w = x.shape
+    y = x.reshape(*lead, c, h // r, r, w // r, r)
+    n = len(lead)
+    y = y.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return y.reshape(*lead, c * r * r, h // r, w // r)
+
+
+@lower(aten.channel_shuffle.default, aten.native_channel_shuffle.default)
+def channel_shuffle(x: Any, groups: int) -> Any:
+    n, c, *rest = x.shape
+    return x.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(*x.shape)
+
+
+@lower(aten.index_fill.int_Scalar, aten.index_fill.int_Tensor)
+def index_fill(x: Any, dim: int, index: Any, v: Any) -> Any:
+    if x.ndim == 0:
+        return xp.full((), v, dtype=x.dtype) if not hasattr(v, "shape") else v.astype(x.dtype).reshape(())
+    d = dim % x.ndim
+    hit = xp.zeros(x.shape[d], dtype="int32").index_add(0, index.reshape(-1).astype("int64"),
+                                                        xp.ones(index.numel(), dtype="int32")) > 0
+    shape = [1] * x.ndim
+    shape[d] = x.shape[d]
+    fill = v.astype(x.dtype) if hasattr(v, "shape") else xp.full((), v, dtype=x.dtype)
+    return xp.where(hit.reshape(*shape), fill, x)
+
+
+# ---- random: transforms of the engine's uniform and normal streams ------------------------------
+
+
+@lower(aten.rand_like.default)
+def rand_like(x: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
+              memory_format: Any = None) -> Any:
+    return xp.rand(*x.shape, dtype=_dt(dtype) or x.dtype)
+
+
+@lower(aten.randn_like.default)
+def randn_like(x: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
+               memory_format: Any = None) -> Any:
+    return xp.randn(*x.shape, dtype=_dt(dtype) or x.dtype)
+
+
+@lower(aten.normal.Tensor_Tensor)
+def normal_tt(mean: Any, std: Any, generator: Any = None) -> Any:
+    shape = _broadcast_shape([mean.shape, std.shape])
+    return xp.randn(*shape, dtype=mean.dtype) * std + mean
+
+
+@lower_raw(aten.exponential_.default)
+def exponential_(t: LazyTensor, lambd: float = 1.0, generator: Any = None) -> LazyTensor:
+    u = xp.rand(*t.shape, dtype=value(t).dtype)
+    return assign(t, -((1.0 - u).log()) * (1.0 / lambd))
+
+
+@lower_raw(aten.cauchy_.default)
+def cauchy_(t: LazyTensor, median: float = 0.0, sigma: float = 1.0, generator: Any = None) -> LazyTensor:
+    u = xp.rand(*t.shape, dtype=value(t).dtype)
+    return assign(t, tan((u - 0.5) * math.pi) * sigma + median)
+
+
+@lower_raw(aten.log_normal_.default)
+def log_normal_(t: LazyTensor, mean: float = 1.0, std: float = 2.0, generator: Any = None) -> LazyTensor:
+    return assign(t, (xp.randn(*t.shape, dtype=value(t).dtype) * std + mean).exp())
+
+
+@lower_raw(aten.geometric_.default)
+def geometric_(t: LazyTensor, p: float, generator: Any = None) -> LazyTensor:
+    u = xp.rand(*t.shape, dtype="float32")
+    return assign(t, ceil((1.0 - u).log() * (1.0 / math.log(1.0 - p))))
