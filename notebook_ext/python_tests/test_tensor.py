@@ -172,3 +172,24 @@ def test_int_keeps_every_digit_of_an_int64():
     big = 2**60 + 1
     assert int(xp.tensor([big])) == big
     assert int(xp.tensor([-2.7])) == -2
+
+
+def test_sort_is_numpys_stable_sort_with_its_gradient():
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 5, (4, 7)).astype(np.float32)  # ties: stability shows
+    a[1, 3] = np.nan
+    for dim in (0, 1, -1):
+        values, indices = xp.tensor(a).sort(dim)
+        want = np.argsort(a, axis=dim, kind="stable")
+        np.testing.assert_array_equal(indices.numpy(), want)
+        np.testing.assert_array_equal(values.numpy(), np.take_along_axis(a, want, axis=dim))
+    values, indices = xp.tensor(a[0]).sort(descending=True)
+    assert list(values.numpy()) == sorted(a[0], reverse=True)
+    # The gradient of the sorted values lands where each value came from.
+    x = xp.tensor(rng.standard_normal((3, 5)).astype(np.float32), requires_grad=True)
+    w = rng.standard_normal((3, 5)).astype(np.float32)
+    v, i = x.sort(1)
+    (v * xp.tensor(w)).sum().backward()
+    expected = np.zeros_like(w)
+    np.put_along_axis(expected, i.numpy(), w, axis=1)
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-6)

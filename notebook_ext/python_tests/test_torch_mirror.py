@@ -152,6 +152,7 @@ MIRRORS = [
     ("torch.Tensor.amax", "Tensor.amax", "dim=(), keepdim=False"),
     ("torch.Tensor.amin", "Tensor.amin", "dim=(), keepdim=False"),
     ("torch.Tensor.argmax", "Tensor.argmax", "dim=None, keepdim=False"),
+    ("torch.Tensor.sort", "Tensor.sort", "dim=-1, descending=False"),
     ("torch.Tensor.argmin", "Tensor.argmin", "dim=None, keepdim=False"),
     ("torch.Tensor.logsumexp", "Tensor.logsumexp", "dim, keepdim=False"),
     ("torch.Tensor.var", "Tensor.var", "dim=None, *, correction=1, keepdim=False"),

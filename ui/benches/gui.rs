@@ -165,8 +165,8 @@ fn main() -> Result<()> {
     println!(
         "opened {} records, {} spans, {} steps in {open_s:.2} s (read, analyse, index)",
         model.profile.records,
-        model.spans.len(),
-        model.steps.len()
+        model.analysis.spans.len(),
+        model.analysis.steps.len()
     );
     println!(
         "memory: {:.0} MiB resident for the open profile ({:.0} MiB process, peak {:.0} MiB)",

@@ -83,6 +83,11 @@ impl Op {
                 ("strides", ints(strides)),
                 ("padding", Attr::Pairs(padding.clone())),
             ],
+            Op::Sort { axis, descending, indices } => vec![
+                ("axis", Attr::Int(*axis as i64)),
+                ("descending", Attr::Int(*descending as i64)),
+                ("indices", Attr::Int(*indices as i64)),
+            ],
         }
     }
 }

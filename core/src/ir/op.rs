@@ -162,6 +162,13 @@ pub enum Op {
         strides: Vec<i64>,
         padding: Vec<(i64, i64)>,
     },
+    /// A stable sort along `axis` (NaN last ascending, first descending, as PyTorch's): the
+    /// node is the sorted values, or with `indices` the s64 positions they came from.
+    Sort {
+        axis: usize,
+        descending: bool,
+        indices: bool,
+    },
 }
 
 /// Ops by family, for histograms and diagnostics.
@@ -178,6 +185,7 @@ pub enum OpKind {
     DotGeneral,
     Conv,
     ReduceWindow,
+    Sort,
 }
 
 impl Op {
@@ -237,6 +245,7 @@ impl Op {
             Op::DotGeneral { .. } => "dot_general",
             Op::Conv { .. } => "convolution",
             Op::ReduceWindow { .. } => "reduce_window",
+            Op::Sort { .. } => "sort",
         }
     }
 
@@ -261,6 +270,7 @@ impl Op {
             Op::DotGeneral { .. } => OpKind::DotGeneral,
             Op::Conv { .. } => OpKind::Conv,
             Op::ReduceWindow { .. } => OpKind::ReduceWindow,
+            Op::Sort { .. } => OpKind::Sort,
         }
     }
 
@@ -291,6 +301,7 @@ impl Op {
             Op::ReduceWindow { kind, window, strides, padding } => {
                 (kind, window, strides, padding).hash(h)
             }
+            Op::Sort { axis, descending, indices } => (axis, descending, indices).hash(h),
         }
     }
 }

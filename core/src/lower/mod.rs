@@ -10,6 +10,7 @@ mod linalg;
 mod movement;
 mod random;
 mod reduce;
+mod sort;
 
 use std::fmt::Write;
 
@@ -191,6 +192,7 @@ fn lower_node(mut c: Ctx) {
             _ => movement::lower(&mut c),
         },
         OpKind::DotGeneral | OpKind::Conv => linalg::lower(&mut c),
+        OpKind::Sort => sort::lower(&mut c),
     }
 }
 

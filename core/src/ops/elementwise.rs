@@ -102,8 +102,15 @@ pub(crate) fn scalar_dtype(t: &Tensor, value: f64) -> DType {
 
 fn unary(op: UnaryOp, x: &Tensor, location: SourceLocation) -> Result<Tensor> {
     let name = Op::Unary(op).name();
-    let needs_float =
-        !matches!(op, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Not | UnaryOp::Sign | UnaryOp::Floor | UnaryOp::Round);
+    let needs_float = !matches!(
+        op,
+        UnaryOp::Neg
+            | UnaryOp::Abs
+            | UnaryOp::Not
+            | UnaryOp::Sign
+            | UnaryOp::Floor
+            | UnaryOp::Round
+    );
     if needs_float && !x.dtype().is_float() {
         // exp, log, sin, ... of integers compute in f32, like PyTorch.
         let x = x.cast_at(DType::F32, &location)?;

@@ -217,3 +217,52 @@ fn arg_extreme(
         Tensor::where_(&hit, &idx, &big)?.amin(&[a as i64], keepdim)
     })
 }
+
+impl Tensor {
+    /// A stable sort along `axis`: the sorted values and the s64 positions they came from
+    /// (`torch.sort`). NaN sorts last ascending, first descending. The values' gradient goes
+    /// back to the positions they came from.
+    #[track_caller]
+    pub fn sort(&self, axis: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+        let location = SourceLocation::caller();
+        let Some(&a) = axes_of("sort", self, &[axis], &location)?.first() else {
+            // A 0-d tensor is sorted; its one position is 0.
+            return Ok((self.clone(), scoped(&location, || Tensor::scalar(0.0, DType::S64))));
+        };
+        let x = self.detach();
+        let indices = Tensor::op(
+            Op::Sort { axis: a, descending, indices: true },
+            self.shape().with_dtype(DType::S64),
+            &[&x],
+            location.clone(),
+            None,
+        );
+        let (xs, idx) = (self.clone(), indices.clone());
+        let grad =
+            grad_fn("sort", &[self], move |g| Ok(vec![Some(unsort(g, &idx, a, xs.dims())?)]));
+        let values = Tensor::op(
+            Op::Sort { axis: a, descending, indices: false },
+            self.shape().clone(),
+            &[self],
+            location,
+            grad,
+        );
+        Ok((values, indices))
+    }
+}
+
+/// `g` (laid out as the sorted values) put back where each value came from: a flat index_add of
+/// each element at its row's offset plus its position.
+fn unsort(g: &Tensor, indices: &Tensor, axis: usize, dims: &[i64]) -> Result<Tensor> {
+    let rank = dims.len();
+    let last = rank as i64 - 1;
+    let (g, idx) = (g.transpose(axis as i64, last)?, indices.transpose(axis as i64, last)?);
+    let moved = g.dims().to_vec();
+    let n = moved[rank - 1];
+    let rows: i64 = moved[..rank - 1].iter().product();
+    let base = Tensor::arange(0.0, (rows * n) as f64, n as f64, DType::S64)?.reshape(&[rows, 1])?;
+    let flat = idx.reshape(&[rows, n])?.add(&base)?.reshape(&[rows * n])?;
+    let placed =
+        Tensor::zeros(&[rows * n], g.dtype()).index_add(0, &flat, &g.reshape(&[rows * n])?)?;
+    placed.reshape(&moved)?.transpose(axis as i64, last)
+}

@@ -129,7 +129,12 @@ fn waiting_caller(py: Python<'_>) -> Option<Arc<ExternalLocation>> {
 /// # Safety
 /// The GIL is held and `frame` is a borrowed frame object or null. Every new reference (code,
 /// back frame) is released before returning.
-unsafe fn user_frame(py: Python<'_>, frame: *mut ffi::PyFrameObject) -> Option<Arc<ExternalLocation>> {
+unsafe fn user_frame(
+    py: Python<'_>,
+    frame: *mut ffi::PyFrameObject,
+) -> Option<Arc<ExternalLocation>> {
+    // SAFETY: the caller holds the GIL and passes a borrowed frame or null; the code objects
+    // and back frames taken below are released before returning.
     unsafe {
         let mut frame = frame;
         let mut owned: Option<*mut ffi::PyFrameObject> = None;

@@ -8,7 +8,7 @@ use xlaprof_core::{DType, Tensor};
 
 use super::dtype::extract_dtype;
 use super::tensor::{from_numpy, PyTensor};
-use super::trace::record;
+use super::trace::{record, traced};
 
 type EngineResult = xlaprof_core::Result<Tensor>;
 
@@ -823,6 +823,19 @@ impl PyTensor {
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn argmin(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyResult<PyTensor> {
         arg_extreme(py, "argmin", &self.t, dim, keepdim, Tensor::argmin)
+    }
+
+    /// A stable sort along `dim`: `(values, indices)`, as `torch.sort` (NaN sorts last).
+    #[pyo3(signature = (dim=-1, descending=false), text_signature = "($self, dim=-1, descending=False)")]
+    fn sort<'py>(
+        &self,
+        py: Python<'py>,
+        dim: i64,
+        descending: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (values, indices) = traced(py, "sort", || self.t.sort(dim, descending))?;
+        let (values, indices) = (PyTensor::new(values), PyTensor::new(indices));
+        py.import("xlaprof.return_types")?.getattr("sort")?.call1((values, indices))
     }
 
     // ---- neural-network ops ----

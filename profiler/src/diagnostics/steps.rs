@@ -333,7 +333,15 @@ pub(super) fn host_fallbacks(p: &Profile) -> Vec<Diagnostic> {
             format_ns(cost as f64)
         );
         let advice = "avoid the op inside the step or write it with lowered ops; XLAPROF_STRICT=1 makes every fallback an error at its line".to_string();
-        out.push(Diagnostic::new(p, Kind::HostFallback, location, message, Some(advice), instances, Vec::new()));
+        out.push(Diagnostic::new(
+            p,
+            Kind::HostFallback,
+            location,
+            message,
+            Some(advice),
+            instances,
+            Vec::new(),
+        ));
     }
     out
 }

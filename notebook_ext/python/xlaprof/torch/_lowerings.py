@@ -1730,3 +1730,67 @@ def log_normal_(t: LazyTensor, mean: float = 1.0, std: float = 2.0, generator: A
 def geometric_(t: LazyTensor, p: float, generator: Any = None) -> LazyTensor:
     u = xp.rand(*t.shape, dtype="float32")
     return assign(t, ceil((1.0 - u).log() * (1.0 / math.log(1.0 - p))))
+
+
+# ---- sorting: the engine's stable sort --------------------------------------------------------
+
+
+@lower(aten.sort.default)
+def sort(x: Any, dim: int = -1, descending: bool = False) -> Any:
+    values, indices = x.sort(dim, descending)
+    return values, indices
+
+
+@lower(aten.sort.stable)
+def sort_stable(x: Any, stable: Any = None, dim: int = -1, descending: bool = False) -> Any:
+    return sort(x, dim, descending)
+
+
+@lower(aten.topk.default)
+def topk(x: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
+    if x.ndim == 0:
+        return x.clone(), xp.zeros((), dtype="int64")
+    values, indices = x.sort(dim, largest)
+    d = dim % x.ndim
+    keep = tuple(slice(None) if i != d else slice(0, k) for i in range(x.ndim))
+    return values[keep], indices[keep]
+
+
+@lower(aten.kthvalue.default)
+def kthvalue(x: Any, k: int, dim: int = -1, keepdim: bool = False) -> Any:
+    if x.ndim == 0:
+        return x.clone(), xp.zeros((), dtype="int64")
+    values, indices = x.sort(dim, False)
+    d = dim % x.ndim
+    pick = tuple(slice(None) if i != d else slice(k - 1, k) for i in range(x.ndim))
+    v, i = values[pick], indices[pick]
+    return (v, i) if keepdim else (v.squeeze(d), i.squeeze(d))
+
+
+@lower(aten.median.default)
+def median_all(x: Any) -> Any:
+    flat = x.reshape(-1)
+    n = flat.shape[0]
+    values, _ = flat.sort(0, False)
+    # torch's median is the lower of the two middle values; NaN (sorted last) wins.
+    nan_any = _nan(flat).astype("int32").sum() > 0 if _is_float(x) else None
+    mid = values[(n - 1) // 2]
+    return xp.where(nan_any, xp.full((), math.nan, dtype=x.dtype), mid) if nan_any is not None else mid
+
+
+@lower(aten.median.dim)
+def median_dim(x: Any, dim: int, keepdim: bool = False) -> Any:
+    if x.ndim == 0:
+        return x.clone(), xp.zeros((), dtype="int64")
+    d = dim % x.ndim
+    n = x.shape[d]
+    if _is_float(x):
+        raise _Unsupported("median along a dim of floats: NaN picks its own index")
+    return kthvalue(x, (n - 1) // 2 + 1, d, keepdim)
+
+
+@lower(aten.argsort.default, aten.argsort.stable)
+def argsort(x: Any, *args: Any, **kwargs: Any) -> Any:
+    dim = kwargs.get("dim", args[0] if args and not isinstance(args[0], bool) else -1)
+    descending = kwargs.get("descending", args[1] if len(args) > 1 else False)
+    return x.sort(dim, descending)[1]
