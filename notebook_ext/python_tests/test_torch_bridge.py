@@ -209,3 +209,20 @@ def test_param_data_assignment_and_slice_writes_keep_torchs_semantics():
     expected[:, 2:4] = 5.0
     expected[1, 6] = 7.0
     torch.testing.assert_close(cache.cpu(), expected)
+
+
+def test_diagonal_and_strided_views_write_through_and_a_cpu_view_refuses_writes():
+    base = torch.arange(12.0).reshape(3, 4)
+    x = base.to(DEV)
+    x.diagonal(1).fill_(-1)
+    x.fill_diagonal_(7.0)  # torch writes through as_strided
+    expected = base.clone()
+    expected.diagonal(1).fill_(-1)
+    expected.fill_diagonal_(7.0)
+    torch.testing.assert_close(x.cpu(), expected)
+    # unfold has no lowering: its result is read from the CPU, and a write through it is an
+    # error rather than a write that goes nowhere.
+    windows = torch.arange(10.0, device=DEV).unfold(0, 3, 2)
+    torch.testing.assert_close(windows.cpu(), torch.arange(10.0).unfold(0, 3, 2))
+    with pytest.raises(NotImplementedError, match="aten::unfold ran on the CPU"):
+        windows.zero_()

@@ -24,7 +24,7 @@ from .. import _native
 from ._device import DEVICE_TYPE, engine_dtype
 from ._lowerings import FUNCTIONAL, RAW, _Unsupported
 from . import _tensor as _tensor_module
-from ._tensor import LazyTensor, assign, to_cpu, to_engine, value
+from ._tensor import LazyTensor, assign, make_view, to_cpu, to_engine, value
 
 aten = torch.ops.aten
 
@@ -317,11 +317,18 @@ def _fallback(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
 
     uploads = to_device or any(isinstance(a, LazyTensor) for a in _tensors(args, kwargs))
 
+    # A view the CPU returned cannot alias its lazy base: reading it is right, writing through
+    # it is an error that says so (never a write that silently goes nowhere).
+    views = any(r.alias_info is not None and not r.alias_info.is_write for r in func._schema.returns)
+
     def up(x: Any) -> Any:
         if isinstance(x, torch.Tensor) and not isinstance(x, LazyTensor):
             if id(x) in written:
                 return written[id(x)]
-            return LazyTensor(to_engine(x)) if uploads else x
+            if not uploads:
+                return x
+            copy = LazyTensor(to_engine(x))
+            return _unaliased_view(copy, name) if views else copy
         return x
 
     result = tree_map(up, out)
@@ -331,6 +338,16 @@ def _fallback(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
     entry[1] += seconds
     _native.host_fallback(f"aten::{name}", seconds)
     return result
+
+
+def _unaliased_view(t: LazyTensor, op: str) -> LazyTensor:
+    def no_write(root: Any, new: Any) -> Any:
+        raise NotImplementedError(
+            f"aten::{op} ran on the CPU (no lowering), so the view it returned is a copy: a write "
+            "through it cannot reach the tensor it views"
+        )
+
+    return make_view(t, lambda r: r, no_write)
 
 
 def _user_frame() -> Tuple[str, int]:

@@ -1794,3 +1794,134 @@ def argsort(x: Any, *args: Any, **kwargs: Any) -> Any:
     dim = kwargs.get("dim", args[0] if args and not isinstance(args[0], bool) else -1)
     descending = kwargs.get("descending", args[1] if len(args) > 1 else False)
     return x.sort(dim, descending)[1]
+
+
+# ---- cumulative products and log-sum-exps, from the prefix sum -----------------------------------
+
+
+@lower(aten.cumprod.default)
+def cumprod(x: Any, dim: int, dtype: Any = None) -> Any:
+    if dtype is not None:
+        x = x.astype(engine_dtype(dtype))
+    elif not _is_float(x):
+        raise _Unsupported("cumprod of integers (exact products)")
+    if x.ndim == 0:
+        return x.clone()
+    # |prefix product| = exp(prefix sum of log|x|); its sign flips with each negative factor;
+    # it is 0 from the first zero on.
+    zero = x.eq(0)
+    mag = cumsum(xp.where(zero, xp.ones_like(x), x.abs()).log(), dim).exp()
+    negatives = cumsum((x < 0).astype(x.dtype), dim)
+    sign = 1.0 - (negatives.remainder(2.0)) * 2.0
+    seen_zero = cumsum(zero.astype(x.dtype), dim) > 0
+    return xp.where(seen_zero, xp.zeros_like(x), mag * sign)
+
+
+@lower(aten.logcumsumexp.default)
+def logcumsumexp(x: Any, dim: int) -> Any:
+    if x.ndim == 0:
+        return x.clone()
+    d = dim % x.ndim
+    m = x.amax([d], keepdim=True)
+    m = xp.where(m.abs().eq(math.inf), xp.zeros_like(m), m)
+    return cumsum((x - m).exp(), d).log() + m
+
+
+# ---- diagonals: a view (writes reach the base) and its embedding --------------------------------
+
+
+def _diag_mask(rows: int, cols: int, offset: int) -> Any:
+    r = xp.arange(0, rows, 1, dtype="int64").unsqueeze(1)
+    c = xp.arange(0, cols, 1, dtype="int64").unsqueeze(0)
+    return (c - r).eq(offset)
+
+
+def _diag_len(rows: int, cols: int, offset: int) -> int:
+    return max(0, min(rows, cols - offset) if offset >= 0 else min(rows + offset, cols))
+
+
+def _diagonal_of(v: Any, offset: int, d1: int, d2: int) -> Any:
+    rest = [i for i in range(v.ndim) if i not in (d1, d2)]
+    moved = v.permute(*rest, d1, d2)
+    rows, cols = v.shape[d1], v.shape[d2]
+    n = _diag_len(rows, cols, offset)
+    lead = [v.shape[i] for i in rest]
+    if n == 0:
+        return xp.zeros(*lead, 0, dtype=v.dtype)
+    start = (0, offset) if offset >= 0 else (-offset, 0)
+    flat = moved.reshape(*lead, rows * cols)
+    positions = xp.arange(0, n, 1, dtype="int64") * (cols + 1) + (start[0] * cols + start[1])
+    return flat.index_select(len(lead), positions)
+
+
+def _diag_embed_into(base: Any, diag: Any, offset: int, d1: int, d2: int) -> Any:
+    """``base`` with its (offset) diagonal over dims d1, d2 replaced by ``diag`` (last dim)."""
+    rest = [i for i in range(base.ndim) if i not in (d1, d2)]
+    rows, cols = base.shape[d1], base.shape[d2]
+    n = _diag_len(rows, cols, offset)
+    if n == 0:
+        return base
+    # Row r of the embedded matrix holds diag[r - start_row] at column r + offset.
+    start_row = 0 if offset >= 0 else -offset
+    r = xp.arange(0, rows, 1, dtype="int64")
+    pick = (r - start_row).clamp(0, n - 1)
+    per_row = diag.index_select(diag.ndim - 1, pick).unsqueeze(-1)  # [..., rows, 1]
+    mask = _diag_mask(rows, cols, offset)
+    order = rest + [d1, d2]
+    moved = base.permute(*order)
+    placed = xp.where(mask, per_row.expand(*moved.shape), moved)
+    inverse = [order.index(i) for i in range(base.ndim)]
+    return placed.permute(*inverse)
+
+
+@lower_raw(aten.diagonal.default)
+def diagonal(t: LazyTensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> LazyTensor:
+    n = t.dim()
+    d1, d2 = dim1 % n, dim2 % n
+    return make_view(
+        t,
+        lambda v: _diagonal_of(v, offset, d1, d2),
+        lambda v, nv: _diag_embed_into(v, nv.astype(v.dtype), offset, d1, d2),
+    )
+
+
+@lower(aten.diag_embed.default)
+def diag_embed(x: Any, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:
+    n = x.shape[-1] + abs(offset)
+    out_ndim = x.ndim + 1
+    d1, d2 = dim1 % out_ndim, dim2 % out_ndim
+    lead = list(x.shape[:-1])
+    shape = []
+    it = iter(lead)
+    for i in range(out_ndim):
+        shape.append(n if i in (d1, d2) else next(it))
+    return _diag_embed_into(xp.zeros(*shape, dtype=x.dtype), x, offset, d1, d2)
+
+
+@lower(aten.diagonal_scatter.default)
+def diagonal_scatter(x: Any, src: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
+    return _diag_embed_into(x, src.astype(x.dtype), offset, dim1 % x.ndim, dim2 % x.ndim)
+
+
+@lower_raw(aten.as_strided.default)
+def as_strided(t: LazyTensor, size: Sequence[int], stride: Sequence[int], storage_offset: Any = None) -> LazyTensor:
+    # Bridge tensors are laid out contiguously from offset 0: the strides address the root's
+    # values in order, so the view is a gather of those positions and a write scatters back.
+    offset = int(storage_offset or 0)
+    size = [int(s) for s in size]
+    positions = xp.full((), offset, dtype="int64")
+    for i, (n, s) in enumerate(zip(size, stride)):
+        shape = [1] * len(size)
+        shape[i] = n
+        positions = positions + xp.arange(0, n, 1, dtype="int64").reshape(*shape) * int(s)
+    flat_positions = positions.expand(*size).reshape(-1) if size else positions.reshape(1)
+
+    def fwd(v: Any) -> Any:
+        return v.reshape(-1).index_select(0, flat_positions).reshape(*size)
+
+    def bwd(v: Any, nv: Any) -> Any:
+        flat = v.reshape(-1)
+        old = flat.index_select(0, flat_positions)
+        return flat.index_add(0, flat_positions, nv.reshape(-1).astype(v.dtype) - old).reshape(*v.shape)
+
+    return make_view(t, fwd, bwd)
