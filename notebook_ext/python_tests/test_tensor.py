@@ -193,3 +193,9 @@ def test_sort_is_numpys_stable_sort_with_its_gradient():
     expected = np.zeros_like(w)
     np.put_along_axis(expected, i.numpy(), w, axis=1)
     np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-6)
+
+
+def test_random_values_of_an_empty_shape_are_an_empty_tensor():
+    for make in (xp.rand, xp.randn):
+        t = make(0, 3) * 2.0
+        assert t.shape == (0, 3) and t.numpy().shape == (0, 3)

@@ -121,6 +121,10 @@ fn random(
             format!("random values need a float dtype, not {dtype}"),
         ));
     }
+    if dims.contains(&0) {
+        // No values to draw (XLA's RNG rejects an empty shape).
+        return Ok(full_at(dims, 0.0, dtype, location));
+    }
     let seed = scoped(&location, || Tensor::scalar(seed as f64, DType::S64));
     Ok(no_grad(|| {
         Tensor::op(
