@@ -638,12 +638,17 @@ def constant_pad_nd(x: Any, pad: Sequence[int], value: Any = 0) -> Any:
 
 @lower(aten.index_select.default)
 def index_select(x: Any, dim: int, index: Any) -> Any:
+    if x.ndim == 0:  # torch indexes a 0-d tensor as one element along dim 0
+        return x.reshape(1).index_select(0, index.reshape(-1)).reshape(())
     return x.index_select(dim, index)
 
 
 @lower(aten.index_add.default)
 def index_add(x: Any, dim: int, index: Any, source: Any, alpha: Any = 1) -> Any:
-    return x.index_add(dim, index, source if alpha == 1 else source * alpha)
+    source = source if alpha == 1 else source * alpha
+    if x.ndim == 0:
+        return x.reshape(1).index_add(0, index.reshape(-1), source.reshape(-1)).reshape(())
+    return x.index_add(dim, index, source)
 
 
 @lower(aten.embedding.default)
@@ -1172,7 +1177,10 @@ def _advanced_index(x: Any, indices: Sequence[Any]) -> Any:
         flat = term if flat is None else flat + term
     flat = flat.expand(*bshape) if list(flat.shape) != bshape else flat
     rest_shape = [x.shape[d] for d in rest]
-    merged = moved.reshape(-1, *rest_shape) if rest_shape else moved.reshape(-1)
+    count = 1
+    for n in idx_shape:
+        count *= n
+    merged = moved.reshape(count, *rest_shape)
     return merged, flat, bshape, rest_shape, adjacent, indexed
 
 
@@ -1204,7 +1212,10 @@ def index_put(x: Any, indices: Sequence[Any], values: Any, accumulate: bool = Fa
         v = v.permute(*order)
     else:
         v = _expand_to(values.astype(x.dtype), target)
-    rows = v.reshape(-1, *rest_shape) if rest_shape else v.reshape(-1)
+    picks = 1
+    for n in bshape:
+        picks *= n
+    rows = v.reshape(picks, *rest_shape)
     pos = flat.reshape(-1)
     added = merged.index_add(0, pos, rows)
     if not accumulate:
