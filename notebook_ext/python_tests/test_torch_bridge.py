@@ -226,3 +226,15 @@ def test_diagonal_and_strided_views_write_through_and_a_cpu_view_refuses_writes(
     torch.testing.assert_close(windows.cpu(), torch.arange(10.0).unfold(0, 3, 2))
     with pytest.raises(NotImplementedError, match="aten::unfold ran on the CPU"):
         windows.zero_()
+
+
+def test_in_place_shape_changes_reach_the_tensor_torch_holds():
+    # matmul of a vector squeezes its own result in place, in C++: the object it holds must
+    # take the new shape.
+    a, b = torch.randn(5), torch.randn(5, 3)
+    torch.testing.assert_close((a.to(DEV) @ b.to(DEV)).cpu(), a @ b)
+    torch.testing.assert_close(torch.quantile(a.to(DEV), 0.5).cpu(), torch.quantile(a, 0.5))
+    x = torch.randn(2, 3).to(DEV)
+    x.unsqueeze_(0)
+    assert x.shape == (1, 2, 3) and x.cpu().shape == (1, 2, 3)
+    assert not xt.fallbacks().get("squeeze_.dim")

@@ -1936,3 +1936,52 @@ def as_strided(t: LazyTensor, size: Sequence[int], stride: Sequence[int], storag
         return flat.index_add(0, flat_positions, nv.reshape(-1).astype(v.dtype) - old).reshape(*v.shape)
 
     return make_view(t, fwd, bwd)
+
+
+# ---- in-place ops that change a tensor's shape -------------------------------------------------
+
+
+def _reshape_in_place(t: LazyTensor, new: Any) -> LazyTensor:
+    """``t`` itself takes ``new``'s shape and values: torch's data setter re-describes the
+    tensor object that C++ callers hold (`matmul` squeezes its own result in place)."""
+    shell = LazyTensor(new)
+    torch.Tensor.data.__set__(t, shell)  # type: ignore[attr-defined]
+    t._xp = new
+    t._root = t._fwd = t._bwd = None
+    t._gen += 1
+    return t
+
+
+@lower_raw(aten.squeeze_.dim, aten.squeeze_.default, aten.squeeze_.dims)
+def squeeze_in_place(t: LazyTensor, dim: Any = None) -> LazyTensor:
+    return _reshape_in_place(t, value(squeeze(t, dim)))
+
+
+@lower_raw(aten.unsqueeze_.default)
+def unsqueeze_in_place(t: LazyTensor, dim: int) -> LazyTensor:
+    return _reshape_in_place(t, value(unsqueeze(t, dim)))
+
+
+@lower_raw(aten.transpose_.default)
+def transpose_in_place(t: LazyTensor, d0: int, d1: int) -> LazyTensor:
+    return _reshape_in_place(t, value(transpose(t, d0, d1)))
+
+
+@lower_raw(aten.t_.default)
+def t_in_place(t: LazyTensor) -> LazyTensor:
+    return _reshape_in_place(t, value(t_(t)))
+
+
+@lower_raw(aten.resize_.default)
+def resize_(t: LazyTensor, size: Sequence[int], memory_format: Any = None) -> LazyTensor:
+    size = [int(s) for s in size]
+    if list(t.shape) == size:
+        return t
+    old = value(t).reshape(-1)
+    n = 1
+    for s in size:
+        n *= s
+    have = old.shape[0]
+    # torch keeps the first elements and leaves new ones uninitialized: zeros here.
+    flat = old[0:n] if n <= have else xp.cat([old, xp.zeros(n - have, dtype=old.dtype)], 0)
+    return _reshape_in_place(t, flat.reshape(*size))
