@@ -1,7 +1,8 @@
 """Where each aten op goes: a lowering, torch's decomposition of it, or the CPU fallback.
 
-1. Lowered ops (``_lowerings``), and the in-place and ``out=`` forms of lowered functional ops:
-   the functional op runs and its result is written into the mutated argument.
+1. Lowered ops (``_lowerings``); the in-place and ``out=`` forms of lowered functional ops (the
+   functional op runs and its result is written into the mutated argument); the ``*_copy``
+   forms of lowered views (the view, copied). Each op's route is found once and cached.
 2. torch's own decompositions (``torch._decomp``, then the op's CompositeImplicit kernel): the
    pieces come back here, so the engine grows primitives rather than a second lowering path.
 3. The CPU fallback: the arguments are read to the host (a sync the profiler records at the
