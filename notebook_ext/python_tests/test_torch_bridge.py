@@ -146,6 +146,10 @@ def test_complex_and_unsupported_dtypes_are_clear_errors():
         torch.randn(3, dtype=torch.complex64).to(DEV)
     with pytest.raises(TypeError, match="int16 is not supported"):
         torch.zeros(3, dtype=torch.int16).to(DEV)
+    with pytest.raises(TypeError, match="sparse_coo tensors are not supported"):
+        torch.eye(3).to_sparse().to(DEV)
+    with pytest.raises(TypeError, match="sparse_coo tensors are not supported"):
+        torch.eye(3, device=DEV).to_sparse()
 
 
 def test_factories_and_conversions():

@@ -170,6 +170,8 @@ def wrap(x: Any) -> LazyTensor:
 
 def to_engine(t: torch.Tensor) -> Any:
     """A CPU tensor's values as a new engine tensor (device data)."""
+    if t.layout != torch.strided:
+        raise TypeError(f"{t.layout} tensors are not supported on the xlaprof device (only strided, dense ones)")
     t = t.detach()
     dtype = engine_dtype(t.dtype)
     if t.dtype == torch.bfloat16:
