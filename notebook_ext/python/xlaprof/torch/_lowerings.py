@@ -1985,3 +1985,25 @@ def resize_(t: LazyTensor, size: Sequence[int], memory_format: Any = None) -> La
     # torch keeps the first elements and leaves new ones uninitialized: zeros here.
     flat = old[0:n] if n <= have else xp.cat([old, xp.zeros(n - have, dtype=old.dtype)], 0)
     return _reshape_in_place(t, flat.reshape(*size))
+
+
+@lower(aten.scatter_reduce.two)
+def scatter_reduce(x: Any, dim: int, index: Any, src: Any, reduce: str, include_self: bool = True) -> Any:
+    if reduce not in ("sum", "mean") or x.ndim == 0:
+        raise _Unsupported(f"scatter_reduce with reduce={reduce!r}")
+    flat = _flat_positions(x, dim % x.ndim, index).reshape(-1)
+    rows = _crop_to(src, index.shape).reshape(-1).astype(x.dtype)
+    n = 1
+    for s in x.shape:
+        n *= s
+    hits = xp.zeros(n, dtype="int64").index_add(0, flat, xp.ones(flat.shape[0], dtype="int64"))
+    base = x.reshape(-1)
+    if not include_self:
+        base = xp.where(hits > 0, xp.zeros_like(base), base)
+    total = base.index_add(0, flat, rows)
+    if reduce == "sum":
+        return total.reshape(*x.shape)
+    count = hits + (1 if include_self else 0)
+    count = count.maximum(1).astype(x.dtype)
+    mean = total / count if _is_float(x) else total.div(count, rounding_mode="floor")
+    return mean.astype(x.dtype).reshape(*x.shape)
