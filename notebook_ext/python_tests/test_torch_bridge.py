@@ -161,6 +161,11 @@ def test_factories_and_conversions():
     assert h.dtype == torch.bfloat16 and h.cpu().dtype == torch.bfloat16
     assert torch.ones(3, device=DEV).sum().item() == 3.0
     assert bool(torch.ones(1, device=DEV) > 0)
+    # torch.manual_seed seeds the device's random stream too.
+    torch.manual_seed(3)
+    a = torch.randn(4, device=DEV).cpu()
+    torch.manual_seed(3)
+    assert torch.equal(torch.randn(4, device=DEV).cpu(), a)
 
 
 def test_import_xlaprof_does_not_import_torch():
