@@ -2007,3 +2007,64 @@ def scatter_reduce(x: Any, dim: int, index: Any, src: Any, reduce: str, include_
     count = count.maximum(1).astype(x.dtype)
     mean = total / count if _is_float(x) else total.div(count, rounding_mode="floor")
     return mean.astype(x.dtype).reshape(*x.shape)
+
+
+# ---- products, searches, and factories torch builds its own way ---------------------------------
+
+
+def _prod(x: Any, axes: List[int], keepdim: bool) -> Any:
+    # The engine reduces by sum, max and min: a product is exp(sum(log|x|)) with its sign and
+    # its zeros counted separately.
+    zero = x.eq(0)
+    mag = xp.where(zero, xp.ones_like(x), x.abs()).log().sum(axes, keepdim=keepdim).exp()
+    negatives = (x < 0).astype("int64").sum(axes, keepdim=keepdim)
+    sign = 1.0 - negatives.remainder(2).astype(x.dtype) * 2.0
+    any_zero = zero.astype("int64").sum(axes, keepdim=keepdim) > 0
+    return xp.where(any_zero, xp.zeros_like(mag), mag * sign)
+
+
+@lower(aten.prod.default)
+def prod_all(x: Any, dtype: Any = None) -> Any:
+    if dtype is not None:
+        x = x.astype(engine_dtype(dtype))
+    if not _is_float(x):
+        raise _Unsupported("prod of integers (exact products)")
+    return _prod(x, list(range(x.ndim)), False)
+
+
+@lower(aten.prod.dim_int)
+def prod_dim(x: Any, dim: int, keepdim: bool = False, dtype: Any = None) -> Any:
+    if dtype is not None:
+        x = x.astype(engine_dtype(dtype))
+    if not _is_float(x):
+        raise _Unsupported("prod of integers (exact products)")
+    if x.ndim == 0:
+        return x.clone()
+    return _prod(x, [dim % x.ndim], keepdim)
+
+
+@lower(aten.searchsorted.Tensor)
+def searchsorted(boundaries: Any, values: Any, out_int32: bool = False, right: bool = False,
+                 side: Any = None, sorter: Any = None) -> Any:
+    if sorter is not None or boundaries.ndim != 1:
+        raise _Unsupported("searchsorted with a sorter or batched boundaries")
+    right = right or side == "right"
+    v = values.unsqueeze(-1)
+    hit = (boundaries <= v) if right else (boundaries < v)
+    return hit.astype("int64").sum([values.ndim]).astype("int32" if out_int32 else "int64")
+
+
+@lower(aten.bucketize.Tensor)
+def bucketize(values: Any, boundaries: Any, out_int32: bool = False, right: bool = False) -> Any:
+    return searchsorted(boundaries, values, out_int32, right)
+
+
+@lower(aten.new_empty_strided.default)
+def new_empty_strided(x: Any, size: Sequence[int], stride: Sequence[int], dtype: Any = None, layout: Any = None,
+                      device: Any = None, pin_memory: Any = None) -> Any:
+    return xp.zeros(*size, dtype=_dt(dtype) or x.dtype)
+
+
+@lower_raw(aten.narrow_copy.default)
+def narrow_copy(t: LazyTensor, dim: int, start: int, length: int) -> LazyTensor:
+    return LazyTensor(value(slice_(t, dim, start, start + length, 1)).clone())
