@@ -2,7 +2,7 @@
 //! through CPython's frame API and interned per (code object, instruction), so recording an op
 //! costs a frame lookup and a hash lookup, not a string allocation.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -53,6 +53,8 @@ struct Interned {
 
 thread_local! {
     static INTERNED: RefCell<Interned> = RefCell::new(Interned::default());
+    /// For a thread other than the main one, the main thread's ident (found on first use).
+    static MAIN_IF_OTHER: Cell<Option<Option<u64>>> = const { Cell::new(None) };
 }
 
 pub(crate) fn set_package_dir(dir: String) {
@@ -112,12 +114,26 @@ pub(crate) fn current(py: Python<'_>) -> Option<Arc<ExternalLocation>> {
 /// autograd runs a device's backward on a thread of its own while `loss.backward()` waits, and
 /// that line is where the backward's ops come from.
 fn waiting_caller(py: Python<'_>) -> Option<Arc<ExternalLocation>> {
-    let threading = py.import("threading").ok()?;
-    let main = threading.call_method0("main_thread").ok()?.getattr("ident").ok()?;
-    let current = threading.call_method0("get_ident").ok()?;
-    if current.eq(&main).unwrap_or(true) {
-        return None;
-    }
+    let main = MAIN_IF_OTHER.with(|known| {
+        if let Some(main) = known.get() {
+            return main;
+        }
+        // Once per thread: the main thread's ident, or None on the main thread itself.
+        let main = (|| {
+            let threading = py.import("threading").ok()?;
+            let main: u64 = threading
+                .call_method0("main_thread")
+                .ok()?
+                .getattr("ident")
+                .ok()?
+                .extract()
+                .ok()?;
+            let current: u64 = threading.call_method0("get_ident").ok()?.extract().ok()?;
+            (current != main).then_some(main)
+        })();
+        known.set(Some(main));
+        main
+    })?;
     let frames = py.import("sys").ok()?.call_method0("_current_frames").ok()?;
     let frame = frames.get_item(main).ok()?;
     // SAFETY: the GIL is held; `frame` is a live frame object kept alive by `frame` for the call.

@@ -34,15 +34,9 @@ pub(super) fn syncs_in_steps(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
         ran_after[i] = next.step == s.step && (next.hash.is_some() || ran_after[i + 1]);
     }
     // A fallback reads its operands (syncs at its line): its own finding says so, once.
-    let in_fallback = |s: &crate::profile::Sync| {
-        p.host_fallbacks.iter().any(|f| {
-            f.location == s.location
-                && s.start_ns >= f.start_ns
-                && s.start_ns <= f.start_ns.saturating_add(f.duration_ns)
-        })
-    };
-    for (s, &ran_after) in p.syncs.iter().zip(&ran_after) {
-        if s.cause == Cause::ValueRead && in_fallback(s) {
+    let in_fallback = fallback_of_each_sync(p);
+    for ((s, &ran_after), fallback) in p.syncs.iter().zip(&ran_after).zip(&in_fallback) {
+        if fallback.is_some() {
             continue;
         }
         let cost_ns = s.compile_ns.saturating_add(s.execute_ns);
@@ -294,19 +288,36 @@ pub(super) fn idle_device(p: &Profile, t: &Thresholds, phases: &[StepPhases]) ->
     vec![Diagnostic::new(p, Kind::IdleDevice, location, message, advice, instances, Vec::new())]
 }
 
+/// For each sync, the host fallback that forced it (a value read at the fallback's line inside
+/// its time span): one pass over both lists, which are in time order.
+fn fallback_of_each_sync(p: &Profile) -> Vec<Option<usize>> {
+    let mut next = 0;
+    p.syncs
+        .iter()
+        .map(|s| {
+            let ends = |f: &crate::profile::HostFallback| f.start_ns.saturating_add(f.duration_ns);
+            while next < p.host_fallbacks.len() && ends(&p.host_fallbacks[next]) < s.start_ns {
+                next += 1;
+            }
+            let f = p.host_fallbacks.get(next)?;
+            (s.cause == Cause::ValueRead && f.location == s.location && s.start_ns >= f.start_ns)
+                .then_some(next)
+        })
+        .collect()
+}
+
 /// Ops run on the host for want of a lowering, per (op, line): each splits its step's graph,
 /// reads its operands to the host and uploads its results.
 pub(super) fn host_fallbacks(p: &Profile) -> Vec<Diagnostic> {
+    // The syncs its operand reads forced are part of its cost.
+    let mut forced: Vec<Vec<u64>> = vec![Vec::new(); p.host_fallbacks.len()];
+    for (s, f) in p.syncs.iter().zip(fallback_of_each_sync(p)) {
+        if let Some(f) = f {
+            forced[f].push(s.id);
+        }
+    }
     let mut sites: BTreeMap<(u32, &str), Vec<Instance>> = BTreeMap::new();
-    for f in &p.host_fallbacks {
-        // The syncs its operand reads forced are part of its cost.
-        let forced = p.syncs.iter().filter(|s| {
-            s.cause == Cause::ValueRead
-                && s.location == f.location
-                && s.start_ns >= f.start_ns
-                && s.start_ns <= f.start_ns.saturating_add(f.duration_ns)
-        });
-        let syncs: Vec<u64> = forced.map(|s| s.id).collect();
+    for (f, syncs) in p.host_fallbacks.iter().zip(&forced) {
         sites.entry((f.location, f.op.as_str())).or_default().push(Instance {
             message: format!(
                 "step {}: {} on the CPU ({}, {} forced)",
