@@ -50,21 +50,26 @@ def mlp() -> torch.nn.Module:
                                torch.nn.ReLU(), torch.nn.Linear(512, 10))
 
 
-def sgd_step_time(device: torch.device, steps: int = 30) -> float:
-    model = mlp().to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(64, 784).to(device)
-    y = torch.randint(0, 10, (64,)).to(device)
+def training_step(loss_of, opt: torch.optim.Optimizer, device: torch.device):
+    """One step on `device`: loss, backward, update; on ours, the step's graph run to the end."""
 
     def one() -> None:
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
+        loss_of().backward()
         opt.step()
         opt.zero_grad()
         if device == DEV:
             xt.step()
             xt.sync()
 
+    return one
+
+
+def sgd_step_time(device: torch.device, steps: int = 30) -> float:
+    model = mlp().to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(64, 784).to(device)
+    y = torch.randint(0, 10, (64,)).to(device)
+    one = training_step(lambda: torch.nn.functional.cross_entropy(model(x), y), opt, device)
     for _ in range(3):  # warm-up: compiles, lazily created state
         one()
     return median_time(one, steps)
@@ -84,16 +89,7 @@ def gpt2_step_times(steps: int = 10):
         model = build().to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
         batch = {k: v.to(device) for k, v in make_batch(torch.Generator().manual_seed(1)).items()}
-
-        def one() -> None:
-            loss = loss_of(model, batch)
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
-            if device == DEV:
-                xt.step()
-                xt.sync()
-
+        one = training_step(lambda: loss_of(model, batch), opt, device)
         t = time.perf_counter()
         one()
         first = time.perf_counter() - t

@@ -509,16 +509,21 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None, layout: Any = None, de
     return xp.full(tuple(x.shape), fill_value, dtype=_dt(dtype) or x.dtype)
 
 
-@lower(aten.zeros_like.default, aten.empty_like.default)
-def zeros_like(x: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
-               memory_format: Any = None) -> Any:
-    return xp.zeros(*x.shape, dtype=_dt(dtype) or x.dtype)
+def _like(make: Callable[..., Any]) -> Callable[..., Any]:
+    """``zeros_like`` and its kin: ``make`` at ``x``'s shape, in ``x``'s dtype unless given (the
+    layout, device and memory format arguments name nothing else on this device)."""
+
+    def like(x: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
+             memory_format: Any = None) -> Any:
+        return make(*x.shape, dtype=_dt(dtype) or x.dtype)
+
+    return like
 
 
-@lower(aten.ones_like.default)
-def ones_like(x: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
-              memory_format: Any = None) -> Any:
-    return xp.ones(*x.shape, dtype=_dt(dtype) or x.dtype)
+zeros_like = lower(aten.zeros_like.default, aten.empty_like.default)(_like(xp.zeros))
+ones_like = lower(aten.ones_like.default)(_like(xp.ones))
+lower(aten.rand_like.default)(_like(xp.rand))
+lower(aten.randn_like.default)(_like(xp.randn))
 
 
 @lower(aten.arange.start_step)
@@ -1700,18 +1705,6 @@ def index_fill(x: Any, dim: int, index: Any, v: Any) -> Any:
 
 
 # ---- random: transforms of the engine's uniform and normal streams ------------------------------
-
-
-@lower(aten.rand_like.default)
-def rand_like(x: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
-              memory_format: Any = None) -> Any:
-    return xp.rand(*x.shape, dtype=_dt(dtype) or x.dtype)
-
-
-@lower(aten.randn_like.default)
-def randn_like(x: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
-               memory_format: Any = None) -> Any:
-    return xp.randn(*x.shape, dtype=_dt(dtype) or x.dtype)
 
 
 @lower(aten.normal.Tensor_Tensor)

@@ -81,6 +81,9 @@ class LazyTensor(torch.Tensor):
         self._root = self._fwd = self._bwd = None
         self._gen += 1
 
+    def _xp_dtype(self) -> str:
+        return engine_dtype(self.dtype)
+
     def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
         # Never executes: a debugger or a notebook showing a tensor must not run the graph.
         dims = ", ".join(str(d) for d in self.shape)
@@ -130,13 +133,6 @@ def assign(t: LazyTensor, new: Any) -> LazyTensor:
     t._xp = new
     t._seen = root._gen
     return t
-
-
-def _xp_dtype(self: LazyTensor) -> str:
-    return engine_dtype(self.dtype)
-
-
-LazyTensor._xp_dtype = _xp_dtype  # type: ignore[attr-defined]
 
 
 def make_view(base: LazyTensor, fwd: Fwd, bwd: Bwd, requires_grad: bool = False) -> LazyTensor:
