@@ -12,6 +12,7 @@ pub struct Var {
 pub const PJRT_PLUGIN: &str = crate::runtime::locate::PLUGIN_ENV;
 pub const DEVICE: &str = crate::runtime::DEVICE_ENV;
 pub const PJRT_CREATE_OPTIONS: &str = crate::runtime::CREATE_OPTIONS_ENV;
+pub const CPU_DEVICES: &str = "XLAPROF_CPU_DEVICES";
 pub const CACHE_DIR: &str = "XLAPROF_CACHE_DIR";
 pub const CACHE_CAPACITY: &str = "XLAPROF_CACHE_CAPACITY";
 pub const DEBUG: &str = "XLAPROF_DEBUG";
@@ -26,6 +27,7 @@ pub const VARS: &[Var] = &[
     Var { name: PJRT_PLUGIN, effect: "path of the PJRT plugin to load (any plugin: CPU, CUDA, ...)" },
     Var { name: DEVICE, effect: "the device whose plugin is looked for when XLAPROF_PJRT_PLUGIN is unset: cpu (default) or cuda" },
     Var { name: PJRT_CREATE_OPTIONS, effect: "create options for the plugin, name=value,name=value; only the CPU plugin gets cpu_device_count" },
+    Var { name: CPU_DEVICES, effect: "how many devices the CPU plugin makes (default 1, or as many as a mesh made before the first tensor needs); one-device programs run on the first" },
     Var { name: CACHE_DIR, effect: "persistent compile cache: compiled graphs are written here and loaded by later processes instead of compiling" },
     Var { name: CACHE_CAPACITY, effect: "how many compiled graphs the in-memory cache keeps (default 1024, least recently used evicted)" },
     Var { name: DEBUG, effect: "1: a compile analysis on every compile; 2: also an execution analysis on every execution" },
@@ -38,6 +40,7 @@ pub const VARS: &[Var] = &[
 /// The engine's settings.
 #[derive(Debug, Clone)]
 pub(crate) struct EngineConfig {
+    pub cpu_devices: i64,
     pub cache_dir: Option<PathBuf>,
     pub cache_capacity: usize,
     pub optimized_hlo: bool,
@@ -50,6 +53,7 @@ impl EngineConfig {
     pub fn from_env() -> EngineConfig {
         let var = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string());
         EngineConfig {
+            cpu_devices: var(CPU_DEVICES).and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(1),
             cache_dir: std::env::var_os(CACHE_DIR).map(PathBuf::from),
             cache_capacity: var(CACHE_CAPACITY).and_then(|v| v.parse().ok()).unwrap_or(1024),
             optimized_hlo: var(OPTIMIZED_HLO).as_deref() == Some("1"),

@@ -99,6 +99,10 @@ pub enum Error {
     #[error("{message} (at {location})")]
     Autograd { message: String, location: SourceLocation },
 
+    /// A mesh or sharding that cannot be: the message names the mesh, the spec and the dims.
+    #[error("{message}")]
+    Mesh { message: String },
+
     #[error("the plugin returned a value xlaprof does not understand: {0}")]
     Unsupported(String),
 }

@@ -8,9 +8,8 @@ use crate::dtype::{DType, NativeType};
 use crate::error::Result;
 use crate::events::{self, bump, counter, Direction, Event, SyncCause};
 use crate::exec;
-use crate::ir::{Inputs, Node, NodeRef, Op};
+use crate::ir::{DeviceData, Inputs, Node, NodeRef, Op};
 use crate::location::SourceLocation;
-use crate::runtime::Buffer;
 use crate::shape::Shape;
 use crate::trace::{self, Holder, Value};
 
@@ -74,7 +73,7 @@ impl Tensor {
         let start = events::now_ns();
         let buffer = engine.client.buffer_from_host(data, dims, engine.device)?;
         note_transfer(Direction::ToDevice, buffer.size_bytes() as u64, start, None);
-        Ok(Tensor::from_buffer(Arc::new(buffer), location))
+        Ok(Tensor::from_data(Arc::new(DeviceData::single(buffer)), location))
     }
 
     /// A scalar tensor holding `value` (a graph input: changing it does not recompile).
@@ -95,9 +94,9 @@ impl Tensor {
         Tensor(trace::record_scalar_operand(value, shape, location, make))
     }
 
-    pub(crate) fn from_buffer(buffer: Arc<Buffer>, location: SourceLocation) -> Tensor {
-        let shape = Shape::new(buffer.dtype(), buffer.dims().to_vec());
-        Tensor(TensorInner::new(Node::new(Op::Data(buffer), shape, Inputs::new(), location), None))
+    pub(crate) fn from_data(data: Arc<DeviceData>, location: SourceLocation) -> Tensor {
+        let shape = Shape::new(data.dtype(), data.dims().to_vec());
+        Tensor(TensorInner::new(Node::new(Op::Data(data), shape, Inputs::new(), location), None))
     }
 
     pub fn id(&self) -> u64 {
@@ -155,20 +154,20 @@ impl Tensor {
         trace::rebind(&self.0, &value.0.value);
     }
 
-    /// The device buffer, materializing the tensor first if it is pending.
+    /// The device data, materializing the tensor first if it is pending.
     #[track_caller]
-    pub fn buffer(&self) -> Result<Arc<Buffer>> {
+    pub fn data(&self) -> Result<Arc<DeviceData>> {
         let location = SourceLocation::caller();
-        self.buffer_at(location)
+        self.data_at(location)
     }
 
-    fn buffer_at(&self, location: SourceLocation) -> Result<Arc<Buffer>> {
-        if let Op::Data(buffer) = &self.node().op {
-            return Ok(buffer.clone());
+    fn data_at(&self, location: SourceLocation) -> Result<Arc<DeviceData>> {
+        if let Op::Data(data) = &self.node().op {
+            return Ok(data.clone());
         }
         exec::sync_tensors(&[&self.0.value], SyncCause::ValueRead, location)?;
         match &self.node().op {
-            Op::Data(buffer) => Ok(buffer.clone()),
+            Op::Data(data) => Ok(data.clone()),
             _ => Err(crate::Error::Unsupported(format!(
                 "{} was synced but is not device data",
                 self.shape()
@@ -180,10 +179,10 @@ impl Tensor {
     #[track_caller]
     pub fn to_vec<T: NativeType>(&self) -> Result<Vec<T>> {
         let location = SourceLocation::caller();
-        let buffer = self.buffer_at(location.clone())?;
+        let data = self.data_at(location.clone())?;
         let start = events::now_ns();
-        let out = buffer.to_vec::<T>()?;
-        note_value_read(&location, self.shape(), buffer.size_bytes() as u64, start);
+        let out = data.to_vec::<T>()?;
+        note_value_read(&location, self.shape(), data.size_bytes() as u64, start);
         Ok(out)
     }
 
@@ -194,9 +193,9 @@ impl Tensor {
     }
 
     fn read_f64_at(&self, location: SourceLocation) -> Result<Vec<f64>> {
-        let buffer = self.buffer_at(location.clone())?;
+        let data = self.data_at(location.clone())?;
         let start = events::now_ns();
-        let bytes = buffer.to_bytes()?;
+        let bytes = data.to_bytes()?;
         note_value_read(&location, self.shape(), bytes.len() as u64, start);
         Ok(crate::dtype::bytes_to_f64(self.dtype(), &bytes))
     }

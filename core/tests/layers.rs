@@ -1,14 +1,14 @@
 //! The engine's pipeline folders depend one way, in the order data flows: `runtime`, `ir`,
 //! `trace`, `lower`, `exec`. Each may use the ones before it and the shared modules (dtypes,
-//! shapes, locations, errors, events, settings), never a later one, and none uses the tensor API
+//! shapes, locations, errors, events, settings, meshes and shardings), never a later one, and none uses the tensor API
 //! built above them (`tensor`, `ops`, `autograd`, `nn`).
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 const PIPELINE: [&str; 5] = ["runtime", "ir", "trace", "lower", "exec"];
-const SHARED: [&str; 8] =
-    ["dtype", "shape", "location", "error", "events", "config", "debug", "lib"];
+const SHARED: [&str; 9] =
+    ["dtype", "shape", "location", "error", "events", "config", "debug", "lib", "spmd"];
 
 fn uses(folder: &Path, found: &mut BTreeSet<String>) {
     for entry in std::fs::read_dir(folder).expect("a source folder") {

@@ -138,6 +138,7 @@ fn attr(a: &Attr) -> AttrValue {
         Attr::Ints(v) => AttrValue::Ints(v.clone()),
         Attr::Pairs(v) => AttrValue::Pairs(v.clone()),
         Attr::Name(n) => AttrValue::Name(n.to_string()),
+        Attr::Text(t) => AttrValue::Name(t.clone()),
     }
 }
 

@@ -185,6 +185,10 @@ impl Tensor {
                             Some(prev) => prev.add(&g)?,
                             None => g,
                         };
+                        // A gradient is split like its parameter (FSDP's sharded gradients).
+                        if let Some(s) = t.sharding().filter(|s| !s.is_replicated()) {
+                            total.shard_as(s, location.clone())?;
+                        }
                         *slot = Some(total);
                     }
                 }

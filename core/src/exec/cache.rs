@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::events::GraphSummary;
+use super::partition::Partitioning;
 use crate::runtime::Executable;
 
 #[derive(Clone)]
@@ -11,6 +12,8 @@ pub(crate) struct CachedGraph {
     pub executable: Arc<Executable>,
     pub summary: Arc<GraphSummary>,
     pub stablehlo: Arc<str>,
+    /// The mesh and output shardings of a partitioned graph.
+    pub partitioning: Option<Arc<Partitioning>>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

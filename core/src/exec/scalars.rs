@@ -16,7 +16,7 @@ const CAPACITY: usize = 1024;
 
 #[derive(Default)]
 pub(crate) struct ScalarBuffers {
-    by_value: HashMap<(DType, u64), Arc<Buffer>>,
+    by_value: HashMap<(usize, DType, u64), Arc<Buffer>>,
 }
 
 impl ScalarBuffers {
@@ -33,7 +33,7 @@ impl ScalarBuffers {
         let mut uploaded = 0;
         let mut buffers = Vec::with_capacity(scalars.len());
         for &(value, dtype) in scalars {
-            let buffer = match self.by_value.get(&(dtype, value.to_bits())) {
+            let buffer = match self.by_value.get(&(device, dtype, value.to_bits())) {
                 Some(b) => b.clone(),
                 None => {
                     let bytes = f64_to_bytes(dtype, value);
@@ -45,7 +45,7 @@ impl ScalarBuffers {
                     )?;
                     uploaded += b.size_bytes() as u64;
                     let b = Arc::new(b);
-                    self.by_value.insert((dtype, value.to_bits()), b.clone());
+                    self.by_value.insert((device, dtype, value.to_bits()), b.clone());
                     b
                 }
             };

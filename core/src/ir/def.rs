@@ -17,6 +17,8 @@ pub enum Attr {
     Pairs(Vec<(i64, i64)>),
     /// A choice among names: a comparison's direction.
     Name(&'static str),
+    /// Text made at run time: a sharding's spec and mesh.
+    Text(String),
 }
 
 /// One node of a graph, as data. Operands are positions in the same graph's node list.
@@ -42,8 +44,12 @@ impl Op {
     /// of the graph, never structure.
     pub fn attrs(&self) -> Vec<(&'static str, Attr)> {
         match self {
-            Op::Data(_)
-            | Op::Scalar(_)
+            Op::Data(data) => match data.sharding() {
+                Some(s) => vec![("sharding", Attr::Text(s.to_string()))],
+                None => Vec::new(),
+            },
+            Op::Shard(s) => vec![("sharding", Attr::Text(s.to_string()))],
+            Op::Scalar(_)
             | Op::Random { .. }
             | Op::Unary(_)
             | Op::Binary(_)
@@ -99,6 +105,7 @@ impl fmt::Display for Attr {
             Attr::Ints(v) => write!(f, "{v:?}"),
             Attr::Pairs(v) => write!(f, "{v:?}"),
             Attr::Name(n) => f.write_str(n),
+            Attr::Text(t) => f.write_str(t),
         }
     }
 }

@@ -6,9 +6,8 @@ use std::hash::BuildHasherDefault;
 use std::hash::Hasher;
 use std::sync::Arc;
 
-use super::{FastHasher, Node, NodeRef, Op};
+use super::{DeviceData, FastHasher, Node, NodeRef, Op};
 use crate::dtype::DType;
-use crate::runtime::Buffer;
 use crate::shape::Shape;
 
 /// Tags that keep the kinds of references apart in a node's share of the key.
@@ -83,7 +82,7 @@ pub(crate) struct Graph<'a> {
     /// The structural key: ops, attributes, shapes, and how nodes connect; never data.
     pub key: u64,
     /// Device buffers fed as parameters 0..n, in order.
-    pub data: Vec<Arc<Buffer>>,
+    pub data: Vec<Arc<DeviceData>>,
     /// Host scalars, one 0-d parameter each in its own dtype, fed after the buffers.
     pub scalars: Vec<(f64, DType)>,
     /// Distinct output nodes (indices into `order`; positions in the trace until laid out).
@@ -211,7 +210,7 @@ impl<'a> Graph<'a> {
         let data = params
             .iter()
             .map(|p| match &p.op {
-                Op::Data(buffer) => buffer.clone(),
+                Op::Data(data) => data.clone(),
                 _ => unreachable!("parameters are device data"),
             })
             .collect();
@@ -257,8 +256,8 @@ pub(crate) fn donations<'n>(
     let mut taken = vec![false; outputs.len()];
     let mut donated = Vec::new();
     for (param, node, only_this_graph) in inputs {
-        let Op::Data(buffer) = &node.op else { continue };
-        if !only_this_graph || Arc::strong_count(buffer) != 2 {
+        let Op::Data(data) = &node.op else { continue };
+        if !only_this_graph || Arc::strong_count(data) != 2 {
             continue;
         }
         if let Some(i) = (0..outputs.len()).find(|&i| !taken[i] && *outputs[i] == node.shape) {

@@ -4,6 +4,7 @@
 //! attributes, its shape and its inputs' hashes, never from data. Two graphs with equal structure
 //! therefore have equal keys, and the key is the compiled-graph cache key.
 
+mod data;
 mod def;
 mod graph;
 mod op;
@@ -12,6 +13,7 @@ use std::hash::Hasher;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
+pub use data::DeviceData;
 pub use def::{Attr, NodeDef};
 pub(crate) use graph::{
     donations, key, scalar_key, share, Graph, References, ScalarKey, PARAMETER, SCALAR_SLOT,

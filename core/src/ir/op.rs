@@ -4,7 +4,8 @@
 use std::hash::Hasher;
 use std::sync::Arc;
 
-use crate::runtime::Buffer;
+use super::DeviceData;
+use crate::spmd::Sharding;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum UnaryOp {
@@ -75,8 +76,9 @@ pub enum ReduceKind {
 #[derive(Clone)]
 pub enum Op {
     // ---- leaves: graph inputs ----
-    /// Device data (a PJRT buffer): a parameter of the compiled program.
-    Data(Arc<Buffer>),
+    /// Device data (one buffer, or one per partition of a mesh): a parameter of the compiled
+    /// program. Its sharding, if any, is structure.
+    Data(Arc<DeviceData>),
     /// A host scalar. Passed to the program as an input, never baked in, so a value that changes
     /// from step to step (a learning rate, a step count) does not recompile.
     Scalar(f64),
@@ -169,6 +171,11 @@ pub enum Op {
         descending: bool,
         indices: bool,
     },
+
+    // ---- many devices ----
+    /// The input's value, to be split over a mesh as the sharding says (`mark_sharding` on a
+    /// pending tensor): a constraint for XLA's partitioner, no computation.
+    Shard(Arc<Sharding>),
 }
 
 /// Ops by family, for histograms and diagnostics.
@@ -186,6 +193,7 @@ pub enum OpKind {
     Conv,
     ReduceWindow,
     Sort,
+    Shard,
 }
 
 impl Op {
@@ -246,6 +254,7 @@ impl Op {
             Op::Conv { .. } => "convolution",
             Op::ReduceWindow { .. } => "reduce_window",
             Op::Sort { .. } => "sort",
+            Op::Shard(_) => "sharding_constraint",
         }
     }
 
@@ -271,6 +280,7 @@ impl Op {
             Op::Conv { .. } => OpKind::Conv,
             Op::ReduceWindow { .. } => OpKind::ReduceWindow,
             Op::Sort { .. } => OpKind::Sort,
+            Op::Shard(_) => OpKind::Shard,
         }
     }
 
@@ -279,7 +289,16 @@ impl Op {
         use std::hash::Hash;
         std::mem::discriminant(self).hash(h);
         match self {
-            Op::Data(_) | Op::Scalar(_) | Op::Select | Op::Convert | Op::Reshape => {}
+            // A replicated array is structurally an unsharded one: both are whole on every
+            // device a program runs on (so a parameter that comes back replicated from a
+            // partitioned step does not recompile the next).
+            Op::Data(data) => {
+                if let Some(s) = data.sharding().filter(|s| !s.is_replicated()) {
+                    s.hash(h)
+                }
+            }
+            Op::Shard(s) => s.hash(h),
+            Op::Scalar(_) | Op::Select | Op::Convert | Op::Reshape => {}
             Op::Iota { axis } => axis.hash(h),
             Op::Random { normal } => normal.hash(h),
             Op::Unary(u) => u.hash(h),

@@ -15,35 +15,72 @@ mod sort;
 use std::fmt::Write;
 
 use crate::dtype::DType;
+use std::sync::Arc;
+
 use crate::ir::{Graph, Node, Op, OpKind};
+use crate::spmd::{Mesh, Sharding};
 
 /// The StableHLO module for `graph`: parameters are its device data in order, then its host
 /// scalars, each a 0-d tensor of its own dtype (as JAX passes typed scalars: XLA then fuses them
 /// like any operand, where slicing and converting one packed vector cost time in every fused
 /// loop); results are its outputs in order.
-pub(crate) fn stablehlo(graph: &Graph) -> String {
+///
+/// `spmd`: for a graph partitioned over a mesh, the mesh and each output's sharding. The module
+/// then declares the mesh (Shardy), and every parameter and result carries its sharding: device
+/// data its own (or replicated), host scalars replicated.
+pub(crate) fn stablehlo(graph: &Graph, spmd: Option<(&Mesh, &[Arc<Sharding>])>) -> String {
     let mut out = String::with_capacity(graph.order.len() * 96 + 256);
+    let replicated = |rank: usize| -> String {
+        let dims = vec!["{}"; rank].join(", ");
+        format!(" {{sdy.sharding = #sdy.sharding<@mesh, [{dims}]>}}")
+    };
     let mut params: Vec<String> = graph
         .order
         .iter()
         .zip(&graph.slot)
-        .filter(|(n, _)| matches!(n.op, Op::Data(_)))
-        .map(|(n, slot)| {
+        .filter_map(|(n, slot)| match &n.op {
+            Op::Data(data) => Some((n, slot, data)),
+            _ => None,
+        })
+        .map(|(n, slot, data)| {
+            let ty = n.shape.mlir();
+            if let Some((mesh, _)) = spmd {
+                // XLA may not alias buffers across a partitioned program's differing shardings:
+                // partitioned programs donate nothing.
+                let sharding = match data.sharding() {
+                    Some(s) if *s.mesh == *mesh => format!(" {{sdy.sharding = {}}}", s.sdy()),
+                    _ => replicated(n.shape.dims.len()),
+                };
+                return format!("%p{slot}: {ty}{sharding}");
+            }
             let alias = graph.donated.iter().find(|(p, _)| *p == *slot as usize);
             match alias {
                 Some((_, output)) => {
-                    format!("%p{slot}: {} {{tf.aliasing_output = {output} : i32}}", n.shape.mlir())
+                    format!("%p{slot}: {ty} {{tf.aliasing_output = {output} : i32}}")
                 }
-                None => format!("%p{slot}: {}", n.shape.mlir()),
+                None => format!("%p{slot}: {ty}"),
             }
         })
         .collect();
     for (slot, (_, dtype)) in graph.scalars.iter().enumerate() {
-        params.push(format!("%s{slot}: tensor<{}>", dtype.mlir_name()));
+        let sharding = if spmd.is_some() { replicated(0) } else { String::new() };
+        params.push(format!("%s{slot}: tensor<{}>{sharding}", dtype.mlir_name()));
     }
     let results: Vec<String> =
         graph.outputs.iter().map(|&o| graph.order[o as usize].shape.mlir()).collect();
-    let _ = writeln!(out, "func.func @main({}) -> ({}) {{", params.join(", "), results.join(", "));
+    let annotated: Vec<String> = match spmd {
+        Some((mesh, shardings)) => {
+            let _ = writeln!(out, "{}", mesh.sdy());
+            results
+                .iter()
+                .zip(shardings)
+                .map(|(ty, s)| format!("{ty} {{sdy.sharding = {}}}", s.sdy()))
+                .collect()
+        }
+        None => results.clone(),
+    };
+    let _ =
+        writeln!(out, "func.func @main({}) -> ({}) {{", params.join(", "), annotated.join(", "));
     let name = |i: usize| -> String {
         match graph.order[i].op {
             Op::Data(_) => format!("%p{}", graph.slot[i]),
@@ -193,6 +230,17 @@ fn lower_node(mut c: Ctx) {
         },
         OpKind::DotGeneral | OpKind::Conv => linalg::lower(&mut c),
         OpKind::Sort => sort::lower(&mut c),
+        OpKind::Shard => {
+            let Op::Shard(s) = &c.node.op else { return };
+            let line = format!(
+                "  {} = sdy.sharding_constraint {} {} : {}",
+                c.name,
+                c.args[0],
+                s.sdy_body(),
+                c.ty()
+            );
+            let _ = writeln!(c.out, "{line}");
+        }
     }
 }
 

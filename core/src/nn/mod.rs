@@ -172,9 +172,14 @@ impl Module for Embedding {
 
 /// Device zeros shaped like `t`, uploaded (so they are data, not pending IR).
 #[track_caller]
+/// Zeros of `t`'s shape as device data, split like `t` (optimizer state follows its parameter).
 pub(crate) fn data_zeros_like(t: &Tensor) -> Result<Tensor> {
-    match t.dtype() {
-        DType::F64 => Tensor::from_slice(&vec![0f64; t.element_count()], t.dims()),
-        _ => Tensor::from_slice(&vec![0f32; t.element_count()], t.dims())?.cast(t.dtype()),
+    let zeros = match t.dtype() {
+        DType::F64 => Tensor::from_slice(&vec![0f64; t.element_count()], t.dims())?,
+        _ => Tensor::from_slice(&vec![0f32; t.element_count()], t.dims())?.cast(t.dtype())?,
+    };
+    if let Some(s) = t.sharding().filter(|s| !s.is_replicated()) {
+        zeros.shard_as(s, crate::SourceLocation::caller())?;
     }
+    Ok(zeros)
 }

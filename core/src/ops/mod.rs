@@ -9,6 +9,7 @@ mod linalg;
 mod movement;
 mod nn;
 mod reduce;
+mod shard;
 
 pub(crate) use create::full_like_at;
 

@@ -119,6 +119,19 @@ impl Buffer {
         Buffer { client, raw, dtype, dims }
     }
 
+    /// A copy of this buffer on device `device` (an index into the client's devices).
+    pub fn copy_to_device(&self, client: &Client, device: usize) -> Result<Buffer> {
+        let device = client.device(device)?;
+        let mut a = args!(PJRT_Buffer_CopyToDevice_Args { buffer: self.raw, dst_device: device.raw });
+        call!(self.client.plugin, PJRT_Buffer_CopyToDevice, &mut a)?;
+        Ok(Buffer {
+            client: self.client.clone(),
+            raw: a.dst_buffer,
+            dtype: self.dtype,
+            dims: self.dims.clone(),
+        })
+    }
+
     /// The raw buffer, for benchmarks that compare against direct C calls.
     #[doc(hidden)]
     pub fn as_raw(&self) -> *mut ffi::PJRT_Buffer {
@@ -187,6 +200,19 @@ impl Buffer {
         call!(plugin, PJRT_Buffer_ToHostBuffer, &mut a)?;
         plugin.await_event(a.event)
     }
+}
+
+/// Typed values from dense bytes of `T`'s dtype (host data gathered from shards).
+pub(crate) fn typed_from_bytes<T: NativeType>(bytes: &[u8]) -> Vec<T> {
+    let n = bytes.len() / std::mem::size_of::<T>();
+    let mut out: Vec<T> = Vec::with_capacity(n);
+    // SAFETY: `T: NativeType` is plain data laid out as its dtype's elements; exactly
+    // `n * size_of::<T>()` bytes are copied into the spare capacity before `set_len`.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr() as *mut u8, n * std::mem::size_of::<T>());
+        out.set_len(n);
+    }
+    out
 }
 
 pub(crate) fn pjrt_type(dtype: DType) -> ffi::PJRT_Buffer_Type {

@@ -20,6 +20,9 @@ use crate::Error;
 pub struct CompileOptions {
     /// The device (index into `Client::devices`) the executable will run on.
     pub device: usize,
+    /// For a program partitioned over several devices (SPMD): the devices of partition 0, 1, ...
+    /// (indices into `Client::devices`); `device` is then unused.
+    pub partitions: Vec<usize>,
     /// XLA `DebugOptions` fields by name (e.g. `xla_cpu_enable_fast_math`), applied to this compile.
     pub debug_options: Vec<(String, Override)>,
 }
@@ -60,6 +63,8 @@ pub struct Executable {
     executable: *mut ffi::PJRT_Executable,
     num_outputs: usize,
     signature: Option<Signature>,
+    /// How many devices one execution runs on (the partitions of an SPMD program).
+    partitions: usize,
 }
 
 // SAFETY: PJRT executables are thread-safe; the handles are only destroyed in Drop.
@@ -80,8 +85,11 @@ impl Drop for Executable {
 impl Client {
     /// Compiles a StableHLO program (MLIR text) for one device.
     pub fn compile(&self, mlir: &str, options: &CompileOptions) -> Result<Executable> {
-        let device_id = self.device(options.device)?.id;
-        let compile_options = proto::compile_options(device_id, &options.debug_options);
+        let device_ids = match options.partitions.as_slice() {
+            [] => vec![self.device(options.device)?.id],
+            devices => devices.iter().map(|&d| Ok(self.device(d)?.id)).collect::<Result<_>>()?,
+        };
+        let compile_options = proto::compile_options(&device_ids, &options.debug_options);
         let format = "mlir";
         let program = args!(PJRT_Program {
             code: mlir.as_ptr() as *mut _,
@@ -96,7 +104,11 @@ impl Client {
             compile_options_size: compile_options.len(),
         });
         call!(self.handle.plugin, PJRT_Client_Compile, &mut a)?;
-        Executable::wrap(self.handle.clone(), a.executable, Signature::parse(mlir))
+        // A partitioned program's buffers are shards: the signature's whole shapes do not type them.
+        let signature = if device_ids.len() > 1 { None } else { Signature::parse(mlir) };
+        let mut exe = Executable::wrap(self.handle.clone(), a.executable, signature)?;
+        exe.partitions = device_ids.len();
+        Ok(exe)
     }
 
     /// Compiles like [`Client::compile`] and also returns XLA's optimized HLO as text, for
@@ -150,8 +162,14 @@ impl Executable {
         let plugin = client.plugin;
         let mut g = args!(PJRT_LoadedExecutable_GetExecutable_Args { loaded_executable: loaded });
         let got = call!(plugin, PJRT_LoadedExecutable_GetExecutable, &mut g);
-        let mut exe =
-            Executable { client, loaded, executable: g.executable, num_outputs: 0, signature };
+        let mut exe = Executable {
+            client,
+            loaded,
+            executable: g.executable,
+            num_outputs: 0,
+            signature,
+            partitions: 1,
+        };
         got?;
         let mut n = args!(PJRT_Executable_NumOutputs_Args { executable: exe.executable });
         call!(plugin, PJRT_Executable_NumOutputs, &mut n)?;
@@ -245,6 +263,79 @@ impl Executable {
             )));
         }
         Ok(outputs)
+    }
+
+    /// How many devices one execution runs on.
+    pub fn partitions(&self) -> usize {
+        self.partitions
+    }
+
+    /// Runs a partitioned program on all its devices at once and waits for every one:
+    /// `inputs[p]` are partition `p`'s arguments (its shards), and so are the outputs.
+    /// One call for all devices, as XLA's collectives need every partition in one launch; each
+    /// launch gets a new id, on which the collectives meet. Partitioned programs donate nothing.
+    pub fn execute_partitioned(&self, inputs: &[Vec<&Buffer>]) -> Result<Vec<Vec<Buffer>>> {
+        static LAUNCH: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(1);
+        if inputs.len() != self.partitions {
+            return Err(Error::InputCount { expected: self.partitions, given: inputs.len() });
+        }
+        let args: Vec<Vec<*mut ffi::PJRT_Buffer>> =
+            inputs.iter().map(|list| list.iter().map(|b| b.raw).collect()).collect();
+        let num_args = args.first().map_or(0, |a| a.len());
+        if args.iter().any(|a| a.len() != num_args) {
+            return Err(Error::Unsupported("partitions given different argument counts".into()));
+        }
+        let arg_lists: Vec<*const *mut ffi::PJRT_Buffer> = args.iter().map(|a| a.as_ptr()).collect();
+        let mut outputs: Vec<Vec<*mut ffi::PJRT_Buffer>> =
+            vec![vec![std::ptr::null_mut(); self.num_outputs]; self.partitions];
+        let output_lists: Vec<*mut *mut ffi::PJRT_Buffer> =
+            outputs.iter_mut().map(|o| o.as_mut_ptr()).collect();
+        let mut done: Vec<*mut ffi::PJRT_Event> = vec![std::ptr::null_mut(); self.partitions];
+        let mut options = args!(PJRT_ExecuteOptions {
+            launch_id: LAUNCH.fetch_add(1, Ordering::Relaxed),
+        });
+        let mut a = args!(PJRT_LoadedExecutable_Execute_Args {
+            executable: self.loaded,
+            options: &mut options,
+            argument_lists: arg_lists.as_ptr(),
+            num_devices: self.partitions,
+            num_args: num_args,
+            output_lists: output_lists.as_ptr(),
+            device_complete_events: done.as_mut_ptr(),
+        });
+        let plugin = self.plugin();
+        let launched = call!(plugin, PJRT_LoadedExecutable_Execute, &mut a);
+        // Own every output before looking at errors, so none leaks.
+        let mut owned: Vec<Vec<Buffer>> = Vec::with_capacity(self.partitions);
+        let mut typing: Result<()> = Ok(());
+        for list in &outputs {
+            let mut part = Vec::with_capacity(list.len());
+            for &raw in list.iter().filter(|raw| !raw.is_null()) {
+                match Buffer::from_raw(self.client.clone(), raw) {
+                    Ok(b) => part.push(b),
+                    Err(e) => typing = Err(e),
+                }
+            }
+            owned.push(part);
+        }
+        let mut waited: Result<()> = Ok(());
+        for &event in &done {
+            if !event.is_null() {
+                if let Err(e) = plugin.await_event(event) {
+                    waited = Err(e);
+                }
+            }
+        }
+        launched?;
+        waited?;
+        typing?;
+        if owned.iter().any(|o| o.len() != self.num_outputs) {
+            return Err(Error::Unsupported(format!(
+                "a partitioned execution returned fewer than {} outputs",
+                self.num_outputs
+            )));
+        }
+        Ok(owned)
     }
 
     fn check_inputs(&self, inputs: &[&Buffer]) -> Result<()> {

@@ -18,6 +18,7 @@ mod quiet;
 mod signature;
 
 pub use buffer::Buffer;
+pub(crate) use buffer::typed_from_bytes;
 pub use client::{Client, Device};
 pub use device::{DeviceKind, DEVICE_ENV};
 pub use executable::{CompileOptions, CostAnalysis, Executable, MemoryStats};

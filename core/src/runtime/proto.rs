@@ -49,19 +49,29 @@ impl Message {
     }
 }
 
-/// Options for one compile: which device the executable runs on, plus XLA debug options
-/// (`DebugOptions` fields by name, e.g. `xla_dump_to`), passed as `env_option_overrides`.
-pub(crate) fn compile_options(device_id: i64, overrides: &[(String, Override)]) -> Vec<u8> {
-    let computation_devices = Message::default().int(1, device_id); // replica_device_ids
-    let device_assignment = Message::default()
+/// Options for one compile: the devices (ids) of its partitions, one for a one-device program,
+/// plus XLA debug options (`DebugOptions` fields by name, e.g. `xla_dump_to`), passed as
+/// `env_option_overrides`. Several partitions turn on SPMD partitioning with Shardy, whose
+/// annotations the program carries.
+pub(crate) fn compile_options(device_ids: &[i64], overrides: &[(String, Override)]) -> Vec<u8> {
+    let partitions = device_ids.len().max(1) as i64;
+    let mut device_assignment = Message::default()
         .int(1, 1) // replica_count
-        .int(2, 1) // computation_count
-        .message(3, computation_devices);
-    let build_options = Message::default()
+        .int(2, partitions); // computation_count
+    for &id in device_ids {
+        // computation_devices[partition].replica_device_ids = [id]
+        device_assignment = device_assignment.message(3, Message::default().int(1, id));
+    }
+    let mut build_options = Message::default()
         .int(1, -1) // device_ordinal: unset, the device assignment decides
         .int(4, 1) // num_replicas
-        .int(5, 1) // num_partitions
+        .int(5, partitions) // num_partitions
         .message(9, device_assignment);
+    if partitions > 1 {
+        build_options = build_options
+            .bool(6, true) // use_spmd_partitioning
+            .bool(19, true); // use_shardy_partitioner
+    }
     let mut options = Message::default().message(3, build_options);
     for (name, value) in overrides {
         let value = match value {
@@ -99,7 +109,7 @@ mod tests {
 
     #[test]
     fn compile_options_nest_the_build_options() {
-        let bytes = compile_options(0, &[]);
+        let bytes = compile_options(&[0], &[]);
         assert_eq!(bytes[0], (3 << 3) | 2, "field 3, length-delimited");
         assert_eq!(bytes[1] as usize, bytes.len() - 2);
     }

@@ -203,7 +203,7 @@ impl Trace {
             .params
             .iter()
             .map(|p| match &p.op {
-                Op::Data(buffer) => buffer.clone(),
+                Op::Data(data) => data.clone(),
                 _ => unreachable!("parameters are device data"),
             })
             .collect();

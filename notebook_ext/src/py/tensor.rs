@@ -231,7 +231,7 @@ impl PyTensor {
         };
         if to_device.as_deref() == Some("cpu") {
             let t = out.as_ref().map_or(&this.t, |o| &o.t).clone();
-            traced_detached(py, "to", move || t.buffer().map(drop))?;
+            traced_detached(py, "to", move || t.data().map(drop))?;
         }
         match out.take() {
             Some(o) => Ok(Bound::new(py, o)?.into_any()),
@@ -242,7 +242,7 @@ impl PyTensor {
     /// `to("cpu")`: the tensor, computed (see `to`).
     fn cpu<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let t = slf.get().t.clone();
-        traced_detached(slf.py(), "cpu", move || t.buffer().map(drop))?;
+        traced_detached(slf.py(), "cpu", move || t.data().map(drop))?;
         Ok(slf.clone().into_any())
     }
 

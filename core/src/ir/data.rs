@@ -1,0 +1,170 @@
+//! Device data: the value of a materialized tensor. One buffer on the engine's device, or, for an
+//! array sharded over a mesh, one buffer per partition of the mesh.
+
+use std::sync::{Arc, OnceLock};
+
+use smallvec::SmallVec;
+
+use crate::dtype::{DType, NativeType};
+use crate::error::Result;
+use crate::runtime::{typed_from_bytes, Buffer, Client};
+use crate::spmd::{Mesh, Sharding};
+use crate::Error;
+
+pub struct DeviceData {
+    /// In partition order of the sharding's mesh; one buffer when there is no sharding.
+    shards: SmallVec<[Buffer; 1]>,
+    sharding: Option<Arc<Sharding>>,
+    dtype: DType,
+    /// The whole array's dims (a shard's are smaller when the array is split).
+    dims: Vec<i64>,
+    /// Copies of an unsharded array on each partition of a mesh it was used with.
+    replicas: OnceLock<(Arc<Mesh>, Vec<Buffer>)>,
+    /// A copy of a replicated array on a device its mesh lacks (a one-device program's).
+    elsewhere: OnceLock<(usize, Buffer)>,
+}
+
+impl DeviceData {
+    /// An array on one device.
+    pub fn single(buffer: Buffer) -> DeviceData {
+        let (dtype, dims) = (buffer.dtype(), buffer.dims().to_vec());
+        let mut shards = SmallVec::new();
+        shards.push(buffer);
+        DeviceData { shards, sharding: None, dtype, dims, replicas: OnceLock::new(), elsewhere: OnceLock::new() }
+    }
+
+    /// An array of `dims` split as `sharding` says, its shards in partition order.
+    pub fn sharded(shards: Vec<Buffer>, sharding: Arc<Sharding>, dtype: DType, dims: Vec<i64>) -> Self {
+        DeviceData {
+            shards: shards.into(),
+            sharding: Some(sharding),
+            dtype,
+            dims,
+            replicas: OnceLock::new(),
+            elsewhere: OnceLock::new(),
+        }
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    pub fn dims(&self) -> &[i64] {
+        &self.dims
+    }
+
+    pub fn sharding(&self) -> Option<&Arc<Sharding>> {
+        self.sharding.as_ref()
+    }
+
+    pub fn shards(&self) -> &[Buffer] {
+        &self.shards
+    }
+
+    /// The whole array's size.
+    pub fn size_bytes(&self) -> usize {
+        self.dims.iter().map(|&d| d.max(0) as usize).product::<usize>() * self.dtype.size_bytes()
+    }
+
+    /// The buffer a one-device program reads: the array itself, or the first copy of a
+    /// replicated one. None for a split array.
+    pub fn whole(&self) -> Option<&Buffer> {
+        match &self.sharding {
+            Some(s) if !s.is_replicated() => None,
+            _ => self.shards.first(),
+        }
+    }
+
+    /// The whole array on `device`, for a one-device program: the array itself (unsharded arrays
+    /// live on the engine's device), the copy a replicated one has there, or a copy made once.
+    pub fn on_device(&self, client: &Client, device: usize) -> Result<&Buffer> {
+        let Some(sharding) = &self.sharding else { return Ok(&self.shards[0]) };
+        if !sharding.is_replicated() {
+            return Err(Error::Mesh {
+                message: format!("a tensor sharded {sharding} reached a one-device program"),
+            });
+        }
+        if let Some(p) = sharding.mesh.partitions().iter().position(|&d| d == device) {
+            return Ok(&self.shards[p]);
+        }
+        if self.elsewhere.get().is_none() {
+            let _ = self.elsewhere.set((device, self.shards[0].copy_to_device(client, device)?));
+        }
+        match self.elsewhere.get() {
+            Some((d, b)) if *d == device => Ok(b),
+            _ => Err(Error::Mesh {
+                message: format!("a tensor replicated over {} was read on two devices outside it", sharding.mesh),
+            }),
+        }
+    }
+
+    /// The buffers partition 0, 1, ... of a program over `mesh` reads: the shards when the array
+    /// is sharded over `mesh`, else copies of the whole array on each partition's device (made
+    /// once and kept).
+    pub fn on_mesh(&self, client: &Client, mesh: &Arc<Mesh>) -> Result<Vec<&Buffer>> {
+        if let Some(s) = &self.sharding {
+            if *s.mesh == **mesh {
+                return Ok(self.shards.iter().collect());
+            }
+        }
+        let Some(whole) = self.whole() else {
+            let s = self.sharding.as_ref().map(|s| s.to_string()).unwrap_or_default();
+            return Err(Error::Mesh {
+                message: format!(
+                    "a tensor sharded {s} is used in a program over {mesh}: mark it with a sharding \
+                     on that mesh first"
+                ),
+            });
+        };
+        if self.replicas.get().is_none() {
+            let copies = mesh
+                .partitions()
+                .into_iter()
+                .map(|device| whole.copy_to_device(client, device))
+                .collect::<Result<Vec<_>>>()?;
+            let _ = self.replicas.set((mesh.clone(), copies));
+        }
+        match self.replicas.get() {
+            Some((m, copies)) if **m == **mesh => Ok(copies.iter().collect()),
+            _ => Err(Error::Mesh {
+                message: format!("a tensor is used with two meshes, {mesh} and another"),
+            }),
+        }
+    }
+
+    /// The whole array as dense row-major bytes; a split array's shards are gathered on the host.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        if let Some(whole) = self.whole() {
+            return whole.to_bytes();
+        }
+        let sharding = self.sharding.as_ref().expect("a split array has a sharding");
+        let shards = self.shards.iter().map(|b| b.to_bytes()).collect::<Result<Vec<_>>>()?;
+        Ok(sharding.assemble(&shards, self.dtype.size_bytes(), &self.dims))
+    }
+
+    /// The whole array as `T`, which must be its dtype.
+    pub fn to_vec<T: NativeType>(&self) -> Result<Vec<T>> {
+        if let Some(whole) = self.whole() {
+            return whole.to_vec();
+        }
+        if T::DTYPE != self.dtype {
+            return Err(Error::DTypeMismatch { actual: self.dtype, requested: T::DTYPE });
+        }
+        Ok(typed_from_bytes(&self.to_bytes()?))
+    }
+
+    /// True once donated to an execution.
+    pub fn is_deleted(&self) -> bool {
+        self.shards.iter().any(|b| b.is_deleted())
+    }
+}
+
+impl std::fmt::Debug for DeviceData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shape = crate::dtype::shape_string(self.dtype, &self.dims);
+        match &self.sharding {
+            Some(s) => write!(f, "DeviceData({shape}, sharded {s})"),
+            None => write!(f, "DeviceData({shape})"),
+        }
+    }
+}
