@@ -99,9 +99,10 @@ pub enum Error {
     #[error("{message} (at {location})")]
     Autograd { message: String, location: SourceLocation },
 
-    /// A mesh or sharding that cannot be: the message names the mesh, the spec and the dims.
-    #[error("{message}")]
-    Mesh { message: String },
+    /// A mesh or sharding that cannot be: the message names the mesh, the spec and the dims;
+    /// the location is the user's line, where one is known (`mark_sharding`).
+    #[error("{message}{}", location.as_ref().map(|l| format!(" (at {l})")).unwrap_or_default())]
+    Sharding { message: String, location: Option<SourceLocation> },
 
     #[error("the plugin returned a value xlaprof does not understand: {0}")]
     Unsupported(String),

@@ -1,6 +1,8 @@
 //! Shared pieces of the samples: synthetic, learnable data sets (feature vectors, small images,
 //! token sequences), and the MLP the samples and benchmarks train.
 
+pub mod parallel;
+
 use xlaprof_core::nn::{Linear, Module};
 use xlaprof_core::{Result, Tensor};
 

@@ -63,6 +63,32 @@ fn transformer_block_loss_falls_and_one_training_graph_compiles() {
     assert_eq!(&rows[24][2..], &["1", "24"], "{out}");
 }
 
+/// The losses of a run's step lines.
+fn losses(out: &str) -> Vec<f64> {
+    step_rows(out).iter().map(|r| r[1].parse().expect("a loss")).collect()
+}
+
+/// Each sample trained with its batch split over 4 devices, then with its parameters split too
+/// (FSDP), has the one-device run's losses (printed to 4 decimals) and compiles one training graph.
+#[test]
+fn data_parallel_and_fsdp_training_match_the_one_device_run() {
+    for bin in [env!("CARGO_BIN_EXE_mlp_train"), env!("CARGO_BIN_EXE_transformer_block")] {
+        let one = losses(&run(bin, &["6"]));
+        assert_eq!(one.len(), 6);
+        for extra in [&["--data-parallel", "4"][..], &["--data-parallel", "4", "--fsdp"]] {
+            let args: Vec<&str> = ["6"].iter().chain(extra).copied().collect();
+            let out = run(bin, &args);
+            assert!(out.contains("4 devices"), "{out}");
+            assert!(out.contains("training graphs compiled: 1\n"), "{bin} {extra:?}:\n{out}");
+            let many = losses(&out);
+            assert_eq!(many.len(), 6, "{out}");
+            for (step, (a, b)) in many.iter().zip(&one).enumerate() {
+                assert!((a - b).abs() <= 2e-4, "{bin} {extra:?} step {}: {a} vs {b}", step + 1);
+            }
+        }
+    }
+}
+
 #[test]
 fn recompile_demo_compiles_once_per_signature_and_hits_on_repeats() {
     let out = run(env!("CARGO_BIN_EXE_recompile_demo"), &["14"]);

@@ -42,6 +42,13 @@ static INIT: Mutex<()> = Mutex::new(());
 /// Devices asked for before the engine started (by a mesh): the CPU client gets at least these.
 static REQUESTED_DEVICES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
+/// Asks for at least `count` devices when the engine starts (nothing once it has started).
+pub fn request_devices(count: usize) {
+    if ENGINE.get().is_none() {
+        REQUESTED_DEVICES.fetch_max(count, Ordering::Relaxed);
+    }
+}
+
 /// The engine, started with at least `count` devices (a mesh's) if it has not started yet.
 ///
 /// The CPU plugin starts with one device unless asked for more (`XLAPROF_CPU_DEVICES`, or a mesh
@@ -49,13 +56,12 @@ static REQUESTED_DEVICES: std::sync::atomic::AtomicUsize = std::sync::atomic::At
 /// MLP step of `xlaprof bench`: 2.6 ms with one device, 3.1 ms with four). Once started, the
 /// device count is fixed, so a mesh larger than it is an error that says how to get more.
 pub fn engine_with_devices(count: usize) -> Result<&'static Engine> {
-    if ENGINE.get().is_none() {
-        REQUESTED_DEVICES.fetch_max(count, Ordering::Relaxed);
-    }
+    request_devices(count);
     let engine = engine()?;
     let have = engine.device_count();
     if have < count {
-        return Err(crate::Error::Mesh {
+        return Err(crate::Error::Sharding {
+            location: None,
             message: format!(
                 "a mesh of {count} devices, but the engine started with {have}: set \
                  XLAPROF_CPU_DEVICES={count} before the program starts, or make the mesh before \

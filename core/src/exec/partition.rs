@@ -3,8 +3,9 @@
 //! A graph is partitioned when one of its inputs is sharded or one of its nodes is a sharding
 //! constraint; then XLA's partitioner (Shardy) splits it over that mesh's devices. Inputs and
 //! constraints say how their values are split; everything in between is XLA's to decide. The
-//! outputs are annotated here, by a small forward rule (elementwise ops, broadcasts, transposes,
-//! reductions and dot products keep their operands' splits), because the outputs become the next
+//! outputs are annotated here, by a small forward rule (elementwise ops take their first
+//! operand's split, broadcasts, transposes, reductions and dot products keep their operands'),
+//! because the outputs become the next
 //! step's inputs: deciding them here keeps a tensor's sharding the same from step to step (a
 //! changing one would recompile), makes it predictable (a parameter updated by an optimizer keeps
 //! its parameter's split), and PJRT's C API has no call that reports the shardings XLA chose.
@@ -39,7 +40,8 @@ pub(crate) fn plan(graph: &Graph) -> Result<Option<Partitioning>> {
             None => mesh = Some(s.mesh.clone()),
             Some(m) if **m == *s.mesh => {}
             Some(m) => {
-                return Err(Error::Mesh {
+                return Err(Error::Sharding {
+                    location: None,
                     message: format!(
                         "one program uses two meshes, {m} and {} (the sharding at {}): \
                          one mesh per program",
@@ -50,25 +52,33 @@ pub(crate) fn plan(graph: &Graph) -> Result<Option<Partitioning>> {
         }
     }
     let Some(mesh) = mesh else { return Ok(None) };
-    // The split of each node along each of its dims, forward through the graph.
+    // The split of each node along each of its dims, forward through the graph: None where the
+    // rule does not know. Unsharded data and host scalars are known to be whole, so an update
+    // `w - lr * g` keeps `w`'s split (whole stays whole) whatever the gradient's.
     let mut split: Vec<Option<Vec<Vec<usize>>>> = Vec::with_capacity(graph.order.len());
     for node in &graph.order {
         let input = |i: usize| -> Option<&Vec<Vec<usize>>> {
             let at = node.inputs.get(i)?.visit_index() as usize;
             split.get(at)?.as_ref()
         };
-        let on_mesh = |s: &Sharding| (*s.mesh == *mesh).then(|| s.dims.clone());
+        let rank = node.shape.dims.len();
+        let whole = || Some(vec![Vec::new(); rank]);
         let dims = match &node.op {
-            Op::Data(data) => data.sharding().and_then(|s| on_mesh(s)),
-            Op::Shard(s) => on_mesh(s),
+            Op::Data(data) => match data.sharding() {
+                Some(s) if *s.mesh == *mesh => Some(s.dims.clone()),
+                _ => whole(),
+            },
+            Op::Scalar(_) => whole(),
+            Op::Shard(s) => (*s.mesh == *mesh).then(|| s.dims.clone()),
             Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select | Op::Convert => {
                 (0..node.inputs.len()).find_map(input).cloned()
             }
+            Op::Reshape => input(0).filter(|d| d.iter().all(Vec::is_empty)).and_then(|_| whole()),
             Op::Transpose { perm } => {
                 input(0).map(|d| perm.iter().map(|&p| d[p].clone()).collect())
             }
             Op::Broadcast { dims } => input(0).map(|d| {
-                let mut out = vec![Vec::new(); node.shape.dims.len()];
+                let mut out = vec![Vec::new(); rank];
                 for (i, &to) in dims.iter().enumerate() {
                     if node.inputs[0].shape.dims[i] == node.shape.dims[to] {
                         out[to] = d[i].clone();
@@ -83,6 +93,8 @@ pub(crate) fn plan(graph: &Graph) -> Result<Option<Partitioning>> {
                     .map(|(_, a)| a.clone())
                     .collect()
             }),
+            // Batch dims, then the free dims of each side keep their split; the contracted dims'
+            // split becomes a sum across devices (XLA's all-reduce), not a split.
             Op::DotGeneral { lhs_batch, rhs_batch, lhs_contract, rhs_contract } => {
                 let (l, r) = (input(0), input(1));
                 (l.is_some() || r.is_some()).then(|| {
@@ -108,7 +120,8 @@ pub(crate) fn plan(graph: &Graph) -> Result<Option<Partitioning>> {
             }
             _ => None,
         };
-        split.push(dims);
+        // Each node's split is a valid sharding of its shape (an axis splits one dim).
+        split.push(dims.map(|d| valid(&mesh, d, &node.shape.dims).dims));
     }
     let outputs = graph
         .outputs

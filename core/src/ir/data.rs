@@ -80,7 +80,8 @@ impl DeviceData {
     pub fn on_device(&self, client: &Client, device: usize) -> Result<&Buffer> {
         let Some(sharding) = &self.sharding else { return Ok(&self.shards[0]) };
         if !sharding.is_replicated() {
-            return Err(Error::Mesh {
+            return Err(Error::Sharding {
+                location: None,
                 message: format!("a tensor sharded {sharding} reached a one-device program"),
             });
         }
@@ -92,7 +93,8 @@ impl DeviceData {
         }
         match self.elsewhere.get() {
             Some((d, b)) if *d == device => Ok(b),
-            _ => Err(Error::Mesh {
+            _ => Err(Error::Sharding {
+                location: None,
                 message: format!("a tensor replicated over {} was read on two devices outside it", sharding.mesh),
             }),
         }
@@ -109,7 +111,8 @@ impl DeviceData {
         }
         let Some(whole) = self.whole() else {
             let s = self.sharding.as_ref().map(|s| s.to_string()).unwrap_or_default();
-            return Err(Error::Mesh {
+            return Err(Error::Sharding {
+                location: None,
                 message: format!(
                     "a tensor sharded {s} is used in a program over {mesh}: mark it with a sharding \
                      on that mesh first"
@@ -126,7 +129,8 @@ impl DeviceData {
         }
         match self.replicas.get() {
             Some((m, copies)) if **m == **mesh => Ok(copies.iter().collect()),
-            _ => Err(Error::Mesh {
+            _ => Err(Error::Sharding {
+                location: None,
                 message: format!("a tensor is used with two meshes, {mesh} and another"),
             }),
         }

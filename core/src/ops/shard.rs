@@ -21,8 +21,8 @@ impl Tensor {
     pub fn mark_sharding(&self, mesh: &Arc<Mesh>, spec: &[Vec<String>]) -> Result<()> {
         let location = SourceLocation::caller();
         let sharding = Sharding::new(mesh.clone(), spec, self.dims()).map_err(|e| match e {
-            Error::Mesh { message } => {
-                Error::Shape { op: "mark_sharding", message, location: location.clone() }
+            Error::Sharding { message, .. } => {
+                Error::Sharding { message, location: Some(location.clone()) }
             }
             other => other,
         })?;

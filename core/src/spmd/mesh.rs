@@ -23,7 +23,7 @@ impl Mesh {
         axis_names: Vec<String>,
         device_count: usize,
     ) -> Result<Mesh> {
-        let bad = |message: String| Err(Error::Mesh { message });
+        let bad = |message: String| Err(Error::Sharding { message, location: None });
         if shape.len() != axis_names.len() {
             return bad(format!(
                 "a mesh of shape {shape:?} needs {} axis names, not {} ({axis_names:?})",

@@ -19,7 +19,7 @@ impl Sharding {
     /// the axes that dimension is split over (none: replicated along it). An axis the mesh lacks,
     /// an axis used twice, or a dimension the axes do not divide is an error naming both.
     pub fn new(mesh: Arc<Mesh>, spec: &[Vec<String>], dims: &[i64]) -> Result<Sharding> {
-        let bad = |message: String| Err(Error::Mesh { message });
+        let bad = |message: String| Err(Error::Sharding { message, location: None });
         if spec.len() != dims.len() {
             return bad(format!(
                 "the partition spec has {} entries but the tensor has {} dimensions {dims:?}",
@@ -149,10 +149,10 @@ impl Sharding {
             .iter()
             .map(|axes| match axes.as_slice() {
                 [] => "None".to_string(),
-                [a] => format!("{:?}", self.mesh.axis_names()[*a]),
+                [a] => format!("'{}'", self.mesh.axis_names()[*a]),
                 many => {
                     let names: Vec<String> =
-                        many.iter().map(|&a| format!("{:?}", self.mesh.axis_names()[a])).collect();
+                        many.iter().map(|&a| format!("'{}'", self.mesh.axis_names()[a])).collect();
                     format!("({})", names.join(", "))
                 }
             })
@@ -253,7 +253,7 @@ mod tests {
         assert_eq!(shards[1], vec![2, 3]);
         assert_eq!(shards[2], vec![4, 5]);
         assert_eq!(s.sdy(), "#sdy.sharding<@mesh, [{\"a\"}, {\"b\"}]>");
-        assert_eq!(s.spec(), "(\"a\", \"b\")");
+        assert_eq!(s.spec(), "('a', 'b')");
     }
 
     #[test]

@@ -23,12 +23,19 @@ from . import _native  # noqa: E402
 from ._native import (  # noqa: E402
     AutogradError,
     InternalError,
+    Mesh,
     PluginError,
     ProfileError,
     ShapeError,
+    ShardingError,
     Tensor,
     XlaError,
     XlaprofError,
+    devices,
+    get_1d_mesh,
+    get_global_mesh,
+    mark_sharding,
+    set_global_mesh,
 )
 
 # Ops are located at the first frame outside this package.
@@ -118,7 +125,9 @@ def _name_notebook_cells() -> None:
 _name_notebook_cells()
 
 __all__ = [
-    "AutogradError", "InternalError", "PluginError", "ProfileError", "ShapeError", "Tensor",
+    "AutogradError", "InternalError", "Mesh", "PluginError", "ProfileError", "ShapeError",
+    "ShardingError", "Tensor", "devices", "get_1d_mesh", "get_global_mesh", "mark_sharding",
+    "set_global_mesh",
     "XlaError", "XlaprofError", "Profile", "arange", "as_tensor", "avg_pool2d", "bfloat16",
     "bool_", "cat", "conv2d", "counters", "cross_entropy", "device", "double", "dropout", "eye",
     "float16", "float32", "float64", "from_numpy", "full", "half", "int8", "int32", "int64",

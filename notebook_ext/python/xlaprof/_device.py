@@ -90,6 +90,11 @@ def engine_device() -> device:
     return device(_engine_type())
 
 
+def engine_device_at(index: int) -> device:
+    """The engine's device number ``index`` (``xp.devices()``)."""
+    return device(_engine_type(), index)
+
+
 def resolve(value: Any, strict: bool = True) -> Optional[str]:
     """The type of the device ``value`` names (``"cpu"``, ``"cuda"``, ``"xla"``), or None when
     ``value`` is not a device; a device name this process has no device for raises ValueError.

@@ -17,6 +17,7 @@ create_exception!(xlaprof, XlaprofError, PyException, "Base class of xlaprof's e
 #[derive(Clone, Copy)]
 pub(crate) enum Class {
     Shape,
+    Sharding,
     Autograd,
     Plugin,
     Xla,
@@ -28,8 +29,15 @@ pub(crate) enum Class {
 static CLASSES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
 
 impl Class {
-    const ALL: [Class; 6] =
-        [Class::Shape, Class::Autograd, Class::Plugin, Class::Xla, Class::Profile, Class::Internal];
+    const ALL: [Class; 7] = [
+        Class::Shape,
+        Class::Sharding,
+        Class::Autograd,
+        Class::Plugin,
+        Class::Xla,
+        Class::Profile,
+        Class::Internal,
+    ];
 
     /// The class's name, its docstring and the built-in exception it refines.
     fn spec(self, py: Python<'_>) -> (&'static str, &'static str, Bound<'_, PyType>) {
@@ -38,6 +46,13 @@ impl Class {
             Class::Shape => (
                 "ShapeError",
                 "An op was given shapes or dtypes it cannot take (raised where the op is recorded).",
+                py.get_type::<PyValueError>(),
+            ),
+            Class::Sharding => (
+                "ShardingError",
+                "A mesh or a sharding that cannot be (a device that does not exist, an axis the \
+                 mesh lacks, a dimension its axes do not divide), or a sharded tensor used where \
+                 it cannot be.",
                 py.get_type::<PyValueError>(),
             ),
             Class::Autograd => ("AutogradError", "backward() cannot run as asked.", runtime),
@@ -89,6 +104,7 @@ pub(crate) fn engine_error(e: xlaprof_core::Error) -> PyErr {
     let message = e.to_string();
     match e {
         E::Shape { .. } => Class::Shape.err(message),
+        E::Sharding { .. } => Class::Sharding.err(message),
         E::Autograd { .. } => Class::Autograd.err(message),
         E::PluginNotFound { .. }
         | E::DevicePluginNotFound { .. }

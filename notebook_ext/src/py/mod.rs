@@ -11,6 +11,7 @@ mod location;
 mod nn;
 mod ops;
 mod profile;
+mod spmd;
 mod tensor;
 mod trace;
 
@@ -29,6 +30,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<profile::PyRecording>()?;
     m.add_class::<profile::PyProfile>()?;
     m.add_class::<functions::PyScope>()?;
+    m.add_class::<spmd::PyMesh>()?;
+    m.add_function(wrap_pyfunction!(spmd::get_1d_mesh, m)?)?;
+    m.add_function(wrap_pyfunction!(spmd::mark_sharding, m)?)?;
+    m.add_function(wrap_pyfunction!(spmd::set_global_mesh, m)?)?;
+    m.add_function(wrap_pyfunction!(spmd::get_global_mesh, m)?)?;
+    m.add_function(wrap_pyfunction!(spmd::devices, m)?)?;
     m.add_function(wrap_pyfunction!(profile::load, m)?)?;
     m.add_function(wrap_pyfunction!(profile::record_from_env, m)?)?;
     m.add_function(wrap_pyfunction!(profile::progress_html, m)?)?;

@@ -107,6 +107,12 @@ impl PyTensor {
         !self.t.is_materialized()
     }
 
+    /// How the tensor is split over a mesh (`('data', None) over Mesh(data=4, ...)`), or None.
+    #[getter]
+    fn sharding(&self) -> Option<String> {
+        self.t.sharding().map(|s| s.to_string())
+    }
+
     /// Distinct IR nodes behind this value (1 once it is device data).
     #[getter]
     fn graph_size(&self) -> usize {

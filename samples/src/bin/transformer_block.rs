@@ -9,10 +9,14 @@
 //! compiles once, then every step is a cache hit. Prints the loss per step, whether it fell, and
 //! how well the block predicts the predictable tokens of unseen sequences.
 //!
-//!     cargo run --release -p xlaprof-samples --bin transformer_block [STEPS]
+//!     cargo run --release -p xlaprof-samples --bin transformer_block [STEPS] [--data-parallel N [--fsdp]]
+//!
+//! `--data-parallel N` splits each batch of sequences over N devices; `--fsdp` splits the
+//! parameters and AdamW's state too.
 
 use xlaprof_core::nn::{Adam, Embedding, LayerNorm, Linear, Module, Optimizer};
 use xlaprof_core::{events, no_grad, DType, Result, Tensor};
+use xlaprof_samples::parallel::Parallel;
 use xlaprof_samples::Repeats;
 
 const VOCAB: usize = 16;
@@ -106,10 +110,16 @@ impl Module for Block {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // XLAPROF_PROFILE=FILE records the whole run.
     xlaprof_profiler::init_from_env()?;
-    let steps: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(60);
+    let args: Vec<String> = std::env::args().collect();
+    let steps: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(60);
+    let parallel = Parallel::from_args(&args)?;
     let mut data = Repeats::new(VOCAB, PERIOD, LEN, 42);
     let model = Block::new(7)?;
     let params = model.parameters();
+    if let Some(p) = &parallel {
+        println!("{}", p.describe());
+        p.shard_parameters(&params)?;
+    }
     let count: usize = params.iter().map(Tensor::element_count).sum();
     let mut opt = Adam::adamw(params, 1e-2, 0.01)?;
     println!(
@@ -121,6 +131,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("step   loss      compiles  cache hits");
     for step in 1..=steps {
         let (ids, targets) = data.batch(BATCH)?;
+        if let Some(p) = &parallel {
+            p.shard_batch(&[&ids, &targets])?;
+        }
         opt.zero_grad();
         // The activations die with this block, so they are not outputs of the step's graph.
         let loss = {
