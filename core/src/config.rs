@@ -53,7 +53,10 @@ impl EngineConfig {
     pub fn from_env() -> EngineConfig {
         let var = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string());
         EngineConfig {
-            cpu_devices: var(CPU_DEVICES).and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(1),
+            cpu_devices: var(CPU_DEVICES)
+                .and_then(|v| v.parse().ok())
+                .filter(|&n| n > 0)
+                .unwrap_or(1),
             cache_dir: std::env::var_os(CACHE_DIR).map(PathBuf::from),
             cache_capacity: var(CACHE_CAPACITY).and_then(|v| v.parse().ok()).unwrap_or(1024),
             optimized_hlo: var(OPTIMIZED_HLO).as_deref() == Some("1"),

@@ -62,6 +62,36 @@ pub struct GraphSummary {
     pub node_defs: Vec<NodeDef>,
 }
 
+/// How a partitioned graph runs over a mesh.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PartitionPlan {
+    /// The mesh's axes and sizes, `[("data", 4)]`.
+    pub mesh_axes: Vec<(String, usize)>,
+    /// The devices (indices) of partitions 0, 1, ...
+    pub devices: Vec<usize>,
+    /// Per graph input (device data, then host scalars): its sharding, None when whole.
+    pub inputs: Vec<Option<String>>,
+    /// Per output: its sharding, None when whole.
+    pub outputs: Vec<Option<String>>,
+    /// The collectives XLA inserted, from its optimized, partitioned program.
+    pub collectives: Vec<Collective>,
+}
+
+/// One collective op of a partitioned program, as XLA compiled it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Collective {
+    /// `all-reduce`, `all-gather`, `reduce-scatter`, `all-to-all` or `collective-permute`.
+    pub kind: String,
+    /// Its result on one device (a tuple when XLA combined several).
+    pub shapes: Vec<Shape>,
+    /// Bytes of its result on each device.
+    pub bytes: u64,
+    /// Which devices exchange data, as XLA writes it (`{{0,1,2,3}}`).
+    pub groups: String,
+    /// The user's line of the op XLA inserted it for, when XLA kept it.
+    pub location: Option<SourceLocation>,
+}
+
 /// Every step of a sync. Durations are in nanoseconds.
 #[derive(Debug, Clone)]
 pub enum Event {
@@ -133,6 +163,19 @@ pub enum Event {
         shape: Shape,
         bytes: u64,
         duration_ns: u64,
+    },
+    /// A graph partitioned over a mesh was compiled: how XLA runs it on the devices.
+    Partitioned {
+        sync_id: u64,
+        hash: u64,
+        plan: Arc<PartitionPlan>,
+    },
+    /// A partitioned execution ended: when each device finished, after its launch (partition
+    /// order). The spread is how long devices waited on one another.
+    DevicesFinished {
+        sync_id: u64,
+        hash: u64,
+        after_launch_ns: Vec<u64>,
     },
     /// An op the engine has no lowering for ran on the host instead (the torch bridge's CPU
     /// fallback, e.g. `aten::erfinv`): its operands were read to the host and its results uploaded.

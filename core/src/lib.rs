@@ -27,7 +27,9 @@ mod trace;
 pub use autograd::no_grad;
 pub use dtype::{DType, NativeType};
 pub use error::{Error, PjrtErrorCode, Result};
-pub use exec::{engine, engine_with_devices, request_devices, step, sync, CacheStats, Engine};
+pub use exec::{
+    engine, engine_with_devices, request_devices, started_engine, step, sync, CacheStats, Engine,
+};
 pub use location::SourceLocation;
 pub use shape::Shape;
 pub use tensor::Tensor;

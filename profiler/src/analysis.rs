@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use crate::devices::{devices, Devices};
 use crate::diagnostics::{diagnose, find_recompiles, Diagnostic, Kind, Recompile, Thresholds};
 use crate::metrics::{metrics, nearest_rank, Metrics};
 use crate::profile::Profile;
@@ -48,6 +49,8 @@ pub struct Analysis {
     pub thresholds: Thresholds,
     /// What could not be read from the profile file.
     pub warnings: Vec<String>,
+    /// Partitioned programs: per device, per partitioned graph (empty on one device).
+    pub devices: Devices,
     /// Every recompile, explained: the findings were made from them, and the graph table
     /// ([`crate::views::graph_rows`]) reads them here rather than diffing the graphs again.
     /// Not exported: the diagnostics say it all.
@@ -118,6 +121,7 @@ pub fn analyze(p: &Profile, thresholds: &Thresholds) -> Analysis {
         diagnostics: diagnose(p, thresholds, &recompiles, &steps),
         thresholds: thresholds.clone(),
         warnings: p.warnings.clone(),
+        devices: devices(p),
         recompiles,
         steps,
         graphs,

@@ -6,6 +6,7 @@
 //! - [`views`]: the per-step and per-graph tables the viewers draw.
 
 pub mod analysis;
+pub mod devices;
 pub mod diagnostics;
 pub mod error;
 pub mod export;

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use serde::{Serialize, Serializer};
 
 use crate::record::{
-    clip, clip_to, Cause, CostRec, GraphDef, Location, MemoryRec, Meta, Record, ShapeRec,
+    clip, clip_to, Cause, CostRec, GraphDef, Location, MemoryRec, Meta, PartitionRec, Record,
+    ShapeRec,
 };
 
 /// One sync: a graph built, found or compiled, and executed.
@@ -59,6 +60,8 @@ pub struct Graph {
     pub optimized_hlo: Option<String>,
     pub memory: Option<MemoryRec>,
     pub cost: Option<CostRec>,
+    /// How it runs over a mesh, when it is partitioned (memory and cost are then per device).
+    pub partition: Option<PartitionRec>,
     pub compiles: u32,
     pub compile_ns: u64,
     pub executions: u32,
@@ -81,6 +84,9 @@ pub struct Execution {
     pub hash: u64,
     pub start_ns: u64,
     pub duration_ns: u64,
+    /// When each device finished (partitioned executions: one per partition, in partition
+    /// order; empty on one device).
+    pub device_end_ns: Vec<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -372,6 +378,7 @@ impl Profile {
                     optimized_hlo: None,
                     memory: None,
                     cost: None,
+                    partition: None,
                     compiles: 0,
                     compile_ns: 0,
                     executions: 0,
@@ -474,6 +481,7 @@ impl Profile {
                     hash,
                     start_ns: t.saturating_sub(dur),
                     duration_ns: dur,
+                    device_end_ns: Vec::new(),
                 });
                 if let Some(g) = self.graphs.get_mut(&hash) {
                     g.executions = g.executions.saturating_add(1);
@@ -522,6 +530,24 @@ impl Profile {
                 }
                 if open.is_empty() {
                     self.open_scopes.remove(&name);
+                }
+            }
+            Record::Platform { platform, plugin } => {
+                self.meta.platform = platform;
+                self.meta.plugin = plugin;
+            }
+            Record::Partitioned(plan) => {
+                if let Some(g) = self.graphs.get_mut(&plan.hash) {
+                    g.partition = Some(*plan);
+                }
+            }
+            Record::DevicesFinished { sync, hash, after_launch } => {
+                // The execution it follows; a damaged file's stray record is ignored.
+                if let Some(e) =
+                    self.executions.last_mut().filter(|e| e.sync == sync && e.hash == hash)
+                {
+                    e.device_end_ns =
+                        after_launch.iter().map(|&d| e.start_ns.saturating_add(d)).collect();
                 }
             }
             Record::HostFallback { t, op, location, dur } => {

@@ -102,6 +102,20 @@ pub struct ShapeRec {
     pub dims: Vec<i64>,
 }
 
+impl ShapeRec {
+    /// Its size in bytes (0 for a dtype this profiler does not know), saturating.
+    pub fn bytes(&self) -> u64 {
+        let size: u64 = match self.dtype.as_str() {
+            "pred" | "bool" | "s8" | "u8" | "i8" | "int8" | "uint8" => 1,
+            "f16" | "bf16" | "float16" | "bfloat16" => 2,
+            "f32" | "s32" | "i32" | "float32" | "int32" => 4,
+            "f64" | "s64" | "i64" | "float64" | "int64" => 8,
+            _ => 0,
+        };
+        self.dims.iter().fold(size, |n, &d| n.saturating_mul(d.max(0) as u64))
+    }
+}
+
 impl std::fmt::Display for ShapeRec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}[", clip(&self.dtype))?;
@@ -336,4 +350,80 @@ pub enum Record {
         location: u32,
         dur: u64,
     },
+    /// How a graph runs partitioned over a mesh (written once, when it is compiled).
+    Partitioned(Box<PartitionRec>),
+    /// The platform and plugin, when the engine started after recording did (`Meta` has them
+    /// empty then: recording does not start the engine, whose device count a mesh may decide).
+    Platform {
+        platform: String,
+        plugin: String,
+    },
+    /// When each device of a partitioned execution finished, in ns after its launch (partition
+    /// order); the record follows the execution's `Executed`.
+    DevicesFinished {
+        sync: u64,
+        hash: u64,
+        after_launch: Vec<u64>,
+    },
+}
+
+/// How a graph runs partitioned over a mesh of devices.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PartitionRec {
+    pub hash: u64,
+    /// The mesh's axes and their sizes, `[("data", 4)]`.
+    pub mesh_axes: Vec<(String, u32)>,
+    /// The device of each partition.
+    pub devices: Vec<u32>,
+    /// Per graph input: its sharding (`('data', None)`), or None when whole on every device.
+    pub inputs: Vec<Option<String>>,
+    /// Per output, likewise.
+    pub outputs: Vec<Option<String>>,
+    /// The collectives XLA's partitioner inserted.
+    pub collectives: Vec<CollectiveRec>,
+}
+
+impl PartitionRec {
+    /// `data=4`, `data=2 x model=2`.
+    pub fn mesh_text(&self) -> String {
+        let axes: Vec<String> =
+            self.mesh_axes.iter().map(|(a, n)| format!("{}={n}", clip_to(a, 66))).collect();
+        axes.join(" x ")
+    }
+
+    /// Bytes all the collectives move to each device per execution.
+    pub fn collective_bytes(&self) -> u64 {
+        self.collectives.iter().fold(0u64, |sum, c| sum.saturating_add(c.bytes))
+    }
+}
+
+/// One collective op of a partitioned program.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CollectiveRec {
+    /// `all-reduce`, `all-gather`, `reduce-scatter`, `all-to-all`, `collective-permute`.
+    pub kind: String,
+    pub shapes: Vec<ShapeRec>,
+    /// Bytes of its result on each device.
+    pub bytes: u64,
+    /// The devices that exchange data, as XLA writes it (`{{0,1,2,3}}`, `[1,4]<=[4]`).
+    pub groups: String,
+    /// The user's line of the op it was inserted for, when XLA kept it.
+    pub location: Option<u32>,
+}
+
+impl CollectiveRec {
+    /// `all-reduce f32[512,784] + 7 more (2.7 MB per device)`, without the location.
+    pub fn text(&self) -> String {
+        let first = self.shapes.first().map(|s| s.to_string()).unwrap_or_default();
+        let more = match self.shapes.len() {
+            0 | 1 => String::new(),
+            n => format!(" + {} more", n - 1),
+        };
+        format!(
+            "{} {first}{more} ({} per device, groups {})",
+            clip_to(&self.kind, 66),
+            crate::metrics::format_bytes(self.bytes as f64),
+            clip_to(&self.groups, 66)
+        )
+    }
 }

@@ -18,8 +18,8 @@ use crate::error::{Error, Result};
 use crate::file::Writer;
 use crate::profile::Profile;
 use crate::record::{
-    AttrValue, Cause, CostRec, GraphDef, InputRec, Location, MemoryRec, Meta, NodeRec, Record,
-    ShapeRec,
+    AttrValue, Cause, CollectiveRec, CostRec, GraphDef, InputRec, Location, MemoryRec, Meta,
+    NodeRec, PartitionRec, Record, ShapeRec,
 };
 
 struct State {
@@ -34,6 +34,8 @@ struct State {
     locations: HashMap<SourceLocation, u32>,
     graphs: HashSet<u64>,
     stablehlo: HashSet<u64>,
+    /// Whether the platform is in the profile yet (see [`Record::Platform`]).
+    platform_known: bool,
 }
 
 struct Recorder(Mutex<State>);
@@ -166,9 +168,26 @@ pub fn counter_values(c: &Counters) -> Vec<u64> {
     c.named().into_iter().map(|(_, value)| value).collect()
 }
 
+/// The running engine's platform and plugin file name; None before it starts (which recording
+/// never causes: a mesh made later decides how many devices it starts with).
+fn platform() -> Option<(String, String)> {
+    let e = xlaprof_core::started_engine()?;
+    let file = e.client.plugin().path().file_name().map(|n| n.to_string_lossy().into_owned());
+    Some((
+        format!("{} {}", e.client.platform_name(), e.client.platform_version()),
+        file.unwrap_or_default(),
+    ))
+}
+
 impl Listener for Recorder {
     fn on_event(&self, at_ns: u64, event: &Event) {
         let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if !s.platform_known {
+            if let Some((platform, plugin)) = platform() {
+                s.platform_known = true;
+                s.emit(Record::Platform { platform, plugin });
+            }
+        }
         let t = s.t(at_ns);
         let record = match event {
             Event::SyncBegin { sync_id, cause: c, location, tensors } => {
@@ -245,6 +264,32 @@ impl Listener for Recorder {
                 Record::ScopeBegin { t, name: name.to_string(), location }
             }
             Event::ScopeEnd { name } => Record::ScopeEnd { t, name: name.to_string() },
+            Event::Partitioned { hash, plan, .. } => {
+                let collectives = plan
+                    .collectives
+                    .iter()
+                    .map(|c| CollectiveRec {
+                        kind: c.kind.clone(),
+                        shapes: c.shapes.iter().map(shape).collect(),
+                        bytes: c.bytes,
+                        groups: c.groups.clone(),
+                        location: c.location.as_ref().map(|l| s.location(l)),
+                    })
+                    .collect();
+                Record::Partitioned(Box::new(PartitionRec {
+                    hash: *hash,
+                    mesh_axes: plan.mesh_axes.iter().map(|(a, n)| (a.clone(), *n as u32)).collect(),
+                    devices: plan.devices.iter().map(|&d| d as u32).collect(),
+                    inputs: plan.inputs.clone(),
+                    outputs: plan.outputs.clone(),
+                    collectives,
+                }))
+            }
+            Event::DevicesFinished { sync_id, hash, after_launch_ns } => Record::DevicesFinished {
+                sync: *sync_id,
+                hash: *hash,
+                after_launch: after_launch_ns.clone(),
+            },
             Event::HostFallback { op, location, duration_ns } => {
                 let location = s.location(location);
                 Record::HostFallback { t, op: op.to_string(), location, dur: *duration_ns }
@@ -291,13 +336,7 @@ impl Recording {
         // File names only: a profile is shared, and should not carry this machine's folders.
         let file_name =
             |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let (platform, plugin) = match xlaprof_core::engine() {
-            Ok(e) => (
-                format!("{} {}", e.client.platform_name(), e.client.platform_version()),
-                file_name(e.client.plugin().path()),
-            ),
-            Err(_) => (String::new(), String::new()),
-        };
+        let (platform, plugin) = platform().unwrap_or_default();
         let mut args = std::env::args();
         let program = args.next().map(|a| file_name(Path::new(&a))).unwrap_or_default();
         let program = std::iter::once(program).chain(args).collect::<Vec<_>>().join(" ");
@@ -324,6 +363,7 @@ impl Recording {
             locations: HashMap::new(),
             graphs: HashSet::new(),
             stablehlo: HashSet::new(),
+            platform_known: !meta.platform.is_empty(),
         };
         state.emit(Record::Meta(meta));
         let recorder = Arc::new(Recorder(Mutex::new(state)));

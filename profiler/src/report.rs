@@ -71,6 +71,67 @@ fn summary_text(a: &Analysis, out: &mut String) {
     );
 }
 
+/// The devices of partitioned programs: each one's time and lag, each graph's mesh, shardings
+/// and collectives.
+fn devices_text(a: &Analysis, out: &mut String) {
+    let d = &a.devices;
+    if !d.any() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nDevices: {} partitioned executions on {} devices; the last device finishes a median {} after the first; collectives moved {} to each device",
+        d.executions,
+        d.rows.len(),
+        format_ns(d.median_skew_ns as f64),
+        format_bytes(crate::devices::total_collective_bytes(d) as f64)
+    );
+    if !d.rows.is_empty() {
+        let _ = writeln!(out, "  device  busy          finished last  behind the first");
+        for r in &d.rows {
+            let _ = writeln!(
+                out,
+                "  {:<6}  {:<12}  {:<13}  {}",
+                r.device,
+                format_ns(r.busy_ns as f64),
+                r.last,
+                format_ns(r.behind_ns as f64)
+            );
+        }
+    }
+    for g in &d.graphs {
+        let split: Vec<String> = g
+            .plan
+            .inputs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                s.as_ref().map(|s| format!("input {i} {}", crate::record::clip_to(s, 66)))
+            })
+            .take(4)
+            .collect();
+        let _ = writeln!(
+            out,
+            "  graph {:016x} on mesh {} (devices {:?}), {} executions; split inputs: {}",
+            g.hash,
+            g.plan.mesh_text(),
+            &g.plan.devices[..g.plan.devices.len().min(crate::record::LISTED)],
+            g.executions,
+            if split.is_empty() { "none".to_string() } else { split.join(", ") }
+        );
+        for c in g.plan.collectives.iter().take(crate::record::LISTED) {
+            let _ = writeln!(out, "    {}", c.text());
+        }
+        if g.plan.collectives.len() > crate::record::LISTED {
+            let _ = writeln!(
+                out,
+                "    ... and {} more collectives",
+                g.plan.collectives.len() - crate::record::LISTED
+            );
+        }
+    }
+}
+
 fn diagnostics_text(a: &Analysis, limit: usize, out: &mut String) {
     if a.diagnostics.is_empty() {
         let _ = writeln!(
@@ -129,6 +190,7 @@ pub fn metrics(m: &Metrics) -> String {
 pub fn text(a: &Analysis) -> String {
     let mut out = String::new();
     summary_text(a, &mut out);
+    devices_text(a, &mut out);
     diagnostics_text(a, usize::MAX, &mut out);
     let _ = writeln!(out);
     metrics_text(&a.metrics, &mut out);

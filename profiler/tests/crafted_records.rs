@@ -20,8 +20,8 @@ use proptest::prelude::*;
 use xlaprof_profiler::diagnostics::{check, GraphChange, Rule};
 use xlaprof_profiler::export::{self, Format};
 use xlaprof_profiler::record::{
-    AttrValue, Cause, CostRec, GraphDef, InputRec, Location, MemoryRec, Meta, NodeRec, Record,
-    ShapeRec,
+    AttrValue, Cause, CollectiveRec, CostRec, GraphDef, InputRec, Location, MemoryRec, Meta,
+    NodeRec, PartitionRec, Record, ShapeRec,
 };
 use xlaprof_profiler::{analyze, file, load, report, timeline, views, Profile, Thresholds};
 
@@ -175,6 +175,39 @@ fn cost() -> impl Strategy<Value = Option<CostRec>> {
     }))
 }
 
+fn partition() -> impl Strategy<Value = PartitionRec> {
+    let collective = (
+        string(),
+        prop::collection::vec(shape(), 0..3),
+        ns(),
+        string(),
+        proptest::option::of(id32()),
+    )
+        .prop_map(|(kind, shapes, bytes, groups, location)| CollectiveRec {
+            kind,
+            shapes,
+            bytes,
+            groups,
+            location,
+        });
+    (
+        id64(),
+        prop::collection::vec((string(), any::<u32>()), 0..3),
+        prop::collection::vec(any::<u32>(), 0..5),
+        prop::collection::vec(proptest::option::of(string()), 0..4),
+        prop::collection::vec(proptest::option::of(string()), 0..4),
+        prop::collection::vec(collective, 0..4),
+    )
+        .prop_map(|(hash, mesh_axes, devices, inputs, outputs, collectives)| PartitionRec {
+            hash,
+            mesh_axes,
+            devices,
+            inputs,
+            outputs,
+            collectives,
+        })
+}
+
 fn record() -> impl Strategy<Value = Record> {
     prop_oneof![
         1 => meta().prop_map(Record::Meta),
@@ -185,6 +218,11 @@ fn record() -> impl Strategy<Value = Record> {
         1 => (id64(), string()).prop_map(|(hash, text)| Record::StableHlo { hash, text }),
         1 => (id64(), string()).prop_map(|(hash, text)| Record::OptimizedHlo { hash, text }),
         1 => (ns(), string(), id32(), ns()).prop_map(|(t, op, location, dur)| Record::HostFallback { t, op, location, dur }),
+        1 => partition().prop_map(|p| Record::Partitioned(Box::new(p))),
+        1 => (string(), string()).prop_map(|(platform, plugin)| Record::Platform { platform, plugin }),
+        1 => (id64(), id64(), prop::collection::vec(ns(), 0..5)).prop_map(
+            |(sync, hash, after_launch)| Record::DevicesFinished { sync, hash, after_launch }
+        ),
         4 => (ns(), id64(), cause(), id32(), any::<u32>()).prop_map(
             |(t, sync, cause, location, tensors)| Record::SyncBegin { t, sync, cause, location, tensors }
         ),
@@ -219,12 +257,21 @@ fn sync_group() -> impl Strategy<Value = Vec<Record>> {
     (
         (0..6u64, 0..4u64, 0..3u32, cause()),
         (ns(), 0..1_000_000u64, any::<bool>(), any::<bool>()),
-        prop::collection::vec(any::<bool>(), 9),
+        prop::collection::vec(any::<bool>(), 11),
         counters(),
         proptest::option::of(graph()),
+        (partition(), prop::collection::vec(0..1_000_000u64, 0..5)),
     )
         .prop_map(
-            |((sync, hash, location, cause), (t, dur, hit, persistent), keep, counters, def)| {
+            |(
+                (sync, hash, location, cause),
+                (t, dur, hit, persistent),
+                keep,
+                counters,
+                def,
+                (mut plan, after_launch),
+            )| {
+                plan.hash = hash;
                 let t = |i: u64| t.saturating_add(i * dur);
                 let all = [
                     def.map(|mut d| {
@@ -236,8 +283,10 @@ fn sync_group() -> impl Strategy<Value = Vec<Record>> {
                     Some(Record::CacheLookup { t: t(1), sync, hash, hit, persistent }),
                     Some(Record::Lowered { t: t(2), sync, hash, dur }),
                     Some(Record::Compiled { t: t(3), sync, hash, dur, memory: None, cost: None }),
+                    Some(Record::Partitioned(Box::new(plan))),
                     Some(Record::Transfer { t: t(4), sync, to_device: true, bytes: dur, dur }),
                     Some(Record::Executed { t: t(5), sync, hash, dur }),
+                    Some(Record::DevicesFinished { sync, hash, after_launch }),
                     Some(Record::SyncEnd { t: t(6), sync, dur: 6 * dur, counters }),
                     Some(Record::Step { t: t(7), step: sync, location }),
                 ];

@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::events::GraphSummary;
 use super::partition::Partitioning;
+use crate::events::GraphSummary;
 use crate::runtime::Executable;
 
 #[derive(Clone)]

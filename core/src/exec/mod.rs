@@ -3,6 +3,7 @@
 //! becomes device data. One event at every step.
 
 mod cache;
+mod collectives;
 mod disk_cache;
 mod partition;
 mod scalars;
@@ -41,6 +42,12 @@ static ENGINE: OnceLock<Engine> = OnceLock::new();
 static INIT: Mutex<()> = Mutex::new(());
 /// Devices asked for before the engine started (by a mesh): the CPU client gets at least these.
 static REQUESTED_DEVICES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The engine if it has started; never starts it (a profile asks what runs without deciding the
+/// device count a later mesh needs).
+pub fn started_engine() -> Option<&'static Engine> {
+    ENGINE.get()
+}
 
 /// Asks for at least `count` devices when the engine starts (nothing once it has started).
 pub fn request_devices(count: usize) {
@@ -84,8 +91,9 @@ pub fn engine() -> Result<&'static Engine> {
     let config = EngineConfig::from_env();
     let client = Client::new(
         crate::runtime::Plugin::from_env()?,
-        &crate::runtime::ClientOptions::default()
-            .cpu_device_count(config.cpu_devices.max(REQUESTED_DEVICES.load(Ordering::Relaxed) as i64)),
+        &crate::runtime::ClientOptions::default().cpu_device_count(
+            config.cpu_devices.max(REQUESTED_DEVICES.load(Ordering::Relaxed) as i64),
+        ),
     )?;
     let disk = config.cache_dir.as_ref().and_then(|dir| {
         disk_cache::open(dir, &client, 0)
@@ -338,16 +346,23 @@ fn execute_partitioned(
     note_scalar_upload(uploaded, t, sync_id, listening);
     let inputs: Vec<Vec<&Buffer>> = (0..devices.len())
         .map(|p| {
-            per_data.iter().map(|shards| shards[p]).chain(scalars[p].iter().map(|b| b.as_ref())).collect()
+            per_data
+                .iter()
+                .map(|shards| shards[p])
+                .chain(scalars[p].iter().map(|b| b.as_ref()))
+                .collect()
         })
         .collect();
     let t = events::now_ns();
-    let mut outputs = compiled.executable.execute_partitioned(&inputs)?;
+    let run = compiled.executable.execute_partitioned(&inputs)?;
     bump(&counter::executions, 1);
     if listening {
         let duration_ns = events::now_ns() - t;
         events::emit(Event::Executed { sync_id, hash: graph.key, duration_ns });
+        let after_launch_ns = run.device_done_ns.iter().map(|&d| d.saturating_sub(t)).collect();
+        events::emit(Event::DevicesFinished { sync_id, hash: graph.key, after_launch_ns });
     }
+    let mut outputs = run.outputs;
     // outputs[partition][output] -> per output, its shards in partition order.
     let count = compiled.executable.num_outputs();
     let mut shards: Vec<Vec<crate::runtime::Buffer>> = (0..count).map(|_| Vec::new()).collect();
@@ -466,30 +481,40 @@ fn compile(
                 ..Default::default()
             };
             // XLAPROF_OPTIMIZED_HLO=1: also keep XLA's optimized HLO (for profiles and debugging).
-            let (executable, optimized_hlo) = if engine.capture_optimized_hlo {
-                let (exe, hlo) = engine
-                    .client
-                    .compile_with_optimized_hlo(&text, &options)
-                    .map_err(|e| with_program_line(e, &text))?;
-                (exe, Some(Arc::<str>::from(hlo)))
-            } else {
-                let exe = engine
-                    .client
-                    .compile(&text, &options)
-                    .map_err(|e| with_program_line(e, &text))?;
-                (exe, None)
-            };
+            // A partitioned program's optimized HLO is where its collectives are found.
+            let (executable, optimized_hlo) =
+                if engine.capture_optimized_hlo || partitioning.is_some() {
+                    let (exe, hlo) = engine
+                        .client
+                        .compile_with_optimized_hlo(&text, &options)
+                        .map_err(|e| with_program_line(e, &text))?;
+                    (exe, Some(Arc::<str>::from(hlo)))
+                } else {
+                    let exe = engine
+                        .client
+                        .compile(&text, &options)
+                        .map_err(|e| with_program_line(e, &text))?;
+                    (exe, None)
+                };
             bump(&counter::compiles, 1);
             if listening {
                 let duration_ns = events::now_ns() - t;
+                let plan = match (&partitioning, &optimized_hlo) {
+                    (Some(p), Some(hlo)) => Some(Arc::new(partition_plan(graph, p, hlo))),
+                    _ => None,
+                };
                 events::emit(Event::Compiled {
                     sync_id,
                     hash: graph.key,
                     duration_ns,
                     memory: executable.memory_stats().ok(),
                     cost: executable.cost_analysis().ok(),
-                    optimized_hlo,
+                    // Kept for a partitioned program's collectives; shown only when asked for.
+                    optimized_hlo: optimized_hlo.filter(|_| engine.capture_optimized_hlo),
                 });
+                if let Some(plan) = plan {
+                    events::emit(Event::Partitioned { sync_id, hash: graph.key, plan });
+                }
             }
             if let Some(disk) = disk {
                 disk.store(graph.key, &executable);
@@ -498,6 +523,29 @@ fn compile(
         }
     };
     Ok(CachedGraph { executable: Arc::new(executable), summary, stablehlo: text, partitioning })
+}
+
+/// What the profiler is told of a partitioned graph: the mesh, each input's and output's
+/// sharding, and the collectives in XLA's program (`hlo`).
+fn partition_plan(graph: &Graph, p: &partition::Partitioning, hlo: &str) -> events::PartitionPlan {
+    let split = |s: &crate::spmd::Sharding| (!s.is_replicated()).then(|| s.spec());
+    let mut inputs: Vec<Option<String>> = graph
+        .data
+        .iter()
+        .map(|d| d.sharding().filter(|s| *s.mesh == *p.mesh).and_then(|s| split(s)))
+        .collect();
+    inputs.extend(graph.scalars.iter().map(|_| None));
+    let mesh_axes =
+        p.mesh.axis_names().iter().cloned().zip(p.mesh.shape().iter().copied()).collect();
+    events::PartitionPlan {
+        mesh_axes,
+        devices: p.mesh.partitions(),
+        inputs,
+        outputs: p.outputs.iter().map(|s| split(s)).collect(),
+        collectives: collectives::collectives(hlo, |n| {
+            graph.order.get(n).map(|node| node.location.clone())
+        }),
+    }
 }
 
 /// XLA reports parse errors as `-:LINE:COL: ...`; a program we generated that XLA rejects is our

@@ -30,11 +30,23 @@ impl DeviceData {
         let (dtype, dims) = (buffer.dtype(), buffer.dims().to_vec());
         let mut shards = SmallVec::new();
         shards.push(buffer);
-        DeviceData { shards, sharding: None, dtype, dims, replicas: OnceLock::new(), elsewhere: OnceLock::new() }
+        DeviceData {
+            shards,
+            sharding: None,
+            dtype,
+            dims,
+            replicas: OnceLock::new(),
+            elsewhere: OnceLock::new(),
+        }
     }
 
     /// An array of `dims` split as `sharding` says, its shards in partition order.
-    pub fn sharded(shards: Vec<Buffer>, sharding: Arc<Sharding>, dtype: DType, dims: Vec<i64>) -> Self {
+    pub fn sharded(
+        shards: Vec<Buffer>,
+        sharding: Arc<Sharding>,
+        dtype: DType,
+        dims: Vec<i64>,
+    ) -> Self {
         DeviceData {
             shards: shards.into(),
             sharding: Some(sharding),
@@ -95,7 +107,10 @@ impl DeviceData {
             Some((d, b)) if *d == device => Ok(b),
             _ => Err(Error::Sharding {
                 location: None,
-                message: format!("a tensor replicated over {} was read on two devices outside it", sharding.mesh),
+                message: format!(
+                    "a tensor replicated over {} was read on two devices outside it",
+                    sharding.mesh
+                ),
             }),
         }
     }

@@ -95,13 +95,35 @@ pub(crate) fn stablehlo(graph: &Graph, spmd: Option<(&Mesh, &[Arc<Sharding>])>) 
             .iter()
             .map(|n| name(n.visit_index.load(std::sync::atomic::Ordering::Relaxed) as usize))
             .collect();
+        let start = out.len();
         let ctx = Ctx { out: &mut out, name: format!("%v{i}"), node, args };
         lower_node(ctx);
+        // A partitioned program's ops carry the user's line, which XLA keeps in the metadata of
+        // what it derives from them: the collectives it inserts are found at a line. One-line
+        // ops only (regions span lines), which is nearly all of them.
+        if spmd.is_some() && out[start..].matches('\n').count() == 1 {
+            out.pop();
+            let _ = writeln!(out, " loc(\"v{i}\"({}))", mlir_location(&node.location));
+        }
     }
     let names: Vec<String> = graph.outputs.iter().map(|&o| name(o as usize)).collect();
     let _ = writeln!(out, "  return {} : {}", names.join(", "), results.join(", "));
     out.push_str("}\n");
     out
+}
+
+/// `loc("file":line:0)`, MLIR's spelling of a source line.
+fn mlir_location(location: &crate::location::SourceLocation) -> String {
+    let file: String = location
+        .file()
+        .chars()
+        .flat_map(|c| match c {
+            '"' | '\\' => vec!['\\', c],
+            c if c.is_control() => vec![],
+            c => vec![c],
+        })
+        .collect();
+    format!("\"{file}\":{}:0", location.line())
 }
 
 /// What lowering one node needs: where to write, the node's name and its operands' names.

@@ -75,7 +75,12 @@ fn split(data: &DeviceData, sharding: Arc<Sharding>) -> Result<DeviceData> {
     bump(&counter::bytes_to_device, sent);
     if events::enabled() {
         let duration_ns = events::now_ns() - start;
-        events::emit(Event::Transfer { sync_id: 0, direction: Direction::ToDevice, bytes: sent, duration_ns });
+        events::emit(Event::Transfer {
+            sync_id: 0,
+            direction: Direction::ToDevice,
+            bytes: sent,
+            duration_ns,
+        });
     }
     Ok(DeviceData::sharded(shards, sharding, data.dtype(), data.dims().to_vec()))
 }

@@ -122,7 +122,8 @@ impl Buffer {
     /// A copy of this buffer on device `device` (an index into the client's devices).
     pub fn copy_to_device(&self, client: &Client, device: usize) -> Result<Buffer> {
         let device = client.device(device)?;
-        let mut a = args!(PJRT_Buffer_CopyToDevice_Args { buffer: self.raw, dst_device: device.raw });
+        let mut a =
+            args!(PJRT_Buffer_CopyToDevice_Args { buffer: self.raw, dst_device: device.raw });
         call!(self.client.plugin, PJRT_Buffer_CopyToDevice, &mut a)?;
         Ok(Buffer {
             client: self.client.clone(),
@@ -209,7 +210,11 @@ pub(crate) fn typed_from_bytes<T: NativeType>(bytes: &[u8]) -> Vec<T> {
     // SAFETY: `T: NativeType` is plain data laid out as its dtype's elements; exactly
     // `n * size_of::<T>()` bytes are copied into the spare capacity before `set_len`.
     unsafe {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr() as *mut u8, n * std::mem::size_of::<T>());
+        std::ptr::copy_nonoverlapping(
+            bytes.as_ptr(),
+            out.as_mut_ptr() as *mut u8,
+            n * std::mem::size_of::<T>(),
+        );
         out.set_len(n);
     }
     out

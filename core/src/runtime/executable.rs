@@ -56,6 +56,14 @@ impl CostAnalysis {
     }
 }
 
+/// What a partitioned execution gives back.
+pub struct Partitioned {
+    /// `outputs[partition][output]`.
+    pub outputs: Vec<Vec<Buffer>>,
+    /// When each partition's device finished (`events::now_ns` time).
+    pub device_done_ns: Vec<u64>,
+}
+
 /// A compiled program loaded on one device. Dropping it releases the PJRT handles exactly once.
 pub struct Executable {
     client: Arc<ClientHandle>,
@@ -274,7 +282,7 @@ impl Executable {
     /// `inputs[p]` are partition `p`'s arguments (its shards), and so are the outputs.
     /// One call for all devices, as XLA's collectives need every partition in one launch; each
     /// launch gets a new id, on which the collectives meet. Partitioned programs donate nothing.
-    pub fn execute_partitioned(&self, inputs: &[Vec<&Buffer>]) -> Result<Vec<Vec<Buffer>>> {
+    pub fn execute_partitioned(&self, inputs: &[Vec<&Buffer>]) -> Result<Partitioned> {
         static LAUNCH: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(1);
         if inputs.len() != self.partitions {
             return Err(Error::InputCount { expected: self.partitions, given: inputs.len() });
@@ -285,15 +293,15 @@ impl Executable {
         if args.iter().any(|a| a.len() != num_args) {
             return Err(Error::Unsupported("partitions given different argument counts".into()));
         }
-        let arg_lists: Vec<*const *mut ffi::PJRT_Buffer> = args.iter().map(|a| a.as_ptr()).collect();
+        let arg_lists: Vec<*const *mut ffi::PJRT_Buffer> =
+            args.iter().map(|a| a.as_ptr()).collect();
         let mut outputs: Vec<Vec<*mut ffi::PJRT_Buffer>> =
             vec![vec![std::ptr::null_mut(); self.num_outputs]; self.partitions];
         let output_lists: Vec<*mut *mut ffi::PJRT_Buffer> =
             outputs.iter_mut().map(|o| o.as_mut_ptr()).collect();
         let mut done: Vec<*mut ffi::PJRT_Event> = vec![std::ptr::null_mut(); self.partitions];
-        let mut options = args!(PJRT_ExecuteOptions {
-            launch_id: LAUNCH.fetch_add(1, Ordering::Relaxed),
-        });
+        let mut options =
+            args!(PJRT_ExecuteOptions { launch_id: LAUNCH.fetch_add(1, Ordering::Relaxed) });
         let mut a = args!(PJRT_LoadedExecutable_Execute_Args {
             executable: self.loaded,
             options: &mut options,
@@ -318,14 +326,7 @@ impl Executable {
             }
             owned.push(part);
         }
-        let mut waited: Result<()> = Ok(());
-        for &event in &done {
-            if !event.is_null() {
-                if let Err(e) = plugin.await_event(event) {
-                    waited = Err(e);
-                }
-            }
-        }
+        let (waited, device_done_ns) = plugin.await_all_timed(&done);
         launched?;
         waited?;
         typing?;
@@ -335,7 +336,7 @@ impl Executable {
                 self.num_outputs
             )));
         }
-        Ok(owned)
+        Ok(Partitioned { outputs: owned, device_done_ns })
     }
 
     fn check_inputs(&self, inputs: &[&Buffer]) -> Result<()> {

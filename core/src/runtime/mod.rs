@@ -17,11 +17,11 @@ mod proto;
 mod quiet;
 mod signature;
 
-pub use buffer::Buffer;
 pub(crate) use buffer::typed_from_bytes;
+pub use buffer::Buffer;
 pub use client::{Client, Device};
 pub use device::{DeviceKind, DEVICE_ENV};
-pub use executable::{CompileOptions, CostAnalysis, Executable, MemoryStats};
+pub use executable::{CompileOptions, CostAnalysis, Executable, MemoryStats, Partitioned};
 pub use options::{
     env_create_options, parse_create_options, ClientOptions, CreateOption, OptionValue, PluginKind,
     CREATE_OPTIONS_ENV,

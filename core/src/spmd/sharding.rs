@@ -132,10 +132,8 @@ impl Sharding {
             .dims
             .iter()
             .map(|axes| {
-                let names: Vec<String> = axes
-                    .iter()
-                    .map(|&a| format!("\"{}\"", self.mesh.axis_names()[a]))
-                    .collect();
+                let names: Vec<String> =
+                    axes.iter().map(|&a| format!("\"{}\"", self.mesh.axis_names()[a])).collect();
                 format!("{{{}}}", names.join(", "))
             })
             .collect();
@@ -234,7 +232,8 @@ mod tests {
         let m = mesh(vec![2, 2], &["a", "b"]);
         let global = [4, 6];
         let bytes: Vec<u8> = (0..24).collect();
-        for entries in [&[&["a"][..], &[]][..], &[&[], &["b"]], &[&["a"], &["b"]], &[&["b", "a"], &[]]]
+        for entries in
+            [&[&["a"][..], &[]][..], &[&[], &["b"]], &[&["a"], &["b"]], &[&["b", "a"], &[]]]
         {
             let s = Sharding::new(m.clone(), &spec(entries), &global).unwrap();
             let shards = s.split(&bytes, 1, &global);

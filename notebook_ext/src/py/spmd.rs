@@ -137,7 +137,8 @@ pub(crate) fn mark_sharding<'py>(
     let mesh = match mesh {
         Some(m) => m.mesh.clone(),
         None => spmd::global_mesh().ok_or_else(|| {
-            Class::Sharding.err("mark_sharding: no mesh given and no global mesh set (xp.set_global_mesh)")
+            Class::Sharding
+                .err("mark_sharding: no mesh given and no global mesh set (xp.set_global_mesh)")
         })?,
     };
     let entries: Vec<Bound<'py, PyAny>> = match partition_spec.cast::<PyTuple>() {

@@ -2,6 +2,7 @@
 //! line and what it cost, aggregated per call site and ranked by time lost. Every view shows
 //! these; none recomputes them.
 
+mod devices;
 pub(crate) mod recompile;
 mod rules;
 mod steps;
@@ -38,6 +39,12 @@ pub enum Kind {
     SlowCompile,
     SlowStep,
     IdleDevice,
+    /// XLA made a split tensor whole on every device (an all-gather) in a partitioned graph.
+    Gather,
+    /// A partitioned graph's collectives move more bytes than its inputs hold.
+    HeavyCollectives,
+    /// Devices of a partitioned execution finished far apart: the others waited.
+    DeviceSkew,
 }
 
 impl Kind {
@@ -54,6 +61,9 @@ impl Kind {
             Kind::SlowCompile => "slow compile",
             Kind::SlowStep => "slow step",
             Kind::IdleDevice => "idle device",
+            Kind::Gather => "gathered shard",
+            Kind::HeavyCollectives => "heavy collectives",
+            Kind::DeviceSkew => "devices waiting",
         }
     }
 }
@@ -166,6 +176,9 @@ pub fn diagnose(
     all.extend(steps::slow_compiles(p, t));
     all.extend(steps::slow_steps(p, t, phases));
     all.extend(steps::idle_device(p, t, phases));
+    all.extend(devices::gathers(p));
+    all.extend(devices::heavy_collectives(p));
+    all.extend(devices::device_skew(p));
     all.sort_by(|a, b| {
         b.cost_ns.cmp(&a.cost_ns).then(a.kind.cmp(&b.kind)).then(a.location.cmp(&b.location))
     });

@@ -1,0 +1,121 @@
+"""Figures for training on several devices: the MLP 784-512-512-10 SGD step (lr 0.01, ReLU, mean
+cross-entropy, batch 256) with its batch split over 4 CPU devices, beside the same step on one
+device, and JAX's `jit` of the same step with the same shardings measured in the same run
+(medians of steps 5..30; each step waits for its result).
+
+    .venv/bin/python notebook_ext/bench/spmd.py [--jax PYTHON]
+
+`--jax PYTHON` names a Python with `jax` installed (e.g. a venv's); JAX then runs in a
+subprocess with XLA's 4 host devices.
+"""
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+STEPS, BATCH, LR = 30, 256, 0.01
+SIZES = [784, 512, 512, 10]
+
+
+def xlaprof_step_ms(devices: int) -> float:
+    """One process per device count: the engine's device count is fixed when it starts."""
+    code = f"""
+import statistics, time, numpy as np, xlaprof as xp
+mesh = xp.get_1d_mesh("data", {devices}) if {devices} > 1 else None
+rng = np.random.default_rng(0)
+params = []
+for din, dout in zip({SIZES}[:-1], {SIZES}[1:]):
+    w = xp.tensor((rng.standard_normal((dout, din)) * np.sqrt(2.0 / din)).astype(np.float32), requires_grad=True)
+    b = xp.zeros(dout, requires_grad=True)
+    params += [w, b]
+opt = xp.optim.SGD(params, lr={LR})
+times = []
+for i in range({STEPS} + 1):
+    x = xp.tensor(rng.standard_normal(({BATCH}, 784)).astype(np.float32))
+    y = xp.tensor(rng.integers(0, 10, {BATCH}))
+    t = time.perf_counter()
+    if mesh is not None:
+        xp.mark_sharding(x, mesh, ("data", None))
+        xp.mark_sharding(y, mesh, ("data",))
+    h = x
+    for j in range(0, len(params), 2):
+        h = h @ params[j].T + params[j + 1]
+        if j < len(params) - 2:
+            h = h.relu()
+    loss = xp.cross_entropy(h, y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    xp.step()
+    loss.item()
+    times.append(time.perf_counter() - t)
+print(statistics.median(times[5:]) * 1e3)
+"""
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+JAX = f"""
+import os
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+import statistics, time, numpy as np, jax, jax.numpy as jnp
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+sizes, B, LR, STEPS = {SIZES}, {BATCH}, {LR}, {STEPS}
+
+def loss_fn(params, x, y):
+    for i, (w, b) in enumerate(params):
+        x = x @ w + b
+        if i < len(params) - 1:
+            x = jax.nn.relu(x)
+    logp = jax.nn.log_softmax(x)
+    return -jnp.mean(jnp.sum(logp * jax.nn.one_hot(y, 10), axis=-1))
+
+def step(params, x, y):
+    loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+    return jax.tree_util.tree_map(lambda p, g: p - LR * g, params, grads), loss
+
+def run(devices):
+    mesh = Mesh(np.array(jax.devices()[:devices]), ("data",))
+    batch, whole = NamedSharding(mesh, P("data")), NamedSharding(mesh, P())
+    rng = np.random.default_rng(0)
+    params = [(jax.device_put((rng.standard_normal((a, b)) * np.sqrt(2.0 / a)).astype(np.float32), whole),
+               jax.device_put(np.zeros(b, np.float32), whole)) for a, b in zip(sizes[:-1], sizes[1:])]
+    jstep = jax.jit(step)
+    times = []
+    for i in range(STEPS + 1):
+        x = rng.standard_normal((B, 784)).astype(np.float32)
+        y = rng.integers(0, 10, B).astype(np.int32)
+        t = time.perf_counter()
+        x, y = jax.device_put(x, batch), jax.device_put(y, batch)
+        params, loss = jstep(params, x, y)
+        float(loss)
+        jax.block_until_ready(params)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times[5:]) * 1e3
+
+print({{"1": run(1), "4": run(4)}})
+"""
+
+
+def main() -> None:
+    figures = {
+        "xlaprof, 1 device (ms)": xlaprof_step_ms(1),
+        "xlaprof, batch split over 4 devices (ms)": xlaprof_step_ms(4),
+    }
+    if "--jax" in sys.argv:
+        python = sys.argv[sys.argv.index("--jax") + 1]
+        out = subprocess.run([python, "-c", JAX], check=True, capture_output=True, text=True)
+        jax_ms = eval(out.stdout.strip().splitlines()[-1])  # noqa: S307  (our own dict literal)
+        figures["JAX, 1 device (ms)"] = jax_ms["1"]
+        figures["JAX, batch split over 4 devices (ms)"] = jax_ms["4"]
+    for name, ms in figures.items():
+        print(f"  {name:<44} {ms:8.3f}")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+//! Many devices, summed up once for every view: per device, how long it computed and how often
+//! the others waited for it; per partitioned graph, its mesh, its shardings and the collectives
+//! XLA inserted, with the bytes they move.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::analysis::saturating_sum;
+use crate::profile::Profile;
+use crate::record::PartitionRec;
+
+/// One device of the profile's partitioned executions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeviceRow {
+    pub device: u32,
+    /// Time from each launch to when this device finished, summed.
+    pub busy_ns: u64,
+    /// Executions in which it finished last (the straggler).
+    pub last: u64,
+    /// How long after the first device it finished, summed over executions.
+    pub behind_ns: u64,
+}
+
+/// A partitioned graph, as the devices view lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PartitionedGraph {
+    pub hash: u64,
+    pub executions: u64,
+    pub plan: PartitionRec,
+    /// Bytes its collectives moved to each device, over all its executions.
+    pub collective_bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Devices {
+    pub rows: Vec<DeviceRow>,
+    pub graphs: Vec<PartitionedGraph>,
+    /// Executions on several devices, and the median spread of their devices' finishing times.
+    pub executions: u64,
+    pub median_skew_ns: u64,
+}
+
+impl Devices {
+    /// Whether anything ran on several devices.
+    pub fn any(&self) -> bool {
+        !self.graphs.is_empty() || self.executions > 0
+    }
+}
+
+pub fn devices(p: &Profile) -> Devices {
+    let mut rows: BTreeMap<u32, DeviceRow> = BTreeMap::new();
+    let mut skews = Vec::new();
+    for e in p.executions.iter().filter(|e| e.device_end_ns.len() > 1) {
+        let plan = p.graphs.get(&e.hash).and_then(|g| g.partition.as_ref());
+        let first = e.device_end_ns.iter().copied().min().unwrap_or(0);
+        let last = e.device_end_ns.iter().copied().max().unwrap_or(0);
+        skews.push(last - first);
+        for (partition, &end) in e.device_end_ns.iter().enumerate() {
+            // The device of the partition, as the plan names it; else the partition number.
+            let device =
+                plan.and_then(|pl| pl.devices.get(partition).copied()).unwrap_or(partition as u32);
+            let row = rows.entry(device).or_insert(DeviceRow {
+                device,
+                busy_ns: 0,
+                last: 0,
+                behind_ns: 0,
+            });
+            row.busy_ns = row.busy_ns.saturating_add(end.saturating_sub(e.start_ns));
+            row.behind_ns = row.behind_ns.saturating_add(end - first);
+            if end == last && last > first {
+                row.last += 1;
+            }
+        }
+    }
+    skews.sort_unstable();
+    let graphs = p
+        .graphs
+        .values()
+        .filter_map(|g| {
+            let plan = g.partition.clone()?;
+            let executions = u64::from(g.executions);
+            let collective_bytes = plan.collective_bytes().saturating_mul(executions);
+            Some(PartitionedGraph { hash: g.def.hash, executions, plan, collective_bytes })
+        })
+        .collect();
+    Devices {
+        rows: rows.into_values().collect(),
+        graphs,
+        executions: skews.len() as u64,
+        median_skew_ns: skews.get(skews.len() / 2).copied().unwrap_or(0),
+    }
+}
+
+/// Bytes all partitioned graphs' collectives moved to each device.
+pub fn total_collective_bytes(d: &Devices) -> u64 {
+    saturating_sum(d.graphs.iter().map(|g| g.collective_bytes))
+}
