@@ -96,3 +96,48 @@ pub fn devices(p: &Profile) -> Devices {
 pub fn total_collective_bytes(d: &Devices) -> u64 {
     saturating_sum(d.graphs.iter().map(|g| g.collective_bytes))
 }
+
+/// The sharding table of partitioned graph `hash`, one line each, for the graphs views: the mesh,
+/// each split input and output (with the line that made the input), the rest as whole, and the
+/// collectives with their bytes and lines. Empty for a graph on one device.
+pub fn sharding_table(p: &Profile, hash: u64) -> Vec<String> {
+    use crate::record::{clip_to, LISTED};
+    let Some(g) = p.graphs.get(&hash) else { return Vec::new() };
+    let Some(plan) = &g.partition else { return Vec::new() };
+    let mut lines = vec![format!(
+        "mesh {} on devices {:?}",
+        plan.mesh_text(),
+        &plan.devices[..plan.devices.len().min(LISTED)]
+    )];
+    let mut whole = 0;
+    for (i, (spec, input)) in plan.inputs.iter().zip(&g.def.inputs).enumerate() {
+        match spec {
+            Some(spec) if lines.len() < 2 * LISTED => lines.push(format!(
+                "input {i:<3} {:<16} split {:<16} from {}",
+                input.shape.to_string(),
+                clip_to(spec, 66),
+                p.location(input.location)
+            )),
+            _ => whole += 1,
+        }
+    }
+    let split_outputs: Vec<String> = plan
+        .outputs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.as_ref().map(|s| format!("{i} {}", clip_to(s, 66))))
+        .take(LISTED)
+        .collect();
+    lines.push(format!(
+        "{whole} inputs whole on every device; outputs split: {}",
+        if split_outputs.is_empty() { "none".to_string() } else { split_outputs.join(", ") }
+    ));
+    if plan.collectives.is_empty() {
+        lines.push("no collectives".to_string());
+    }
+    for c in plan.collectives.iter().take(LISTED) {
+        let at = c.location.map(|l| format!(" at {}", p.location(l))).unwrap_or_default();
+        lines.push(format!("{}{at}", c.text()));
+    }
+    lines
+}

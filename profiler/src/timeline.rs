@@ -16,6 +16,9 @@ pub enum SpanKind {
     Execute,
     TransferToDevice,
     HostRead,
+    /// One device's part of a partitioned execution: from the launch to when that device
+    /// finished, on the device's own lane.
+    Device,
 }
 
 impl SpanKind {
@@ -30,12 +33,15 @@ impl SpanKind {
             SpanKind::Execute => "execute",
             SpanKind::TransferToDevice => "transfer to device",
             SpanKind::HostRead => "host read",
+            SpanKind::Device => "device",
         }
     }
 
-    /// The lane (track) a span is drawn on: steps, program scopes, syncs and phases, transfers.
+    /// The lane (track) a span of this kind is drawn on: steps, program scopes, syncs and
+    /// phases, transfers; a device span's lane is its device's ([`Span::lane`]).
     pub fn lane(self) -> u32 {
         match self {
+            SpanKind::Device => LANES.len() as u32,
             SpanKind::Step => 0,
             SpanKind::Scope => 1,
             SpanKind::Sync
@@ -50,9 +56,23 @@ impl SpanKind {
 
 pub const LANES: [&str; 4] = ["steps", "scopes", "syncs", "transfers"];
 
+/// Devices with a lane of their own (after [`LANES`]): device `d` is lane `LANES.len() + d`. A
+/// profile naming a device beyond this (a damaged one) draws no lane for it.
+pub const MAX_DEVICE_LANES: u32 = 256;
+
+/// The name of lane `lane`: one of [`LANES`] or `device N`.
+pub fn lane_name(lane: u32) -> String {
+    match LANES.get(lane as usize) {
+        Some(name) => name.to_string(),
+        None => format!("device {}", lane - LANES.len() as u32),
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Span {
     pub kind: SpanKind,
+    /// The lane it is drawn on: its kind's, or its device's.
+    pub lane: u32,
     pub name: String,
     pub start_ns: u64,
     pub end_ns: u64,
@@ -74,6 +94,7 @@ impl Span {
 fn span(kind: SpanKind, name: String, start_ns: u64, end_ns: u64, depth: u32) -> Span {
     Span {
         kind,
+        lane: kind.lane(),
         name,
         start_ns,
         end_ns,
@@ -153,6 +174,24 @@ pub fn spans(p: &Profile) -> Vec<Span> {
         sp.hash = Some(hash);
         out.push(sp);
     }
+    for e in p.executions.iter().filter(|e| e.device_end_ns.len() > 1) {
+        let devices =
+            p.graphs.get(&e.hash).and_then(|g| g.partition.as_ref()).map(|pl| &pl.devices);
+        for (partition, &end) in e.device_end_ns.iter().enumerate() {
+            let device =
+                devices.and_then(|d| d.get(partition).copied()).unwrap_or(partition as u32);
+            if device >= MAX_DEVICE_LANES {
+                continue;
+            }
+            let name = format!("device {device}: {:016x}", e.hash);
+            let mut sp = span(SpanKind::Device, name, e.start_ns, end.max(e.start_ns), 0);
+            sp.lane = LANES.len() as u32 + device;
+            sp.sync = Some(e.sync);
+            sp.step = step_of(e.sync);
+            sp.hash = Some(e.hash);
+            out.push(sp);
+        }
+    }
     for t in p.transfers.iter().filter(|t| t.to_device) {
         let mut sp = span(
             SpanKind::TransferToDevice,
@@ -179,10 +218,7 @@ pub fn spans(p: &Profile) -> Vec<Span> {
         out.push(sp);
     }
     out.sort_by(|a, b| {
-        a.start_ns
-            .cmp(&b.start_ns)
-            .then(a.kind.lane().cmp(&b.kind.lane()))
-            .then(a.depth.cmp(&b.depth))
+        a.start_ns.cmp(&b.start_ns).then(a.lane.cmp(&b.lane)).then(a.depth.cmp(&b.depth))
     });
     out
 }

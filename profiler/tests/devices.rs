@@ -84,6 +84,7 @@ fn a_split_tensor_made_whole_is_found_at_the_line_that_asked_for_it() {
     let a = analyze(&p, &Thresholds::default());
     let d = a.of_kind(Kind::Gather).next().expect("an all-gather finding");
     assert_eq!(d.location, format!("{}:{made_at}", file!()), "{}", d.message);
+    assert!(d.message.contains("1 gather at"), "{}", d.message);
     assert!(d.message.contains("all-gather f32[16,4]"), "{}", d.message);
     let split = format!("('data', None) from {}:{split_at}", file!());
     assert!(d.message.contains(&split), "the split input and its line: {}", d.message);
@@ -150,7 +151,12 @@ fn crafted(runs: u64, late: u64, collective_bytes: u64) -> Profile {
             hash: 7,
             after_launch: vec![base, base, dur, base],
         });
-        records.push(Record::SyncEnd { t: start + 30 + dur, sync: i + 1, dur, counters: Vec::new() });
+        records.push(Record::SyncEnd {
+            t: start + 30 + dur,
+            sync: i + 1,
+            dur,
+            counters: Vec::new(),
+        });
         records.push(Record::Step { t: start + 40 + dur, step: i + 1, location: 0 });
     }
     Profile::from_records(records)
@@ -177,4 +183,37 @@ fn collectives_heavier_than_the_inputs_are_a_finding() {
     assert!(d.message.contains("more than all its device inputs hold"), "{}", d.message);
     let a = analyze(&crafted(3, 0, 4096), &Thresholds::default());
     assert_eq!(a.of_kind(Kind::HeavyCollectives).count(), 0);
+}
+
+#[test]
+fn the_trace_and_json_exports_carry_the_devices() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/profile-spmd.xlaprof");
+    let p = xlaprof_profiler::load(&fixture).unwrap();
+    let a = analyze(&p, &Thresholds::default());
+    let dir = std::env::temp_dir().join(format!("xlaprof-devices-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("trace.json");
+    xlaprof_profiler::export::write(&p, &a, xlaprof_profiler::export::Format::Chrome, &trace)
+        .unwrap();
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    for device in 0..4u64 {
+        let lane = events
+            .iter()
+            .find(|e| e["name"] == "thread_name" && e["args"]["name"] == format!("device {device}"))
+            .unwrap_or_else(|| panic!("a lane named device {device}"));
+        let tid = lane["tid"].as_u64().unwrap();
+        let spans = events.iter().filter(|e| e["ph"] == "X" && e["tid"] == tid).count();
+        assert_eq!(spans, 3, "one span per partitioned execution on device {device}");
+    }
+    let json = dir.join("profile.json");
+    xlaprof_profiler::export::write(&p, &a, xlaprof_profiler::export::Format::Json, &json)
+        .unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows = json["analysis"]["devices"]["rows"].as_array().map(|r| r.len());
+    assert_eq!(rows, Some(4), "the JSON export's analysis has a row per device");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,5 +1,5 @@
 //! The notebook widget: a profile drawn as one self-contained HTML fragment. Collapsible
-//! `<details>` sections (summary, rule checks, diagnostics, timeline, flamegraph, metrics, graphs
+//! `<details>` sections (summary, rule checks, diagnostics, devices, timeline, flamegraph, metrics, graphs
 //! and their recompile diffs), inline SVG, a stylesheet scoped to the widget, and no script: it
 //! shows the same in JupyterLab, Notebook 7, VS Code and in exported HTML.
 //!
@@ -42,6 +42,7 @@ pub fn render(p: &Profile, a: &Analysis, options: &WidgetOptions) -> String {
         sections::rules(&mut out, &options.rules);
     }
     sections::diagnostics(&mut out, a, &options.source_lines);
+    sections::devices(&mut out, a);
     section(&mut out, "Timeline", true, &timeline::svg(p, &a.spans));
     section(&mut out, "Flamegraph: where the time goes", true, &flame::svg(p));
     sections::metrics(&mut out, a);

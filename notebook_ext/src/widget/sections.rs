@@ -137,6 +137,56 @@ pub(crate) fn metrics(out: &mut String, a: &Analysis) {
     section(out, "Metrics", false, &body);
 }
 
+/// The devices of partitioned programs: one row per device (how long it computed, how often the
+/// others waited for it), then each partitioned graph's mesh and collectives.
+pub(crate) fn devices(out: &mut String, a: &Analysis) {
+    let d = &a.devices;
+    if !d.any() {
+        return;
+    }
+    let mut body = format!(
+        "<p>{} partitioned executions; the last device finishes a median {} after the first; \
+         collectives moved {} to each device.</p>",
+        d.executions,
+        esc(&format_ns(d.median_skew_ns as f64)),
+        esc(&xlaprof_profiler::metrics::format_bytes(
+            xlaprof_profiler::devices::total_collective_bytes(d) as f64
+        ))
+    );
+    body.push_str(
+        "<table><tr><th>device</th><th class=\"num\">busy</th><th class=\"num\">finished last</th>\
+         <th class=\"num\">behind the first</th></tr>",
+    );
+    for r in &d.rows {
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            r.device,
+            esc(&format_ns(r.busy_ns as f64)),
+            r.last,
+            esc(&format_ns(r.behind_ns as f64))
+        );
+    }
+    body.push_str("</table>");
+    for g in &d.graphs {
+        let collectives: Vec<String> =
+            g.plan.collectives.iter().take(8).map(|c| c.text()).collect();
+        let _ = write!(
+            body,
+            "<p>graph <code>{:016x}</code> on mesh {} ({} executions): {}</p>",
+            g.hash,
+            esc(&g.plan.mesh_text()),
+            g.executions,
+            esc(&if collectives.is_empty() {
+                "no collectives".to_string()
+            } else {
+                collectives.join("; ")
+            })
+        );
+    }
+    section(out, &format!("Devices ({})", d.rows.len()), true, &body);
+}
+
 /// The graphs as the profiler's views list them (every viewer shows the same rows): a table, then
 /// each graph's details with what changed from the graph of its call site that it replaced.
 pub(crate) fn graphs(out: &mut String, p: &Profile, a: &Analysis) {
@@ -176,6 +226,10 @@ pub(crate) fn graphs(out: &mut String, p: &Profile, a: &Analysis) {
             let ops: Vec<String> =
                 g.def.ops.iter().map(|(name, n)| format!("{name}×{n}")).collect();
             let _ = write!(detail, "<p>ops: {}</p>", esc(&ops.join(", ")));
+            let sharding = xlaprof_profiler::devices::sharding_table(p, r.hash);
+            if !sharding.is_empty() {
+                let _ = write!(detail, "<p>sharding:</p><pre>{}</pre>", esc(&sharding.join("\n")));
+            }
             if let Some(hlo) = &g.stablehlo {
                 let shown = cut(hlo, HLO_SHOWN_BYTES);
                 let more = if shown.len() < hlo.len() { "\n… (cut)" } else { "" };

@@ -76,3 +76,19 @@ fn progress_line_counts() {
     let html = progress_html(3, 4, 1, 0.25);
     assert!(html.contains("3 steps, 4 syncs, 1 compiles, 0.2 s") || html.contains("0.3 s"));
 }
+
+#[test]
+fn a_partitioned_run_shows_its_devices_lanes_and_sharding() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../profiler/tests/data/profile-spmd.xlaprof");
+    let profile = xlaprof_profiler::load(&path).expect("the recorded data-parallel run");
+    let analysis = analyze(&profile, &Thresholds::default());
+    let html = render(&profile, &analysis, &WidgetOptions::default());
+    assert!(html.contains("<summary>Devices (4)</summary>"), "a devices section");
+    for device in 0..4 {
+        assert!(html.contains(&format!("<tr><td>{device}</td>")), "a row for device {device}");
+        assert!(html.contains(&format!(">device {device}</text>")), "a timeline lane for {device}");
+    }
+    assert!(html.contains("mesh data=4 on devices [0, 1, 2, 3]"), "the graph's sharding table");
+    assert!(html.contains("all-reduce f32[784,512] + 6 more"), "its all-reduce");
+}

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use xlaprof_profiler::metrics::format_ns;
-use xlaprof_profiler::timeline::{Span, SpanKind, LANES};
+use xlaprof_profiler::timeline::{lane_name, Span, SpanKind, LANES};
 use xlaprof_profiler::Profile;
 
 use super::escape::esc;
@@ -26,6 +26,7 @@ fn color(kind: SpanKind) -> &'static str {
         SpanKind::Execute => "#1a7f37",
         SpanKind::TransferToDevice => "#bf8700",
         SpanKind::HostRead => "#fb8f44",
+        SpanKind::Device => "#2da44e",
     }
 }
 
@@ -42,12 +43,14 @@ pub(crate) fn svg(p: &Profile, spans: &[Span]) -> String {
     let t0 = all.iter().map(|s| s.start_ns).min().unwrap_or(0);
     let t1 = all.iter().map(|s| s.end_ns).max().unwrap_or(t0).max(t0 + 1);
     // Each lane is as tall as its deepest nesting.
-    let mut depth = [0u32; LANES.len()];
+    // The fixed lanes, then one per device of a partitioned program.
+    let lanes = all.iter().map(|s| s.lane as usize + 1).max().unwrap_or(0).max(LANES.len());
+    let mut depth = vec![0u32; lanes];
     for s in &all {
-        let lane = s.kind.lane() as usize;
+        let lane = s.lane as usize;
         depth[lane] = depth[lane].max(s.depth + 1);
     }
-    let mut lane_y = [0f64; LANES.len()];
+    let mut lane_y = vec![0f64; lanes];
     let mut y = 18.0;
     for (i, d) in depth.iter().enumerate() {
         lane_y[i] = y;
@@ -67,18 +70,22 @@ pub(crate) fn svg(p: &Profile, spans: &[Span]) -> String {
          <text x=\"{WIDTH}\" y=\"11\" text-anchor=\"end\" fill=\"#57606a\">{}</text>",
         esc(&format_ns((t1 - t0) as f64))
     );
-    for (i, name) in LANES.iter().enumerate() {
+    for (i, y) in lane_y.iter().enumerate() {
+        // Device lanes without spans are not labelled (devices are numbered, not all run).
+        if i >= LANES.len() && depth[i] == 0 {
+            continue;
+        }
         let _ = write!(
             out,
             "<text x=\"0\" y=\"{:.1}\" fill=\"#1f2328\">{}</text>",
-            lane_y[i] + 10.0,
-            esc(name)
+            y + 10.0,
+            esc(&lane_name(i as u32))
         );
     }
     for s in &all {
         let x = LABEL_WIDTH + (s.start_ns - t0) as f64 * scale;
         let w = (s.duration_ns() as f64 * scale).max(0.5);
-        let y = lane_y[s.kind.lane() as usize] + s.depth as f64 * ROW_HEIGHT;
+        let y = lane_y[s.lane as usize] + s.depth as f64 * ROW_HEIGHT;
         let _ = write!(
             out,
             "<rect x=\"{x:.2}\" y=\"{y:.1}\" width=\"{w:.2}\" height=\"{:.1}\" fill=\"{}\"><title>{}</title></rect>",

@@ -40,30 +40,39 @@ fn split_inputs(p: &Profile, g: &Graph, plan: &crate::record::PartitionRec) -> S
     }
 }
 
-/// Each all-gather (and all-to-all) XLA put in a partitioned graph: a split tensor made whole on
-/// every device, at the line of the op that needed it whole.
+/// The all-gathers (and all-to-alls) XLA put in a partitioned graph: split tensors made whole
+/// on every device, one finding per line of the ops that needed them whole.
 pub(super) fn gathers(p: &Profile) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for g in p.graphs.values() {
         let Some(plan) = &g.partition else { continue };
+        let mut sites: std::collections::BTreeMap<u32, Vec<&crate::record::CollectiveRec>> =
+            std::collections::BTreeMap::new();
         for c in
             plan.collectives.iter().filter(|c| c.kind == "all-gather" || c.kind == "all-to-all")
         {
-            let location = c.location.unwrap_or_else(|| graph_site(p, g));
-            let site = p.location(location);
-            let instances = (0..g.executions.min(64))
-                .map(|i| Instance {
-                    message: format!("execution {}: {}", i + 1, c.text()),
-                    sync: None,
-                    step: None,
-                    cost_ns: 0,
-                })
+            sites.entry(c.location.unwrap_or_else(|| graph_site(p, g))).or_default().push(c);
+        }
+        for (location, gathers) in sites {
+            let bytes = gathers.iter().fold(0u64, |n, c| n.saturating_add(c.bytes));
+            let list: Vec<String> = gathers.iter().take(4).map(|c| c.text()).collect();
+            let more = match gathers.len() {
+                n if n > 4 => format!(" and {} more", n - 4),
+                _ => String::new(),
+            };
+            let instances = gathers
+                .iter()
+                .take(64)
+                .map(|c| Instance { message: c.text(), sync: None, step: None, cost_ns: 0 })
                 .collect();
             let message = format!(
-                "{} at {site} makes a split tensor whole on every device: {}, in each of the graph's {} executions; split inputs: {}",
-                c.kind,
-                c.text(),
+                "{} at {} {} whole on every device ({} per device, in each of the graph's {} executions): {}{more}; split inputs: {}",
+                plural(gathers.len(), "gather"),
+                p.location(location),
+                if gathers.len() == 1 { "makes a split tensor" } else { "make split tensors" },
+                format_bytes(bytes as f64),
                 g.executions,
+                list.join("; "),
                 split_inputs(p, g, plan)
             );
             let advice = "expected for FSDP's parameters (gathered for their matmuls); elsewhere, split the op's other operand the same way or mark its result with xp.mark_sharding so it stays split".to_string();
@@ -79,6 +88,14 @@ pub(super) fn gathers(p: &Profile) -> Vec<Diagnostic> {
         }
     }
     out
+}
+
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// A partitioned graph whose collectives move more bytes to each device per execution than all

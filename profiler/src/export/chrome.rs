@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::metrics::{counter, engine_counter as names};
 use crate::profile::Profile;
-use crate::timeline::{spans, LANES};
+use crate::timeline::{lane_name, spans, LANES};
 
 fn us(ns: u64) -> f64 {
     ns as f64 / 1e3
@@ -62,10 +62,18 @@ pub fn write(p: &Profile, out: &mut impl Write) -> serde_json::Result<()> {
         out,
         &json!({"ph": "M", "name": "process_name", "pid": 1, "args": {"name": format!("xlaprof: {}", p.meta.program)}}),
     )?;
-    for (tid, lane) in LANES.iter().enumerate() {
+    let spans = spans(p);
+    // The fixed lanes, then a lane per device that ran a partitioned program.
+    let mut lanes: Vec<u32> = (0..LANES.len() as u32).collect();
+    let mut devices: Vec<u32> =
+        spans.iter().map(|s| s.lane).filter(|&l| l >= LANES.len() as u32).collect();
+    devices.sort_unstable();
+    devices.dedup();
+    lanes.extend(devices);
+    for tid in lanes {
         event(
             out,
-            &json!({"ph": "M", "name": "thread_name", "pid": 1, "tid": tid, "args": {"name": lane}}),
+            &json!({"ph": "M", "name": "thread_name", "pid": 1, "tid": tid, "args": {"name": lane_name(tid)}}),
         )?;
         event(
             out,
@@ -73,7 +81,7 @@ pub fn write(p: &Profile, out: &mut impl Write) -> serde_json::Result<()> {
         )?;
     }
     let locations: Vec<String> = (0..p.locations.len() as u32).map(|l| p.location(l)).collect();
-    for s in spans(p) {
+    for s in spans {
         let complete = Complete {
             name: &s.name,
             cat: s.kind.name(),
@@ -81,7 +89,7 @@ pub fn write(p: &Profile, out: &mut impl Write) -> serde_json::Result<()> {
             ts: us(s.start_ns),
             dur: us(s.duration_ns()),
             pid: 1,
-            tid: s.kind.lane(),
+            tid: s.lane,
             args: Args {
                 graph: s.hash.map(|h| format!("{h:016x}")),
                 step: s.step,

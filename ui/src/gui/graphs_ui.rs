@@ -85,6 +85,18 @@ pub fn show(ui: &mut egui::Ui, model: &Model, view: &mut GraphsView, selection: 
         }
         return;
     }
+    let sharding = xlaprof_profiler::devices::sharding_table(&model.profile, b.hash);
+    if !sharding.is_empty() {
+        egui::CollapsingHeader::new(RichText::new("Sharding").strong()).default_open(true).show(
+            ui,
+            |ui| {
+                for line in &sharding {
+                    ui.monospace(line);
+                }
+            },
+        );
+        ui.separator();
+    }
     let changes = match (graph_a, graph_b) {
         (Some(ga), Some(gb)) => changes(model, &mut view.diff, ga, gb, b),
         _ => &[],

@@ -299,3 +299,29 @@ fn an_empty_profile_draws_every_panel_and_zooms() {
         h.get_by_label(says);
     }
 }
+
+/// A data-parallel run recorded by the real engine on 4 devices (`mlp_train 3 --data-parallel 4`).
+fn partitioned() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiler/tests/data/profile-spmd.xlaprof")
+}
+
+#[test]
+fn a_partitioned_run_has_a_lane_per_device_and_a_sharding_table() {
+    let mut h = opened(&partitioned());
+    let model = h.state().model.as_ref().unwrap();
+    let lanes: Vec<u32> = model.rows.iter().map(|r| r.lane).collect();
+    for device in 0..4 {
+        assert!(lanes.contains(&(4 + device)), "a lane for device {device}: {lanes:?}");
+    }
+    let partitioned = model.analysis.devices.graphs[0].hash;
+    h.get_by_label("Graphs").click();
+    h.run();
+    h.get_by_label(&format!("{partitioned:016x}")).click();
+    h.run();
+    h.get_by_label("Sharding");
+    h.get_by_label("mesh data=4 on devices [0, 1, 2, 3]");
+    assert!(
+        h.query_by_label_contains("all-reduce f32[784,512] + 6 more").is_some(),
+        "the all-reduce of the gradients is listed"
+    );
+}

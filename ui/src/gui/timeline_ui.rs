@@ -47,6 +47,7 @@ pub fn kind_color(kind: SpanKind) -> Color32 {
         SpanKind::Execute => Color32::from_rgb(80, 190, 200),
         SpanKind::TransferToDevice => Color32::from_rgb(200, 150, 60),
         SpanKind::HostRead => Color32::from_rgb(230, 120, 180),
+        SpanKind::Device => Color32::from_rgb(60, 150, 160),
     }
 }
 

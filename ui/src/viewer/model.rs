@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use xlaprof_profiler::timeline::{Span, SpanKind, LANES};
+use xlaprof_profiler::timeline::{Span, SpanKind};
 use xlaprof_profiler::views::{GraphRow, StepPhases};
 use xlaprof_profiler::{analyze, Analysis, Profile, Thresholds};
 
@@ -79,7 +79,7 @@ fn timeline_rows(spans: &[Span]) -> Vec<TimelineRow> {
     let mut rows: Vec<TimelineRow> = Vec::new();
     // `spans` is sorted by start, so each row's indexes come out sorted too.
     for (i, s) in spans.iter().enumerate() {
-        let (lane, depth) = (s.kind.lane(), s.depth);
+        let (lane, depth) = (s.lane, s.depth);
         let row = match rows.iter().position(|r| r.lane == lane && r.depth == depth) {
             Some(r) => r,
             None => {
@@ -107,8 +107,8 @@ fn timeline_rows(spans: &[Span]) -> Vec<TimelineRow> {
     rows
 }
 
-pub fn lane_name(lane: u32) -> &'static str {
-    LANES.get(lane as usize).copied().unwrap_or("other")
+pub fn lane_name(lane: u32) -> String {
+    xlaprof_profiler::timeline::lane_name(lane)
 }
 
 #[cfg(test)]

@@ -66,6 +66,19 @@ pub fn clean_record(record: &mut Record) {
         Record::ScopeBegin { name, .. } | Record::ScopeEnd { name, .. } => fix(name),
         Record::ValueRead { shape, .. } => fix(&mut shape.dtype),
         Record::HostFallback { op, .. } => fix(op),
+        Record::Platform { platform, plugin } => {
+            fix(platform);
+            fix(plugin);
+        }
+        Record::Partitioned(plan) => {
+            plan.mesh_axes.iter_mut().for_each(|(axis, _)| fix(axis));
+            plan.inputs.iter_mut().chain(&mut plan.outputs).flatten().for_each(fix);
+            for c in &mut plan.collectives {
+                fix(&mut c.kind);
+                fix(&mut c.groups);
+                c.shapes.iter_mut().for_each(|s| fix(&mut s.dtype));
+            }
+        }
         _ => {}
     }
 }

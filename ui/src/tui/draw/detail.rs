@@ -61,6 +61,12 @@ pub fn graph(f: &mut Frame, app: &App, hash: u64, area: Rect) {
             left.push(Line::raw(format!("{n:>5} {name:<18} {bar}")));
         }
     }
+    let sharding = xlaprof_profiler::devices::sharding_table(&app.model.profile, hash);
+    if !sharding.is_empty() {
+        left.push(Line::raw(""));
+        left.push(Line::styled("sharding", BOLD));
+        left.extend(sharding.into_iter().map(Line::raw));
+    }
     left.push(Line::raw(""));
     left.push(Line::styled("source lines", BOLD));
     for (line, n) in &row.source_lines {

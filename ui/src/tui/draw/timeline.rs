@@ -120,7 +120,7 @@ fn color(s: &TimeSpan) -> Color {
         SpanKind::GraphBuild => phase_color("build"),
         SpanKind::Lower => phase_color("lower"),
         SpanKind::Compile => phase_color("compile"),
-        SpanKind::Execute => phase_color("execute"),
+        SpanKind::Execute | SpanKind::Device => phase_color("execute"),
         SpanKind::TransferToDevice | SpanKind::HostRead => phase_color("transfer"),
     }
 }
