@@ -11,6 +11,7 @@ pub mod diagnostics;
 pub mod error;
 pub mod export;
 pub mod file;
+pub mod merge;
 pub mod metrics;
 pub mod profile;
 pub mod record;

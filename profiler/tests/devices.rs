@@ -187,8 +187,8 @@ fn collectives_heavier_than_the_inputs_are_a_finding() {
 
 #[test]
 fn the_trace_and_json_exports_carry_the_devices() {
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/profile-spmd.xlaprof");
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/profile-spmd.xlaprof");
     let p = xlaprof_profiler::load(&fixture).unwrap();
     let a = analyze(&p, &Thresholds::default());
     let dir = std::env::temp_dir().join(format!("xlaprof-devices-{}", std::process::id()));
@@ -209,8 +209,7 @@ fn the_trace_and_json_exports_carry_the_devices() {
         assert_eq!(spans, 3, "one span per partitioned execution on device {device}");
     }
     let json = dir.join("profile.json");
-    xlaprof_profiler::export::write(&p, &a, xlaprof_profiler::export::Format::Json, &json)
-        .unwrap();
+    xlaprof_profiler::export::write(&p, &a, xlaprof_profiler::export::Format::Json, &json).unwrap();
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let rows = json["analysis"]["devices"]["rows"].as_array().map(|r| r.len());

@@ -114,3 +114,54 @@ fn xlaprof_optimized_hlo_keeps_xlas_optimized_program_in_the_profile() {
     }
     let _ = std::fs::remove_file(&file);
 }
+
+/// Two processes of one job (here two trainings started together, as two hosts would be), each
+/// recording its own profile, merged onto one timeline: a process each, placed by when it
+/// started, and the report compares their steps. (The CPU plugin cannot join processes in one
+/// collective, so they train apart: see ARCHITECTURE.md, "Past one machine".)
+#[test]
+fn the_profiles_of_two_processes_merge_onto_one_timeline() {
+    let dir = std::env::temp_dir().join(format!("xlaprof-merge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = env!("CARGO_BIN_EXE_mlp_train");
+    let files: Vec<std::path::PathBuf> =
+        (0..2).map(|i| dir.join(format!("p{i}.xlaprof"))).collect();
+    let children: Vec<std::process::Child> = files
+        .iter()
+        .map(|f| {
+            Command::new(bin)
+                .arg("3")
+                .env("XLAPROF_PROFILE", f)
+                .env_remove("XLAPROF_CACHE_DIR")
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let profiles: Vec<xlaprof_profiler::Profile> =
+        files.iter().map(|f| xlaprof_profiler::load(f).unwrap()).collect();
+    let t = xlaprof_profiler::Thresholds::default();
+    let analyses: Vec<_> = profiles.iter().map(|p| xlaprof_profiler::analyze(p, &t)).collect();
+    let runs: Vec<_> = profiles.iter().zip(&analyses).collect();
+    let processes = xlaprof_profiler::merge::place(&runs);
+    assert!(processes.iter().any(|p| p.offset_ns == 0), "times count from the first to start");
+    let text = xlaprof_profiler::merge::text(&processes);
+    assert!(text.contains("merged report: 2 processes"), "{text}");
+    assert!(text.contains("steps 1..3: the processes end each step a median"), "{text}");
+    let placed: Vec<_> = processes.iter().map(|p| (p.profile, p.offset_ns)).collect();
+    let mut trace = Vec::new();
+    xlaprof_profiler::export::chrome::write_processes(&placed, &mut trace).unwrap();
+    let trace: serde_json::Value = serde_json::from_slice(&trace).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    for (pid, p) in profiles.iter().enumerate() {
+        let name = format!("process {pid}: mlp_train 3 (pid {})", p.meta.pid);
+        assert!(events.iter().any(|e| e["args"]["name"] == name.as_str()), "{name}");
+        let steps =
+            events.iter().filter(|e| e["pid"] == pid as u64 + 1 && e["cat"] == "step").count();
+        assert_eq!(steps, 3, "process {pid}'s three steps on its own track group");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

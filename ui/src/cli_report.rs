@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use xlaprof_profiler::diagnostics::{check, Rule};
 use xlaprof_profiler::export::{self, Format};
-use xlaprof_profiler::{analyze, load, report, Analysis, Profile, Thresholds};
+use xlaprof_profiler::{analyze, load, merge, report, Analysis, Profile, Thresholds};
 
 type Error = Box<dyn std::error::Error>;
 
@@ -37,6 +37,38 @@ pub fn report(
         None => {
             use std::io::Write;
             std::io::stdout().write_all(&export::to_bytes(&profile, &analysis, format)?)?;
+        }
+    }
+    Ok(())
+}
+
+/// `xlaprof report A B ... --merge`: the profiles of one job's processes, as one report (text)
+/// or one trace with a process each (chrome).
+pub fn merged(
+    paths: &[std::path::PathBuf],
+    format: &str,
+    out: Option<&Path>,
+    thresholds: &Thresholds,
+) -> Result<(), Error> {
+    let runs = paths.iter().map(|p| open(p, thresholds)).collect::<Result<Vec<_>, _>>()?;
+    let refs: Vec<(&Profile, &Analysis)> = runs.iter().map(|(p, a)| (p, a)).collect();
+    let processes = merge::place(&refs);
+    let bytes = match format {
+        "text" => merge::text(&processes).into_bytes(),
+        "chrome" => {
+            let placed: Vec<(&Profile, u64)> =
+                processes.iter().map(|p| (p.profile, p.offset_ns)).collect();
+            let mut bytes = Vec::new();
+            export::chrome::write_processes(&placed, &mut bytes)?;
+            bytes
+        }
+        other => return Err(format!("--merge writes text or chrome, not {other:?}").into()),
+    };
+    match out {
+        Some(out) => std::fs::write(out, bytes)?,
+        None => {
+            use std::io::Write;
+            std::io::stdout().write_all(&bytes)?;
         }
     }
     Ok(())

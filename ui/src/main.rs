@@ -52,9 +52,15 @@ enum Command {
         #[arg(long, default_value = "xlaprof-demo.xlaprof")]
         out: PathBuf,
     },
-    /// Print the report of a profile, or export it.
+    /// Print the report of a profile, or export it; with --merge, the profiles of a job's
+    /// processes on one timeline.
     Report {
-        file: PathBuf,
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Merge the profiles of several processes of one job (text, or chrome: a process per
+        /// track group), placed by when each started.
+        #[arg(long)]
+        merge: bool,
         /// text, short, json, csv, parquet, chrome, folded or flamegraph.
         #[arg(long, default_value = "text")]
         format: String,
@@ -143,9 +149,19 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: Result<ExitCode, Box<dyn std::error::Error>> = match cli.command {
         Command::Demo { out } => demo::run(&out).map(|_| ExitCode::SUCCESS),
-        Command::Report { file, format, out, thresholds } => {
-            cli_report::report(&file, &format, out.as_deref(), &thresholds.thresholds())
-                .map(|_| ExitCode::SUCCESS)
+        Command::Report { files, merge, format, out, thresholds } => {
+            match (files.as_slice(), merge) {
+                ([file], false) => {
+                    cli_report::report(file, &format, out.as_deref(), &thresholds.thresholds())
+                }
+                (_, false) => {
+                    Err("several profiles: give --merge to put them on one timeline".into())
+                }
+                (files, true) => {
+                    cli_report::merged(files, &format, out.as_deref(), &thresholds.thresholds())
+                }
+            }
+            .map(|_| ExitCode::SUCCESS)
         }
         Command::View { file, follow, thresholds } => {
             tui::view(&file, follow, thresholds.thresholds())

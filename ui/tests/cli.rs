@@ -182,3 +182,43 @@ fn bench_prints_its_figures_as_json() {
     }
     assert!(String::from_utf8_lossy(&o.stderr).contains("JAX's figures are left out"));
 }
+
+#[test]
+fn report_merges_the_profiles_of_several_processes() {
+    let demo = demo_profile().to_str().unwrap();
+    let spmd =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiler/tests/data/profile-spmd.xlaprof");
+    let spmd = spmd.to_str().unwrap();
+    let o = xlaprof(&["report", demo, spmd]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("give --merge"), "{}", text(&o));
+    let o = xlaprof(&["report", demo, spmd, "--merge"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("merged report: 2 processes") && t.contains("== process 1"), "{t}");
+    let out = dir().join("merged.json");
+    let o = xlaprof(&[
+        "report",
+        demo,
+        spmd,
+        "--merge",
+        "--format",
+        "chrome",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let names: Vec<&str> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "process_name")
+        .filter_map(|e| e["args"]["name"].as_str())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names[1].starts_with("process 1: mlp_train 3 --data-parallel 4"), "{names:?}");
+    let o = xlaprof(&["report", demo, spmd, "--merge", "--format", "csv"]);
+    assert!(text(&o).contains("--merge writes text or chrome"), "{}", text(&o));
+}
