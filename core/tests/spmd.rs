@@ -166,3 +166,21 @@ fn data_parallel_and_fsdp_training_match_one_device() {
     close(&fsdp_w, &w, 1e-5);
     let _ = DType::F32;
 }
+
+#[test]
+fn a_max_over_a_split_dimension_crosses_devices_and_keeps_nan() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mesh = mesh_1d();
+    let mut v: Vec<f32> = (0..32).map(|i| ((i * 5) % 17) as f32).collect();
+    v[21] = f32::NAN; // row 1, column 5: in the second device's columns
+    let x = Tensor::from_slice(&v, &[2, 16]).unwrap();
+    x.mark_sharding(&mesh, &spec(&[&[], &["data"]])).unwrap();
+    let max = x.amax(&[1], false).unwrap();
+    let min = x.amin(&[1], false).unwrap();
+    sync().unwrap();
+    let (max, min) = (max.to_vec::<f32>().unwrap(), min.to_vec::<f32>().unwrap());
+    let row0 = &v[..16];
+    assert_eq!(max[0], row0.iter().copied().fold(f32::MIN, f32::max));
+    assert_eq!(min[0], row0.iter().copied().fold(f32::MAX, f32::min));
+    assert!(max[1].is_nan() && min[1].is_nan(), "NaN propagates as in PyTorch: {max:?} {min:?}");
+}

@@ -67,14 +67,15 @@ pub fn engine_with_devices(count: usize) -> Result<&'static Engine> {
     let engine = engine()?;
     let have = engine.device_count();
     if have < count {
-        return Err(crate::Error::Sharding {
-            location: None,
-            message: format!(
+        let message = match engine.client.plugin().kind() {
+            crate::runtime::PluginKind::Cpu => format!(
                 "a mesh of {count} devices, but the engine started with {have}: set \
                  XLAPROF_CPU_DEVICES={count} before the program starts, or make the mesh before \
                  the first tensor"
             ),
-        });
+            _ => format!("a mesh of {count} devices, but the plugin has {have}"),
+        };
+        return Err(crate::Error::Sharding { location: None, message });
     }
     Ok(engine)
 }

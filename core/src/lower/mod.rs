@@ -96,7 +96,8 @@ pub(crate) fn stablehlo(graph: &Graph, spmd: Option<(&Mesh, &[Arc<Sharding>])>) 
             .map(|n| name(n.visit_index.load(std::sync::atomic::Ordering::Relaxed) as usize))
             .collect();
         let start = out.len();
-        let ctx = Ctx { out: &mut out, name: format!("%v{i}"), node, args };
+        let partitioned = spmd.is_some();
+        let ctx = Ctx { out: &mut out, name: format!("%v{i}"), node, args, partitioned };
         lower_node(ctx);
         // A partitioned program's ops carry the user's line, which XLA keeps in the metadata of
         // what it derives from them: the collectives it inserts are found at a line. One-line
@@ -132,6 +133,8 @@ struct Ctx<'a> {
     name: String,
     node: &'a Node,
     args: Vec<String>,
+    /// Whether the program is partitioned over a mesh (its reductions may cross devices).
+    partitioned: bool,
 }
 
 impl Ctx<'_> {

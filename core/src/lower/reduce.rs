@@ -5,12 +5,52 @@ use std::fmt::Write;
 use super::{array, literal, Ctx};
 use crate::dtype::DType;
 use crate::ir::{Op, ReduceKind};
+use crate::shape::Shape;
 
 pub(super) fn lower(c: &mut Ctx) {
     let node = c.node;
     let ty = c.ty();
     let name = c.name.clone();
     match &node.op {
+        Op::Reduce { kind, axes }
+            if c.partitioned && node.shape.dtype.is_float() && *kind != ReduceKind::Sum =>
+        {
+            // Split over devices, the reduction may become an all-reduce, whose combiner must be
+            // a plain maximum or minimum: NaN is carried by a second reduction, an `or` of
+            // `x != x`, and selected in.
+            let dt = node.shape.dtype;
+            let scalar = format!("tensor<{}>", dt.mlir_name());
+            let in_ty = c.in_ty(0);
+            let x = c.args[0].clone();
+            let in_pred = Shape::new(DType::Pred, node.inputs[0].shape.dims.clone()).mlir();
+            let pred = Shape::new(DType::Pred, node.shape.dims.clone()).mlir();
+            let ne = "{comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>}";
+            let out = &mut c.out;
+            let _ = writeln!(out, "  {name}_init = stablehlo.constant {}", reduce_init(*kind, dt));
+            let _ = writeln!(
+                out,
+                "  {name}_plain = \"stablehlo.reduce\"({x}, {name}_init) ({{\n{}  }}) {{dimensions = {}}} : ({in_ty}, {scalar}) -> {ty}",
+                plain_combiner(reduce_op(*kind, dt), dt),
+                array(axes)
+            );
+            let _ = writeln!(out, "  {name}_isnan = \"stablehlo.compare\"({x}, {x}) {ne} : ({in_ty}, {in_ty}) -> {in_pred}");
+            let _ = writeln!(out, "  {name}_no = stablehlo.constant {}", literal(DType::Pred, 0.0));
+            let _ = writeln!(
+                out,
+                "  {name}_anynan = \"stablehlo.reduce\"({name}_isnan, {name}_no) ({{\n{}  }}) {{dimensions = {}}} : ({in_pred}, tensor<i1>) -> {pred}",
+                plain_combiner("or", DType::Pred),
+                array(axes)
+            );
+            let _ = writeln!(out, "  {name}_nan1 = stablehlo.constant {}", literal(dt, f64::NAN));
+            let _ = writeln!(
+                out,
+                "  {name}_nan = \"stablehlo.broadcast_in_dim\"({name}_nan1) {{broadcast_dimensions = array<i64>}} : ({scalar}) -> {ty}"
+            );
+            let _ = writeln!(
+                out,
+                "  {name} = \"stablehlo.select\"({name}_anynan, {name}_nan, {name}_plain) : ({pred}, {ty}, {ty}) -> {ty}"
+            );
+        }
         Op::Reduce { kind, axes } => {
             let dt = node.shape.dtype;
             let init = reduce_init(*kind, dt);
@@ -70,6 +110,14 @@ fn combiner(kind: ReduceKind, dt: DType) -> String {
         body += &format!("    \"stablehlo.return\"(%m) : ({t}) -> ()\n");
     }
     body
+}
+
+/// A region that combines two values with `op` alone.
+fn plain_combiner(op: &str, dt: DType) -> String {
+    let t = format!("tensor<{}>", dt.mlir_name());
+    format!(
+        "  ^bb0(%a: {t}, %b: {t}):\n    %m = \"stablehlo.{op}\"(%a, %b) : ({t}, {t}) -> {t}\n    \"stablehlo.return\"(%m) : ({t}) -> ()\n"
+    )
 }
 
 fn reduce_op(kind: ReduceKind, dtype: DType) -> &'static str {

@@ -43,9 +43,32 @@ def step() -> None:
     _native.step()
 
 
+def mark_sharding(t: _torch.Tensor, mesh: _native.Mesh, partition_spec: tuple) -> _torch.Tensor:
+    """Splits ``t`` over ``mesh`` (an ``xlaprof.Mesh``) as PyTorch/XLA's ``xs.mark_sharding``
+    does: one entry per dimension, None (whole), a mesh axis name, or a tuple of names. Mark the
+    batch (and, for FSDP, each parameter) before the step; XLA's partitioner runs the step over
+    the mesh's devices and inserts the collectives. Make the mesh before the first tensor: the
+    engine starts with the devices it needs. Returns ``t``."""
+    if not isinstance(t, LazyTensor):
+        raise TypeError(f"mark_sharding: the tensor is on {t.device}, not on the xlaprof device")
+    if t._root is not None:
+        raise ValueError("mark_sharding: this tensor is a view; mark the tensor it views")
+    _native.mark_sharding(t._xp, mesh, partition_spec)
+    return t
+
+
 def is_lazy(t: _torch.Tensor) -> bool:
     """Whether ``t`` lives on the xlaprof device."""
     return isinstance(t, LazyTensor)
 
 
-__all__ = ["DEVICE_TYPE", "LazyTensor", "device", "fallbacks", "is_lazy", "step", "sync"]
+__all__ = [
+    "DEVICE_TYPE",
+    "LazyTensor",
+    "device",
+    "fallbacks",
+    "is_lazy",
+    "mark_sharding",
+    "step",
+    "sync",
+]

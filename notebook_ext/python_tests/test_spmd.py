@@ -1,0 +1,159 @@
+"""Many devices from Python: meshes, sharding annotations, data-parallel training (xlaprof's own
+API and torch's) against the one-device run, and the profile of it. Each program runs in a fresh
+process: the engine's device count is fixed when it starts (by the first mesh)."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+
+def run(code: str) -> dict:
+    """Runs `code` in a new Python; its last line of output is JSON."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_sharded_values_equal_numpy_and_shards_land_on_the_mesh():
+    out = run(
+        """
+        import json, numpy as np, xlaprof as xp
+        mesh = xp.Mesh([0, 1, 2, 3], (2, 2), ("data", "model"))
+        rng = np.random.default_rng(0)
+        xv = rng.standard_normal((8, 6)).astype(np.float32)
+        wv = rng.standard_normal((6, 4)).astype(np.float32)
+        x, w = xp.tensor(xv), xp.tensor(wv)
+        xp.mark_sharding(x, mesh, ("data", None))
+        xp.mark_sharding(w, mesh, (None, "model"))
+        y = (x @ w).tanh() + 1
+        xp.sync()
+        both = xp.tensor(xv)
+        xp.mark_sharding(both, mesh, (("data", "model"), None))
+        print(json.dumps({
+            "devices": len(xp.devices()),
+            "mesh": repr(mesh),
+            "x": x.sharding,
+            "y": y.sharding,
+            "both": both.sharding,
+            "error": float(np.abs(y.numpy() - (np.tanh(xv @ wv) + 1)).max()),
+            "gathered": bool((x.numpy() == xv).all() and (both.numpy() == xv).all()),
+        }))
+        """
+    )
+    assert out["devices"] == 4
+    assert out["mesh"] == "Mesh(device_ids=[0, 1, 2, 3], mesh_shape=(2, 2), axis_names=('data', 'model'))"
+    assert out["x"].startswith("('data', None) over Mesh(data=2, model=2")
+    assert out["y"].startswith("('data', 'model') over"), out["y"]
+    assert out["both"].startswith("(('data', 'model'), None) over"), out["both"]
+    assert out["error"] < 1e-5
+    assert out["gathered"]
+
+
+def test_bad_annotations_are_sharding_errors_at_the_users_line():
+    out = run(
+        """
+        import json, xlaprof as xp
+        mesh = xp.get_1d_mesh("data")
+        x = xp.zeros(6, 4)
+        errors = {}
+        for name, f in [
+            ("axis", lambda: xp.mark_sharding(x, mesh, ("model", None))),
+            ("divisible", lambda: xp.mark_sharding(x, mesh, ("data", None))),
+            ("rank", lambda: xp.mark_sharding(x, mesh, ("data",))),
+            ("device", lambda: xp.Mesh([0, 1, 2, 9], (4,), ("data",))),
+            ("more", lambda: xp.Mesh(list(range(8)), (8,), ("data",))),
+            ("global", lambda: xp.mark_sharding(x, None, (None, None))),
+        ]:
+            try:
+                f()
+            except xp.ShardingError as e:
+                errors[name] = str(e)
+        errors["isvalueerror"] = issubclass(xp.ShardingError, ValueError)
+        errors["still_whole"] = x.sharding is None
+        print(json.dumps(errors))
+        """
+    )
+    assert 'no axis "model"' in out["axis"] and "(at <string>:" in out["axis"], out["axis"]
+    assert "dimension 0 of size 6 cannot be split 4 ways" in out["divisible"]
+    assert "1 entries but the tensor has 2 dimensions" in out["rank"]
+    assert "a mesh of 10 devices, but the engine started with 4" in out["device"]
+    assert "XLAPROF_CPU_DEVICES=8" in out["more"]
+    assert "no global mesh" in out["global"]
+    assert out["isvalueerror"] and out["still_whole"]
+
+
+TRAIN = """
+import json, numpy as np, xlaprof as xp
+devices = {devices}
+mesh = xp.get_1d_mesh("data", devices) if devices > 1 else None
+rng = np.random.default_rng(0)
+model = xp.nn.Sequential(xp.nn.Linear(16, 32), xp.nn.ReLU(), xp.nn.Linear(32, 4))
+if {fsdp}:
+    for p in model.parameters():
+        if p.shape[0] % devices == 0:
+            xp.mark_sharding(p, mesh, ("data",) + (None,) * (p.ndim - 1))
+opt = xp.optim.Adam(model.parameters(), lr=1e-2)
+losses = []
+with xp.profile() as prof:
+    for step in range(4):
+        x = xp.tensor(rng.standard_normal((8, 16)).astype(np.float32))
+        y = xp.tensor(rng.integers(0, 4, 8))
+        if mesh is not None:
+            xp.mark_sharding(x, mesh, ("data", None))
+            xp.mark_sharding(y, mesh, ("data",))
+        loss = xp.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        xp.step()
+        losses.append(loss.item())
+print(json.dumps({{"losses": losses, "report": prof.report()}}))
+"""
+
+
+def test_data_parallel_and_fsdp_training_match_one_device_and_the_profile_shows_the_devices():
+    one = run(TRAIN.format(devices=1, fsdp=False))
+    assert "Devices:" not in one["report"]
+    for fsdp in (False, True):
+        many = run(TRAIN.format(devices=4, fsdp=fsdp))
+        for a, b in zip(many["losses"], one["losses"]):
+            assert abs(a - b) <= 1e-5 * (1 + abs(b)), (fsdp, many["losses"], one["losses"])
+        report = many["report"]
+        assert "partitioned executions on 4 devices" in report, report
+        assert "all-reduce" in report, report
+
+
+def test_torch_data_parallel_matches_one_device():
+    code = """
+    import json, torch, xlaprof as xp, xlaprof.torch as xt
+    devices = {devices}
+    mesh = xp.get_1d_mesh("data", devices) if devices > 1 else None
+    dev = xt.device()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8)).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    g = torch.Generator().manual_seed(1)
+    losses = []
+    for s in range(4):
+        x = torch.randn(16, 32, generator=g).to(dev)
+        y = torch.randint(0, 8, (16,), generator=g).to(dev)
+        if mesh is not None:
+            xt.mark_sharding(x, mesh, ("data", None))
+            xt.mark_sharding(y, mesh, ("data",))
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        xt.step()
+        losses.append(loss.item())
+    print(json.dumps({{"losses": losses, "compiles": xp.counters()["compiles"]}}))
+    """
+    one = run(code.format(devices=1))
+    many = run(code.format(devices=4))
+    for a, b in zip(many["losses"], one["losses"]):
+        assert abs(a - b) <= 1e-5 * (1 + abs(b)), (many, one)
+    # The first step, then the step with AdamW's state: as on one device.
+    assert many["compiles"] == one["compiles"] == 2, (many, one)
