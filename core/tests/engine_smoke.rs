@@ -41,3 +41,43 @@ fn gradients_of_a_small_expression() {
     y.backward().unwrap();
     assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![2.0, 4.0, 6.0]);
 }
+
+/// The gradient of `x @ w.T` (a linear layer's weight) is computed in `w`'s layout, not as a dot
+/// then a transpose: a weight-sized transpose and copy fewer per step.
+#[test]
+fn a_linear_layers_weight_gradient_is_one_dot_in_the_weights_layout() {
+    use std::sync::{Arc, Mutex as M};
+    use xlaprof_core::events::{add_listener, remove_listener, Event, Listener};
+    struct Programs(M<Vec<String>>);
+    impl Listener for Programs {
+        fn on_event(&self, _: u64, e: &Event) {
+            if let Event::Lowered { stablehlo, .. } = e {
+                self.0.lock().unwrap().push(stablehlo.to_string());
+            }
+        }
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let programs = Arc::new(Programs(M::new(Vec::new())));
+    let id = add_listener(programs.clone());
+    let x = Tensor::from_slice(&[1f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+    let w = Tensor::from_slice(
+        &[0.5f32, -1.0, 2.0, 1.0, 0.0, -0.5, 3.0, 1.5, -2.0, 0.25, 4.0, 1.0],
+        &[4, 3],
+    )
+    .unwrap();
+    w.set_requires_grad(true);
+    let y = x.matmul(&w.transpose(0, 1).unwrap()).unwrap().sum(&[], false).unwrap();
+    y.backward().unwrap();
+    let grad = w.grad().unwrap().to_vec::<f32>().unwrap();
+    remove_listener(id);
+    // d sum(x w^T) / dw[j, k] = sum_i x[i, k]: every row is x's column sums.
+    assert_eq!(grad, [5.0, 7.0, 9.0].repeat(4));
+    let programs = programs.0.lock().unwrap();
+    let text = programs.last().expect("the gradient's program");
+    // The gradient is the last op, a dot whose result has w's shape (no transpose of a dot).
+    let last = text.lines().rev().nth(2).unwrap_or_default();
+    assert!(
+        last.contains("stablehlo.dot_general") && last.ends_with("-> tensor<4x3xf32>"),
+        "{text}"
+    );
+}

@@ -89,13 +89,28 @@ pub(crate) fn stablehlo(graph: &Graph, spmd: Option<(&Mesh, &[Arc<Sharding>])>) 
             _ => format!("%v{i}"),
         }
     };
+    let index_of = |n: &Node| n.visit_index.load(std::sync::atomic::Ordering::Relaxed) as usize;
+    // How many nodes (and outputs) use each node: a dot only its transpose reads is folded into it.
+    let mut users = vec![0u32; graph.order.len()];
+    for node in &graph.order {
+        for input in &node.inputs {
+            users[index_of(input)] += 1;
+        }
+    }
+    for &o in &graph.outputs {
+        users[o as usize] += 1;
+    }
     for (i, node) in graph.order.iter().enumerate() {
-        let args: Vec<String> = node
-            .inputs
-            .iter()
-            .map(|n| name(n.visit_index.load(std::sync::atomic::Ordering::Relaxed) as usize))
-            .collect();
+        let args: Vec<String> = node.inputs.iter().map(|n| name(index_of(n))).collect();
         let start = out.len();
+        if let Some(line) = transposed_dot(node, &users, &index_of, &name) {
+            let _ = writeln!(out, "  %v{i} = {line}");
+            if spmd.is_some() {
+                out.pop();
+                let _ = writeln!(out, " loc(\"v{i}\"({}))", mlir_location(&node.location));
+            }
+            continue;
+        }
         let partitioned = spmd.is_some();
         let ctx = Ctx { out: &mut out, name: format!("%v{i}"), node, args, partitioned };
         lower_node(ctx);
@@ -111,6 +126,44 @@ pub(crate) fn stablehlo(graph: &Graph, spmd: Option<(&Mesh, &[Arc<Sharding>])>) 
     let _ = writeln!(out, "  return {} : {}", names.join(", "), results.join(", "));
     out.push_str("}\n");
     out
+}
+
+/// `transpose(dot(a, b))` of 2-D operands, where nothing else reads the dot, as `dot(b, a)`: the
+/// product in the transposed layout directly. A gradient of `x @ w.T` (a linear layer) is such a
+/// transpose; left as is, XLA transposes and copies a weight-sized array per step, and, in a
+/// partitioned program, after the gradient's all-reduce where it cannot fold it into the dot.
+fn transposed_dot(
+    node: &Node,
+    users: &[u32],
+    index_of: &impl Fn(&Node) -> usize,
+    name: &impl Fn(usize) -> String,
+) -> Option<String> {
+    let Op::Transpose { perm } = &node.op else { return None };
+    let dot = node.inputs.first()?;
+    let Op::DotGeneral { lhs_batch, rhs_batch, lhs_contract, rhs_contract } = &dot.op else {
+        return None;
+    };
+    let plain = perm.as_slice() == [1, 0]
+        && lhs_batch.is_empty()
+        && rhs_batch.is_empty()
+        && lhs_contract.len() == 1
+        && rhs_contract.len() == 1
+        && dot.inputs.iter().all(|x| x.shape.dims.len() == 2)
+        && users[index_of(dot)] == 1;
+    if !plain {
+        return None;
+    }
+    let (a, b) = (&dot.inputs[0], &dot.inputs[1]);
+    Some(format!(
+        "\"stablehlo.dot_general\"({}, {}) {{dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = [], rhs_batching_dimensions = [], lhs_contracting_dimensions = [{}], rhs_contracting_dimensions = [{}]>}} : ({}, {}) -> {}",
+        name(index_of(b)),
+        name(index_of(a)),
+        rhs_contract[0],
+        lhs_contract[0],
+        b.shape.mlir(),
+        a.shape.mlir(),
+        node.shape.mlir()
+    ))
 }
 
 /// `loc("file":line:0)`, MLIR's spelling of a source line.
