@@ -184,3 +184,23 @@ fn a_max_over_a_split_dimension_crosses_devices_and_keeps_nan() {
     assert_eq!(min[0], row0.iter().copied().fold(f32::MAX, f32::min));
     assert!(max[1].is_nan() && min[1].is_nan(), "NaN propagates as in PyTorch: {max:?} {min:?}");
 }
+
+/// What the plugin would reject with a message about partitions and buffers (a program over two
+/// meshes, shards of the wrong size or on the wrong devices) is caught first and said plainly.
+#[test]
+fn a_program_over_two_meshes_is_refused_before_it_compiles() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let (one, two) = (mesh_1d(), mesh_2d());
+    let (_, a) = matrix(8, 4, 1.0);
+    let (_, b) = matrix(8, 4, 2.0);
+    a.mark_sharding(&one, &spec(&[&["data"], &[]])).unwrap();
+    b.mark_sharding(&two, &spec(&[&["data"], &[]])).unwrap();
+    let compiles = events::counters().compiles;
+    let c = a.add(&b).unwrap();
+    let err = c.to_vec::<f32>().unwrap_err().to_string();
+    assert!(err.contains("one program uses two meshes"), "{err}");
+    assert!(err.contains("Mesh(data=4") && err.contains("Mesh(data=2, model=2"), "{err}");
+    assert_eq!(events::counters().compiles, compiles, "refused before compiling");
+    // Either alone is fine.
+    assert_eq!(a.add_scalar(0.0).unwrap().to_vec::<f32>().unwrap(), a.to_vec::<f32>().unwrap());
+}

@@ -1,7 +1,9 @@
 """Figures for training on several devices: the MLP 784-512-512-10 SGD step (lr 0.01, ReLU, mean
-cross-entropy, batch 256) with its batch split over 4 CPU devices, beside the same step on one
-device, and JAX's `jit` of the same step with the same shardings measured in the same run
-(medians of steps 5..30; each step waits for its result).
+cross-entropy, batch 256) with its batch split over 1, 2 and 4 CPU devices, and JAX's `jit` of the
+same step with the same shardings measured in the same run (medians of steps 5..30; each step
+waits for its result). The all-reduce's share of the step: an all-reduce of the gradients' size
+(669,706 floats) timed alone on the same devices, over the step time (the CPU plugin has no
+per-op timing).
 
     .venv/bin/python notebook_ext/bench/spmd.py [--jax PYTHON]
 
@@ -19,6 +21,29 @@ import numpy as np
 
 STEPS, BATCH, LR = 30, 256, 0.01
 SIZES = [784, 512, 512, 10]
+
+
+ALL_REDUCE = """
+import statistics, time, numpy as np, xlaprof as xp
+devices = {devices}
+mesh = xp.get_1d_mesh("data", devices)
+x = xp.tensor(np.ones((devices, 669706), np.float32))
+xp.mark_sharding(x, mesh, ("data", None))
+times = []
+for i in range(30):
+    t = time.perf_counter()
+    s = x.sum(0)
+    xp.sync()
+    times.append(time.perf_counter() - t)
+print(statistics.median(times[5:]) * 1e3)
+"""
+
+
+def xlaprof_all_reduce_ms(devices: int) -> float:
+    """A sum over the split dimension: one all-reduce of the gradients' size per execution."""
+    code = ALL_REDUCE.format(devices=devices)
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    return float(out.stdout.strip().splitlines()[-1])
 
 
 def xlaprof_step_ms(devices: int) -> float:
@@ -97,23 +122,32 @@ def run(devices):
         times.append(time.perf_counter() - t)
     return statistics.median(times[5:]) * 1e3
 
-print({{"1": run(1), "4": run(4)}})
+print({{"1": run(1), "2": run(2), "4": run(4)}})
 """
 
 
 def main() -> None:
-    figures = {
-        "xlaprof, 1 device (ms)": xlaprof_step_ms(1),
-        "xlaprof, batch split over 4 devices (ms)": xlaprof_step_ms(4),
-    }
+    figures = {}
+    for devices in (1, 2, 4):
+        figures[f"xlaprof, {devices} device(s), step (ms)"] = xlaprof_step_ms(devices)
+    jax_ms = None
     if "--jax" in sys.argv:
         python = sys.argv[sys.argv.index("--jax") + 1]
         out = subprocess.run([python, "-c", JAX], check=True, capture_output=True, text=True)
         jax_ms = eval(out.stdout.strip().splitlines()[-1])  # noqa: S307  (our own dict literal)
-        figures["JAX, 1 device (ms)"] = jax_ms["1"]
-        figures["JAX, batch split over 4 devices (ms)"] = jax_ms["4"]
-    for name, ms in figures.items():
-        print(f"  {name:<44} {ms:8.3f}")
+        for devices in (1, 2, 4):
+            figures[f"JAX, {devices} device(s), step (ms)"] = jax_ms[str(devices)]
+    for devices in (2, 4):
+        ms = xlaprof_all_reduce_ms(devices)
+        step = figures[f"xlaprof, {devices} device(s), step (ms)"]
+        figures[f"all-reduce of the gradients alone, {devices} devices (ms)"] = ms
+        figures[f"its share of the {devices}-device step (%)"] = 100 * ms / step
+    for name, value in figures.items():
+        print(f"  {name:<52} {value:8.3f}")
+    for devices in (1, 2, 4):
+        if jax_ms is not None:
+            ratio = figures[f"xlaprof, {devices} device(s), step (ms)"] / jax_ms[str(devices)]
+            print(f"  xlaprof / JAX, {devices} device(s): {ratio:.2f}")
     print(json.dumps(figures))
 
 

@@ -361,8 +361,11 @@ MIRRORED_NAMES = {
 OWN = {
     "": ["AutogradError", "InternalError", "PluginError", "ProfileError", "ShapeError",
          "XlaError", "XlaprofError", "Profile", "counters", "cross_entropy", "load",
-         "metrics_report", "profile", "profile_scope", "step", "sync", "bool_"],
-    "Tensor": ["astype", "is_pending", "graph_size", "one_hot", "gelu", "silu", "pad"],
+         "metrics_report", "profile", "profile_scope", "step", "sync", "bool_",
+         # Many devices, PyTorch/XLA's names (`xs.Mesh`, `xs.mark_sharding`, ...).
+         "Mesh", "ShardingError", "devices", "get_1d_mesh", "get_global_mesh", "mark_sharding",
+         "set_global_mesh"],
+    "Tensor": ["astype", "is_pending", "graph_size", "one_hot", "gelu", "silu", "pad", "sharding"],
     "nn": [],
     "nn.Module": [],
     "nn.functional": [],
