@@ -126,7 +126,7 @@ def test_data_parallel_and_fsdp_training_match_one_device_and_the_profile_shows_
         assert "all-reduce" in report, report
 
 
-def test_torch_data_parallel_matches_one_device():
+def test_torch_data_parallel_and_fsdp_match_one_device():
     code = """
     import json, torch, xlaprof as xp, xlaprof.torch as xt
     devices = {devices}
@@ -134,6 +134,9 @@ def test_torch_data_parallel_matches_one_device():
     dev = xt.device()
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8)).to(dev)
+    if {fsdp}:
+        for p in model.parameters():
+            xt.mark_sharding(p, mesh, ("data",) + (None,) * (p.dim() - 1))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     g = torch.Generator().manual_seed(1)
     losses = []
@@ -149,11 +152,16 @@ def test_torch_data_parallel_matches_one_device():
         opt.zero_grad()
         xt.step()
         losses.append(loss.item())
-    print(json.dumps({{"losses": losses, "compiles": xp.counters()["compiles"]}}))
+    state = opt.state[model[0].weight]["exp_avg"]
+    print(json.dumps({{"losses": losses, "compiles": xp.counters()["compiles"],
+                       "state": state._xp.sharding}}))
     """
-    one = run(code.format(devices=1))
-    many = run(code.format(devices=4))
-    for a, b in zip(many["losses"], one["losses"]):
-        assert abs(a - b) <= 1e-5 * (1 + abs(b)), (many, one)
-    # The first step, then the step with AdamW's state: as on one device.
-    assert many["compiles"] == one["compiles"] == 2, (many, one)
+    one = run(code.format(devices=1, fsdp=False))
+    for fsdp in (False, True):
+        many = run(code.format(devices=4, fsdp=fsdp))
+        for a, b in zip(many["losses"], one["losses"]):
+            assert abs(a - b) <= 1e-5 * (1 + abs(b)), (fsdp, many, one)
+        # The first step, then the step with AdamW's state: as on one device.
+        assert many["compiles"] == one["compiles"] == 2, (fsdp, many, one)
+        # AdamW's moments are made split like their parameter.
+        assert (many["state"] or "").startswith("('data', None)") == fsdp, many["state"]

@@ -178,8 +178,6 @@ pub(crate) fn data_zeros_like(t: &Tensor) -> Result<Tensor> {
         DType::F64 => Tensor::from_slice(&vec![0f64; t.element_count()], t.dims())?,
         _ => Tensor::from_slice(&vec![0f32; t.element_count()], t.dims())?.cast(t.dtype())?,
     };
-    if let Some(s) = t.sharding().filter(|s| !s.is_replicated()) {
-        zeros.shard_as(s, crate::SourceLocation::caller())?;
-    }
+    zeros.shard_like(t)?;
     Ok(zeros)
 }

@@ -46,6 +46,17 @@ impl Tensor {
         Ok(())
     }
 
+    /// Splits this tensor as `like` is split, when `like` is split over a mesh (state made for a
+    /// parameter, such as an optimizer's moments, follows the parameter); nothing otherwise.
+    #[track_caller]
+    pub fn shard_like(&self, like: &Tensor) -> Result<()> {
+        let location = SourceLocation::caller();
+        match like.sharding().filter(|s| !s.is_replicated()) {
+            Some(s) if self.dims() == like.dims() => self.shard_as(s, location),
+            _ => Ok(()),
+        }
+    }
+
     /// How the tensor is split: its data's sharding, or the constraint it is pending on.
     pub fn sharding(&self) -> Option<Arc<Sharding>> {
         match &self.node().op {

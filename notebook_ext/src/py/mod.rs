@@ -34,6 +34,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(spmd::get_1d_mesh, m)?)?;
     m.add_function(wrap_pyfunction!(spmd::mark_sharding, m)?)?;
     m.add_function(wrap_pyfunction!(spmd::set_global_mesh, m)?)?;
+    m.add_function(wrap_pyfunction!(spmd::shard_like, m)?)?;
     m.add_function(wrap_pyfunction!(spmd::get_global_mesh, m)?)?;
     m.add_function(wrap_pyfunction!(spmd::devices, m)?)?;
     m.add_function(wrap_pyfunction!(profile::load, m)?)?;

@@ -160,6 +160,18 @@ pub(crate) fn mark_sharding<'py>(
     Ok(t)
 }
 
+/// Splits `t` as `like` is split, if `like` is (the torch bridge's `zeros_like` of a split
+/// parameter: an optimizer's state follows its parameter).
+#[pyfunction]
+pub(crate) fn shard_like(
+    py: Python<'_>,
+    t: PyRef<'_, PyTensor>,
+    like: PyRef<'_, PyTensor>,
+) -> PyResult<()> {
+    let (t, like) = (t.t.clone(), like.t.clone());
+    traced_detached(py, "shard_like", move || t.shard_like(&like))
+}
+
 /// Makes `mesh` the one `mark_sharding` uses when given None.
 #[pyfunction]
 pub(crate) fn set_global_mesh(mesh: Option<PyRef<'_, PyMesh>>) {

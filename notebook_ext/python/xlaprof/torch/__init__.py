@@ -30,7 +30,7 @@ from ._device import DEVICE_TYPE, device, register
 register()  # before the modules below, which name the device
 
 from ._dispatch import fallbacks  # noqa: E402
-from ._tensor import LazyTensor  # noqa: E402
+from ._tensor import LazyTensor, value  # noqa: E402
 
 
 def sync() -> None:
@@ -51,9 +51,16 @@ def mark_sharding(t: _torch.Tensor, mesh: _native.Mesh, partition_spec: tuple) -
     engine starts with the devices it needs. Returns ``t``."""
     if not isinstance(t, LazyTensor):
         raise TypeError(f"mark_sharding: the tensor is on {t.device}, not on the xlaprof device")
-    if t._root is not None:
-        raise ValueError("mark_sharding: this tensor is a view; mark the tensor it views")
-    _native.mark_sharding(t._xp, mesh, partition_spec)
+    root = t._root
+    if root is None:
+        _native.mark_sharding(t._xp, mesh, partition_spec)
+        return t
+    # A parameter is a view of the tensor `.to(dev)` made (an alias of the same shape): the
+    # root's value is split, and the view's, which reads it.
+    if tuple(root.shape) != tuple(t.shape):
+        raise ValueError("mark_sharding: this tensor is a view of part of another; mark that one")
+    _native.mark_sharding(root._xp, mesh, partition_spec)
+    _native.mark_sharding(value(t), mesh, partition_spec)
     return t
 
 

@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import torch
 
 import xlaprof as xp
+from xlaprof import _native
 
 from ._device import engine_dtype
 from ._tensor import LazyTensor, assign, make_view, value
@@ -511,11 +512,14 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None, layout: Any = None, de
 
 def _like(make: Callable[..., Any]) -> Callable[..., Any]:
     """``zeros_like`` and its kin: ``make`` at ``x``'s shape, in ``x``'s dtype unless given (the
-    layout, device and memory format arguments name nothing else on this device)."""
+    layout, device and memory format arguments name nothing else on this device), split as ``x``
+    is split over a mesh (an optimizer's state follows its parameter)."""
 
     def like(x: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
              memory_format: Any = None) -> Any:
-        return make(*x.shape, dtype=_dt(dtype) or x.dtype)
+        made = make(*x.shape, dtype=_dt(dtype) or x.dtype)
+        _native.shard_like(made, x)
+        return made
 
     return like
 
