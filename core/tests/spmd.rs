@@ -204,3 +204,20 @@ fn a_program_over_two_meshes_is_refused_before_it_compiles() {
     // Either alone is fine.
     assert_eq!(a.add_scalar(0.0).unwrap().to_vec::<f32>().unwrap(), a.to_vec::<f32>().unwrap());
 }
+
+#[test]
+fn one_whole_tensor_serves_programs_over_two_meshes() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let (wv, w) = matrix(4, 3, 0.5);
+    for mesh in [mesh_1d(), mesh_2d(), mesh_1d()] {
+        let (xv, x) = matrix(8, 4, 1.0);
+        x.mark_sharding(&mesh, &spec(&[&["data"], &[]])).unwrap();
+        let y = x.matmul(&w).unwrap();
+        sync().unwrap();
+        let expected: Vec<f32> = (0..8)
+            .flat_map(|i| (0..3).map(move |j| (i, j)))
+            .map(|(i, j)| (0..4).map(|k| xv[i * 4 + k] * wv[k * 3 + j]).sum())
+            .collect();
+        close(&y.to_vec::<f32>().unwrap(), &expected, 1e-5);
+    }
+}

@@ -342,14 +342,14 @@ fn execute_partitioned(
             uploaded += bytes;
         }
     }
-    let per_data: Vec<Vec<&Buffer>> =
+    let per_data: Vec<crate::ir::OnMesh> =
         graph.data.iter().map(|d| d.on_mesh(&engine.client, mesh)).collect::<Result<_>>()?;
     note_scalar_upload(uploaded, t, sync_id, listening);
     let inputs: Vec<Vec<&Buffer>> = (0..devices.len())
         .map(|p| {
             per_data
                 .iter()
-                .map(|shards| shards[p])
+                .map(|data| data.get(p))
                 .chain(scalars[p].iter().map(|b| b.as_ref()))
                 .collect()
         })

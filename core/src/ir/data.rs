@@ -1,7 +1,7 @@
 //! Device data: the value of a materialized tensor. One buffer on the engine's device, or, for an
 //! array sharded over a mesh, one buffer per partition of the mesh.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use smallvec::SmallVec;
 
@@ -18,8 +18,8 @@ pub struct DeviceData {
     dtype: DType,
     /// The whole array's dims (a shard's are smaller when the array is split).
     dims: Vec<i64>,
-    /// Copies of an unsharded array on each partition of a mesh it was used with.
-    replicas: OnceLock<(Arc<Mesh>, Vec<Buffer>)>,
+    /// Copies of a whole array on each partition of the meshes it was used with (made once).
+    replicas: Mutex<Vec<(Arc<Mesh>, Arc<Vec<Buffer>>)>>,
     /// A copy of a replicated array on a device its mesh lacks (a one-device program's).
     elsewhere: OnceLock<(usize, Buffer)>,
 }
@@ -35,7 +35,7 @@ impl DeviceData {
             sharding: None,
             dtype,
             dims,
-            replicas: OnceLock::new(),
+            replicas: Mutex::default(),
             elsewhere: OnceLock::new(),
         }
     }
@@ -52,7 +52,7 @@ impl DeviceData {
             sharding: Some(sharding),
             dtype,
             dims,
-            replicas: OnceLock::new(),
+            replicas: Mutex::default(),
             elsewhere: OnceLock::new(),
         }
     }
@@ -117,11 +117,11 @@ impl DeviceData {
 
     /// The buffers partition 0, 1, ... of a program over `mesh` reads: the shards when the array
     /// is sharded over `mesh`, else copies of the whole array on each partition's device (made
-    /// once and kept).
-    pub fn on_mesh(&self, client: &Client, mesh: &Arc<Mesh>) -> Result<Vec<&Buffer>> {
+    /// once per mesh and kept).
+    pub fn on_mesh(&self, client: &Client, mesh: &Arc<Mesh>) -> Result<OnMesh<'_>> {
         if let Some(s) = &self.sharding {
             if *s.mesh == **mesh {
-                return Ok(self.shards.iter().collect());
+                return Ok(OnMesh::Shards(&self.shards));
             }
         }
         let Some(whole) = self.whole() else {
@@ -134,21 +134,18 @@ impl DeviceData {
                 ),
             });
         };
-        if self.replicas.get().is_none() {
-            let copies = mesh
-                .partitions()
-                .into_iter()
-                .map(|device| whole.copy_to_device(client, device))
-                .collect::<Result<Vec<_>>>()?;
-            let _ = self.replicas.set((mesh.clone(), copies));
+        let mut replicas = self.replicas.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, copies)) = replicas.iter().find(|(m, _)| **m == **mesh) {
+            return Ok(OnMesh::Copies(copies.clone()));
         }
-        match self.replicas.get() {
-            Some((m, copies)) if **m == **mesh => Ok(copies.iter().collect()),
-            _ => Err(Error::Sharding {
-                location: None,
-                message: format!("a tensor is used with two meshes, {mesh} and another"),
-            }),
-        }
+        let copies = mesh
+            .partitions()
+            .into_iter()
+            .map(|device| whole.copy_to_device(client, device))
+            .collect::<Result<Vec<_>>>()?;
+        let copies = Arc::new(copies);
+        replicas.push((mesh.clone(), copies.clone()));
+        Ok(OnMesh::Copies(copies))
     }
 
     /// The whole array as dense row-major bytes; a split array's shards are gathered on the host.
@@ -175,6 +172,22 @@ impl DeviceData {
     /// True once donated to an execution.
     pub fn is_deleted(&self) -> bool {
         self.shards.iter().any(|b| b.is_deleted())
+    }
+}
+
+/// An array's buffers for each partition of a mesh: its own shards, or copies of it.
+pub enum OnMesh<'a> {
+    Shards(&'a [Buffer]),
+    Copies(Arc<Vec<Buffer>>),
+}
+
+impl OnMesh<'_> {
+    /// Partition `p`'s buffer.
+    pub fn get(&self, p: usize) -> &Buffer {
+        match self {
+            OnMesh::Shards(shards) => &shards[p],
+            OnMesh::Copies(copies) => &copies[p],
+        }
     }
 }
 

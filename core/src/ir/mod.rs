@@ -13,7 +13,7 @@ use std::hash::Hasher;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-pub use data::DeviceData;
+pub use data::{DeviceData, OnMesh};
 pub use def::{Attr, NodeDef};
 pub(crate) use graph::{
     donations, key, scalar_key, share, Graph, References, ScalarKey, PARAMETER, SCALAR_SLOT,
