@@ -81,3 +81,46 @@ fn a_linear_layers_weight_gradient_is_one_dot_in_the_weights_layout() {
         "{text}"
     );
 }
+
+/// XLA's special functions, against values known in closed form, and their gradients.
+#[test]
+fn lgamma_digamma_polygamma_and_erfinv_match_known_values() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let pi = std::f64::consts::PI;
+    let euler = 0.577_215_664_901_532_9;
+    let close = |got: Vec<f64>, want: &[f64]| {
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() <= 1e-9 * (1.0 + w.abs()), "{got:?} vs {want:?}");
+        }
+    };
+    let x = Tensor::from_slice(&[0.5f64, 1.0, 2.0, 3.0], &[4]).unwrap();
+    x.set_requires_grad(true);
+    // lgamma: log sqrt(pi), 0, 0, log 2.
+    close(x.lgamma().unwrap().to_f64_vec().unwrap(), &[pi.sqrt().ln(), 0.0, 0.0, 2f64.ln()]);
+    // digamma(1) = -gamma, digamma(2) = 1 - gamma, digamma(0.5) = -gamma - 2 log 2.
+    let psi = [-euler - 2.0 * 2f64.ln(), -euler, 1.0 - euler, 1.5 - euler];
+    close(x.digamma().unwrap().to_f64_vec().unwrap(), &psi);
+    // polygamma(1, 1) = pi^2 / 6, polygamma(1, 0.5) = pi^2 / 2.
+    let trigamma = [pi * pi / 2.0, pi * pi / 6.0, pi * pi / 6.0 - 1.0, pi * pi / 6.0 - 1.25];
+    close(x.polygamma(1).unwrap().to_f64_vec().unwrap(), &trigamma);
+    // Below zero, by the recurrence: polygamma(1, -0.5) = polygamma(1, 0.5) + 1 / 0.25, and
+    // polygamma(2, -1.5) = polygamma(2, 0.5) - 2 / (-1.5)^3 - 2 / (-0.5)^3 (polygamma(2, 0.5) =
+    // -14 zeta(3)).
+    let below = Tensor::from_slice(&[-0.5f64, -1.5], &[2]).unwrap();
+    let zeta3 = 1.202_056_903_159_594_2;
+    close(below.polygamma(1).unwrap().to_f64_vec().unwrap()[..1].to_vec(), &[pi * pi / 2.0 + 4.0]);
+    let second = -14.0 * zeta3 - 2.0 / (-1.5f64).powi(3) - 2.0 / (-0.5f64).powi(3);
+    close(below.polygamma(2).unwrap().to_f64_vec().unwrap()[1..].to_vec(), &[second]);
+    // d/dx sum lgamma(x) = digamma(x).
+    x.lgamma().unwrap().sum(&[], false).unwrap().backward().unwrap();
+    close(x.grad().unwrap().to_f64_vec().unwrap(), &psi);
+    // erfinv(erf(0.5)) = 0.5; erf(0.5) = 0.5204998778130465; d erfinv(y) = sqrt(pi)/2 e^(erfinv(y)^2).
+    let y = Tensor::from_slice(&[0.520_499_877_813_046_5f64, 0.0], &[2]).unwrap();
+    y.set_requires_grad(true);
+    close(y.erfinv().unwrap().to_f64_vec().unwrap(), &[0.5, 0.0]);
+    y.erfinv().unwrap().sum(&[], false).unwrap().backward().unwrap();
+    close(
+        y.grad().unwrap().to_f64_vec().unwrap(),
+        &[pi.sqrt() / 2.0 * 0.25f64.exp(), pi.sqrt() / 2.0],
+    );
+}

@@ -113,10 +113,8 @@ pub fn sharding_table(p: &Profile, hash: u64) -> Vec<String> {
     let memory = g.memory.map(|m| crate::metrics::format_bytes(m.peak_memory_bytes as f64));
     let flops = g.cost.map(|c| format!("{:.3e} flops", c.flops));
     if memory.is_some() || flops.is_some() {
-        let parts: Vec<String> = [memory.map(|m| format!("peak memory {m}")), flops]
-            .into_iter()
-            .flatten()
-            .collect();
+        let parts: Vec<String> =
+            [memory.map(|m| format!("peak memory {m}")), flops].into_iter().flatten().collect();
         lines.push(format!("per device: {}", parts.join(", ")));
     }
     let mut whole = 0;

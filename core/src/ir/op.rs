@@ -24,6 +24,10 @@ pub enum UnaryOp {
     Floor,
     /// Half to even, as PyTorch's `round`.
     Round,
+    /// `log |Γ(x)|`, `ψ(x) = d/dx log Γ(x)` and the inverse error function: XLA's CHLO ops.
+    Lgamma,
+    Digamma,
+    ErfInv,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -40,6 +44,8 @@ pub enum BinaryOp {
     Rem,
     /// `atan2(a, b)`: the angle of the point (b, a).
     Atan2,
+    /// `polygamma(n, x)`, the n-th derivative of ψ (CHLO): `n` is the first operand.
+    Polygamma,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -221,6 +227,9 @@ impl Op {
                 UnaryOp::Sign => "sign",
                 UnaryOp::Floor => "floor",
                 UnaryOp::Round => "round_nearest_even",
+                UnaryOp::Lgamma => "lgamma",
+                UnaryOp::Digamma => "digamma",
+                UnaryOp::ErfInv => "erf_inv",
             },
             Op::Binary(b) => match b {
                 BinaryOp::Add => "add",
@@ -234,6 +243,7 @@ impl Op {
                 BinaryOp::Or => "or",
                 BinaryOp::Rem => "remainder",
                 BinaryOp::Atan2 => "atan2",
+                BinaryOp::Polygamma => "polygamma",
             },
             Op::Compare(_) => "compare",
             Op::Select => "select",

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use super::Ctx;
 use crate::dtype::DType;
-use crate::ir::{BinaryOp, CompareOp, Op};
+use crate::ir::{BinaryOp, CompareOp, Op, UnaryOp};
 
 pub(super) fn lower(c: &mut Ctx) {
     let node = c.node;
@@ -29,6 +29,9 @@ pub(super) fn lower(c: &mut Ctx) {
             let _ = writeln!(c.out, "  {name}_t = \"stablehlo.select\"({name}_nb, {b_arg}, {name}_m) : ({pred}, {ty}, {ty}) -> {ty}");
             let _ = writeln!(c.out, "  {name} = \"stablehlo.select\"({name}_na, {a}, {name}_t) : ({pred}, {ty}, {ty}) -> {ty}");
         }
+        // Special functions are CHLO ops, which XLA expands into polynomial approximations.
+        Op::Unary(UnaryOp::Lgamma | UnaryOp::Digamma | UnaryOp::ErfInv)
+        | Op::Binary(BinaryOp::Polygamma) => c.generic_in("chlo", node.op.name(), ""),
         Op::Compare(cmp) => compare(c, *cmp),
         Op::Select => c.generic("select", ""),
         Op::Convert => c.generic("convert", ""),

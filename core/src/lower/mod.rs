@@ -203,11 +203,15 @@ impl Ctx<'_> {
     }
     /// `%name = "stablehlo.op"(args) {attrs} : (in types) -> type`
     fn generic(&mut self, op: &str, attrs: &str) {
+        self.generic_in("stablehlo", op, attrs);
+    }
+    /// [`Ctx::generic`] for an op of another dialect (`chlo`).
+    fn generic_in(&mut self, dialect: &str, op: &str, attrs: &str) {
         let sig = self.signature();
         let attrs = if attrs.is_empty() { String::new() } else { format!(" {{{attrs}}}") };
         let _ = writeln!(
             self.out,
-            "  {} = \"stablehlo.{op}\"({}){attrs} : {sig}",
+            "  {} = \"{dialect}.{op}\"({}){attrs} : {sig}",
             self.name,
             self.args.join(", ")
         );

@@ -80,6 +80,12 @@ fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, location: SourceLocation) -> Res
                 vec![Some(g.clone()), Some(g.mul(&trunc)?.neg()?)]
             }
             BinaryOp::And | BinaryOp::Or => vec![None, None],
+            // d/dx polygamma(n, x) = polygamma(n + 1, x); the order is not differentiable.
+            BinaryOp::Polygamma => {
+                let next =
+                    binary(BinaryOp::Polygamma, &a.add_scalar(1.0)?, b, SourceLocation::caller())?;
+                vec![None, Some(g.mul(&next)?)]
+            }
             // d atan2(a, b) = (b da - a db) / (a^2 + b^2)
             BinaryOp::Atan2 => {
                 let r = a.mul(a)?.add(&b.mul(b)?)?;
@@ -152,6 +158,13 @@ fn unary(op: UnaryOp, x: &Tensor, location: SourceLocation) -> Result<Tensor> {
                 g.mul(&s.mul(&s.neg()?.add_scalar(1.0)?)?)?
             }
             UnaryOp::Sign | UnaryOp::Floor | UnaryOp::Round => g.zeros_like(),
+            UnaryOp::Lgamma => g.mul(&x.digamma()?)?,
+            UnaryOp::Digamma => g.mul(&x.polygamma(1)?)?,
+            // d erfinv(x) = sqrt(pi) / 2 * exp(erfinv(x)^2)
+            UnaryOp::ErfInv => {
+                let y = x.erfinv()?;
+                g.mul(&y.mul(&y)?.exp()?.mul_scalar(std::f64::consts::PI.sqrt() / 2.0)?)?
+            }
             UnaryOp::Not => return Ok(vec![None]),
         };
         Ok(vec![Some(dx)])
@@ -221,7 +234,43 @@ macro_rules! unary_methods {
 unary_methods! {
     neg => Neg, abs => Abs, exp => Exp, log => Log, sqrt => Sqrt, rsqrt => Rsqrt, sin => Sin,
     cos => Cos, tanh => Tanh, sigmoid => Logistic, logical_not => Not, sign => Sign, floor => Floor,
-    round => Round,
+    round => Round, lgamma => Lgamma, digamma => Digamma, erfinv => ErfInv,
+}
+
+impl Tensor {
+    /// `polygamma(n, x)`: the n-th derivative of the digamma function at each value (n >= 0).
+    ///
+    /// XLA's polygamma is a Hurwitz zeta, right for x > 0 only; below, the recurrence
+    /// `ψ⁽ⁿ⁾(x) = ψ⁽ⁿ⁾(x + k) - (-1)ⁿ n! Σ_{j<k} (x + j)^-(n+1)` moves x up by k = 16 first (PyTorch's
+    /// values for x > -16; digamma itself, n = 0, is XLA's own, right everywhere).
+    #[track_caller]
+    pub fn polygamma(&self, n: u32) -> Result<Tensor> {
+        const SHIFT: u32 = 16;
+        let location = SourceLocation::caller();
+        let x = if self.dtype().is_float() {
+            self.clone()
+        } else {
+            self.cast_at(DType::F32, &location)?
+        };
+        if n == 0 {
+            return unary(UnaryOp::Digamma, &x, location);
+        }
+        scoped(&location, || {
+            let order = Tensor::scalar(n as f64, x.dtype());
+            let negative = x.lt(&Tensor::scalar(0.0, x.dtype()))?;
+            let shifted = Tensor::where_(&negative, &x.add_scalar(SHIFT as f64)?, &x)?;
+            let base = binary(BinaryOp::Polygamma, &order, &shifted, location.clone())?;
+            let power = -(n as f64 + 1.0);
+            let mut sum = x.pow_scalar(power)?;
+            for j in 1..SHIFT {
+                sum = sum.add(&x.add_scalar(j as f64)?.pow_scalar(power)?)?;
+            }
+            let factorial: f64 = (1..=n).map(f64::from).product();
+            let sign = if n % 2 == 0 { 1.0 } else { -1.0 };
+            let below = base.sub(&sum.mul_scalar(sign * factorial)?)?;
+            Tensor::where_(&negative, &below, &base)
+        })
+    }
 }
 
 macro_rules! compare_methods {

@@ -156,6 +156,9 @@ unary!(
     sign,
     floor,
     round,
+    lgamma,
+    digamma,
+    erfinv,
     relu,
     gelu,
     silu,
@@ -407,6 +410,11 @@ pub(crate) fn divide(
 
 #[pymethods]
 impl PyTensor {
+    /// The n-th derivative of the digamma function at each value (PyTorch's `polygamma(n)`).
+    fn polygamma(&self, py: Python<'_>, n: u32) -> PyResult<PyTensor> {
+        record(py, "polygamma", || self.t.polygamma(n))
+    }
+
     #[pyo3(signature = (other, *, alpha=1.0))]
     fn add(&self, py: Python<'_>, other: &Bound<'_, PyAny>, alpha: f64) -> PyResult<PyTensor> {
         with_alpha(py, "add", &self.t, other, alpha, Tensor::add, Tensor::add_scalar)

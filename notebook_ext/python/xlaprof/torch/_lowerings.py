@@ -84,6 +84,67 @@ def erf(x: Any) -> Any:
     return xp.erf(_to_float(x))
 
 
+@lower(aten.lgamma.default)
+def lgamma(x: Any) -> Any:
+    return _to_float(x).lgamma()
+
+
+@lower(aten.digamma.default)
+def digamma(x: Any) -> Any:
+    return _to_float(x).digamma()
+
+
+@lower(aten.erfinv.default)
+def erfinv(x: Any) -> Any:
+    return _to_float(x).erfinv()
+
+
+@lower(aten.polygamma.default)
+def polygamma(n: int, x: Any) -> Any:
+    return _to_float(x).polygamma(n)
+
+
+@lower(aten.mvlgamma.default)
+def mvlgamma(x: Any, p: int) -> Any:
+    # log of the multivariate gamma function: p(p-1)/4 log(pi) + sum_i lgamma(x - i/2).
+    x = _to_float(x)
+    total = x.lgamma()
+    for i in range(1, p):
+        total = total + (x - i / 2).lgamma()
+    return total + p * (p - 1) / 4 * math.log(math.pi)
+
+
+@lower(aten.linalg_cross.default)
+def linalg_cross(a: Any, b: Any, dim: int = -1) -> Any:
+    shape = tuple(torch.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+    a, b = a.expand(*shape), b.expand(*shape)
+    d = dim % len(shape)
+
+    def at(x: Any, i: int) -> Any:
+        return x[tuple(i if k == d else slice(None) for k in range(len(shape)))]
+
+    parts = [at(a, 1) * at(b, 2) - at(a, 2) * at(b, 1),
+             at(a, 2) * at(b, 0) - at(a, 0) * at(b, 2),
+             at(a, 0) * at(b, 1) - at(a, 1) * at(b, 0)]
+    return xp.stack(parts, d)
+
+
+@lower(aten.angle.default)
+def angle(x: Any) -> Any:
+    # Of a real number: pi when negative, else 0; NaN stays NaN.
+    x = _to_float(x)
+    return xp.where(x < 0, math.pi, 0.0 * x)
+
+
+@lower(aten.renorm.default)
+def renorm(x: Any, p: float, dim: int, maxnorm: float) -> Any:
+    # Each slice along `dim` scaled down to a p-norm of at most maxnorm (torch's 1e-7 guard).
+    d = dim % x.ndim
+    others = [k for k in range(x.ndim) if k != d]
+    norms = (x.abs() ** p).sum(others, keepdim=True) ** (1.0 / p)
+    return x * xp.where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+
+
 @lower(aten.ceil.default)
 def ceil(x: Any) -> Any:
     return x if not _is_float(x) else -((-x).floor())
