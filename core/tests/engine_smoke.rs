@@ -124,3 +124,24 @@ fn lgamma_digamma_polygamma_and_erfinv_match_known_values() {
         &[pi.sqrt() / 2.0 * 0.25f64.exp(), pi.sqrt() / 2.0],
     );
 }
+
+/// `index_reduce` with max and min keeps the extreme of each row and the rows sent to it; the
+/// gradient goes to every value equal to the result, split among ties.
+#[test]
+fn index_reduce_keeps_the_extremes_and_splits_the_gradient_among_ties() {
+    use xlaprof_core::ir::ReduceKind;
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let x = Tensor::from_slice(&[1f64, 5.0, 3.0], &[3]).unwrap();
+    let src = Tensor::from_slice(&[4f64, 2.0, 5.0, 9.0], &[4]).unwrap();
+    let idx = Tensor::from_slice(&[0i64, 1, 1, 0], &[4]).unwrap();
+    x.set_requires_grad(true);
+    src.set_requires_grad(true);
+    let max = x.index_reduce(0, &idx, &src, ReduceKind::Max).unwrap();
+    let min = x.index_reduce(0, &idx, &src, ReduceKind::Min).unwrap();
+    assert_eq!(max.to_vec::<f64>().unwrap(), [9.0, 5.0, 3.0]);
+    assert_eq!(min.to_vec::<f64>().unwrap(), [1.0, 2.0, 3.0]);
+    max.sum(&[], false).unwrap().backward().unwrap();
+    // Row 0: src[3] = 9 wins. Row 1: x[1] = 5 and src[2] = 5 tie, half each. Row 2: x[2] alone.
+    assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), [0.0, 0.5, 1.0]);
+    assert_eq!(src.grad().unwrap().to_vec::<f64>().unwrap(), [0.0, 0.0, 0.5, 1.0]);
+}

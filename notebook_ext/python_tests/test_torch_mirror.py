@@ -200,6 +200,7 @@ MIRRORS = [
     ("torch.Tensor.digamma", "Tensor.digamma", ""),
     ("torch.Tensor.erfinv", "Tensor.erfinv", ""),
     ("torch.Tensor.polygamma", "Tensor.polygamma", "n"),
+    ("torch.Tensor.index_reduce", "Tensor.index_reduce", "dim, index, source, reduce, *, include_self=True"),
     ("torch.Tensor.relu", "Tensor.relu", ""),
     ("torch.Tensor.reshape", "Tensor.reshape", "*shape"),
     ("torch.Tensor.view", "Tensor.view", "*shape"),

@@ -59,7 +59,8 @@ impl Op {
             Op::Iota { axis }
             | Op::Concat { axis }
             | Op::IndexSelect { axis }
-            | Op::IndexAdd { axis } => vec![("axis", Attr::Int(*axis as i64))],
+            | Op::IndexAdd { axis }
+            | Op::IndexReduce { axis, .. } => vec![("axis", Attr::Int(*axis as i64))],
             Op::Compare(c) => vec![("direction", Attr::Name(c.direction()))],
             Op::Reduce { axes, .. } => vec![("axes", ints(axes))],
             Op::Transpose { perm } => vec![("perm", ints(perm))],

@@ -147,6 +147,11 @@ pub enum Op {
     IndexAdd {
         axis: usize,
     },
+    /// Like `IndexAdd`, combining by `kind` (max or min) instead of adding.
+    IndexReduce {
+        axis: usize,
+        kind: ReduceKind,
+    },
 
     // ---- linear algebra ----
     DotGeneral {
@@ -260,6 +265,8 @@ impl Op {
             Op::Reverse { .. } => "reverse",
             Op::IndexSelect { .. } => "index_select",
             Op::IndexAdd { .. } => "index_add",
+            Op::IndexReduce { kind: ReduceKind::Min, .. } => "index_reduce_min",
+            Op::IndexReduce { .. } => "index_reduce_max",
             Op::DotGeneral { .. } => "dot_general",
             Op::Conv { .. } => "convolution",
             Op::ReduceWindow { .. } => "reduce_window",
@@ -285,7 +292,8 @@ impl Op {
             | Op::Pad { .. }
             | Op::Reverse { .. }
             | Op::IndexSelect { .. }
-            | Op::IndexAdd { .. } => OpKind::Movement,
+            | Op::IndexAdd { .. }
+            | Op::IndexReduce { .. } => OpKind::Movement,
             Op::DotGeneral { .. } => OpKind::DotGeneral,
             Op::Conv { .. } => OpKind::Conv,
             Op::ReduceWindow { .. } => OpKind::ReduceWindow,
@@ -319,6 +327,7 @@ impl Op {
             Op::Broadcast { dims } => dims.hash(h),
             Op::Slice { start, limit, stride } => (start, limit, stride).hash(h),
             Op::Concat { axis } | Op::IndexSelect { axis } | Op::IndexAdd { axis } => axis.hash(h),
+            Op::IndexReduce { axis, kind } => (axis, kind).hash(h),
             Op::Pad { low, high, interior } => (low, high, interior).hash(h),
             Op::Reverse { axes } => axes.hash(h),
             Op::DotGeneral { lhs_batch, rhs_batch, lhs_contract, rhs_contract } => {

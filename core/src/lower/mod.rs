@@ -307,7 +307,9 @@ fn lower_node(mut c: Ctx) {
         OpKind::Elementwise | OpKind::Convert => elementwise::lower(&mut c),
         OpKind::Reduce | OpKind::ReduceWindow => reduce::lower(&mut c),
         OpKind::Movement => match c.node.op {
-            Op::IndexSelect { .. } | Op::IndexAdd { .. } => index::lower(&mut c),
+            Op::IndexSelect { .. } | Op::IndexAdd { .. } | Op::IndexReduce { .. } => {
+                index::lower(&mut c)
+            }
             _ => movement::lower(&mut c),
         },
         OpKind::DotGeneral | OpKind::Conv => linalg::lower(&mut c),

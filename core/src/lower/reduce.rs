@@ -87,7 +87,7 @@ pub(super) fn lower(c: &mut Ctx) {
 
 /// The body of a reduction's region: how two values combine. Float max and min propagate NaN,
 /// as PyTorch's do (XLA's CPU maximum would drop it).
-fn combiner(kind: ReduceKind, dt: DType) -> String {
+pub(super) fn combiner(kind: ReduceKind, dt: DType) -> String {
     let t = format!("tensor<{}>", dt.mlir_name());
     let op = reduce_op(kind, dt);
     let mut body = format!(

@@ -4,7 +4,7 @@
 use crate::autograd::grad_fn;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::ir::Op;
+use crate::ir::{Op, ReduceKind};
 use crate::location::{scoped, SourceLocation};
 use crate::shape::{normalize_axis, Shape};
 use crate::tensor::Tensor;
@@ -394,25 +394,7 @@ impl Tensor {
     #[track_caller]
     pub fn index_add(&self, axis_: i64, indices: &Tensor, source: &Tensor) -> Result<Tensor> {
         let location = SourceLocation::caller();
-        let a = axis("index_add", axis_, self.rank(), &location)?;
-        let mut want = self.dims().to_vec();
-        if let Some(d) = want.get_mut(a) {
-            *d = indices.dims().first().copied().unwrap_or(0);
-        }
-        if indices.rank() != 1 || source.dims() != want.as_slice() || source.dtype() != self.dtype()
-        {
-            return Err(shape_error(
-                "index_add",
-                &location,
-                format!(
-                    "source {} must be {} for indices {} into {}",
-                    source.shape(),
-                    Shape::new(self.dtype(), want),
-                    indices.shape(),
-                    self.shape()
-                ),
-            ));
-        }
+        let a = self.index_rows("index_add", axis_, indices, source, &location)?;
         let idx = indices.clone();
         let grad = grad_fn("index_add", &[self, indices, source], move |g| {
             Ok(vec![Some(g.clone()), None, Some(g.index_select(a as i64, &idx)?)])
@@ -424,6 +406,136 @@ impl Tensor {
             location,
             grad,
         ))
+    }
+
+    /// The axis rows `source` sends into `self` by `indices` (one row per index), or an error
+    /// naming the three shapes.
+    fn index_rows(
+        &self,
+        op: &'static str,
+        axis_: i64,
+        indices: &Tensor,
+        source: &Tensor,
+        location: &SourceLocation,
+    ) -> Result<usize> {
+        let a = axis(op, axis_, self.rank(), location)?;
+        let mut want = self.dims().to_vec();
+        if let Some(d) = want.get_mut(a) {
+            *d = indices.dims().first().copied().unwrap_or(0);
+        }
+        if indices.rank() != 1 || source.dims() != want.as_slice() || source.dtype() != self.dtype()
+        {
+            return Err(shape_error(
+                op,
+                location,
+                format!(
+                    "source {} must be {} for indices {} into {}",
+                    source.shape(),
+                    Shape::new(self.dtype(), want),
+                    indices.shape(),
+                    self.shape()
+                ),
+            ));
+        }
+        Ok(a)
+    }
+
+    /// `index_add` that keeps the larger (`kind` max) or smaller (min) of each value and the rows
+    /// of `source` sent to it (PyTorch's `index_reduce` with `amax`/`amin`, self included). The
+    /// gradient goes to every value equal to the result, split evenly among ties, as PyTorch's.
+    #[track_caller]
+    pub fn index_reduce(
+        &self,
+        axis_: i64,
+        indices: &Tensor,
+        source: &Tensor,
+        kind: ReduceKind,
+    ) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        if kind == ReduceKind::Sum {
+            return scoped(&location, || self.index_add(axis_, indices, source));
+        }
+        let a = self.index_rows("index_reduce", axis_, indices, source, &location)?;
+        let op = Op::IndexReduce { axis: a, kind };
+        let (x, idx, src) = (self.clone(), indices.clone(), source.clone());
+        let (grad_op, at) = (op.clone(), location.clone());
+        let grad = grad_fn("index_reduce", &[self, indices, source], move |g| {
+            // The result again (the same node structure: XLA computes it once).
+            let out =
+                Tensor::op(grad_op.clone(), x.shape().clone(), &[&x, &idx, &src], at.clone(), None);
+            let dt = g.dtype();
+            let self_hit = x.eq(&out)?.cast(dt)?;
+            let src_hit = src.eq(&out.index_select(a as i64, &idx)?)?.cast(dt)?;
+            let ties = self_hit.index_add(a as i64, &idx, &src_hit)?.maximum_scalar(1.0)?;
+            let share = g.div(&ties)?;
+            Ok(vec![
+                Some(share.mul(&self_hit)?),
+                None,
+                Some(share.index_select(a as i64, &idx)?.mul(&src_hit)?),
+            ])
+        });
+        Ok(Tensor::op(op, self.shape().clone(), &[self, indices, source], location, grad))
+    }
+
+    /// PyTorch's `index_reduce(dim, index, source, reduce, include_self)` for `reduce` `amax`,
+    /// `amin` or `mean`: each value combined with the rows of `source` sent to it, itself left
+    /// out when `include_self` is false (a value no row reaches stays as it is).
+    #[track_caller]
+    pub fn index_reduce_rows(
+        &self,
+        axis_: i64,
+        indices: &Tensor,
+        source: &Tensor,
+        reduce: &str,
+        include_self: bool,
+    ) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        let a = self.index_rows("index_reduce", axis_, indices, source, &location)?;
+        scoped(&location, || {
+            // How many rows reach each position along the axis, shaped to broadcast.
+            let mut shape = vec![1; self.rank()];
+            shape[a] = self.dims()[a];
+            let ones = Tensor::full(&[indices.dims()[0]], 1.0, self.dtype());
+            let hits = Tensor::full(&[self.dims()[a]], 0.0, self.dtype())
+                .index_add(0, indices, &ones)?
+                .reshape(&shape)?
+                .broadcast_to(self.dims())?;
+            let reached = hits.gt(&Tensor::scalar(0.0, self.dtype()))?;
+            let kind = match reduce {
+                "amax" => ReduceKind::Max,
+                "amin" => ReduceKind::Min,
+                "mean" => ReduceKind::Sum,
+                other => {
+                    return Err(shape_error(
+                        "index_reduce",
+                        &location,
+                        format!("reduce must be 'amax', 'amin' or 'mean', not {other:?}"),
+                    ))
+                }
+            };
+            let identity = match kind {
+                ReduceKind::Max => f64::NEG_INFINITY,
+                ReduceKind::Min => f64::INFINITY,
+                ReduceKind::Sum => 0.0,
+            };
+            let base = if include_self {
+                self.clone()
+            } else {
+                Tensor::where_(&reached, &Tensor::scalar(identity, self.dtype()), self)?
+            };
+            let combined = base.index_reduce(a as i64, indices, source, kind)?;
+            if kind != ReduceKind::Sum {
+                return Ok(combined);
+            }
+            let count =
+                if include_self { hits.add_scalar(1.0)? } else { hits.maximum_scalar(1.0)? };
+            let mean = combined.div(&count)?;
+            if self.dtype().is_float() {
+                Ok(mean)
+            } else {
+                mean.floor()?.cast(self.dtype())
+            }
+        })
     }
 
     /// One-hot encoding of integer labels: `[..] -> [.., classes]` of `dtype`.

@@ -771,6 +771,21 @@ impl PyTensor {
         record(py, "index_add", || self.t.index_add(dim, &index.t, &source.t))
     }
 
+    #[pyo3(signature = (dim, index, source, reduce, *, include_self=true))]
+    fn index_reduce(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        index: &PyTensor,
+        source: &PyTensor,
+        reduce: &str,
+        include_self: bool,
+    ) -> PyResult<PyTensor> {
+        record(py, "index_reduce", || {
+            self.t.index_reduce_rows(dim, &index.t, &source.t, reduce, include_self)
+        })
+    }
+
     // ---- dtypes ----
 
     /// The same values in another dtype (`t.astype("float64")`, `t.astype(numpy.int32)`).

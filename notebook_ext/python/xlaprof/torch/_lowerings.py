@@ -2045,12 +2045,54 @@ def resize_(t: LazyTensor, size: Sequence[int], memory_format: Any = None) -> La
     return _reshape_in_place(t, flat.reshape(*size))
 
 
+def _index_prod(base: Any, dim: int, index: Any, rows: Any, include_self: bool) -> Any:
+    """The product of each value (unless left out) and the rows sent to it along ``dim``: the
+    engine scatters by sum, max and min, so a product is exp(sum(log|x|)) with its sign and its
+    zeros counted apart (as ``_prod``)."""
+    shape = [1] * base.ndim
+    shape[dim] = base.shape[dim]
+    hits = xp.zeros(base.shape[dim], dtype="int64").index_add(0, index, xp.ones(index.shape[0], dtype="int64"))
+    reached = (hits > 0).reshape(*shape).expand(*base.shape)
+    if not include_self:
+        base = xp.where(reached, xp.ones_like(base), base)
+
+    def summed(v: Any, of_rows: Any) -> Any:
+        return v.index_add(dim, index, of_rows)
+
+    fb, fr = _to_float(base), _to_float(rows)
+    logs = summed(xp.where(fb.eq(0), xp.ones_like(fb), fb.abs()).log(),
+                  xp.where(fr.eq(0), xp.ones_like(fr), fr.abs()).log())
+    negatives = summed((base < 0).astype("int64"), (rows < 0).astype("int64"))
+    zeros = summed(base.eq(0).astype("int64"), rows.eq(0).astype("int64"))
+    sign = 1.0 - negatives.remainder(2).astype(fb.dtype) * 2.0
+    value = xp.where(zeros > 0, xp.zeros_like(fb), logs.exp() * sign)
+    return value if _is_float(base) else value.round().astype(base.dtype)
+
+
+@lower(aten.index_reduce.default)
+def index_reduce(x: Any, dim: int, index: Any, source: Any, reduce: str, include_self: bool = True) -> Any:
+    if x.ndim == 0:
+        # A 0-d tensor is one value that every index names.
+        out = index_reduce(x.reshape(1), 0, index.reshape(-1), source.reshape(-1), reduce, include_self)
+        return out.reshape(())
+    d = dim % x.ndim
+    source = source.astype(x.dtype)
+    if reduce == "prod":
+        return _index_prod(x, d, index, source, include_self)
+    return x.index_reduce(d, index, source, reduce, include_self=include_self)
+
+
 @lower(aten.scatter_reduce.two)
 def scatter_reduce(x: Any, dim: int, index: Any, src: Any, reduce: str, include_self: bool = True) -> Any:
-    if reduce not in ("sum", "mean") or x.ndim == 0:
-        raise _Unsupported(f"scatter_reduce with reduce={reduce!r}")
+    if x.ndim == 0:
+        raise _Unsupported(f"scatter_reduce of a 0-d tensor with reduce={reduce!r}")
     flat = _flat_positions(x, dim % x.ndim, index).reshape(-1)
     rows = _crop_to(src, index.shape).reshape(-1).astype(x.dtype)
+    if reduce in ("amax", "amin"):
+        out = x.reshape(-1).index_reduce(0, flat, rows, reduce, include_self=include_self)
+        return out.reshape(*x.shape)
+    if reduce == "prod":
+        return _index_prod(x.reshape(-1), 0, flat, rows, include_self).reshape(*x.shape)
     n = 1
     for s in x.shape:
         n *= s
