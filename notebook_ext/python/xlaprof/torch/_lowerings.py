@@ -1181,6 +1181,61 @@ def cumsum(x: Any, dim: int, dtype: Any = None) -> Any:
     return moved.matmul(tri).transpose(d, x.ndim - 1)
 
 
+def _cumulative_extreme(x: Any, dim: int, largest: bool) -> Any:
+    """cummax (``largest``) or cummin along ``dim`` with the index each value came from (the
+    latest, as PyTorch's), as cumsum is made: over an [n, n] view of the prefixes, one reduction
+    each. A position outside a prefix takes the prefix's own last value, which is in it, so no
+    sentinel is needed for any dtype; NaN propagates, and its index is the NaN's."""
+    if x.ndim == 0:
+        return x.clone(), xp.zeros((), dtype="int64")
+    d = dim % x.ndim
+    moved = x.transpose(d, x.ndim - 1)
+    n = moved.shape[-1]
+    lead = tuple(moved.shape[:-1])
+    rows = moved.unsqueeze(-2).expand(*lead, n, n)        # [..., i, j] = x[j]
+    own = moved.unsqueeze(-1).expand(*lead, n, n)         # [..., i, j] = x[i]
+    j = xp.arange(n).reshape(1, n)
+    upto = j <= xp.arange(n).reshape(n, 1)
+    prefix = xp.where(upto, rows, own)
+    values = prefix.amax(-1) if largest else prefix.amin(-1)
+    hit = upto & ((rows == values.unsqueeze(-1)) | (rows != rows))
+    indices = xp.where(hit, j.expand(*lead, n, n), -1).amax(-1)
+    return values.transpose(d, x.ndim - 1), indices.transpose(d, x.ndim - 1)
+
+
+@lower(aten.cummax.default)
+def cummax(x: Any, dim: int) -> Any:
+    return _cumulative_extreme(x, dim, True)
+
+
+@lower(aten.cummin.default)
+def cummin(x: Any, dim: int) -> Any:
+    return _cumulative_extreme(x, dim, False)
+
+
+@lower(aten._scaled_dot_product_flash_attention_for_cpu.default)
+def flash_attention_cpu(q: Any, k: Any, v: Any, dropout_p: float = 0.0, is_causal: bool = False,
+                        attn_mask: Any = None, scale: Any = None) -> Any:
+    """Attention and the log-sum-exp of each query's scores ([..., L]), as torch's CPU kernel
+    returns them; dropout is a training-time random op this kernel is not asked for here."""
+    if dropout_p:
+        raise _Unsupported("flash attention with dropout")
+    e = q.shape[-1]
+    scale = 1.0 / math.sqrt(e) if scale is None else scale
+    scores = (q @ k.transpose(-2, -1)) * scale
+    if is_causal:
+        lq, lk = q.shape[-2], k.shape[-2]
+        keep = xp.arange(lk).reshape(1, lk) <= xp.arange(lq).reshape(lq, 1)
+        scores = xp.where(keep, scores, -math.inf)
+    if attn_mask is not None:
+        scores = (xp.where(attn_mask, scores, -math.inf) if attn_mask.dtype == "bool"
+                  else scores + attn_mask)
+    top = scores.amax(-1, keepdim=True)
+    lse = ((scores - top).exp().sum(-1, keepdim=True)).log() + top
+    out = (scores - lse).exp() @ v
+    return out, lse.squeeze(-1)
+
+
 @lower(aten.xlogy.Tensor)
 def xlogy(x: Any, y: Any) -> Any:
     x, y = _to_float(x), _to_float(y)
