@@ -29,9 +29,28 @@ pub(super) fn lower(c: &mut Ctx) {
             let _ = writeln!(c.out, "  {name}_t = \"stablehlo.select\"({name}_nb, {b_arg}, {name}_m) : ({pred}, {ty}, {ty}) -> {ty}");
             let _ = writeln!(c.out, "  {name} = \"stablehlo.select\"({name}_na, {a}, {name}_t) : ({pred}, {ty}, {ty}) -> {ty}");
         }
+        // ψ(0) is -inf in PyTorch (XLA's is NaN, as at the other poles).
+        Op::Unary(UnaryOp::Digamma) => {
+            let x = c.args[0].clone();
+            let pred = node.shape.with_dtype(DType::Pred).mlir();
+            let dt = node.shape.dtype;
+            let scalar = format!("tensor<{}>", dt.mlir_name());
+            let _ = writeln!(c.out, "  {name}_psi = \"chlo.digamma\"({x}) : ({ty}) -> {ty}");
+            let _ = writeln!(c.out, "  {name}_z1 = stablehlo.constant {}", super::literal(dt, 0.0));
+            let _ = writeln!(c.out, "  {name}_z = \"stablehlo.broadcast_in_dim\"({name}_z1) {{broadcast_dimensions = array<i64>}} : ({scalar}) -> {ty}");
+            let _ = writeln!(c.out, "  {name}_at0 = \"stablehlo.compare\"({x}, {name}_z) {{comparison_direction = #stablehlo<comparison_direction EQ>, compare_type = #stablehlo<comparison_type FLOAT>}} : ({ty}, {ty}) -> {pred}");
+            let _ = writeln!(
+                c.out,
+                "  {name}_i1 = stablehlo.constant {}",
+                super::literal(dt, f64::NEG_INFINITY)
+            );
+            let _ = writeln!(c.out, "  {name}_i = \"stablehlo.broadcast_in_dim\"({name}_i1) {{broadcast_dimensions = array<i64>}} : ({scalar}) -> {ty}");
+            let _ = writeln!(c.out, "  {name} = \"stablehlo.select\"({name}_at0, {name}_i, {name}_psi) : ({pred}, {ty}, {ty}) -> {ty}");
+        }
         // Special functions are CHLO ops, which XLA expands into polynomial approximations.
-        Op::Unary(UnaryOp::Lgamma | UnaryOp::Digamma | UnaryOp::ErfInv)
-        | Op::Binary(BinaryOp::Polygamma) => c.generic_in("chlo", node.op.name(), ""),
+        Op::Unary(UnaryOp::Lgamma | UnaryOp::ErfInv) | Op::Binary(BinaryOp::Polygamma) => {
+            c.generic_in("chlo", node.op.name(), "")
+        }
         Op::Compare(cmp) => compare(c, *cmp),
         Op::Select => c.generic("select", ""),
         Op::Convert => c.generic("convert", ""),
