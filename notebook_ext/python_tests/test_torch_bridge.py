@@ -247,3 +247,22 @@ def test_in_place_shape_changes_reach_the_tensor_torch_holds():
     x.unsqueeze_(0)
     assert x.shape == (1, 2, 3) and x.cpu().shape == (1, 2, 3)
     assert not xt.fallbacks().get("squeeze_.dim")
+
+
+def test_transposed_convolution_and_its_gradients_match_the_cpu():
+    torch.manual_seed(0)
+    cpu = torch.nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2)
+    on_device = torch.nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2)
+    on_device.load_state_dict(cpu.state_dict())
+    on_device = on_device.to(DEV)
+    x = torch.randn(2, 4, 5, 5, requires_grad=True)
+    cpu(x).square().sum().backward()
+    xd = x.detach().to(DEV).requires_grad_()
+    before = sum(n for n, _ in xt.fallbacks().values())
+    y = on_device(xd)
+    y.square().sum().backward()
+    assert tuple(y.shape) == (2, 6, 10, 10)
+    torch.testing.assert_close(y.cpu(), cpu(x), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(xd.grad.cpu(), x.grad, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(on_device.weight.grad.cpu(), cpu.weight.grad, rtol=1e-4, atol=1e-4)
+    assert sum(n for n, _ in xt.fallbacks().values()) == before, xt.fallbacks()

@@ -303,7 +303,10 @@ impl Tensor {
         scoped(&location, || self.pad_general(&low, &high, &vec![0; pads.len()], value))
     }
 
-    pub(crate) fn pad_general(
+    /// Pads each dim `i` by `low[i]` before, `high[i]` after and `interior[i]` between its
+    /// elements (StableHLO's pad; interior padding spreads a transposed convolution's input).
+    #[track_caller]
+    pub fn pad_general(
         &self,
         low: &[i64],
         high: &[i64],

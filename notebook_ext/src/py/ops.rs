@@ -751,10 +751,29 @@ impl PyTensor {
         record(py, "flip", || self.t.flip(&dims))
     }
 
-    /// Pads with `(before, after)` pairs, one per dim, with a constant.
-    #[pyo3(signature = (pads, value=0.0))]
-    fn pad(&self, py: Python<'_>, pads: Vec<(i64, i64)>, value: f64) -> PyResult<PyTensor> {
-        record(py, "pad", || self.t.pad(&pads, value))
+    /// Pads with `(before, after)` pairs, one per dim, with a constant; `interior`, one per
+    /// dim, puts that many values between neighbouring elements too.
+    #[pyo3(signature = (pads, value=0.0, interior=None))]
+    fn pad(
+        &self,
+        py: Python<'_>,
+        pads: Vec<(i64, i64)>,
+        value: f64,
+        interior: Option<Vec<i64>>,
+    ) -> PyResult<PyTensor> {
+        record(py, "pad", || match &interior {
+            None => self.t.pad(&pads, value),
+            Some(interior) if interior.len() == pads.len() => {
+                let low: Vec<i64> = pads.iter().map(|p| p.0).collect();
+                let high: Vec<i64> = pads.iter().map(|p| p.1).collect();
+                self.t.pad_general(&low, &high, interior, value)
+            }
+            Some(interior) => Err(xlaprof_core::Error::Shape {
+                op: "pad",
+                message: format!("{} interior pads given for {} dims", interior.len(), pads.len()),
+                location: xlaprof_core::SourceLocation::caller(),
+            }),
+        })
     }
 
     fn index_select(&self, py: Python<'_>, dim: i64, index: &PyTensor) -> PyResult<PyTensor> {

@@ -941,11 +941,35 @@ def unbind(t: LazyTensor, dim: int = 0) -> List[LazyTensor]:
 # ---- neural-network ops ------------------------------------------------------------------------
 
 
+def _conv_transposed(x: Any, w: Any, bias: Any, stride: Sequence[int], padding: Sequence[int],
+                     dilation: Sequence[int], output_padding: Sequence[int], groups: int) -> Any:
+    """A transposed convolution as the plain one it is: the input spread by the stride (zeros
+    between its elements), padded by dilation * (k - 1) - padding (cropped where negative, plus
+    output_padding after), convolved at stride 1 with the kernel flipped and its in and out
+    channels swapped within each group. ``w`` is [in, out / groups, *k]."""
+    nd = x.ndim - 2
+    k = list(w.shape[2:])
+    low = [dilation[d] * (k[d] - 1) - padding[d] for d in range(nd)]
+    high = [low[d] + output_padding[d] for d in range(nd)]
+    pads = [(0, 0), (0, 0)] + [(max(lo, 0), max(hi, 0)) for lo, hi in zip(low, high)]
+    x = x.pad(pads, 0.0, interior=[0, 0] + [s - 1 for s in stride])
+    if any(lo < 0 or hi < 0 for lo, hi in zip(low, high)):
+        x = x[(slice(None), slice(None)) + tuple(
+            slice(max(-lo, 0), x.shape[2 + d] - max(-hi, 0)) for d, (lo, hi) in enumerate(zip(low, high)))]
+    cin, cout_g = w.shape[0], w.shape[1]
+    kernel = (w.reshape(groups, cin // groups, cout_g, *k).transpose(1, 2)
+              .reshape(groups * cout_g, cin // groups, *k).flip(list(range(2, 2 + nd))))
+    ones = [1] * nd
+    return convolution(x, kernel, bias, ones, [0] * nd, dilation, False, [0] * nd, groups)
+
+
 @lower(aten.convolution.default)
 def convolution(x: Any, w: Any, bias: Any, stride: Sequence[int], padding: Sequence[int],
                 dilation: Sequence[int], transposed: bool, output_padding: Sequence[int], groups: int) -> Any:
-    if transposed or x.ndim not in (3, 4):
-        raise _Unsupported("convolution: only 1-d and 2-d, non-transposed convolutions are lowered")
+    if x.ndim not in (3, 4):
+        raise _Unsupported("convolution: only 1-d and 2-d convolutions are lowered")
+    if transposed:
+        return _conv_transposed(x, w, bias, stride, padding, dilation, output_padding, groups)
     if x.ndim == 3:  # 1-d: a 2-d convolution over a height of one
         out = xp.conv2d(x.unsqueeze(2), w.unsqueeze(2), bias, (1, stride[0]), (0, padding[0]),
                         (1, dilation[0]), groups)
@@ -957,10 +981,10 @@ def convolution(x: Any, w: Any, bias: Any, stride: Sequence[int], padding: Seque
 def convolution_backward(grad: Any, x: Any, w: Any, bias_sizes: Any, stride: Sequence[int],
                          padding: Sequence[int], dilation: Sequence[int], transposed: bool,
                          output_padding: Sequence[int], groups: int, output_mask: Sequence[bool]) -> Any:
-    if transposed or x.ndim not in (3, 4):
-        raise _Unsupported("convolution_backward: only 1-d and 2-d, non-transposed convolutions are lowered")
+    if x.ndim not in (3, 4):
+        raise _Unsupported("convolution_backward: only 1-d and 2-d convolutions are lowered")
     gx, gw = _vjp(
-        lambda a, b: convolution(a, b, None, stride, padding, dilation, False, output_padding, groups),
+        lambda a, b: convolution(a, b, None, stride, padding, dilation, transposed, output_padding, groups),
         [x, w],
         grad,
     )
