@@ -65,7 +65,8 @@ def test_save_load_export_and_tables(tmp_path):
     p.export(tmp_path / "tables", format="csv")
     assert (tmp_path / "tables" / "compiles.csv").exists()
     tables = p.to_polars()
-    assert set(tables) == {"spans", "graphs", "compiles", "executions", "diagnostics"}
+    assert set(tables) == {"spans", "graphs", "compiles", "executions", "diagnostics", "devices",
+                           "collectives"}
     assert isinstance(tables["compiles"], pl.DataFrame)
     assert tables["compiles"].height == p.compiles
     spans = p.to_polars("spans")

@@ -214,5 +214,11 @@ fn the_trace_and_json_exports_carry_the_devices() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let rows = json["analysis"]["devices"]["rows"].as_array().map(|r| r.len());
     assert_eq!(rows, Some(4), "the JSON export's analysis has a row per device");
+    let csv = dir.join("tables");
+    xlaprof_profiler::export::write(&p, &a, xlaprof_profiler::export::Format::Csv, &csv).unwrap();
+    let devices = std::fs::read_to_string(csv.join("devices.csv")).unwrap();
+    assert_eq!(devices.lines().count(), 5, "a header and a row per device:\n{devices}");
+    let collectives = std::fs::read_to_string(csv.join("collectives.csv")).unwrap();
+    assert!(collectives.lines().any(|l| l.contains("all-reduce")), "{collectives}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,5 +1,6 @@
-//! The profile as tables (polars DataFrames): spans, graphs, compiles, executions and
-//! diagnostics. The CSV and Parquet exports write these; the Python API hands them to polars.
+//! The profile as tables (polars DataFrames): spans, graphs, compiles, executions, diagnostics,
+//! and the devices and collectives of partitioned runs. The CSV and Parquet exports write these;
+//! the Python API hands them to polars.
 
 use polars::prelude::*;
 
@@ -125,6 +126,55 @@ pub fn diagnostics_table(a: &Analysis) -> Result<DataFrame> {
     )
 }
 
+/// The devices of partitioned executions: each one's busy time, how often it finished last, and
+/// its summed lag behind the first.
+pub fn devices_table(a: &Analysis) -> Result<DataFrame> {
+    let r = &a.devices.rows;
+    frame(
+        "devices",
+        vec![
+            Column::new("device".into(), r.iter().map(|x| x.device).collect::<Vec<_>>()),
+            Column::new("busy_ns".into(), r.iter().map(|x| x.busy_ns).collect::<Vec<_>>()),
+            Column::new("finished_last".into(), r.iter().map(|x| x.last).collect::<Vec<_>>()),
+            Column::new("behind_ns".into(), r.iter().map(|x| x.behind_ns).collect::<Vec<_>>()),
+        ],
+    )
+}
+
+/// Every collective of every partitioned graph: its kind, result, bytes per device, groups,
+/// how many times it ran and the user's line.
+pub fn collectives_table(p: &Profile, a: &Analysis) -> Result<DataFrame> {
+    let rows: Vec<(u64, u64, &crate::record::CollectiveRec)> = a
+        .devices
+        .graphs
+        .iter()
+        .flat_map(|g| g.plan.collectives.iter().map(move |c| (g.hash, g.executions, c)))
+        .collect();
+    frame(
+        "collectives",
+        vec![
+            Column::new("graph".into(), rows.iter().map(|r| hex(r.0)).collect::<Vec<_>>()),
+            Column::new("kind".into(), rows.iter().map(|r| r.2.kind.clone()).collect::<Vec<_>>()),
+            Column::new(
+                "shapes".into(),
+                rows.iter()
+                    .map(|r| r.2.shapes.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" "))
+                    .collect::<Vec<_>>(),
+            ),
+            Column::new("bytes".into(), rows.iter().map(|r| r.2.bytes).collect::<Vec<_>>()),
+            Column::new(
+                "groups".into(),
+                rows.iter().map(|r| r.2.groups.clone()).collect::<Vec<_>>(),
+            ),
+            Column::new("executions".into(), rows.iter().map(|r| r.1).collect::<Vec<_>>()),
+            Column::new(
+                "source".into(),
+                rows.iter().map(|r| r.2.location.map(|l| p.location(l))).collect::<Vec<_>>(),
+            ),
+        ],
+    )
+}
+
 /// Every table, by name.
 pub fn tables(p: &Profile, a: &Analysis) -> Result<Vec<(&'static str, DataFrame)>> {
     Ok(vec![
@@ -133,5 +183,7 @@ pub fn tables(p: &Profile, a: &Analysis) -> Result<Vec<(&'static str, DataFrame)
         ("compiles", compiles_table(p)?),
         ("executions", executions_table(p)?),
         ("diagnostics", diagnostics_table(a)?),
+        ("devices", devices_table(a)?),
+        ("collectives", collectives_table(p, a)?),
     ])
 }
