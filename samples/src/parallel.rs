@@ -20,13 +20,8 @@ impl Parallel {
             return Ok(None);
         };
         let devices: usize = args.get(at + 1).and_then(|n| n.parse().ok()).unwrap_or(4);
-        let engine = xlaprof_core::engine_with_devices(devices)?;
-        let mesh = Mesh::new(
-            (0..devices).collect(),
-            vec![devices],
-            vec!["data".to_string()],
-            engine.device_count(),
-        )?;
+        xlaprof_core::engine_with_devices(devices)?;
+        let mesh = Mesh::one_dimensional("data", devices)?;
         let fsdp = args.iter().any(|a| a == "--fsdp");
         Ok(Some(Parallel { mesh: Arc::new(mesh), fsdp }))
     }

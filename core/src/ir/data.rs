@@ -168,11 +168,6 @@ impl DeviceData {
         }
         Ok(typed_from_bytes(&self.to_bytes()?))
     }
-
-    /// True once donated to an execution.
-    pub fn is_deleted(&self) -> bool {
-        self.shards.iter().any(|b| b.is_deleted())
-    }
 }
 
 /// An array's buffers for each partition of a mesh: its own shards, or copies of it.

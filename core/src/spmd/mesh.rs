@@ -61,7 +61,7 @@ impl Mesh {
         Ok(Mesh { device_ids, shape, axis_names })
     }
 
-    /// Every device in a 1-d mesh with one axis (PyTorch/XLA's `get_1d_mesh`).
+    /// Devices `0..device_count` in a 1-d mesh with one axis (PyTorch/XLA's `get_1d_mesh`).
     pub fn one_dimensional(axis: &str, device_count: usize) -> Result<Mesh> {
         Mesh::new((0..device_count).collect(), vec![device_count], vec![axis.into()], device_count)
     }

@@ -2,7 +2,7 @@
 //! every device, collectives that move more than the program's own inputs, and devices that
 //! wait on one another.
 
-use super::{Diagnostic, Instance, Kind};
+use super::{plural, Diagnostic, Instance, Kind};
 use crate::metrics::{format_bytes, format_ns};
 use crate::profile::{Graph, Profile};
 
@@ -88,14 +88,6 @@ pub(super) fn gathers(p: &Profile) -> Vec<Diagnostic> {
         }
     }
     out
-}
-
-fn plural(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
 }
 
 /// A partitioned graph whose collectives move more bytes to each device per execution than all

@@ -152,6 +152,15 @@ impl Diagnostic {
     }
 }
 
+/// "1 step", "3 steps".
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// "once", "twice", "5 times".
 fn times(n: usize) -> String {
     match n {

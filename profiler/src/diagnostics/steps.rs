@@ -3,21 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use super::{times, Diagnostic, Instance, Kind, Thresholds};
+use super::{plural, times, Diagnostic, Instance, Kind, Thresholds};
 use crate::analysis::saturating_sum;
 use crate::metrics::{format_bytes, format_ns};
 use crate::profile::{Profile, Step};
 use crate::record::Cause;
 use crate::views::StepPhases;
-
-/// "1 step", "3 steps".
-fn plural(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
 
 /// Hidden syncs (value reads that ran a graph), explicit syncs that split a step, and host
 /// reads. Each costs what fixing it gives back: the compile of the split-off graph and the time
