@@ -13,10 +13,9 @@ mod reduce;
 mod sort;
 
 use std::fmt::Write;
-
-use crate::dtype::DType;
 use std::sync::Arc;
 
+use crate::dtype::DType;
 use crate::ir::{Graph, Node, Op, OpKind};
 use crate::spmd::{Mesh, Sharding};
 
