@@ -21,7 +21,7 @@ import torch
 import xlaprof as xp
 from xlaprof import _native
 
-from ._device import engine_dtype
+from ._device import TO_TORCH, engine_dtype
 from ._tensor import LazyTensor, assign, make_view, value
 
 aten = torch.ops.aten
@@ -1258,6 +1258,84 @@ def flash_attention_cpu(q: Any, k: Any, v: Any, dropout_p: float = 0.0, is_causa
     lse = ((scores - top).exp().sum(-1, keepdim=True)).log() + top
     out = (scores - lse).exp() @ v
     return out, lse.squeeze(-1)
+
+
+def _float64_scalar(v: Any) -> Any:
+    """A 0-d float64 engine value of a tensor or a Python number."""
+    if hasattr(v, "dtype"):
+        return v.astype("float64").reshape(())
+    return xp.full((), float(v), dtype="float64")
+
+
+@lower(aten.linspace.Tensor_Tensor, aten.linspace.Tensor_Scalar, aten.linspace.Scalar_Tensor)
+def linspace_tensors(start: Any, end: Any, steps: int, dtype: Any = None, layout: Any = None,
+                     device: Any = None, pin_memory: Any = None) -> Any:
+    # Endpoints given as tensors stay on the device: no read of their values.
+    out = engine_dtype(dtype or torch.get_default_dtype())
+    a, b = _float64_scalar(start), _float64_scalar(end)
+    if steps <= 1:
+        return a.reshape(1).astype(out)[0:steps]
+    i = xp.arange(steps, dtype="float64")
+    return (a + (b - a) * (i / (steps - 1))).astype(out)
+
+
+@lower(aten.logspace.Tensor_Tensor, aten.logspace.Tensor_Scalar, aten.logspace.Scalar_Tensor)
+def logspace_tensors(start: Any, end: Any, steps: int, base: float = 10.0, dtype: Any = None,
+                     layout: Any = None, device: Any = None, pin_memory: Any = None) -> Any:
+    out = engine_dtype(dtype or torch.get_default_dtype())
+    exponents = linspace_tensors(start, end, steps, torch.float64)
+    return (base ** exponents).astype(out)
+
+
+@lower(aten.frexp.Tensor)
+def frexp(x: Any) -> Any:
+    """x = mantissa * 2**exponent with 0.5 <= |mantissa| < 1 (0, inf and NaN keep exponent 0),
+    from log2 with a correction step for its rounding."""
+    finite = (x == x) & (x.abs() < math.inf) & (x != 0)
+    safe = xp.where(finite, x.abs(), xp.ones_like(x))
+    e = (safe.log() / math.log(2.0)).floor() + 1.0
+    m = safe / (2.0 ** e)
+    e = xp.where(m >= 1.0, e + 1.0, xp.where(m < 0.5, e - 1.0, e))
+    m = x / (2.0 ** e)
+    return xp.where(finite, m, x), xp.where(finite, e, xp.zeros_like(e)).astype("int32")
+
+
+@lower(aten.allclose.default)
+def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
+    close = ((a - b).abs() <= atol + rtol * b.abs()) | (a == b)
+    if equal_nan:
+        close = close | ((a != a) & (b != b))
+    return close.logical_not().astype("int64").sum().item() == 0
+
+
+@lower(aten.block_diag.default)
+def block_diag(tensors: Sequence[Any]) -> Any:
+    dtype = TO_TORCH[tensors[0].dtype]
+    for t in tensors[1:]:
+        dtype = torch.promote_types(dtype, TO_TORCH[t.dtype])
+    blocks = [t.reshape(1, -1) if t.ndim < 2 else t for t in tensors]
+    blocks = [b.reshape(1, 1) if t.ndim == 0 else b for b, t in zip(blocks, tensors)]
+    cols = sum(b.shape[1] for b in blocks)
+    rows, left = [], 0
+    for b in blocks:
+        right = cols - left - b.shape[1]
+        rows.append(b.astype(engine_dtype(dtype)).pad([(0, 0), (left, right)], 0.0))
+        left += b.shape[1]
+    return xp.cat(rows, 0)
+
+
+@lower(aten.put.default)
+def put(x: Any, index: Any, source: Any, accumulate: bool = False) -> Any:
+    n = 1
+    for s in x.shape:
+        n *= s
+    flat, idx = x.reshape(-1), index.reshape(-1)
+    idx = xp.where(idx < 0, idx + n, idx)
+    rows = source.reshape(-1).astype(x.dtype)
+    if not accumulate:
+        hit = xp.zeros(n, dtype="int64").index_add(0, idx, xp.ones(idx.shape[0], dtype="int64")) > 0
+        flat = xp.where(hit, xp.zeros_like(flat), flat)
+    return flat.index_add(0, idx, rows).reshape(*x.shape)
 
 
 @lower(aten.xlogy.Tensor)
