@@ -95,7 +95,7 @@ impl Tensor {
     }
 
     pub(crate) fn from_data(data: Arc<DeviceData>, location: SourceLocation) -> Tensor {
-        let shape = Shape::new(data.dtype(), data.dims().to_vec());
+        let shape = Shape::new(data.dtype(), data.dims());
         Tensor(TensorInner::new(Node::new(Op::Data(data), shape, Inputs::new(), location), None))
     }
 
@@ -215,7 +215,7 @@ impl Tensor {
     }
 }
 
-fn note_transfer(direction: Direction, bytes: u64, start: u64, sync_id: Option<u64>) {
+pub(crate) fn note_transfer(direction: Direction, bytes: u64, start: u64, sync_id: Option<u64>) {
     match direction {
         Direction::ToDevice => bump(&counter::bytes_to_device, bytes),
         Direction::ToHost => bump(&counter::bytes_from_device, bytes),

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::analysis::saturating_sum;
+use crate::metrics::median;
 use crate::profile::Profile;
 use crate::record::PartitionRec;
 
@@ -51,15 +52,12 @@ impl Devices {
 pub fn devices(p: &Profile) -> Devices {
     let mut rows: BTreeMap<u32, DeviceRow> = BTreeMap::new();
     let mut skews = Vec::new();
-    for e in p.executions.iter().filter(|e| e.device_end_ns.len() > 1) {
+    for e in &p.executions {
+        let Some((first, last, _)) = e.device_spread() else { continue };
         let plan = p.graphs.get(&e.hash).and_then(|g| g.partition.as_ref());
-        let first = e.device_end_ns.iter().copied().min().unwrap_or(0);
-        let last = e.device_end_ns.iter().copied().max().unwrap_or(0);
         skews.push(last - first);
         for (partition, &end) in e.device_end_ns.iter().enumerate() {
-            // The device of the partition, as the plan names it; else the partition number.
-            let device =
-                plan.and_then(|pl| pl.devices.get(partition).copied()).unwrap_or(partition as u32);
+            let device = plan.map_or(partition as u32, |pl| pl.device(partition));
             let row = rows.entry(device).or_insert(DeviceRow {
                 device,
                 busy_ns: 0,
@@ -73,7 +71,6 @@ pub fn devices(p: &Profile) -> Devices {
             }
         }
     }
-    skews.sort_unstable();
     let graphs = p
         .graphs
         .values()
@@ -88,7 +85,7 @@ pub fn devices(p: &Profile) -> Devices {
         rows: rows.into_values().collect(),
         graphs,
         executions: skews.len() as u64,
-        median_skew_ns: skews.get(skews.len() / 2).copied().unwrap_or(0),
+        median_skew_ns: median(skews),
     }
 }
 

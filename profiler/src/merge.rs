@@ -56,15 +56,14 @@ pub fn text(processes: &[Process]) -> String {
                 .iter()
                 .map(|p| p.offset_ns.saturating_add(p.profile.steps[step].end_ns))
                 .collect();
-            let (min, max) = (ends.iter().min().copied(), ends.iter().max().copied());
-            let (Some(min), Some(max)) = (min, max) else { continue };
+            let min = ends.iter().copied().min().unwrap_or(0);
+            let max = ends.iter().copied().max().unwrap_or(0);
             spreads.push(max - min);
             if let Some(last) = ends.iter().position(|&e| e == max) {
                 last_count[last] += 1;
             }
         }
-        spreads.sort_unstable();
-        let median = spreads.get(spreads.len() / 2).copied().unwrap_or(0);
+        let median = crate::metrics::median(spreads);
         let (slowest, n) = last_count
             .iter()
             .enumerate()

@@ -73,6 +73,12 @@ impl Metrics {
 const PERCENTS: [u8; 9] = [1, 5, 10, 20, 50, 80, 90, 95, 99];
 
 /// The `p`th percentile of sorted samples by nearest rank (`None` when there are none).
+/// The middle value (the upper one of an even count); 0 for none.
+pub(crate) fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
 pub(crate) fn nearest_rank<T: Copy>(sorted: &[T], p: f64) -> Option<T> {
     let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
     sorted.get(rank.clamp(1, sorted.len().max(1)) - 1).copied()

@@ -89,6 +89,19 @@ pub struct Execution {
     pub device_end_ns: Vec<u64>,
 }
 
+impl Execution {
+    /// For an execution on several devices: when its first and its last device finished, and
+    /// the partition that finished last (the latest of those that tie).
+    pub fn device_spread(&self) -> Option<(u64, u64, usize)> {
+        if self.device_end_ns.len() < 2 {
+            return None;
+        }
+        let first = self.device_end_ns.iter().copied().min()?;
+        let (last_at, &last) = self.device_end_ns.iter().enumerate().max_by_key(|(_, &t)| t)?;
+        Some((first, last, last_at))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Transfer {
     pub sync: u64,

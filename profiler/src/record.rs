@@ -393,7 +393,12 @@ impl PartitionRec {
 
     /// Bytes all the collectives move to each device per execution.
     pub fn collective_bytes(&self) -> u64 {
-        self.collectives.iter().fold(0u64, |sum, c| sum.saturating_add(c.bytes))
+        crate::analysis::saturating_sum(self.collectives.iter().map(|c| c.bytes))
+    }
+
+    /// The device of partition `partition` (its number, where the plan does not say).
+    pub fn device(&self, partition: usize) -> u32 {
+        self.devices.get(partition).copied().unwrap_or(partition as u32)
     }
 }
 

@@ -175,11 +175,9 @@ pub fn spans(p: &Profile) -> Vec<Span> {
         out.push(sp);
     }
     for e in p.executions.iter().filter(|e| e.device_end_ns.len() > 1) {
-        let devices =
-            p.graphs.get(&e.hash).and_then(|g| g.partition.as_ref()).map(|pl| &pl.devices);
+        let plan = p.graphs.get(&e.hash).and_then(|g| g.partition.as_ref());
         for (partition, &end) in e.device_end_ns.iter().enumerate() {
-            let device =
-                devices.and_then(|d| d.get(partition).copied()).unwrap_or(partition as u32);
+            let device = plan.map_or(partition as u32, |pl| pl.device(partition));
             if device >= MAX_DEVICE_LANES {
                 continue;
             }

@@ -63,19 +63,12 @@ fn shapes(text: &str) -> Vec<Shape> {
     out
 }
 
+/// XLA spells element types as `DType`'s `Display` does, but for `pred`.
 fn hlo_dtype(name: &str) -> Option<DType> {
-    Some(match name {
-        "pred" => DType::Pred,
-        "s8" => DType::S8,
-        "s32" => DType::S32,
-        "s64" => DType::S64,
-        "u8" => DType::U8,
-        "f16" => DType::F16,
-        "bf16" => DType::BF16,
-        "f32" => DType::F32,
-        "f64" => DType::F64,
-        _ => return None,
-    })
+    match name {
+        "pred" => Some(DType::Pred),
+        _ => DType::ALL.into_iter().find(|d| d.to_string() == name),
+    }
 }
 
 /// The text after `key` up to the next `, ` or `}` outside brackets (`{{0,1},{2,3}}`,

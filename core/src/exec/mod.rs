@@ -336,7 +336,7 @@ fn execute_partitioned(
     let mut uploaded = 0;
     {
         let mut cache = engine.scalars.lock().unwrap_or_else(|p| p.into_inner());
-        for &device in &devices {
+        for &device in devices {
             let (buffers, bytes) = cache.get(&engine.client, device, &graph.scalars)?;
             scalars.push(buffers);
             uploaded += bytes;
@@ -355,7 +355,7 @@ fn execute_partitioned(
         })
         .collect();
     let t = events::now_ns();
-    let run = compiled.executable.execute_partitioned(&inputs)?;
+    let run = compiled.executable.execute_partitioned(&inputs, listening)?;
     bump(&counter::executions, 1);
     if listening {
         let duration_ns = events::now_ns() - t;
@@ -375,25 +375,8 @@ fn execute_partitioned(
     Ok(shards
         .into_iter()
         .zip(&partitioning.outputs)
-        .map(|(shards, sharding)| {
-            let dtype = shards[0].dtype();
-            let dims = sharding_global_dims(&shards[0], sharding);
-            Arc::new(DeviceData::sharded(shards, sharding.clone(), dtype, dims))
-        })
+        .map(|(shards, sharding)| Arc::new(DeviceData::sharded(shards, sharding.clone())))
         .collect())
-}
-
-/// An array's whole dims from one of its shards.
-fn sharding_global_dims(shard: &Buffer, sharding: &crate::spmd::Sharding) -> Vec<i64> {
-    shard
-        .dims()
-        .iter()
-        .enumerate()
-        .map(|(d, &n)| {
-            let ways: usize = sharding.dims[d].iter().map(|&a| sharding.mesh.shape()[a]).product();
-            n * ways as i64
-        })
-        .collect()
 }
 
 fn note_scalar_upload(uploaded: u64, start: u64, sync_id: u64, listening: bool) {
@@ -478,13 +461,16 @@ fn compile(
             let t = events::now_ns();
             let options = CompileOptions {
                 device: engine.device,
-                partitions: partitioning.as_ref().map(|p| p.mesh.partitions()).unwrap_or_default(),
+                partitions: partitioning
+                    .as_ref()
+                    .map(|p| p.mesh.partitions().to_vec())
+                    .unwrap_or_default(),
                 ..Default::default()
             };
             // XLAPROF_OPTIMIZED_HLO=1: also keep XLA's optimized HLO (for profiles and debugging).
             // A partitioned program's optimized HLO is where its collectives are found.
             let (executable, optimized_hlo) =
-                if engine.capture_optimized_hlo || partitioning.is_some() {
+                if engine.capture_optimized_hlo || (partitioning.is_some() && listening) {
                     let (exe, hlo) = engine
                         .client
                         .compile_with_optimized_hlo(&text, &options)
@@ -540,7 +526,7 @@ fn partition_plan(graph: &Graph, p: &partition::Partitioning, hlo: &str) -> even
         p.mesh.axis_names().iter().cloned().zip(p.mesh.shape().iter().copied()).collect();
     events::PartitionPlan {
         mesh_axes,
-        devices: p.mesh.partitions(),
+        devices: p.mesh.partitions().to_vec(),
         inputs,
         outputs: p.outputs.iter().map(|s| split(s)).collect(),
         collectives: collectives::collectives(hlo, |n| {

@@ -41,11 +41,10 @@ pub(crate) fn plan(graph: &Graph) -> Result<Option<Partitioning>> {
             Some(m) if **m == *s.mesh => {}
             Some(m) => {
                 return Err(Error::Sharding {
-                    location: None,
+                    location: Some(node.location.clone()),
                     message: format!(
-                        "one program uses two meshes, {m} and {} (the sharding at {}): \
-                         one mesh per program",
-                        s.mesh, node.location
+                        "one program uses two meshes, {m} and {}: one mesh per program",
+                        s.mesh
                     ),
                 })
             }
@@ -146,7 +145,7 @@ fn valid(mesh: &Arc<Mesh>, mut dims: Vec<Vec<usize>>, shape: &[i64]) -> Sharding
             used.push(*a);
             fresh
         });
-        let ways: usize = axes.iter().map(|&a| mesh.shape()[a]).product();
+        let ways = mesh.ways(axes);
         if shape[d] % ways as i64 != 0 {
             axes.clear();
         }

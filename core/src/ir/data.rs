@@ -15,54 +15,45 @@ pub struct DeviceData {
     /// In partition order of the sharding's mesh; one buffer when there is no sharding.
     shards: SmallVec<[Buffer; 1]>,
     sharding: Option<Arc<Sharding>>,
-    dtype: DType,
-    /// The whole array's dims (a shard's are smaller when the array is split).
-    dims: Vec<i64>,
     /// Copies of a whole array on each partition of the meshes it was used with (made once).
     replicas: Mutex<Vec<(Arc<Mesh>, Arc<Vec<Buffer>>)>>,
-    /// A copy of a replicated array on a device its mesh lacks (a one-device program's).
-    elsewhere: OnceLock<(usize, Buffer)>,
+    /// A copy of a replicated array on the engine's device, when its mesh lacks it.
+    elsewhere: OnceLock<Buffer>,
 }
 
 impl DeviceData {
     /// An array on one device.
     pub fn single(buffer: Buffer) -> DeviceData {
-        let (dtype, dims) = (buffer.dtype(), buffer.dims().to_vec());
         let mut shards = SmallVec::new();
         shards.push(buffer);
         DeviceData {
             shards,
             sharding: None,
-            dtype,
-            dims,
             replicas: Mutex::default(),
             elsewhere: OnceLock::new(),
         }
     }
 
-    /// An array of `dims` split as `sharding` says, its shards in partition order.
-    pub fn sharded(
-        shards: Vec<Buffer>,
-        sharding: Arc<Sharding>,
-        dtype: DType,
-        dims: Vec<i64>,
-    ) -> Self {
+    /// An array split as `sharding` says, its shards (at least one) in partition order.
+    pub fn sharded(shards: Vec<Buffer>, sharding: Arc<Sharding>) -> Self {
         DeviceData {
             shards: shards.into(),
             sharding: Some(sharding),
-            dtype,
-            dims,
             replicas: Mutex::default(),
             elsewhere: OnceLock::new(),
         }
     }
 
     pub fn dtype(&self) -> DType {
-        self.dtype
+        self.shards[0].dtype()
     }
 
-    pub fn dims(&self) -> &[i64] {
-        &self.dims
+    /// The whole array's dims (a split array's shards are smaller).
+    pub fn dims(&self) -> Vec<i64> {
+        match &self.sharding {
+            Some(s) => s.whole_dims(self.shards[0].dims()),
+            None => self.shards[0].dims().to_vec(),
+        }
     }
 
     pub fn sharding(&self) -> Option<&Arc<Sharding>> {
@@ -75,7 +66,12 @@ impl DeviceData {
 
     /// The whole array's size.
     pub fn size_bytes(&self) -> usize {
-        self.dims.iter().map(|&d| d.max(0) as usize).product::<usize>() * self.dtype.size_bytes()
+        // A shard times how many distinct shards there are (shards repeat along unused axes).
+        let pieces: usize = match &self.sharding {
+            Some(s) => s.dims.iter().map(|axes| s.mesh.ways(axes)).product(),
+            None => 1,
+        };
+        self.shards[0].size_bytes() * pieces
     }
 
     /// The buffer a one-device program reads: the array itself, or the first copy of a
@@ -87,8 +83,8 @@ impl DeviceData {
         }
     }
 
-    /// The whole array on `device`, for a one-device program: the array itself (unsharded arrays
-    /// live on the engine's device), the copy a replicated one has there, or a copy made once.
+    /// The whole array on `device` (the engine's), for a one-device program: the array itself
+    /// (unsharded arrays live there), the copy a replicated one has there, or a copy made once.
     pub fn on_device(&self, client: &Client, device: usize) -> Result<&Buffer> {
         let Some(sharding) = &self.sharding else { return Ok(&self.shards[0]) };
         if !sharding.is_replicated() {
@@ -101,18 +97,12 @@ impl DeviceData {
             return Ok(&self.shards[p]);
         }
         if self.elsewhere.get().is_none() {
-            let _ = self.elsewhere.set((device, self.shards[0].copy_to_device(client, device)?));
+            let _ = self.elsewhere.set(self.shards[0].copy_to_device(client, device)?);
         }
-        match self.elsewhere.get() {
-            Some((d, b)) if *d == device => Ok(b),
-            _ => Err(Error::Sharding {
-                location: None,
-                message: format!(
-                    "a tensor replicated over {} was read on two devices outside it",
-                    sharding.mesh
-                ),
-            }),
-        }
+        self.elsewhere.get().ok_or_else(|| Error::Sharding {
+            location: None,
+            message: format!("a tensor replicated over {} could not be copied", sharding.mesh),
+        })
     }
 
     /// The buffers partition 0, 1, ... of a program over `mesh` reads: the shards when the array
@@ -140,8 +130,8 @@ impl DeviceData {
         }
         let copies = mesh
             .partitions()
-            .into_iter()
-            .map(|device| whole.copy_to_device(client, device))
+            .iter()
+            .map(|&device| whole.copy_to_device(client, device))
             .collect::<Result<Vec<_>>>()?;
         let copies = Arc::new(copies);
         replicas.push((mesh.clone(), copies.clone()));
@@ -155,7 +145,7 @@ impl DeviceData {
         }
         let sharding = self.sharding.as_ref().expect("a split array has a sharding");
         let shards = self.shards.iter().map(|b| b.to_bytes()).collect::<Result<Vec<_>>>()?;
-        Ok(sharding.assemble(&shards, self.dtype.size_bytes(), &self.dims))
+        Ok(sharding.assemble(&shards, self.dtype().size_bytes(), &self.dims()))
     }
 
     /// The whole array as `T`, which must be its dtype.
@@ -163,8 +153,8 @@ impl DeviceData {
         if let Some(whole) = self.whole() {
             return whole.to_vec();
         }
-        if T::DTYPE != self.dtype {
-            return Err(Error::DTypeMismatch { actual: self.dtype, requested: T::DTYPE });
+        if T::DTYPE != self.dtype() {
+            return Err(Error::DTypeMismatch { actual: self.dtype(), requested: T::DTYPE });
         }
         Ok(typed_from_bytes(&self.to_bytes()?))
     }
@@ -188,7 +178,7 @@ impl OnMesh<'_> {
 
 impl std::fmt::Debug for DeviceData {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let shape = crate::dtype::shape_string(self.dtype, &self.dims);
+        let shape = crate::dtype::shape_string(self.dtype(), &self.dims());
         match &self.sharding {
             Some(s) => write!(f, "DeviceData({shape}, sharded {s})"),
             None => write!(f, "DeviceData({shape})"),

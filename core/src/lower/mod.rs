@@ -99,20 +99,16 @@ pub(crate) fn stablehlo(graph: &Graph, spmd: Option<(&Mesh, &[Arc<Sharding>])>) 
     for &o in &graph.outputs {
         users[o as usize] += 1;
     }
+    let partitioned = spmd.is_some();
     for (i, node) in graph.order.iter().enumerate() {
-        let args: Vec<String> = node.inputs.iter().map(|n| name(index_of(n))).collect();
         let start = out.len();
         if let Some(line) = transposed_dot(node, &users, &index_of, &name) {
             let _ = writeln!(out, "  %v{i} = {line}");
-            if spmd.is_some() {
-                out.pop();
-                let _ = writeln!(out, " loc(\"v{i}\"({}))", mlir_location(&node.location));
-            }
-            continue;
+        } else {
+            let args: Vec<String> = node.inputs.iter().map(|n| name(index_of(n))).collect();
+            let ctx = Ctx { out: &mut out, name: format!("%v{i}"), node, args, partitioned };
+            lower_node(ctx);
         }
-        let partitioned = spmd.is_some();
-        let ctx = Ctx { out: &mut out, name: format!("%v{i}"), node, args, partitioned };
-        lower_node(ctx);
         // A partitioned program's ops carry the user's line, which XLA keeps in the metadata of
         // what it derives from them: the collectives it inserts are found at a line. One-line
         // ops only (regions span lines), which is nearly all of them.

@@ -88,27 +88,22 @@ pub(super) fn lower(c: &mut Ctx) {
 /// The body of a reduction's region: how two values combine. Float max and min propagate NaN,
 /// as PyTorch's do (XLA's CPU maximum would drop it).
 pub(super) fn combiner(kind: ReduceKind, dt: DType) -> String {
-    let t = format!("tensor<{}>", dt.mlir_name());
     let op = reduce_op(kind, dt);
+    if !dt.is_float() || kind == ReduceKind::Sum {
+        return plain_combiner(op, dt);
+    }
+    let t = format!("tensor<{}>", dt.mlir_name());
+    let cmp = "{comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>}";
     let mut body = format!(
         "  ^bb0(%a: {t}, %b: {t}):\n    %m = \"stablehlo.{op}\"(%a, %b) : ({t}, {t}) -> {t}\n"
     );
-    if dt.is_float() && kind != ReduceKind::Sum {
-        let cmp = "{comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>}";
-        body +=
-            &format!("    %na = \"stablehlo.compare\"(%a, %a) {cmp} : ({t}, {t}) -> tensor<i1>\n");
-        body +=
-            &format!("    %nb = \"stablehlo.compare\"(%b, %b) {cmp} : ({t}, {t}) -> tensor<i1>\n");
-        body += &format!(
-            "    %t = \"stablehlo.select\"(%nb, %b, %m) : (tensor<i1>, {t}, {t}) -> {t}\n"
-        );
-        body += &format!(
-            "    %r = \"stablehlo.select\"(%na, %a, %t) : (tensor<i1>, {t}, {t}) -> {t}\n"
-        );
-        body += &format!("    \"stablehlo.return\"(%r) : ({t}) -> ()\n");
-    } else {
-        body += &format!("    \"stablehlo.return\"(%m) : ({t}) -> ()\n");
-    }
+    body += &format!("    %na = \"stablehlo.compare\"(%a, %a) {cmp} : ({t}, {t}) -> tensor<i1>\n");
+    body += &format!("    %nb = \"stablehlo.compare\"(%b, %b) {cmp} : ({t}, {t}) -> tensor<i1>\n");
+    body +=
+        &format!("    %t = \"stablehlo.select\"(%nb, %b, %m) : (tensor<i1>, {t}, {t}) -> {t}\n");
+    body +=
+        &format!("    %r = \"stablehlo.select\"(%na, %a, %t) : (tensor<i1>, {t}, {t}) -> {t}\n");
+    body += &format!("    \"stablehlo.return\"(%r) : ({t}) -> ()\n");
     body
 }
 

@@ -170,9 +170,8 @@ impl Module for Embedding {
     }
 }
 
-/// Device zeros shaped like `t`, uploaded (so they are data, not pending IR).
-#[track_caller]
 /// Zeros of `t`'s shape as device data, split like `t` (optimizer state follows its parameter).
+#[track_caller]
 pub(crate) fn data_zeros_like(t: &Tensor) -> Result<Tensor> {
     let zeros = match t.dtype() {
         DType::F64 => Tensor::from_slice(&vec![0f64; t.element_count()], t.dims())?,

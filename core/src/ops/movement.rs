@@ -314,7 +314,21 @@ impl Tensor {
         value: f64,
     ) -> Result<Tensor> {
         let location = SourceLocation::caller();
-        let dims: Vec<i64> = (0..self.rank())
+        let rank = self.rank();
+        if low.len() != rank || high.len() != rank || interior.len() != rank {
+            return Err(shape_error(
+                "pad",
+                &location,
+                format!(
+                    "{}, {} and {} pads (before, after, interior) given for {}",
+                    low.len(),
+                    high.len(),
+                    interior.len(),
+                    self.shape()
+                ),
+            ));
+        }
+        let dims: Vec<i64> = (0..rank)
             .map(|i| {
                 let d = self.dims()[i];
                 low[i] + high[i] + d + (d - 1).max(0) * interior[i]

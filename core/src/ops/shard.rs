@@ -3,12 +3,12 @@
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::events::{self, bump, counter, Direction, Event};
+use crate::events::{self, Direction};
 use crate::exec;
 use crate::ir::{DeviceData, Op};
 use crate::location::SourceLocation;
 use crate::spmd::{Mesh, Sharding};
-use crate::tensor::Tensor;
+use crate::tensor::{note_transfer, Tensor};
 use crate::Error;
 
 impl Tensor {
@@ -74,24 +74,16 @@ fn split(data: &DeviceData, sharding: Arc<Sharding>) -> Result<DeviceData> {
     let start = events::now_ns();
     let bytes = data.to_bytes()?;
     let size = data.dtype().size_bytes();
-    let pieces = sharding.split(&bytes, size, data.dims());
-    let shard_dims = sharding.shard_dims(data.dims());
+    let dims = data.dims();
+    let pieces = sharding.split(&bytes, size, &dims);
+    let shard_dims = sharding.shard_dims(&dims);
     let devices = sharding.mesh.partitions();
     let mut shards = Vec::with_capacity(pieces.len());
     let mut sent = 0u64;
-    for (piece, &device) in pieces.iter().zip(&devices) {
+    for (piece, &device) in pieces.iter().zip(devices) {
         shards.push(engine.client.buffer_from_bytes(piece, data.dtype(), &shard_dims, device)?);
         sent += piece.len() as u64;
     }
-    bump(&counter::bytes_to_device, sent);
-    if events::enabled() {
-        let duration_ns = events::now_ns() - start;
-        events::emit(Event::Transfer {
-            sync_id: 0,
-            direction: Direction::ToDevice,
-            bytes: sent,
-            duration_ns,
-        });
-    }
-    Ok(DeviceData::sharded(shards, sharding, data.dtype(), data.dims().to_vec()))
+    note_transfer(Direction::ToDevice, sent, start, None);
+    Ok(DeviceData::sharded(shards, sharding))
 }

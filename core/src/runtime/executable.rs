@@ -60,7 +60,7 @@ impl CostAnalysis {
 pub struct Partitioned {
     /// `outputs[partition][output]`.
     pub outputs: Vec<Vec<Buffer>>,
-    /// When each partition's device finished (`events::now_ns` time).
+    /// When each partition's device finished (`events::now_ns` time); empty unless timed.
     pub device_done_ns: Vec<u64>,
 }
 
@@ -273,25 +273,31 @@ impl Executable {
         Ok(outputs)
     }
 
-    /// How many devices one execution runs on.
-    pub fn partitions(&self) -> usize {
-        self.partitions
-    }
-
     /// Runs a partitioned program on all its devices at once and waits for every one:
     /// `inputs[p]` are partition `p`'s arguments (its shards), and so are the outputs.
     /// One call for all devices, as XLA's collectives need every partition in one launch; each
     /// launch gets a new id, on which the collectives meet. Partitioned programs donate nothing.
-    pub fn execute_partitioned(&self, inputs: &[Vec<&Buffer>]) -> Result<Partitioned> {
+    ///
+    /// `timed`: also note when each device finished (an `OnReady` callback per device), for a
+    /// profiler that listens.
+    pub fn execute_partitioned(&self, inputs: &[Vec<&Buffer>], timed: bool) -> Result<Partitioned> {
         static LAUNCH: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(1);
+        let misuse = |message: String| Err(Error::Sharding { message, location: None });
         if inputs.len() != self.partitions {
-            return Err(Error::InputCount { expected: self.partitions, given: inputs.len() });
+            return misuse(format!(
+                "the program runs on {} devices, but {} argument lists were given",
+                self.partitions,
+                inputs.len()
+            ));
         }
         let args: Vec<Vec<*mut ffi::PJRT_Buffer>> =
             inputs.iter().map(|list| list.iter().map(|b| b.raw).collect()).collect();
         let num_args = args.first().map_or(0, |a| a.len());
-        if args.iter().any(|a| a.len() != num_args) {
-            return Err(Error::Unsupported("partitions given different argument counts".into()));
+        if let Some(p) = args.iter().position(|a| a.len() != num_args) {
+            return misuse(format!(
+                "partition {p} was given {} arguments, partition 0 {num_args}",
+                args[p].len()
+            ));
         }
         let arg_lists: Vec<*const *mut ffi::PJRT_Buffer> =
             args.iter().map(|a| a.as_ptr()).collect();
@@ -326,7 +332,12 @@ impl Executable {
             }
             owned.push(part);
         }
-        let (waited, device_done_ns) = plugin.await_all_timed(&done);
+        let (waited, device_done_ns) = if timed {
+            plugin.await_all_timed(&done)
+        } else {
+            let waited = done.iter().fold(Ok(()), |status, &e| status.and(plugin.await_event(e)));
+            (waited, Vec::new())
+        };
         launched?;
         waited?;
         typing?;

@@ -12,6 +12,8 @@ pub struct Mesh {
     device_ids: Vec<usize>,
     shape: Vec<usize>,
     axis_names: Vec<String>,
+    /// The devices sorted: partition `p` runs on `partitions[p]` (see [`Mesh::partitions`]).
+    partitions: Vec<usize>,
 }
 
 impl Mesh {
@@ -41,9 +43,9 @@ impl Mesh {
         for (i, id) in device_ids.iter().enumerate() {
             if *id >= device_count {
                 return bad(format!(
-                    "device {id} does not exist: there are {device_count} devices (0..{}); \
-                     set XLAPROF_CPU_DEVICES for more CPU devices",
-                    device_count - 1
+                    "device {id} does not exist: there are {device_count} devices \
+                     (0..{device_count}); on the CPU plugin, XLAPROF_CPU_DEVICES sets how many, \
+                     before the program starts"
                 ));
             }
             if device_ids[..i].contains(id) {
@@ -58,7 +60,9 @@ impl Mesh {
                 return bad(format!("axis name {name:?} appears twice in {axis_names:?}"));
             }
         }
-        Ok(Mesh { device_ids, shape, axis_names })
+        let mut partitions = device_ids.clone();
+        partitions.sort_unstable();
+        Ok(Mesh { device_ids, shape, axis_names, partitions })
     }
 
     /// Devices `0..device_count` in a 1-d mesh with one axis (PyTorch/XLA's `get_1d_mesh`).
@@ -89,10 +93,13 @@ impl Mesh {
 
     /// The devices the program's partitions run on: partition `p` on `partitions()[p]`. Sorted,
     /// so that meshes over the same devices in another arrangement share partition numbers.
-    pub fn partitions(&self) -> Vec<usize> {
-        let mut p = self.device_ids.clone();
-        p.sort_unstable();
-        p
+    pub fn partitions(&self) -> &[usize] {
+        &self.partitions
+    }
+
+    /// How many ways splitting along `axes` (mesh axis indices) cuts a dimension.
+    pub fn ways(&self, axes: &[usize]) -> usize {
+        axes.iter().map(|&a| self.shape[a]).product()
     }
 
     /// The mesh coordinates of the device running partition `partition`.

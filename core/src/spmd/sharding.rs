@@ -44,7 +44,7 @@ impl Sharding {
                 used.push(axis);
                 axes.push(axis);
             }
-            let ways: usize = axes.iter().map(|&a| mesh.shape()[a]).product();
+            let ways = mesh.ways(&axes);
             if dims[d] % ways as i64 != 0 {
                 return bad(format!(
                     "dimension {d} of size {} cannot be split {ways} ways over {names:?} of {mesh}",
@@ -56,23 +56,23 @@ impl Sharding {
         Ok(Sharding { mesh, dims: out })
     }
 
-    /// Every device holds the whole array.
-    pub fn replicated(mesh: Arc<Mesh>, rank: usize) -> Sharding {
-        Sharding { mesh, dims: vec![Vec::new(); rank] }
-    }
-
     pub fn is_replicated(&self) -> bool {
         self.dims.iter().all(|a| a.is_empty())
     }
 
     /// How many ways dimension `d` is split.
     fn ways(&self, d: usize) -> usize {
-        self.dims[d].iter().map(|&a| self.mesh.shape()[a]).product()
+        self.mesh.ways(&self.dims[d])
     }
 
     /// The dims of one shard of an array of `global` dims.
     pub fn shard_dims(&self, global: &[i64]) -> Vec<i64> {
         global.iter().enumerate().map(|(d, &n)| n / self.ways(d) as i64).collect()
+    }
+
+    /// The whole array's dims from a shard's (the inverse of [`Sharding::shard_dims`]).
+    pub fn whole_dims(&self, shard: &[i64]) -> Vec<i64> {
+        shard.iter().enumerate().map(|(d, &n)| n * self.ways(d) as i64).collect()
     }
 
     /// Where partition `partition`'s shard starts in the whole array.

@@ -2,8 +2,11 @@
 //! every device, collectives that move more than the program's own inputs, and devices that
 //! wait on one another.
 
+use std::collections::BTreeMap;
+
 use super::{plural, Diagnostic, Instance, Kind};
-use crate::metrics::{format_bytes, format_ns};
+use crate::analysis::saturating_sum;
+use crate::metrics::{format_bytes, format_ns, median};
 use crate::profile::{Graph, Profile};
 
 /// A device finishing this fraction of the execution after the first is a straggler worth a
@@ -46,15 +49,14 @@ pub(super) fn gathers(p: &Profile) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for g in p.graphs.values() {
         let Some(plan) = &g.partition else { continue };
-        let mut sites: std::collections::BTreeMap<u32, Vec<&crate::record::CollectiveRec>> =
-            std::collections::BTreeMap::new();
+        let mut sites: BTreeMap<u32, Vec<&crate::record::CollectiveRec>> = BTreeMap::new();
         for c in
             plan.collectives.iter().filter(|c| c.kind == "all-gather" || c.kind == "all-to-all")
         {
             sites.entry(c.location.unwrap_or_else(|| graph_site(p, g))).or_default().push(c);
         }
         for (location, gathers) in sites {
-            let bytes = gathers.iter().fold(0u64, |n, c| n.saturating_add(c.bytes));
+            let bytes = saturating_sum(gathers.iter().map(|c| c.bytes));
             let list: Vec<String> = gathers.iter().take(4).map(|c| c.text()).collect();
             let more = match gathers.len() {
                 n if n > 4 => format!(" and {} more", n - 4),
@@ -97,12 +99,8 @@ pub(super) fn heavy_collectives(p: &Profile) -> Vec<Diagnostic> {
     for g in p.graphs.values() {
         let Some(plan) = &g.partition else { continue };
         let moved = plan.collective_bytes();
-        let inputs = g
-            .def
-            .inputs
-            .iter()
-            .filter(|i| i.data)
-            .fold(0u64, |n, i| n.saturating_add(i.shape.bytes()));
+        let inputs =
+            saturating_sum(g.def.inputs.iter().filter(|i| i.data).map(|i| i.shape.bytes()));
         if moved <= inputs || g.executions == 0 {
             continue;
         }
@@ -143,26 +141,21 @@ pub(super) fn heavy_collectives(p: &Profile) -> Vec<Diagnostic> {
 
 /// Devices that finish a partitioned execution well after the first: the others waited.
 pub(super) fn device_skew(p: &Profile) -> Vec<Diagnostic> {
-    let mut out = Vec::new();
-    for g in p.graphs.values() {
-        let Some(plan) = &g.partition else { continue };
-        let runs: Vec<&crate::profile::Execution> = p
-            .executions
-            .iter()
-            .filter(|e| e.hash == g.def.hash && e.device_end_ns.len() > 1)
-            .collect();
-        if runs.is_empty() {
-            continue;
+    let mut runs_of: BTreeMap<u64, Vec<(&crate::profile::Execution, (u64, u64, usize))>> =
+        BTreeMap::new();
+    for e in &p.executions {
+        if let Some(spread) = e.device_spread() {
+            runs_of.entry(e.hash).or_default().push((e, spread));
         }
-        let mut skews: Vec<u64> = Vec::with_capacity(runs.len());
-        let mut lasts = vec![0u64; runs[0].device_end_ns.len()];
+    }
+    let mut out = Vec::new();
+    for (hash, runs) in runs_of {
+        let Some(g) = p.graphs.get(&hash) else { continue };
+        let Some(plan) = &g.partition else { continue };
+        let mut lasts = vec![0u64; runs[0].0.device_end_ns.len()];
         let mut instances = Vec::new();
-        for e in &runs {
-            let first = e.device_end_ns.iter().copied().min().unwrap_or(0);
-            let (last_at, &last) =
-                e.device_end_ns.iter().enumerate().max_by_key(|(_, &t)| t).unwrap_or((0, &0));
+        for &(e, (first, last, last_at)) in &runs {
             let skew = last - first;
-            skews.push(skew);
             if let Some(n) = lasts.get_mut(last_at) {
                 *n += 1;
             }
@@ -171,7 +164,7 @@ pub(super) fn device_skew(p: &Profile) -> Vec<Diagnostic> {
                     message: format!(
                         "sync {}: device {} finished {} after the first",
                         e.sync,
-                        device_of(plan, last_at),
+                        plan.device(last_at),
                         format_ns(skew as f64)
                     ),
                     sync: Some(e.sync),
@@ -180,13 +173,9 @@ pub(super) fn device_skew(p: &Profile) -> Vec<Diagnostic> {
                 });
             }
         }
-        let mut sorted = skews.clone();
-        sorted.sort_unstable();
-        let median = sorted[sorted.len() / 2];
-        let mut durations: Vec<u64> = runs.iter().map(|e| e.duration_ns).collect();
-        durations.sort_unstable();
-        let median_run = durations[durations.len() / 2];
-        if (median as f64) <= SKEW_FRACTION * median_run as f64 || median < SKEW_MIN_NS {
+        let median_skew = median(runs.iter().map(|(_, (first, last, _))| last - first).collect());
+        let median_run = median(runs.iter().map(|(e, _)| e.duration_ns).collect());
+        if (median_skew as f64) <= SKEW_FRACTION * median_run as f64 || median_skew < SKEW_MIN_NS {
             continue;
         }
         let (straggler, count) = lasts
@@ -199,11 +188,11 @@ pub(super) fn device_skew(p: &Profile) -> Vec<Diagnostic> {
         let message = format!(
             "devices wait on one another in the graph synced at {}: device {} finished last in {} of {} executions; the last device finishes a median {} after the first ({:.0}% of the execution)",
             p.location(location),
-            device_of(plan, straggler),
+            plan.device(straggler),
             count,
             runs.len(),
-            format_ns(median as f64),
-            100.0 * median as f64 / median_run.max(1) as f64
+            format_ns(median_skew as f64),
+            100.0 * median_skew as f64 / median_run.max(1) as f64
         );
         let advice = "uneven shards (a dimension split unevenly, data-dependent work) or more devices than cores: give every device the same work, or use fewer devices".to_string();
         out.push(Diagnostic::new(
@@ -213,12 +202,8 @@ pub(super) fn device_skew(p: &Profile) -> Vec<Diagnostic> {
             message,
             Some(advice),
             instances,
-            vec![g.def.hash],
+            vec![hash],
         ));
     }
     out
-}
-
-fn device_of(plan: &crate::record::PartitionRec, partition: usize) -> u32 {
-    plan.devices.get(partition).copied().unwrap_or(partition as u32)
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::{plural, times, Diagnostic, Instance, Kind, Thresholds};
 use crate::analysis::saturating_sum;
-use crate::metrics::{format_bytes, format_ns};
+use crate::metrics::{format_bytes, format_ns, median};
 use crate::profile::{Profile, Step};
 use crate::record::Cause;
 use crate::views::StepPhases;
@@ -188,11 +188,6 @@ pub(super) fn slow_compiles(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
             Diagnostic::new(p, Kind::SlowCompile, location, message, advice, instances, g)
         })
         .collect()
-}
-
-fn median(mut v: Vec<u64>) -> u64 {
-    v.sort_unstable();
-    v.get(v.len() / 2).copied().unwrap_or(0)
 }
 
 pub(super) fn slow_steps(p: &Profile, t: &Thresholds, phases: &[StepPhases]) -> Vec<Diagnostic> {
