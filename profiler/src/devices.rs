@@ -31,6 +31,8 @@ pub struct PartitionedGraph {
     pub plan: PartitionRec,
     /// Bytes its collectives moved to each device, over all its executions.
     pub collective_bytes: u64,
+    /// Its sharding table, one line each (see [`Devices::sharding_table`]).
+    pub sharding: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
@@ -46,6 +48,14 @@ impl Devices {
     /// Whether anything ran on several devices.
     pub fn any(&self) -> bool {
         !self.graphs.is_empty() || self.executions > 0
+    }
+
+    /// The sharding table of partitioned graph `hash`, for the graphs views: the mesh, each split
+    /// input and output (with the line that made the input), the rest as whole, XLA's memory and
+    /// flops per device, and the collectives with their bytes and lines. Empty for a graph on one
+    /// device.
+    pub fn sharding_table(&self, hash: u64) -> &[String] {
+        self.graphs.iter().find(|g| g.hash == hash).map_or(&[], |g| &g.sharding)
     }
 }
 
@@ -78,7 +88,14 @@ pub fn devices(p: &Profile) -> Devices {
             let plan = g.partition.clone()?;
             let executions = u64::from(g.executions);
             let collective_bytes = plan.collective_bytes().saturating_mul(executions);
-            Some(PartitionedGraph { hash: g.def.hash, executions, plan, collective_bytes })
+            let sharding = sharding_table(p, g.def.hash);
+            Some(PartitionedGraph {
+                hash: g.def.hash,
+                executions,
+                plan,
+                collective_bytes,
+                sharding,
+            })
         })
         .collect();
     Devices {
@@ -94,10 +111,8 @@ pub fn total_collective_bytes(d: &Devices) -> u64 {
     saturating_sum(d.graphs.iter().map(|g| g.collective_bytes))
 }
 
-/// The sharding table of partitioned graph `hash`, one line each, for the graphs views: the mesh,
-/// each split input and output (with the line that made the input), the rest as whole, and the
-/// collectives with their bytes and lines. Empty for a graph on one device.
-pub fn sharding_table(p: &Profile, hash: u64) -> Vec<String> {
+/// The lines of [`Devices::sharding_table`], made once per analysis.
+fn sharding_table(p: &Profile, hash: u64) -> Vec<String> {
     use crate::record::{clip_to, LISTED};
     let Some(g) = p.graphs.get(&hash) else { return Vec::new() };
     let Some(plan) = &g.partition else { return Vec::new() };

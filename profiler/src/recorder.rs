@@ -76,6 +76,17 @@ impl State {
         self.pending_records = 0;
     }
 
+    /// The platform, once the engine runs (a sync or a transfer says it does), if `Meta` could
+    /// not say it.
+    fn note_platform(&mut self) {
+        if !self.platform_known {
+            if let Some((platform, plugin)) = platform() {
+                self.platform_known = true;
+                self.emit(Record::Platform { platform, plugin });
+            }
+        }
+    }
+
     fn t(&self, at_ns: u64) -> u64 {
         at_ns.saturating_sub(self.t0)
     }
@@ -182,15 +193,10 @@ fn platform() -> Option<(String, String)> {
 impl Listener for Recorder {
     fn on_event(&self, at_ns: u64, event: &Event) {
         let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if !s.platform_known {
-            if let Some((platform, plugin)) = platform() {
-                s.platform_known = true;
-                s.emit(Record::Platform { platform, plugin });
-            }
-        }
         let t = s.t(at_ns);
         let record = match event {
             Event::SyncBegin { sync_id, cause: c, location, tensors } => {
+                s.note_platform();
                 let location = s.location(location);
                 Record::SyncBegin {
                     t,
@@ -241,13 +247,16 @@ impl Listener for Recorder {
                     }),
                 }
             }
-            Event::Transfer { sync_id, direction, bytes, duration_ns } => Record::Transfer {
-                t,
-                sync: *sync_id,
-                to_device: *direction == Direction::ToDevice,
-                bytes: *bytes,
-                dur: *duration_ns,
-            },
+            Event::Transfer { sync_id, direction, bytes, duration_ns } => {
+                s.note_platform();
+                Record::Transfer {
+                    t,
+                    sync: *sync_id,
+                    to_device: *direction == Direction::ToDevice,
+                    bytes: *bytes,
+                    dur: *duration_ns,
+                }
+            }
             Event::Executed { sync_id, hash, duration_ns } => {
                 Record::Executed { t, sync: *sync_id, hash: *hash, dur: *duration_ns }
             }

@@ -19,7 +19,16 @@ impl Parallel {
         let Some(at) = args.iter().position(|a| a == "--data-parallel") else {
             return Ok(None);
         };
-        let devices: usize = args.get(at + 1).and_then(|n| n.parse().ok()).unwrap_or(4);
+        let given = args.get(at + 1).map_or("nothing", String::as_str);
+        let devices: usize = match given.parse() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                return Err(xlaprof_core::Error::Sharding {
+                    location: None,
+                    message: format!("--data-parallel takes a device count, not {given:?}"),
+                });
+            }
+        };
         xlaprof_core::engine_with_devices(devices)?;
         let mesh = Mesh::one_dimensional("data", devices)?;
         let fsdp = args.iter().any(|a| a == "--fsdp");

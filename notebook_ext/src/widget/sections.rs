@@ -226,7 +226,7 @@ pub(crate) fn graphs(out: &mut String, p: &Profile, a: &Analysis) {
             let ops: Vec<String> =
                 g.def.ops.iter().map(|(name, n)| format!("{name}×{n}")).collect();
             let _ = write!(detail, "<p>ops: {}</p>", esc(&ops.join(", ")));
-            let sharding = xlaprof_profiler::devices::sharding_table(p, r.hash);
+            let sharding = a.devices.sharding_table(r.hash);
             if !sharding.is_empty() {
                 let _ = write!(detail, "<p>sharding:</p><pre>{}</pre>", esc(&sharding.join("\n")));
             }

@@ -85,12 +85,12 @@ pub fn show(ui: &mut egui::Ui, model: &Model, view: &mut GraphsView, selection: 
         }
         return;
     }
-    let sharding = xlaprof_profiler::devices::sharding_table(&model.profile, b.hash);
+    let sharding = model.analysis.devices.sharding_table(b.hash);
     if !sharding.is_empty() {
         egui::CollapsingHeader::new(RichText::new("Sharding").strong()).default_open(true).show(
             ui,
             |ui| {
-                for line in &sharding {
+                for line in sharding {
                     ui.monospace(line);
                 }
             },

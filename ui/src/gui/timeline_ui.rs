@@ -123,7 +123,7 @@ pub fn show(ui: &mut egui::Ui, model: &Model, view: &mut TimelineView, selection
             painter.rect_filled(row_rect, 0.0, visuals.faint_bg_color);
         }
         let label = if row.depth == 0 {
-            lane_name(row.lane).to_string()
+            lane_name(row.lane)
         } else {
             format!("  {} +{}", lane_name(row.lane), row.depth)
         };

@@ -6,5 +6,6 @@ pub mod model;
 pub mod source;
 pub mod text;
 
-pub use model::{lane_name, Model, TimelineRow};
+pub use model::{Model, TimelineRow};
 pub use source::{Program, Source};
+pub use xlaprof_profiler::timeline::lane_name;

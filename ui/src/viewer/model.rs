@@ -107,10 +107,6 @@ fn timeline_rows(spans: &[Span]) -> Vec<TimelineRow> {
     rows
 }
 
-pub fn lane_name(lane: u32) -> String {
-    xlaprof_profiler::timeline::lane_name(lane)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

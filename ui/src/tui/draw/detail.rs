@@ -61,7 +61,7 @@ pub fn graph(f: &mut Frame, app: &App, hash: u64, area: Rect) {
             left.push(Line::raw(format!("{n:>5} {name:<18} {bar}")));
         }
     }
-    let sharding = xlaprof_profiler::devices::sharding_table(&app.model.profile, hash);
+    let sharding = app.model.analysis.devices.sharding_table(hash);
     if !sharding.is_empty() {
         left.push(Line::raw(""));
         left.push(Line::styled("sharding", BOLD));

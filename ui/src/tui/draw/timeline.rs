@@ -41,11 +41,7 @@ pub fn draw(f: &mut Frame, app: &App, area: Rect) {
         if y >= inner.bottom().saturating_sub(1) {
             break;
         }
-        let label = if row.depth == 0 {
-            lane_name(row.lane).to_string()
-        } else {
-            format!("  {}", row.depth)
-        };
+        let label = if row.depth == 0 { lane_name(row.lane) } else { format!("  {}", row.depth) };
         buf.set_stringn(inner.x, y, &label, LABEL as usize, DIM);
         let cells =
             Rect { x: inner.x + LABEL, y, width: inner.width.saturating_sub(LABEL), height: 1 };
