@@ -58,7 +58,10 @@ def mark_sharding(t: _torch.Tensor, mesh: _native.Mesh, partition_spec: tuple) -
     # A parameter is a view of the tensor `.to(dev)` made (an alias of the same shape): the
     # root's value is split, and the view's, which reads it.
     if tuple(root.shape) != tuple(t.shape):
-        raise ValueError("mark_sharding: this tensor is a view of part of another; mark that one")
+        raise _native.ShardingError(
+            f"mark_sharding: this tensor of shape {tuple(t.shape)} is a view of part of one of "
+            f"shape {tuple(root.shape)}; mark that one"
+        )
     _native.mark_sharding(root._xp, mesh, partition_spec)
     _native.mark_sharding(value(t), mesh, partition_spec)
     return t

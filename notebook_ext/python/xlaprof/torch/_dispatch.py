@@ -274,14 +274,15 @@ def _fallback(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
     name = str(func.name()).replace("aten::", "")
     if any(isinstance(a, torch.Tensor) and (a.is_complex() or a.is_sparse) for a in _tensors(args, kwargs)):
         raise TypeError(f"aten::{name}: complex and sparse tensors are not supported on the xlaprof device")
-    file, line = _user_frame()
     if strict():
+        file, line = _user_frame()
         raise NotImplementedError(
             f"aten::{name} at {os.path.basename(file)}:{line} is not lowered by xlaprof, and "
             "XLAPROF_STRICT=1 forbids running it on the CPU"
         )
     if name not in _warned:
         _warned.add(name)
+        file, line = _user_frame()
         warnings.warn_explicit(
             f"aten::{name} is not lowered by xlaprof: it runs on the CPU, which splits the graph and "
             "copies its operands to the host (XLAPROF_STRICT=1 makes this an error)",

@@ -1222,7 +1222,7 @@ def _cumulative_extreme(x: Any, dim: int, largest: bool) -> Any:
     upto = j <= xp.arange(n).reshape(n, 1)
     prefix = xp.where(upto, rows, own)
     values = prefix.amax(-1) if largest else prefix.amin(-1)
-    hit = upto & ((rows == values.unsqueeze(-1)) | (rows != rows))
+    hit = upto & ((rows == values.unsqueeze(-1)) | isnan(rows))
     indices = xp.where(hit, j.expand(*lead, n, n), -1).amax(-1)
     return values.transpose(d, x.ndim - 1), indices.transpose(d, x.ndim - 1)
 
@@ -1291,7 +1291,7 @@ def logspace_tensors(start: Any, end: Any, steps: int, base: float = 10.0, dtype
 def frexp(x: Any) -> Any:
     """x = mantissa * 2**exponent with 0.5 <= |mantissa| < 1 (0, inf and NaN keep exponent 0),
     from log2 with a correction step for its rounding."""
-    finite = (x == x) & (x.abs() < math.inf) & (x != 0)
+    finite = isfinite(x) & (x != 0)
     safe = xp.where(finite, x.abs(), xp.ones_like(x))
     e = (safe.log() / math.log(2.0)).floor() + 1.0
     m = safe / (2.0 ** e)
@@ -1314,7 +1314,6 @@ def block_diag(tensors: Sequence[Any]) -> Any:
     for t in tensors[1:]:
         dtype = torch.promote_types(dtype, TO_TORCH[t.dtype])
     blocks = [t.reshape(1, -1) if t.ndim < 2 else t for t in tensors]
-    blocks = [b.reshape(1, 1) if t.ndim == 0 else b for b, t in zip(blocks, tensors)]
     cols = sum(b.shape[1] for b in blocks)
     rows, left = [], 0
     for b in blocks:
@@ -1748,18 +1747,14 @@ def native_group_norm(x: Any, weight: Any, bias: Any, n: int, c: int, hw: int, g
 # ---- elementwise compositions: activations, special values, losses ------------------------------
 
 
-def _nan(x: Any) -> Any:
-    return x.ne(x)
-
-
 @lower(aten.fmax.default)
 def fmax(a: Any, b: Any) -> Any:
-    return xp.where(_nan(a), b, xp.where(_nan(b), a, a.maximum(b)))
+    return xp.where(isnan(a), b, xp.where(isnan(b), a, a.maximum(b)))
 
 
 @lower(aten.fmin.default)
 def fmin(a: Any, b: Any) -> Any:
-    return xp.where(_nan(a), b, xp.where(_nan(b), a, a.minimum(b)))
+    return xp.where(isnan(a), b, xp.where(isnan(b), a, a.minimum(b)))
 
 
 @lower(aten.heaviside.default)
@@ -1799,7 +1794,7 @@ def nan_to_num(x: Any, nan: Any = None, posinf: Any = None, neginf: Any = None) 
     if not _is_float(x):
         return x.clone()
     big = _FINFO[x.dtype][0]
-    x = xp.where(_nan(x), xp.full((), 0.0 if nan is None else nan, dtype=x.dtype), x)
+    x = xp.where(isnan(x), xp.full((), 0.0 if nan is None else nan, dtype=x.dtype), x)
     x = xp.where(x.eq(math.inf), xp.full((), big if posinf is None else posinf, dtype=x.dtype), x)
     return xp.where(x.eq(-math.inf), xp.full((), -big if neginf is None else neginf, dtype=x.dtype), x)
 
@@ -1999,7 +1994,7 @@ def median_all(x: Any) -> Any:
     n = flat.shape[0]
     values, _ = flat.sort(0, False)
     # torch's median is the lower of the two middle values; NaN (sorted last) wins.
-    nan_any = _nan(flat).astype("int32").sum() > 0 if _is_float(x) else None
+    nan_any = isnan(flat).astype("int32").sum() > 0 if _is_float(x) else None
     mid = values[(n - 1) // 2]
     return xp.where(nan_any, xp.full((), math.nan, dtype=x.dtype), mid) if nan_any is not None else mid
 
@@ -2206,11 +2201,11 @@ def _index_prod(base: Any, dim: int, index: Any, rows: Any, include_self: bool) 
     """The product of each value (unless left out) and the rows sent to it along ``dim``: the
     engine scatters by sum, max and min, so a product is exp(sum(log|x|)) with its sign and its
     zeros counted apart (as ``_prod``)."""
-    shape = [1] * base.ndim
-    shape[dim] = base.shape[dim]
-    hits = xp.zeros(base.shape[dim], dtype="int64").index_add(0, index, xp.ones(index.shape[0], dtype="int64"))
-    reached = (hits > 0).reshape(*shape).expand(*base.shape)
     if not include_self:
+        shape = [1] * base.ndim
+        shape[dim] = base.shape[dim]
+        hits = xp.zeros(base.shape[dim], dtype="int64").index_add(0, index, xp.ones(index.shape[0], dtype="int64"))
+        reached = (hits > 0).reshape(*shape).expand(*base.shape)
         base = xp.where(reached, xp.ones_like(base), base)
 
     def summed(v: Any, of_rows: Any) -> Any:
