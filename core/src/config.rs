@@ -19,6 +19,7 @@ pub const DEBUG: &str = "XLAPROF_DEBUG";
 pub const DEBUG_FILE: &str = "XLAPROF_DEBUG_FILE";
 pub const OPTIMIZED_HLO: &str = "XLAPROF_OPTIMIZED_HLO";
 pub const PROFILE: &str = "XLAPROF_PROFILE";
+pub const RUN_AHEAD: &str = "XLAPROF_RUN_AHEAD";
 /// Read by the torch bridge (`xlaprof.torch`), listed here so that one table has every variable.
 pub const STRICT: &str = "XLAPROF_STRICT";
 
@@ -34,6 +35,7 @@ pub const VARS: &[Var] = &[
     Var { name: DEBUG_FILE, effect: "write the XLAPROF_DEBUG analyses to this file instead of stderr" },
     Var { name: OPTIMIZED_HLO, effect: "1: keep XLA's optimized HLO text of every compile" },
     Var { name: PROFILE, effect: "record the whole program to this profile file" },
+    Var { name: RUN_AHEAD, effect: "1: a sync returns once its program is queued on the device, and the host traces the next step while it runs (the default on GPUs); 0: a sync waits for its program (the default on the CPU)" },
     Var { name: STRICT, effect: "torch bridge: 1 makes an aten op with no lowering an error instead of a CPU fallback" },
 ];
 
@@ -47,6 +49,8 @@ pub(crate) struct EngineConfig {
     /// 0: off; 1: compile analyses; 2: also execution analyses.
     pub debug_level: u8,
     pub debug_file: Option<PathBuf>,
+    /// `XLAPROF_RUN_AHEAD`: `None` leaves it to the device.
+    pub run_ahead: Option<bool>,
 }
 
 impl EngineConfig {
@@ -66,6 +70,11 @@ impl EngineConfig {
                 _ => 0,
             },
             debug_file: std::env::var_os(DEBUG_FILE).map(PathBuf::from),
+            run_ahead: match var(RUN_AHEAD).as_deref() {
+                Some("1") => Some(true),
+                Some("0") => Some(false),
+                _ => None,
+            },
         }
     }
 }

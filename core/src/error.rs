@@ -104,6 +104,16 @@ pub enum Error {
     #[error("{message}{}", location.as_ref().map(|l| format!(" (at {l})")).unwrap_or_default())]
     Sharding { message: String, location: Option<SourceLocation> },
 
+    #[error(
+        "the device ran out of memory running graph {graph:016x} (synced at {location}): \
+         {message}\n  XLA's memory plan for the graph: {plan}\n  the device: {device}"
+    )]
+    OutOfMemory { graph: u64, location: SourceLocation, plan: String, device: String, message: String },
+
+    /// A program failed on the device after its sync had returned (the host runs ahead).
+    #[error("graph {graph:016x}, synced at {location}, failed on the device: {source}")]
+    DeviceFailed { graph: u64, location: SourceLocation, source: Box<Error> },
+
     #[error("the plugin returned a value xlaprof does not understand: {0}")]
     Unsupported(String),
 }

@@ -148,6 +148,15 @@ pub enum Event {
         step: u64,
         location: SourceLocation,
     },
+    /// A device's memory at the end of a step, as its allocator counts it (where the plugin
+    /// keeps such figures: GPUs, not the CPU).
+    DeviceMemory {
+        step: u64,
+        device: usize,
+        in_use_bytes: i64,
+        peak_bytes: Option<i64>,
+        limit_bytes: Option<i64>,
+    },
     /// A named region of the user's program began ([`scope`]).
     ScopeBegin {
         name: Arc<str>,

@@ -162,13 +162,17 @@ fn create_options_are_typed() {
 
 #[test]
 fn options_for_the_cpu_plugin_are_not_sent_to_another() {
-    let engine_options = ClientOptions::default().cpu_device_count(1);
+    let engine_options = ClientOptions::default().cpu_device_count(1).gpu_preallocate(false);
     assert!(engine_options.resolve(PluginKind::Other, &[]).is_empty());
-    assert_eq!(engine_options.resolve(PluginKind::Cpu, &[]).len(), 1);
+    let names = |kind| -> Vec<String> {
+        engine_options.resolve(kind, &[]).into_iter().map(|o| o.name).collect()
+    };
+    assert_eq!(names(PluginKind::Cpu), ["cpu_device_count"]);
+    assert_eq!(names(PluginKind::Gpu), ["preallocate"]);
     for (path, kind) in [
         ("site-packages/xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so", PluginKind::Cpu),
-        ("site-packages/xla_plugins/xla_cuda12_pjrt/xla_gpu_pjrt.so", PluginKind::Other),
-        ("site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so", PluginKind::Other),
+        ("site-packages/xla_plugins/xla_cuda12_pjrt/xla_gpu_pjrt.so", PluginKind::Gpu),
+        ("site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so", PluginKind::Gpu),
     ] {
         assert_eq!(PluginKind::from_file_name(Path::new(path)), kind, "{path}");
     }

@@ -366,7 +366,7 @@ MIRRORED_NAMES = {
 OWN = {
     "": ["AutogradError", "InternalError", "PluginError", "ProfileError", "ShapeError",
          "XlaError", "XlaprofError", "Profile", "counters", "cross_entropy", "load",
-         "metrics_report", "profile", "profile_scope", "step", "sync", "bool_",
+         "metrics_report", "profile", "profile_scope", "step", "sync", "wait", "bool_",
          # Many devices, PyTorch/XLA's names (`xs.Mesh`, `xs.mark_sharding`, ...).
          "Mesh", "ShardingError", "devices", "get_1d_mesh", "get_global_mesh", "mark_sharding",
          "set_global_mesh"],

@@ -39,6 +39,38 @@ pub struct Summary {
     pub execute_ns: u64,
     /// Time outside syncs (tracing ops, the program's own work).
     pub outside_syncs_ns: u64,
+    /// The device's memory over the steps, where the plugin counts it (GPUs).
+    pub device_memory: Option<MemorySummary>,
+}
+
+/// The device's memory over the steps (the first device that reported it), in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MemorySummary {
+    pub device: u32,
+    /// In use at the end of the last step.
+    pub last_in_use_bytes: i64,
+    /// The largest in use at a step's end, and the allocator's own peak where it has one.
+    pub max_in_use_bytes: i64,
+    pub peak_bytes: Option<i64>,
+    pub limit_bytes: Option<i64>,
+    /// In use at the last step's end minus at the end of the first step after warm-up: memory
+    /// that steady steps keep taking (tensors held on to, a growing cache) shows here.
+    pub steady_growth_bytes: i64,
+}
+
+fn memory_summary(p: &Profile, warmup_steps: u64) -> Option<MemorySummary> {
+    let device = p.device_memory.first()?.device;
+    let samples: Vec<_> = p.device_memory.iter().filter(|m| m.device == device).collect();
+    let last = samples.last()?;
+    let steady_start = samples.iter().find(|m| m.step > warmup_steps).unwrap_or(last);
+    Some(MemorySummary {
+        device,
+        last_in_use_bytes: last.in_use_bytes,
+        max_in_use_bytes: samples.iter().map(|m| m.in_use_bytes).max().unwrap_or(0),
+        peak_bytes: samples.iter().filter_map(|m| m.peak_bytes).max(),
+        limit_bytes: last.limit_bytes,
+        steady_growth_bytes: last.in_use_bytes.saturating_sub(steady_start.in_use_bytes),
+    })
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -111,6 +143,7 @@ pub fn analyze(p: &Profile, thresholds: &Thresholds) -> Analysis {
         transfer_ns: sum(&|s| s.transfer_ns),
         execute_ns: sum(&|s| s.execute_ns),
         outside_syncs_ns: p.end_ns().saturating_sub(syncs_ns),
+        device_memory: memory_summary(p, thresholds.warmup_steps),
     };
     let recompiles = find_recompiles(p);
     let steps = step_phases(p);

@@ -134,6 +134,19 @@ pub struct HostFallback {
     pub step: u64,
 }
 
+/// A device's memory at the end of a step, in bytes, as its allocator counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DeviceMemory {
+    pub step: u64,
+    pub device: u32,
+    pub at_ns: u64,
+    pub in_use_bytes: i64,
+    /// The most held at once since the process started, where the allocator tracks it.
+    pub peak_bytes: Option<i64>,
+    /// What the allocator may hand out, where it has a limit.
+    pub limit_bytes: Option<i64>,
+}
+
 /// A training step: from the end of the previous step (or the profile's start) to `step()`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Step {
@@ -259,6 +272,8 @@ pub struct Profile {
     /// Ops run on the host for want of a lowering, in order.
     pub host_fallbacks: Vec<HostFallback>,
     pub steps: Vec<Step>,
+    /// Each device's memory at the end of each step (GPUs; empty on the CPU).
+    pub device_memory: Vec<DeviceMemory>,
     pub scopes: Vec<Scope>,
     /// The engine's counters at the end of each sync.
     pub counters: Vec<(u64, Counters)>,
@@ -562,6 +577,17 @@ impl Profile {
                     e.device_end_ns =
                         after_launch.iter().map(|&d| e.start_ns.saturating_add(d)).collect();
                 }
+            }
+            Record::DeviceMemory { t, step, device, in_use, peak, limit } => {
+                self.seen(t);
+                self.device_memory.push(DeviceMemory {
+                    step,
+                    device,
+                    at_ns: t,
+                    in_use_bytes: in_use,
+                    peak_bytes: peak,
+                    limit_bytes: limit,
+                });
             }
             Record::HostFallback { t, op, location, dur } => {
                 self.seen(t);

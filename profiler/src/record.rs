@@ -365,6 +365,16 @@ pub enum Record {
         hash: u64,
         after_launch: Vec<u64>,
     },
+    /// A device's memory at the end of a step, as its allocator counts it (GPUs; the CPU plugin
+    /// keeps no such figures). `peak` and `limit` where the allocator has them.
+    DeviceMemory {
+        t: u64,
+        step: u64,
+        device: u32,
+        in_use: i64,
+        peak: Option<i64>,
+        limit: Option<i64>,
+    },
 }
 
 /// How a graph runs partitioned over a mesh of devices.

@@ -299,6 +299,16 @@ impl Listener for Recorder {
                 hash: *hash,
                 after_launch: after_launch_ns.clone(),
             },
+            Event::DeviceMemory { step, device, in_use_bytes, peak_bytes, limit_bytes } => {
+                Record::DeviceMemory {
+                    t,
+                    step: *step,
+                    device: *device as u32,
+                    in_use: *in_use_bytes,
+                    peak: *peak_bytes,
+                    limit: *limit_bytes,
+                }
+            }
             Event::HostFallback { op, location, duration_ns } => {
                 let location = s.location(location);
                 Record::HostFallback { t, op: op.to_string(), location, dur: *duration_ns }
@@ -394,6 +404,9 @@ impl Recording {
 
     /// Stops recording and returns the profile.
     pub fn stop(self) -> Profile {
+        // Programs still running on the device (the host runs ahead) are in the profile too; a
+        // failure among them is the program's to see at its next read, not the profile's.
+        let _ = xlaprof_core::wait();
         events::remove_listener(self.listener);
         *ACTIVE.lock().unwrap_or_else(|p| p.into_inner()) = false;
         let mut s = self.recorder.0.lock().unwrap_or_else(|p| p.into_inner());

@@ -58,6 +58,23 @@ fn summary_text(a: &Analysis, out: &mut String) {
         format_bytes(s.bytes_to_host as f64),
         s.hidden_syncs
     );
+    if let Some(m) = &s.device_memory {
+        let bytes = |b: i64| format_bytes(b.max(0) as f64);
+        let _ = writeln!(
+            out,
+            "  device memory  {} in use after the last step (most after a step {}{}{}); {} {} over the steady steps",
+            bytes(m.last_in_use_bytes),
+            bytes(m.max_in_use_bytes),
+            m.peak_bytes.map(|p| format!(", allocator's peak {}", bytes(p))).unwrap_or_default(),
+            m.limit_bytes.map(|l| format!(", of {}", bytes(l))).unwrap_or_default(),
+            if m.steady_growth_bytes > 0 { "grew" } else { "changed" },
+            format!(
+                "{}{}",
+                if m.steady_growth_bytes < 0 { "-" } else { "" },
+                format_bytes(m.steady_growth_bytes.unsigned_abs() as f64)
+            ),
+        );
+    }
     let d = s.duration_ns;
     let _ = writeln!(
         out,

@@ -220,6 +220,9 @@ fn record() -> impl Strategy<Value = Record> {
         1 => (ns(), string(), id32(), ns()).prop_map(|(t, op, location, dur)| Record::HostFallback { t, op, location, dur }),
         1 => partition().prop_map(|p| Record::Partitioned(Box::new(p))),
         1 => (string(), string()).prop_map(|(platform, plugin)| Record::Platform { platform, plugin }),
+        2 => (ns(), id64(), id32(), any::<i64>(), any::<Option<i64>>(), any::<Option<i64>>()).prop_map(
+            |(t, step, device, in_use, peak, limit)| Record::DeviceMemory { t, step, device, in_use, peak, limit }
+        ),
         1 => (id64(), id64(), prop::collection::vec(ns(), 0..5)).prop_map(
             |(sync, hash, after_launch)| Record::DevicesFinished { sync, hash, after_launch }
         ),

@@ -222,3 +222,38 @@ fn the_trace_and_json_exports_carry_the_devices() {
     assert!(collectives.lines().any(|l| l.contains("all-reduce")), "{collectives}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_devices_memory_at_each_step_is_summarized_and_reported() {
+    let mib = 1i64 << 20;
+    let mut records = Vec::new();
+    for step in 1..=6u64 {
+        records.push(Record::Step { t: step * 1000, step, location: 0 });
+        records.push(Record::DeviceMemory {
+            t: step * 1000 + 1,
+            step,
+            device: 0,
+            // Grows by 10 MiB a step: a program holding on to something every step.
+            in_use: (100 + 10 * step as i64) * mib,
+            peak: Some(400 * mib),
+            limit: Some(1000 * mib),
+        });
+    }
+    let a = analyze(&Profile::from_records(records.clone()), &Thresholds::default());
+    let m = a.summary.device_memory.expect("a memory summary");
+    assert_eq!(m.last_in_use_bytes, 160 * mib);
+    assert_eq!(m.max_in_use_bytes, 160 * mib);
+    assert_eq!(m.peak_bytes, Some(400 * mib));
+    assert_eq!(m.limit_bytes, Some(1000 * mib));
+    // Steady steps start after the 2 warm-up steps: from step 3 (130 MiB) to step 6 (160 MiB).
+    assert_eq!(m.steady_growth_bytes, 30 * mib);
+    let text = report::text(&a);
+    let line = text.lines().find(|l| l.contains("device memory")).expect(&text);
+    assert!(line.contains("160.00MB in use") && line.contains("grew 30.00MB"), "{line}");
+
+    // The CPU plugin keeps no memory figures: no summary, no line.
+    records.retain(|r| !matches!(r, Record::DeviceMemory { .. }));
+    let a = analyze(&Profile::from_records(records), &Thresholds::default());
+    assert!(a.summary.device_memory.is_none());
+    assert!(!report::text(&a).contains("device memory"));
+}

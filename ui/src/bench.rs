@@ -31,22 +31,45 @@ fn chain(x: &Tensor) -> Result<Tensor> {
     Ok(y)
 }
 
-/// Per sync: (whole sync, PJRT execute), in nanoseconds, as the engine reports them.
+/// Per sync id: the whole sync on the host, the program's run from launch to the device's end
+/// (ns, as the engine reports them), and whether the program ended before the sync returned. By
+/// id: when the host runs ahead, a program's end may be reported after its sync has returned.
 #[derive(Default)]
-struct SyncTimes(Mutex<Vec<(u64, u64)>>);
+struct SyncTimes(Mutex<std::collections::BTreeMap<u64, (u64, u64, bool)>>);
 
 impl Listener for SyncTimes {
     fn on_event(&self, _at_ns: u64, event: &Event) {
         let mut times = self.0.lock().unwrap_or_else(|p| p.into_inner());
         match event {
-            Event::Executed { duration_ns, .. } => times.push((0, *duration_ns)),
-            Event::SyncEnd { duration_ns, .. } => {
-                if let Some(last) = times.last_mut() {
-                    last.0 = *duration_ns;
-                }
+            Event::Executed { sync_id, duration_ns, .. } => {
+                let t = times.entry(*sync_id).or_default();
+                t.1 = *duration_ns;
+                t.2 = t.0 == 0;
+            }
+            Event::SyncEnd { sync_id, duration_ns } => {
+                times.entry(*sync_id).or_default().0 = *duration_ns
             }
             _ => {}
         }
+    }
+}
+
+/// Where a first step's time went, from the engine's events (ms, from the step's start).
+#[derive(Default)]
+struct Phases(Mutex<Vec<(u64, &'static str, u64)>>);
+
+impl Listener for Phases {
+    fn on_event(&self, at_ns: u64, event: &Event) {
+        let mark = match event {
+            Event::SyncBegin { .. } => ("sync_begin", 0),
+            Event::Lowered { .. } => ("lowered", 0),
+            Event::CacheLookup { .. } => ("cache_lookup", 0),
+            Event::Compiled { duration_ns, .. } => ("compiled", *duration_ns),
+            Event::Executed { duration_ns, .. } => ("executed", *duration_ns),
+            Event::SyncEnd { .. } => ("sync_end", 0),
+            _ => return,
+        };
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push((at_ns, mark.0, mark.1));
     }
 }
 
@@ -58,6 +81,8 @@ pub struct Figures {
     pub execute_us: f64,
     pub mlp_first_step_ms: f64,
     pub mlp_step_ms: f64,
+    /// Steps back to back, the device waited for once at the end: the mean.
+    pub mlp_step_back_to_back_ms: f64,
 }
 
 pub fn measure(reps: usize, mlp_steps: usize) -> Result<Figures> {
@@ -82,28 +107,47 @@ pub fn measure(reps: usize, mlp_steps: usize) -> Result<Figures> {
         let _y = chain(&x)?;
         xlaprof_core::sync()?;
     }
+    xlaprof_core::wait()?;
     events::remove_listener(id);
-    let times = times.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let times: Vec<(u64, u64, bool)> =
+        times.0.lock().unwrap_or_else(|p| p.into_inner()).values().copied().collect();
     let us = |ns: u64| ns as f64 / 1e3;
     let sync_total_us = median(times.iter().map(|t| us(t.0)).collect());
     let execute_us = median(times.iter().map(|t| us(t.1)).collect());
-    let sync_overhead_us = median(times.iter().map(|t| us(t.0.saturating_sub(t.1))).collect());
+    // The engine's own time: a sync's time beside its program's run where the sync lasted until
+    // the program ended (waiting for it, or freeing the last graph meanwhile); all of it where
+    // the sync returned first (the launch included).
+    let overhead = |t: &(u64, u64, bool)| if t.2 { t.0.saturating_sub(t.1) } else { t.0 };
+    let sync_overhead_us = median(times.iter().map(|t| us(overhead(t))).collect());
 
     let mut data = Prototypes::new(10, 784, 1);
     let model = Mlp::new(&[784, 512, 512, 10], 3)?;
     let mut opt = Sgd::new(model.parameters(), 0.01);
     let batches: Vec<(Tensor, Tensor)> =
         (0..=mlp_steps).map(|_| data.batch(64, 1.0)).collect::<Result<_>>()?;
-    let mut steps = Vec::new();
-    for (x, y) in &batches {
-        let t = Instant::now();
+    let mut train_step = |x: &Tensor, y: &Tensor| -> Result<()> {
         opt.zero_grad();
         let loss = model.forward(x)?.cross_entropy(y)?;
         loss.backward()?;
         opt.step()?;
-        xlaprof_core::step()?;
+        xlaprof_core::step()
+    };
+    // Each step waited for (as JAX's peer times its steps, with `block_until_ready`).
+    let mut steps = Vec::new();
+    for (x, y) in &batches {
+        let t = Instant::now();
+        train_step(x, y)?;
+        xlaprof_core::wait()?;
         steps.push(t.elapsed().as_secs_f64() * 1e3);
     }
+    // Back to back, waited for once at the end: the host traces a step while the device runs
+    // the one before (when the engine runs ahead, as on GPUs).
+    let t = Instant::now();
+    for (x, y) in &batches {
+        train_step(x, y)?;
+    }
+    xlaprof_core::wait()?;
+    let pipelined = t.elapsed().as_secs_f64() * 1e3 / batches.len() as f64;
     let first = steps[0];
     let steady: Vec<f64> = steps.iter().skip(5).copied().collect();
     Ok(Figures {
@@ -113,13 +157,20 @@ pub fn measure(reps: usize, mlp_steps: usize) -> Result<Figures> {
         execute_us,
         mlp_first_step_ms: first,
         mlp_step_ms: median(if steady.is_empty() { steps.clone() } else { steady }),
+        mlp_step_back_to_back_ms: pipelined,
     })
 }
 
-/// The first MLP step of a fresh process (what `bench` runs in a child to time a warm start).
-/// The plugin is loaded first: its load time is a separate figure (`cargo bench --bench runtime`).
-pub fn first_step_ms() -> Result<f64> {
+/// The first MLP step of a fresh process (what `bench` runs in a child to time a warm start),
+/// and where its time went (ms from the step's start: `sync_begin`, `lowered`, `cache_lookup`
+/// (after reading the persistent cache), `sync_end`; `compiled` and `executed` with their
+/// durations). The plugin is loaded first: its load time is a separate figure
+/// (`cargo bench --bench runtime`).
+pub fn first_step_ms() -> Result<(f64, serde_json::Value)> {
     xlaprof_core::engine()?;
+    let phases = Arc::new(Phases::default());
+    let id = events::add_listener(phases.clone());
+    let start = events::now_ns();
     let t = Instant::now();
     let mut data = Prototypes::new(10, 784, 1);
     let model = Mlp::new(&[784, 512, 512, 10], 3)?;
@@ -129,25 +180,53 @@ pub fn first_step_ms() -> Result<f64> {
     loss.backward()?;
     opt.step()?;
     xlaprof_core::step()?;
-    Ok(t.elapsed().as_secs_f64() * 1e3)
+    xlaprof_core::wait()?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    events::remove_listener(id);
+    let ms_after = |at: u64| (at.saturating_sub(start) as f64 / 1e6 * 1000.0).round() / 1000.0;
+    let marks: Vec<serde_json::Value> = phases
+        .0
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .map(|&(at, what, dur)| {
+            serde_json::json!({ "phase": what, "at_ms": ms_after(at), "ms": dur as f64 / 1e6 })
+        })
+        .collect();
+    Ok((ms, serde_json::Value::Array(marks)))
 }
 
-/// Cold and warm first step in new processes sharing a new persistent cache directory.
-fn cold_and_warm_start() -> Option<(f64, f64)> {
+/// Cold and warm first step in new processes sharing a new persistent cache directory, and
+/// where the warm one's time went.
+fn cold_and_warm_start() -> Option<(f64, f64, serde_json::Value)> {
     let exe = std::env::current_exe().ok()?;
     let dir = std::env::temp_dir().join(format!("xlaprof-bench-cache-{}", std::process::id()));
-    let run = || -> Option<f64> {
+    let run = || -> Option<(f64, serde_json::Value)> {
         let out = std::process::Command::new(&exe)
             .arg("bench-first-step")
             .env("XLAPROF_CACHE_DIR", &dir)
             .output()
             .ok()?;
-        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let mut lines = stdout.lines();
+        let ms: Option<f64> = lines.next().and_then(|l| l.trim().parse().ok());
+        let phases = lines.next().and_then(|l| serde_json::from_str(l).ok());
+        if ms.is_none() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            eprintln!(
+                "warning: the first step in a new process was not timed ({}): {} {}",
+                out.status,
+                stdout.trim(),
+                stderr.lines().last().unwrap_or("")
+            );
+        }
+        Some((ms?, phases.unwrap_or_default()))
     };
     let cold = run();
     let warm = run();
     let _ = std::fs::remove_dir_all(&dir);
-    Some((cold?, warm?))
+    let (warm, phases) = warm?;
+    Some((cold?.0, warm, phases))
 }
 
 /// JAX's figures for the same workloads, from the peer scripts (`bench_b_chain.py`,
@@ -167,6 +246,9 @@ fn run_peer(python: &Path, script: &Path, args: &[&str]) -> Result<serde_json::V
     let out = std::process::Command::new(python)
         .arg(script)
         .args(args)
+        // On a GPU, JAX takes 75 % of its memory at start unless told not to; the peer's own
+        // child process (its cold compile) and ours would then find none.
+        .env("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
         .current_dir(script.parent().unwrap_or(Path::new(".")))
         .output()
         .map_err(|e| format!("could not run {} {}: {e}", python.display(), script.display()))?;
@@ -184,7 +266,13 @@ fn run_peer(python: &Path, script: &Path, args: &[&str]) -> Result<serde_json::V
 pub fn measure_jax(python: &Path, peers: &Path, host_us: f64) -> Result<JaxFigures, String> {
     let chain = run_peer(python, &peers.join("bench_b_chain.py"), &["1000", "3"])?;
     let mlp = run_peer(python, &peers.join("bench_c_mlp.py"), &["30"])?;
-    let ours = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/bench_jax_chain.py");
+    // Ours is in the checkout being benchmarked: the one we run in, else the one we were built in.
+    let script = Path::new("scripts/bench_jax_chain.py");
+    let ours = if script.exists() {
+        script.canonicalize().unwrap_or_else(|_| script.to_path_buf())
+    } else {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/bench_jax_chain.py")
+    };
     let pattern = run_peer(python, &ours, &[&format!("{host_us:.0}")])?;
     let number = |v: &serde_json::Value, key: &str| {
         v.pointer(key).and_then(|x| x.as_f64()).ok_or_else(|| format!("no `{key}` in {v}"))
@@ -206,6 +294,11 @@ struct Report {
     figures: Figures,
     cold_start_ms: Option<f64>,
     warm_start_ms: Option<f64>,
+    /// Where the warm start's time went (see [`first_step_ms`]).
+    warm_start_phases: Option<serde_json::Value>,
+    /// Whether syncs returned before their programs finished (`XLAPROF_RUN_AHEAD`).
+    runs_ahead: bool,
+    platform: String,
     chain_execute_us: f64,
     jax_chain_execute_us: Option<f64>,
     jax_chain_execute_after_host_us: Option<f64>,
@@ -233,11 +326,16 @@ pub fn run(
         },
         None => None,
     };
-    let (cold, warm) = cold_and_warm_start().unzip();
+    let starts = cold_and_warm_start();
+    let (cold, warm) = (starts.as_ref().map(|s| s.0), starts.as_ref().map(|s| s.1));
+    let engine = xlaprof_core::engine()?;
     let report = Report {
         figures: f,
         cold_start_ms: cold,
         warm_start_ms: warm,
+        warm_start_phases: starts.map(|s| s.2),
+        runs_ahead: engine.runs_ahead(),
+        platform: engine.client.platform_name().to_string(),
         chain_execute_us: f.execute_us,
         jax_chain_execute_us: jax.map(|j| j.jax_chain_execute_us),
         jax_chain_execute_after_host_us: jax.map(|j| j.jax_chain_execute_after_host_us),
@@ -258,6 +356,7 @@ pub fn run(
     println!("    engine overhead                          {:>9.1} µs", f.sync_overhead_us);
     println!("  MLP 784-512-512-10 SGD, first step         {:>9.1} ms", f.mlp_first_step_ms);
     println!("  MLP steady step (median after step 5)      {:>9.3} ms", f.mlp_step_ms);
+    println!("  MLP steps back to back (mean)              {:>9.3} ms", f.mlp_step_back_to_back_ms);
     println!("  first step in a new process, cold cache    {:>9} ms", ms(cold));
     println!("  first step in a new process, warm cache    {:>9} ms", ms(warm));
     if let Some(j) = jax {

@@ -184,7 +184,7 @@ fn main() -> ExitCode {
             bench::run(json, reps, steps, jax).map(|_| ExitCode::SUCCESS)
         }
         Command::BenchFirstStep => bench::first_step_ms()
-            .map(|ms| println!("{ms}"))
+            .map(|(ms, phases)| println!("{ms}\n{phases}"))
             .map(|_| ExitCode::SUCCESS)
             .map_err(Into::into),
     };

@@ -36,7 +36,27 @@ pub struct Engine {
     /// Device buffers of host scalars, reused while their values recur.
     scalars: Mutex<scalars::ScalarBuffers>,
     epoch: AtomicU64,
+    /// A sync returns once its program is queued (`XLAPROF_RUN_AHEAD`; GPUs by default).
+    run_ahead: bool,
+    /// Programs launched by a sync that returned before they finished, oldest first.
+    in_flight: Mutex<std::collections::VecDeque<InFlight>>,
+    /// False once the plugin said it keeps no memory figures (the CPU plugin): not asked again.
+    memory_figures: std::sync::atomic::AtomicBool,
 }
+
+/// A program still running, perhaps, after its sync returned.
+struct InFlight {
+    graph: u64,
+    location: SourceLocation,
+    done: crate::runtime::Pending,
+    /// For the memory plan an out-of-memory error shows.
+    executable: Arc<crate::runtime::Executable>,
+}
+
+/// How many launched programs a sync leaves running when it returns: its own. The one before it
+/// is waited for, so the host runs at most one step ahead of the device and the memory of at
+/// most two steps' outputs is pending.
+const IN_FLIGHT: usize = 1;
 
 static ENGINE: OnceLock<Engine> = OnceLock::new();
 static INIT: Mutex<()> = Mutex::new(());
@@ -92,9 +112,15 @@ pub fn engine() -> Result<&'static Engine> {
     let config = EngineConfig::from_env();
     let client = Client::new(
         crate::runtime::Plugin::from_env()?,
-        &crate::runtime::ClientOptions::default().cpu_device_count(
-            config.cpu_devices.max(REQUESTED_DEVICES.load(Ordering::Relaxed) as i64),
-        ),
+        &crate::runtime::ClientOptions::default()
+            .cpu_device_count(
+                config.cpu_devices.max(REQUESTED_DEVICES.load(Ordering::Relaxed) as i64),
+            )
+            // A GPU's memory grows as programs need it rather than 75 % taken at start: the
+            // engine shares the GPU with torch's allocator in the same process and with other
+            // processes (a benchmark's child, JAX), and the profile's memory figures then show
+            // what the program uses. `XLAPROF_PJRT_CREATE_OPTIONS=preallocate=true` restores it.
+            .gpu_preallocate(false),
     )?;
     let disk = config.cache_dir.as_ref().and_then(|dir| {
         disk_cache::open(dir, &client, 0)
@@ -102,13 +128,18 @@ pub fn engine() -> Result<&'static Engine> {
             .ok()
     });
     let engine = Engine {
-        client,
         disk,
         capture_optimized_hlo: config.optimized_hlo,
         device: 0,
         cache: Mutex::new(GraphCache::new(config.cache_capacity)),
         scalars: Mutex::default(),
         epoch: AtomicU64::new(1),
+        run_ahead: config
+            .run_ahead
+            .unwrap_or(client.plugin().kind() != crate::runtime::PluginKind::Cpu),
+        in_flight: Mutex::default(),
+        memory_figures: std::sync::atomic::AtomicBool::new(true),
+        client,
     };
     crate::debug::install(&config);
     Ok(ENGINE.get_or_init(|| engine))
@@ -128,6 +159,97 @@ impl Engine {
     /// How many devices the engine's client has (meshes are made of them).
     pub fn device_count(&self) -> usize {
         self.client.devices().len()
+    }
+
+    /// Whether syncs return before their programs finish (see `XLAPROF_RUN_AHEAD`).
+    pub fn runs_ahead(&self) -> bool {
+        self.run_ahead
+    }
+
+    /// Waits for every program still running; the first failure, named by its graph and sync.
+    fn wait_in_flight(&self, keep: usize) -> Result<()> {
+        let mut queue = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        let mut status = Ok(());
+        while queue.len() > keep {
+            let Some(f) = queue.pop_front() else { break };
+            if let Err(e) = f.done.wait() {
+                let plan = f.executable.memory_stats().ok();
+                // Its sync has returned: the error names the graph and the line that ran it.
+                let e = match self.device_error(e, f.graph, &f.location, plan.as_ref()) {
+                    e @ crate::Error::OutOfMemory { .. } => e,
+                    e => crate::Error::DeviceFailed {
+                        graph: f.graph,
+                        location: f.location.clone(),
+                        source: Box::new(e),
+                    },
+                };
+                status = status.and(Err(e));
+            }
+        }
+        status
+    }
+
+    /// `e`, from running `graph` synced at `location`, told as the user needs it: out of memory
+    /// with the graph's memory plan and the device's figures; a failure after the sync returned
+    /// with the graph and the line.
+    fn device_error(
+        &self,
+        e: crate::Error,
+        graph: u64,
+        location: &SourceLocation,
+        plan: Option<&crate::runtime::MemoryStats>,
+    ) -> crate::Error {
+        let exhausted = matches!(
+            &e,
+            crate::Error::Pjrt { code: crate::PjrtErrorCode::ResourceExhausted, .. }
+        ) || e.to_string().to_lowercase().contains("out of memory");
+        if exhausted {
+            let mib = |b: i64| format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64);
+            let plan = match plan {
+                Some(m) => format!(
+                    "arguments {}, outputs {}, temporaries {}, peak {}",
+                    mib(m.argument_bytes),
+                    mib(m.output_bytes),
+                    mib(m.temp_bytes),
+                    mib(m.peak_memory_bytes)
+                ),
+                None => "not reported by the plugin".to_string(),
+            };
+            let device = match self.client.device_memory(self.device) {
+                Ok(Some(m)) => format!(
+                    "{} in use{}{}",
+                    mib(m.in_use_bytes),
+                    m.peak_bytes.map(|p| format!(", peak {}", mib(p))).unwrap_or_default(),
+                    m.limit_bytes.map(|l| format!(", limit {}", mib(l))).unwrap_or_default()
+                ),
+                _ => "no memory figures from the plugin".to_string(),
+            };
+            return crate::Error::OutOfMemory {
+                graph,
+                location: location.clone(),
+                plan,
+                device,
+                message: e.to_string(),
+            };
+        }
+        e
+    }
+
+    /// The device's memory now, as an event for the profiler (at the end of a step).
+    fn note_memory(&self, step: u64) {
+        if !self.memory_figures.load(Ordering::Relaxed) {
+            return;
+        }
+        match self.client.device_memory(self.device) {
+            Ok(Some(m)) => events::emit(Event::DeviceMemory {
+                step,
+                device: self.device,
+                in_use_bytes: m.in_use_bytes,
+                peak_bytes: m.peak_bytes,
+                limit_bytes: m.limit_bytes,
+            }),
+            _ => self.memory_figures.store(false, Ordering::Relaxed),
+        }
     }
 
     /// Sets how many compiled graphs the in-memory cache keeps (least recently used go first).
@@ -152,8 +274,19 @@ pub fn step() -> Result<()> {
     let step = STEPS.fetch_add(1, Ordering::Relaxed) + 1;
     if events::enabled() {
         events::emit(Event::StepMarker { step, location });
+        engine()?.note_memory(step);
     }
     Ok(())
+}
+
+/// Waits until every program launched so far has finished on the device (torch_xla's
+/// `wait_device_ops`): what a sync does not do when the host runs ahead (`XLAPROF_RUN_AHEAD`).
+/// The first failure is returned, named by its graph and the line of its sync.
+pub fn wait() -> Result<()> {
+    match started_engine() {
+        Some(engine) => engine.wait_in_flight(0),
+        None => Ok(()),
+    }
 }
 
 /// Training steps ended so far (`step()` calls).
@@ -209,6 +342,7 @@ fn run(
     let sync_start = events::now_ns();
     bump(&counter::syncs, 1);
     if listening {
+        let location = location.clone();
         events::emit(Event::SyncBegin { sync_id, cause, location, tensors: tensors.len() });
     }
 
@@ -267,7 +401,11 @@ fn run(
     // 6: inputs (device data, then the host scalars, each in its own dtype) and execute;
     // 7: every synced tensor becomes device data.
     let outputs = match &compiled.partitioning {
-        None => execute(engine, &graph, &compiled, sync_id, listening)?,
+        // A value read needs its program's end anyway: it does not run ahead.
+        None => {
+            let ahead = engine.run_ahead && cause != SyncCause::ValueRead;
+            execute(engine, &graph, &compiled, sync_id, &location, listening, ahead)?
+        }
         Some(p) => execute_partitioned(engine, &graph, &compiled, p, sync_id, listening)?,
     };
     for (tensor, &slot) in tensors.iter().zip(&graph.root_outputs) {
@@ -294,7 +432,9 @@ fn execute(
     graph: &Graph,
     compiled: &CachedGraph,
     sync_id: u64,
+    location: &SourceLocation,
     listening: bool,
+    run_ahead: bool,
 ) -> Result<Vec<Arc<DeviceData>>> {
     let t = events::now_ns();
     let (scalars, uploaded) = engine.scalars.lock().unwrap_or_else(|p| p.into_inner()).get(
@@ -309,14 +449,37 @@ fn execute(
     }
     inputs.extend(scalars.iter().map(|b| b.as_ref()));
     let t = events::now_ns();
-    // While it runs, the host frees earlier graphs (see `trace`).
-    let outputs = compiled.executable.execute_overlapped(&inputs, trace::reap_while_executing)?;
+    let plan = || compiled.executable.memory_stats().ok();
+    let launched = compiled
+        .executable
+        .launch(&inputs)
+        .map_err(|e| engine.device_error(e, graph.key, location, plan().as_ref()))?;
     bump(&counter::executions, 1);
-    if listening {
-        let duration_ns = events::now_ns() - t;
-        events::emit(Event::Executed { sync_id, hash: graph.key, duration_ns });
+    let done = launched.done;
+    if listening && run_ahead {
+        // Timed when the device says it finished, after this sync has returned.
+        let hash = graph.key;
+        let _ = done.on_done(move |at, _| {
+            let duration_ns = at.saturating_sub(t);
+            events::emit(Event::Executed { sync_id, hash, duration_ns });
+        });
     }
-    Ok(outputs.into_iter().map(|b| Arc::new(DeviceData::single(b))).collect())
+    // While it runs, the host frees earlier graphs (see `trace`).
+    while !done.is_done() && trace::reap_while_executing() {}
+    if run_ahead {
+        let mut queue = engine.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        let executable = compiled.executable.clone();
+        queue.push_back(InFlight { graph: graph.key, location: location.clone(), done, executable });
+        drop(queue);
+        engine.wait_in_flight(IN_FLIGHT)?;
+    } else {
+        done.wait().map_err(|e| engine.device_error(e, graph.key, location, plan().as_ref()))?;
+        if listening {
+            let duration_ns = events::now_ns() - t;
+            events::emit(Event::Executed { sync_id, hash: graph.key, duration_ns });
+        }
+    }
+    Ok(launched.outputs.into_iter().map(|b| Arc::new(DeviceData::single(b))).collect())
 }
 
 /// Runs a graph partitioned over a mesh: every partition's shards in, in one launch; each output

@@ -45,6 +45,17 @@ unsafe impl Send for Device {}
 // SAFETY: as above.
 unsafe impl Sync for Device {}
 
+/// A device's memory, in bytes, as its allocator counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceMemory {
+    /// Held by live buffers and running programs now.
+    pub in_use_bytes: i64,
+    /// The most ever held at once in this process, where the allocator tracks it.
+    pub peak_bytes: Option<i64>,
+    /// How much the allocator may hand out, where it has a limit.
+    pub limit_bytes: Option<i64>,
+}
+
 /// A PJRT client: compiles programs and owns buffers on its devices. Cheap to clone.
 #[derive(Clone)]
 pub struct Client {
@@ -102,6 +113,23 @@ impl Client {
     /// The devices this process can use, in the plugin's order.
     pub fn devices(&self) -> &[Device] {
         &self.devices
+    }
+
+    /// Device `index`'s memory as its allocator reports it (`PJRT_Device_MemoryStats`); `None`
+    /// where the plugin keeps no such figures (the CPU plugin).
+    pub fn device_memory(&self, index: usize) -> Result<Option<DeviceMemory>> {
+        let device = self.device(index)?;
+        let mut a = args!(PJRT_Device_MemoryStats_Args { device: device.raw });
+        match call!(self.handle.plugin, PJRT_Device_MemoryStats, &mut a) {
+            Ok(()) => Ok(Some(DeviceMemory {
+                in_use_bytes: a.bytes_in_use,
+                peak_bytes: a.peak_bytes_in_use_is_set.then_some(a.peak_bytes_in_use),
+                limit_bytes: a.bytes_limit_is_set.then_some(a.bytes_limit),
+            })),
+            Err(Error::Unsupported(_))
+            | Err(Error::Pjrt { code: crate::error::PjrtErrorCode::Unimplemented, .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     pub(crate) fn device(&self, index: usize) -> Result<&Device> {

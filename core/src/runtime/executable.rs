@@ -64,6 +64,54 @@ pub struct Partitioned {
     pub device_done_ns: Vec<u64>,
 }
 
+/// A program started on its device ([`Executable::launch`]).
+pub struct Launched {
+    pub outputs: Vec<Buffer>,
+    pub done: Pending,
+}
+
+/// The end of a launched execution on its device. Dropping it leaves the execution running,
+/// unwatched; its outputs still wait for it when read.
+pub struct Pending {
+    plugin: &'static Plugin,
+    event: *mut ffi::PJRT_Event,
+}
+
+// SAFETY: a PJRT event may be awaited, queried and destroyed from any thread; this is its owner.
+unsafe impl Send for Pending {}
+
+impl Pending {
+    /// Whether the device has finished (an error asking counts as finished: `wait` reports it).
+    pub fn is_done(&self) -> bool {
+        self.plugin.event_ready(self.event)
+    }
+
+    /// Waits until the device has finished; the execution's error if it failed there.
+    pub fn wait(mut self) -> Result<()> {
+        let event = std::mem::replace(&mut self.event, std::ptr::null_mut());
+        self.plugin.await_event(event)
+    }
+
+    /// Calls `then` once the device has finished, with when (`events::now_ns` time) and how, on
+    /// the thread that sees it finish (at once, on this one, if it has).
+    pub fn on_done(&self, then: impl FnOnce(u64, Result<()>) + Send + 'static) -> Result<()> {
+        if self.event.is_null() {
+            then(crate::events::now_ns(), Ok(()));
+            return Ok(());
+        }
+        self.plugin.on_event(self.event, Box::new(then))
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if !self.event.is_null() {
+            let mut d = args!(PJRT_Event_Destroy_Args { event: self.event });
+            let _ = call!(self.plugin, PJRT_Event_Destroy, &mut d);
+        }
+    }
+}
+
 /// A compiled program loaded on one device. Dropping it releases the PJRT handles exactly once.
 pub struct Executable {
     client: Arc<ClientHandle>,
@@ -222,6 +270,16 @@ impl Executable {
         inputs: &[&Buffer],
         mut meanwhile: impl FnMut() -> bool,
     ) -> Result<Vec<Buffer>> {
+        let Launched { outputs, done } = self.launch(inputs)?;
+        while !done.is_done() && meanwhile() {}
+        done.wait()?;
+        Ok(outputs)
+    }
+
+    /// Starts the program and returns once the plugin has it: its outputs, which later programs
+    /// may take as inputs at once (the device orders them) and which a read waits for, and the
+    /// execution's end on the device, to wait for or watch.
+    pub fn launch(&self, inputs: &[&Buffer]) -> Result<Launched> {
         self.check_inputs(inputs)?;
         let args: Vec<*mut ffi::PJRT_Buffer> = inputs.iter().map(|b| b.raw).collect();
         let arg_list: *const *mut ffi::PJRT_Buffer = args.as_ptr();
@@ -256,13 +314,12 @@ impl Executable {
                 .map(|&raw| Buffer::from_raw(self.client.clone(), raw))
                 .collect::<Result<_>>()?,
         };
+        let done = Pending { plugin, event: done };
         if let Err(e) = launched {
             // A failed launch may still hand back an event; it is released all the same.
-            let _ = plugin.await_event(done);
+            let _ = done.wait();
             return Err(e);
         }
-        while !plugin.event_ready(done) && meanwhile() {}
-        plugin.await_event(done)?;
         if outputs.len() != self.num_outputs {
             return Err(Error::Unsupported(format!(
                 "execution returned {} of {} outputs",
@@ -270,7 +327,7 @@ impl Executable {
                 self.num_outputs
             )));
         }
-        Ok(outputs)
+        Ok(Launched { outputs, done })
     }
 
     /// Runs a partitioned program on all its devices at once and waits for every one:

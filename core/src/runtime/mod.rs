@@ -19,9 +19,11 @@ mod signature;
 
 pub(crate) use buffer::typed_from_bytes;
 pub use buffer::Buffer;
-pub use client::{Client, Device};
+pub use client::{Client, Device, DeviceMemory};
 pub use device::{DeviceKind, DEVICE_ENV};
-pub use executable::{CompileOptions, CostAnalysis, Executable, MemoryStats, Partitioned};
+pub use executable::{
+    CompileOptions, CostAnalysis, Executable, Launched, MemoryStats, Partitioned, Pending,
+};
 pub use options::{
     env_create_options, parse_create_options, ClientOptions, CreateOption, OptionValue, PluginKind,
     CREATE_OPTIONS_ENV,

@@ -40,7 +40,10 @@ pub struct CreateOption {
 pub enum PluginKind {
     /// XLA's CPU plugin: it declares `cpu_device_count`.
     Cpu,
-    /// Any other plugin (CUDA, ROCm, TPU, ...): no option is assumed.
+    /// XLA's GPU plugin (CUDA or ROCm, official or JAX's): it declares the allocator's options
+    /// (`preallocate`, `memory_fraction`, `allocator`).
+    Gpu,
+    /// Any other plugin (TPU, ...): no option is assumed.
     Other,
 }
 
@@ -48,6 +51,9 @@ impl PluginKind {
     /// The kind of the plugin in the file at `path`, told by its file name: `xla_cpu_pjrt.so` (the
     /// `xla-cpu-pjrt` wheel) and `pjrt_c_api_cpu_plugin.so` (XLA's own build) are CPU plugins;
     /// any file name with `cpu` as one of its words is taken for one.
+    ///
+    /// Likewise a file name with `cuda`, `gpu` or `rocm` as a word is a GPU plugin's (XLA's
+    /// `xla_gpu_pjrt.so`, JAX's `xla_cuda_plugin.so`).
     ///
     /// Why the name: the plugin cannot say which it is before a client exists.
     /// `PJRT_Plugin_Attributes` carries only versions (`xla_version`, `stablehlo_*`), the platform
@@ -59,10 +65,15 @@ impl PluginKind {
     /// option by hand.
     pub fn from_file_name(path: &Path) -> PluginKind {
         let name = path.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase());
-        let is_cpu =
-            name.is_some_and(|n| n.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w == "cpu"));
-        if is_cpu {
+        let has_word = |words: &[&str]| {
+            name.as_ref().is_some_and(|n| {
+                n.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| words.contains(&w))
+            })
+        };
+        if has_word(&["cpu"]) {
             PluginKind::Cpu
+        } else if has_word(&["cuda", "gpu", "rocm"]) {
+            PluginKind::Gpu
         } else {
             PluginKind::Other
         }
@@ -80,6 +91,8 @@ pub struct ClientOptions {
 enum Reach {
     /// Only the CPU plugin declares it.
     CpuPlugin,
+    /// Only a GPU plugin declares it.
+    GpuPlugin,
     /// The caller names it for whatever plugin is loaded.
     AnyPlugin,
 }
@@ -91,6 +104,15 @@ impl ClientOptions {
         let option =
             CreateOption { name: "cpu_device_count".into(), value: OptionValue::Int(count) };
         self.options.push((option, Reach::CpuPlugin));
+        self
+    }
+
+    /// Whether a GPU plugin takes most of the device's memory at start (its default: 75 %) or
+    /// grows its pool as programs need it (`preallocate`). Sent to GPU plugins only.
+    pub fn gpu_preallocate(mut self, preallocate: bool) -> Self {
+        let option =
+            CreateOption { name: "preallocate".into(), value: OptionValue::Bool(preallocate) };
+        self.options.push((option, Reach::GpuPlugin));
         self
     }
 
@@ -111,7 +133,11 @@ impl ClientOptions {
         let mut out: Vec<CreateOption> = self
             .options
             .iter()
-            .filter(|(_, reach)| *reach == Reach::AnyPlugin || kind == PluginKind::Cpu)
+            .filter(|(_, reach)| match reach {
+                Reach::AnyPlugin => true,
+                Reach::CpuPlugin => kind == PluginKind::Cpu,
+                Reach::GpuPlugin => kind == PluginKind::Gpu,
+            })
             .map(|(option, _)| option.clone())
             .filter(|option| !user.iter().any(|u| u.name == option.name))
             .collect();
@@ -395,6 +421,15 @@ mod tests {
         assert_eq!(options.resolve(PluginKind::Other, &user), user);
         assert_eq!(options.resolve(PluginKind::Cpu, &user), user, "the user's value replaces ours");
 
+        let gpu = ClientOptions::default().cpu_device_count(1).gpu_preallocate(false);
+        assert_eq!(
+            gpu.resolve(PluginKind::Gpu, &[]),
+            [CreateOption { name: "preallocate".into(), value: OptionValue::Bool(false) }]
+        );
+        assert!(gpu.resolve(PluginKind::Other, &[]).is_empty());
+        let user = parse_create_options("preallocate=true").unwrap();
+        assert_eq!(gpu.resolve(PluginKind::Gpu, &user), user, "the user's value replaces ours");
+
         let any = ClientOptions::default().int_option("num_nodes", 1);
         assert_eq!(any.resolve(PluginKind::Other, &[]).len(), 1);
     }
@@ -404,10 +439,17 @@ mod tests {
         for cpu in ["/x/xla_cpu_pjrt.so", "pjrt_c_api_cpu_plugin.so", "/a/CPU-plugin.so"] {
             assert_eq!(PluginKind::from_file_name(Path::new(cpu)), PluginKind::Cpu, "{cpu}");
         }
-        for other in [
+        for gpu in [
             "/x/xla_plugins/xla_cuda12_pjrt/xla_gpu_pjrt.so",
             "/x/jax_plugins/xla_cuda13/xla_cuda_plugin.so",
+            "pjrt_c_api_gpu_plugin.so",
+            "/x/xla_rocm_plugin.so",
+        ] {
+            assert_eq!(PluginKind::from_file_name(Path::new(gpu)), PluginKind::Gpu, "{gpu}");
+        }
+        for other in [
             "/cpu/libtpu.so",
+            "xla_cudax.so",
             "xla_cpux.so",
         ] {
             assert_eq!(PluginKind::from_file_name(Path::new(other)), PluginKind::Other, "{other}");

@@ -48,8 +48,8 @@ impl Plugin {
         }
         // The name as given counts too: a symlink named like a CPU plugin may point elsewhere.
         let kind = match PluginKind::from_file_name(path) {
-            PluginKind::Cpu => PluginKind::Cpu,
             PluginKind::Other => PluginKind::from_file_name(&canonical),
+            kind => kind,
         };
         // The plugin's log lines while it loads and initializes stay off the terminal.
         let quiet = quiet_stderr();
@@ -65,7 +65,7 @@ impl Plugin {
         &self.path
     }
 
-    /// The CPU plugin (which declares `cpu_device_count`) or another (see
+    /// The CPU plugin (which declares `cpu_device_count`), a GPU plugin or another (see
     /// [`PluginKind::from_file_name`]).
     pub fn kind(&self) -> PluginKind {
         self.kind
@@ -187,6 +187,28 @@ impl Plugin {
         (status, times)
     }
 
+    /// Calls `then` once `event` has happened, with when (`events::now_ns` time) and its error, on
+    /// the thread that completes it (at once, on this one, if it has). The event stays the
+    /// caller's to await or destroy.
+    pub(crate) fn on_event(
+        &'static self,
+        event: *mut ffi::PJRT_Event,
+        then: Box<dyn FnOnce(u64, Result<()>) + Send>,
+    ) -> Result<()> {
+        let slot = Box::into_raw(Box::new(Then { plugin: self, then }));
+        let mut a = args!(PJRT_Event_OnReady_Args {
+            event: event,
+            callback: Some(then_on_ready),
+            user_arg: slot as *mut std::ffi::c_void,
+        });
+        let registered = call!(self, PJRT_Event_OnReady, &mut a);
+        if registered.is_err() {
+            // SAFETY: the callback was not registered, so `slot` is still ours alone.
+            drop(unsafe { Box::from_raw(slot) });
+        }
+        registered
+    }
+
     /// Whether a PJRT event has happened (a null event has). An error asking counts as ready:
     /// awaiting the event then reports it.
     pub(crate) fn event_ready(&self, event: *mut ffi::PJRT_Event) -> bool {
@@ -233,6 +255,20 @@ unsafe extern "C" fn on_ready(error: *mut ffi::PJRT_Error, user_arg: *mut std::f
     let mut times = slot.done.times.lock().unwrap_or_else(|p| p.into_inner());
     times[slot.index] = Some(at);
     slot.done.all.notify_all();
+}
+
+/// What [`Plugin::on_event`]'s callback gets.
+struct Then {
+    plugin: &'static Plugin,
+    then: Box<dyn FnOnce(u64, Result<()>) + Send>,
+}
+
+unsafe extern "C" fn then_on_ready(error: *mut ffi::PJRT_Error, user_arg: *mut std::ffi::c_void) {
+    let at = crate::events::now_ns();
+    // SAFETY: `user_arg` is the `Then` boxed for this callback alone, which runs once.
+    let slot = unsafe { Box::from_raw(user_arg as *mut Then) };
+    let status = slot.plugin.check(error, "PJRT_Event_OnReady");
+    (slot.then)(at, status);
 }
 
 impl std::fmt::Debug for Plugin {

@@ -70,6 +70,7 @@ from ._api import (  # noqa: E402
     step,
     sync,
     tensor,
+    wait,
     where,
     zeros,
 )
@@ -133,7 +134,7 @@ __all__ = [
     "float16", "float32", "float64", "from_numpy", "full", "half", "int8", "int32", "int64",
     "is_grad_enabled", "layer_norm", "load", "long", "manual_seed", "max_pool2d",
     "metrics_report", "nn", "no_grad", "ones", "optim", "profile", "profile_scope", "rand",
-    "randn", "return_types", "stack", "step", "sync", "tensor", "uint8", "where", "zeros",
+    "randn", "return_types", "stack", "step", "sync", "tensor", "uint8", "wait", "where", "zeros",
     # `from xlaprof import *` leaves the builtins alone: `xp.sum`, `xp.max`, `xp.float`, ... are
     # attributes only.
 ] + [_n for _n in _function_names if not hasattr(_builtins, _n)]

@@ -124,6 +124,12 @@ def step() -> None:
     _progress.notify("step")
 
 
+def wait() -> None:
+    """Waits until the device has run everything launched so far (torch_xla's
+    ``wait_device_ops``): on a GPU, a sync returns once its program is queued."""
+    _native.wait()
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 

@@ -446,6 +446,13 @@ pub(crate) fn step(py: Python<'_>) -> PyResult<()> {
     traced_detached(py, "step", xlaprof_core::step)
 }
 
+/// Waits until every program launched so far has finished on the device (torch_xla's
+/// `wait_device_ops`): on a GPU a sync returns once its program is queued.
+#[pyfunction]
+pub(crate) fn wait(py: Python<'_>) -> PyResult<()> {
+    traced_detached(py, "wait", xlaprof_core::wait)
+}
+
 #[pyfunction]
 pub(crate) fn no_grad_enter() {
     trace::enter_no_grad();

@@ -65,6 +65,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(dropout, m)?,
         wrap_pyfunction!(sync, m)?,
         wrap_pyfunction!(step, m)?,
+        wrap_pyfunction!(wait, m)?,
         wrap_pyfunction!(no_grad_enter, m)?,
         wrap_pyfunction!(no_grad_exit, m)?,
         wrap_pyfunction!(is_grad_enabled, m)?,

@@ -55,6 +55,19 @@ pub(crate) fn summary(out: &mut String, a: &Analysis) {
     card(&mut body, &format_ns(s.outside_syncs_ns as f64), "outside syncs (tracing, host)", "");
     card(&mut body, &format_bytes(s.bytes_to_device as f64), "to device", "");
     card(&mut body, &format_bytes(s.bytes_to_host as f64), "to host", "");
+    if let Some(m) = &s.device_memory {
+        let growing = if m.steady_growth_bytes > 0 { "xp-bad" } else { "" };
+        card(
+            &mut body,
+            &format!(
+                "{} (peak {})",
+                format_bytes(m.last_in_use_bytes.max(0) as f64),
+                format_bytes(m.peak_bytes.unwrap_or(m.max_in_use_bytes).max(0) as f64)
+            ),
+            "device memory after the last step",
+            growing,
+        );
+    }
     body.push_str("</div>");
     section(out, "Summary", true, &body);
 }

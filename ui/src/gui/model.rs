@@ -61,6 +61,8 @@ pub struct Model {
     /// The plots' series over steps, thinned to what a plot can show (see [`thin`]).
     pub step_time_ms: Vec<[f64; 2]>,
     pub hit_rate_percent: Vec<[f64; 2]>,
+    /// The first device's memory in use after each step, MB (GPUs; empty on the CPU).
+    pub device_memory_mb: Vec<[f64; 2]>,
 }
 
 impl std::ops::Deref for Model {
@@ -117,7 +119,17 @@ impl Model {
                 .collect(),
             2000,
         );
-        Model { view, flame, step_time_ms, hit_rate_percent }
+        let first_device = view.profile.device_memory.first().map(|m| m.device);
+        let device_memory_mb = thin(
+            view.profile
+                .device_memory
+                .iter()
+                .filter(|m| Some(m.device) == first_device)
+                .map(|m| [m.step as f64, m.in_use_bytes as f64 / (1u64 << 20) as f64])
+                .collect(),
+            2000,
+        );
+        Model { view, flame, step_time_ms, hit_rate_percent, device_memory_mb }
     }
 }
 

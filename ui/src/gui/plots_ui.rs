@@ -1,5 +1,6 @@
-//! Plots over steps (step time, compiles, cache hit rate) and the peak memory of each graph, all
-//! from the profiler's step phases and graph rows.
+//! Plots over steps (step time, compiles, cache hit rate, the device's memory where the plugin
+//! counts it) and the peak memory of each graph, from the profiler's step phases, graph rows and
+//! memory records.
 
 use eframe::egui;
 use egui_plot::{Bar, BarChart, Legend, Line, Plot};
@@ -70,5 +71,20 @@ pub fn show(ui: &mut egui::Ui, model: &Model) {
             });
         });
         ui.end_row();
+        // Where the plugin counts it (GPUs): a line that climbs over steady steps is memory the
+        // program keeps taking.
+        if !model.device_memory_mb.is_empty() {
+            ui.vertical(|ui| {
+                ui.strong("Device memory in use after each step (MB)");
+                let points = model.device_memory_mb.clone();
+                Plot::new("device-memory").height(height).width(width).include_y(0.0).show(
+                    ui,
+                    |p| {
+                        p.line(Line::new("in use", points));
+                    },
+                );
+            });
+            ui.end_row();
+        }
     });
 }

@@ -43,6 +43,11 @@ def step() -> None:
     _native.step()
 
 
+def wait() -> None:
+    """Waits until the device has run everything launched so far: ``xm.wait_device_ops()``."""
+    _native.wait()
+
+
 def mark_sharding(t: _torch.Tensor, mesh: _native.Mesh, partition_spec: tuple) -> _torch.Tensor:
     """Splits ``t`` over ``mesh`` (an ``xlaprof.Mesh``) as PyTorch/XLA's ``xs.mark_sharding``
     does: one entry per dimension, None (whole), a mesh axis name, or a tuple of names. Mark the
@@ -81,4 +86,5 @@ __all__ = [
     "mark_sharding",
     "step",
     "sync",
+    "wait",
 ]
