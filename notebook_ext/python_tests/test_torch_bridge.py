@@ -203,6 +203,29 @@ def test_the_torch_sample_is_recorded_by_xlaprof_profile(tmp_path):
     assert not [d for d in p.diagnostics() if d["kind"] == "HiddenSync"], p.report()
 
 
+def test_running_ahead_of_the_device_trains_the_same_and_profiles_every_execution(tmp_path):
+    # XLAPROF_RUN_AHEAD=1, the default on GPUs, here on the CPU plugin: each xt.step() returns
+    # once its program is launched; the losses are the same, and the profile (stopped at exit,
+    # after the programs still running) has each sync's execution, timed to the device's end.
+    import pathlib
+
+    sample = pathlib.Path(__file__).parents[2] / "samples" / "torch" / "mlp_adamw.py"
+    out = tmp_path / "ahead.xlaprof"
+    env = {**os.environ, "XLAPROF_PROFILE": str(out), "XLAPROF_RUN_AHEAD": "1"}
+    run = subprocess.run([sys.executable, str(sample)], env=env, capture_output=True, text=True,
+                         check=True)
+    lines = [l for l in run.stdout.splitlines() if l.startswith("step ")]
+    assert len(lines) == 8, run.stdout
+    for line in lines:
+        ours = float(line.split("loss ")[1].split()[0])
+        eager = float(line.split("CPU eager ")[1].split(")")[0])
+        assert ours == pytest.approx(eager, rel=1e-4, abs=1e-5), line
+    p = xp.load(str(out))
+    assert p.steps == 8 and p.compiles == 2, p.report()
+    executed = sorted(p.to_polars("executions")["sync"].to_list())
+    assert len(executed) == p.syncs and len(set(executed)) == p.syncs, (executed, p.syncs)
+
+
 def test_param_data_assignment_and_slice_writes_keep_torchs_semantics():
     m = torch.nn.Linear(3, 2).to(DEV)
     m.weight.data = torch.zeros(2, 3, device=DEV)          # replaces the values behind the param

@@ -36,6 +36,9 @@ struct State {
     stablehlo: HashSet<u64>,
     /// Whether the platform is in the profile yet (see [`Record::Platform`]).
     platform_known: bool,
+    /// The last sync that ended: an execution reported after its sync ended (the host ran
+    /// ahead of the device) goes out at once, as the sync's end did.
+    ended_sync: u64,
 }
 
 struct Recorder(Mutex<State>);
@@ -45,13 +48,18 @@ impl State {
         if self.writer.is_some() {
             // Out at the end of each sync and step, before a compile (which may take long, or
             // crash), and whenever 64 KiB wait: a crash loses what happened since then.
-            let flush = matches!(
-                record,
+            if let Record::SyncEnd { sync, .. } = record {
+                self.ended_sync = self.ended_sync.max(sync);
+            }
+            let flush = match record {
                 Record::SyncEnd { .. }
-                    | Record::Step { .. }
-                    | Record::Meta(_)
-                    | Record::CacheLookup { hit: false, .. }
-            ) || self.pending.len() > 64 << 10;
+                | Record::Step { .. }
+                | Record::DeviceMemory { .. }
+                | Record::Meta(_)
+                | Record::CacheLookup { hit: false, .. } => true,
+                Record::Executed { sync, .. } => sync <= self.ended_sync,
+                _ => false,
+            } || self.pending.len() > 64 << 10;
             crate::file::frame_into(&mut self.pending, &record);
             self.pending_records += 1;
             if flush {
@@ -383,6 +391,7 @@ impl Recording {
             graphs: HashSet::new(),
             stablehlo: HashSet::new(),
             platform_known: !meta.platform.is_empty(),
+            ended_sync: 0,
         };
         state.emit(Record::Meta(meta));
         let recorder = Arc::new(Recorder(Mutex::new(state)));

@@ -455,7 +455,7 @@ fn execute(
         .launch(&inputs)
         .map_err(|e| engine.device_error(e, graph.key, location, plan().as_ref()))?;
     bump(&counter::executions, 1);
-    let done = launched.done;
+    let mut done = launched.done;
     if listening && run_ahead {
         // Timed when the device says it finished, after this sync has returned.
         let hash = graph.key;

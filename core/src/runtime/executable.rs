@@ -75,6 +75,8 @@ pub struct Launched {
 pub struct Pending {
     plugin: &'static Plugin,
     event: *mut ffi::PJRT_Event,
+    /// Set once the `on_done` callback has run: the event can be ready before it has.
+    watched: Option<Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>>,
 }
 
 // SAFETY: a PJRT event may be awaited, queried and destroyed from any thread; this is its owner.
@@ -86,20 +88,40 @@ impl Pending {
         self.plugin.event_ready(self.event)
     }
 
-    /// Waits until the device has finished; the execution's error if it failed there.
+    /// Waits until the device has finished, and the `on_done` callback has run; the execution's
+    /// error if it failed there.
     pub fn wait(mut self) -> Result<()> {
         let event = std::mem::replace(&mut self.event, std::ptr::null_mut());
-        self.plugin.await_event(event)
+        let status = self.plugin.await_event(event);
+        if let Some(watched) = &self.watched {
+            let mut ran = watched.0.lock().unwrap_or_else(|p| p.into_inner());
+            while !*ran {
+                ran = watched.1.wait(ran).unwrap_or_else(|p| p.into_inner());
+            }
+        }
+        status
     }
 
     /// Calls `then` once the device has finished, with when (`events::now_ns` time) and how, on
-    /// the thread that sees it finish (at once, on this one, if it has).
-    pub fn on_done(&self, then: impl FnOnce(u64, Result<()>) + Send + 'static) -> Result<()> {
+    /// the thread that sees it finish (at once, on this one, if it has). Once per execution.
+    pub fn on_done(&mut self, then: impl FnOnce(u64, Result<()>) + Send + 'static) -> Result<()> {
+        if self.watched.is_some() {
+            return Err(Error::Unsupported("an execution's end is watched once".to_string()));
+        }
         if self.event.is_null() {
             then(crate::events::now_ns(), Ok(()));
             return Ok(());
         }
-        self.plugin.on_event(self.event, Box::new(then))
+        let watched = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+        let ran = watched.clone();
+        let then = move |at, status| {
+            then(at, status);
+            *ran.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            ran.1.notify_all();
+        };
+        self.plugin.on_event(self.event, Box::new(then))?;
+        self.watched = Some(watched);
+        Ok(())
     }
 }
 
@@ -314,7 +336,7 @@ impl Executable {
                 .map(|&raw| Buffer::from_raw(self.client.clone(), raw))
                 .collect::<Result<_>>()?,
         };
-        let done = Pending { plugin, event: done };
+        let done = Pending { plugin, event: done, watched: None };
         if let Err(e) = launched {
             // A failed launch may still hand back an event; it is released all the same.
             let _ = done.wait();

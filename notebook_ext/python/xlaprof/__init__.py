@@ -42,8 +42,18 @@ from ._native import (  # noqa: E402
 _native.set_package_dir(_os.path.dirname(_os.path.abspath(__file__)) + _os.sep)
 
 # `XLAPROF_PROFILE=FILE` (what `xlaprof run -- python train.py` sets) records the whole
-# program from here on, every record on disk as it happens.
-_native.record_from_env()
+# program from here on, every record on disk as it happens. Where the host runs ahead of the
+# device (GPUs), the programs still running at exit are waited for, so the profile has them.
+if _native.record_from_env():
+    import atexit as _atexit
+
+    def _wait_at_exit() -> None:
+        try:
+            _native.wait()
+        except Exception:  # a failed program was the program's to see; the profile has the rest
+            pass
+
+    _atexit.register(_wait_at_exit)
 
 from ._api import (  # noqa: E402
     arange,
