@@ -108,7 +108,13 @@ pub enum Error {
         "the device ran out of memory running graph {graph:016x} (synced at {location}): \
          {message}\n  XLA's memory plan for the graph: {plan}\n  the device: {device}"
     )]
-    OutOfMemory { graph: u64, location: SourceLocation, plan: String, device: String, message: String },
+    OutOfMemory {
+        graph: u64,
+        location: SourceLocation,
+        plan: String,
+        device: String,
+        message: String,
+    },
 
     /// A program failed on the device after its sync had returned (the host runs ahead).
     #[error("graph {graph:016x}, synced at {location}, failed on the device: {source}")]

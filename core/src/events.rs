@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use crate::ir::{NodeDef, OpKind};
 use crate::location::SourceLocation;
-use crate::runtime::{CostAnalysis, MemoryStats};
+use crate::runtime::{CostAnalysis, DeviceMemory, MemoryStats};
 use crate::shape::Shape;
 
 /// Why a sync happened.
@@ -153,9 +153,7 @@ pub enum Event {
     DeviceMemory {
         step: u64,
         device: usize,
-        in_use_bytes: i64,
-        peak_bytes: Option<i64>,
-        limit_bytes: Option<i64>,
+        memory: DeviceMemory,
     },
     /// A named region of the user's program began ([`scope`]).
     ScopeBegin {

@@ -2,6 +2,7 @@
 
 import inspect
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -173,14 +174,14 @@ def test_import_xlaprof_does_not_import_torch():
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ})
 
 
-def test_the_torch_sample_is_recorded_by_xlaprof_profile(tmp_path):
-    # What `xlaprof run -- python samples/torch/mlp_adamw.py` does: the program records itself
-    # from `import xlaprof` on; the profile names the sample's own lines.
-    import pathlib
+SAMPLE = pathlib.Path(__file__).parents[2] / "samples" / "torch" / "mlp_adamw.py"
 
-    sample = pathlib.Path(__file__).parents[2] / "samples" / "torch" / "mlp_adamw.py"
-    out = tmp_path / "mlp.xlaprof"
-    run = subprocess.run([sys.executable, str(sample)], env={**os.environ, "XLAPROF_PROFILE": str(out)},
+
+def run_sample_recorded(out, **env):
+    """Runs the torch sample recording to `out` (what `xlaprof run -- python ...` does), checks
+    each of its 8 steps' loss against torch's CPU eager, and loads the profile."""
+    run = subprocess.run([sys.executable, str(SAMPLE)],
+                         env={**os.environ, "XLAPROF_PROFILE": str(out), **env},
                          capture_output=True, text=True, check=True)
     lines = [l for l in run.stdout.splitlines() if l.startswith("step ")]
     assert len(lines) == 8, run.stdout
@@ -188,7 +189,13 @@ def test_the_torch_sample_is_recorded_by_xlaprof_profile(tmp_path):
         ours = float(line.split("loss ")[1].split()[0])
         eager = float(line.split("CPU eager ")[1].split(")")[0])
         assert ours == pytest.approx(eager, rel=1e-4, abs=1e-5), line
-    p = xp.load(str(out))
+    return xp.load(str(out))
+
+
+def test_the_torch_sample_is_recorded_by_xlaprof_profile(tmp_path):
+    # What `xlaprof run -- python samples/torch/mlp_adamw.py` does: the program records itself
+    # from `import xlaprof` on; the profile names the sample's own lines.
+    p = run_sample_recorded(tmp_path / "mlp.xlaprof")
     assert p.steps == 8
     # AdamW's state appears on the first step: two graphs, then cache hits only.
     assert p.compiles == 2, p.report()
@@ -196,7 +203,7 @@ def test_the_torch_sample_is_recorded_by_xlaprof_profile(tmp_path):
     # on torch's autograd thread) at the line of `loss.backward()`.
     locations = p._data().locations()
     assert {f for f, _, _ in locations} == {"mlp_adamw.py"}, locations
-    source = sample.read_text().splitlines()
+    source = SAMPLE.read_text().splitlines()
     backward = next(i + 1 for i, l in enumerate(source) if "loss.backward()" in l)
     assert any(n == backward for _, n, _ in locations), locations
     # The losses are read after xt.step(): their values are already there, so no hidden sync.
@@ -207,20 +214,7 @@ def test_running_ahead_of_the_device_trains_the_same_and_profiles_every_executio
     # XLAPROF_RUN_AHEAD=1, the default on GPUs, here on the CPU plugin: each xt.step() returns
     # once its program is launched; the losses are the same, and the profile (stopped at exit,
     # after the programs still running) has each sync's execution, timed to the device's end.
-    import pathlib
-
-    sample = pathlib.Path(__file__).parents[2] / "samples" / "torch" / "mlp_adamw.py"
-    out = tmp_path / "ahead.xlaprof"
-    env = {**os.environ, "XLAPROF_PROFILE": str(out), "XLAPROF_RUN_AHEAD": "1"}
-    run = subprocess.run([sys.executable, str(sample)], env=env, capture_output=True, text=True,
-                         check=True)
-    lines = [l for l in run.stdout.splitlines() if l.startswith("step ")]
-    assert len(lines) == 8, run.stdout
-    for line in lines:
-        ours = float(line.split("loss ")[1].split()[0])
-        eager = float(line.split("CPU eager ")[1].split(")")[0])
-        assert ours == pytest.approx(eager, rel=1e-4, abs=1e-5), line
-    p = xp.load(str(out))
+    p = run_sample_recorded(tmp_path / "ahead.xlaprof", XLAPROF_RUN_AHEAD="1")
     assert p.steps == 8 and p.compiles == 2, p.report()
     executed = sorted(p.to_polars("executions")["sync"].to_list())
     assert len(executed) == p.syncs and len(set(executed)) == p.syncs, (executed, p.syncs)

@@ -307,16 +307,14 @@ impl Listener for Recorder {
                 hash: *hash,
                 after_launch: after_launch_ns.clone(),
             },
-            Event::DeviceMemory { step, device, in_use_bytes, peak_bytes, limit_bytes } => {
-                Record::DeviceMemory {
-                    t,
-                    step: *step,
-                    device: *device as u32,
-                    in_use: *in_use_bytes,
-                    peak: *peak_bytes,
-                    limit: *limit_bytes,
-                }
-            }
+            Event::DeviceMemory { step, device, memory } => Record::DeviceMemory {
+                t,
+                step: *step,
+                device: *device as u32,
+                in_use: memory.in_use_bytes,
+                peak: memory.peak_bytes,
+                limit: memory.limit_bytes,
+            },
             Event::HostFallback { op, location, duration_ns } => {
                 let location = s.location(location);
                 Record::HostFallback { t, op: op.to_string(), location, dur: *duration_ns }

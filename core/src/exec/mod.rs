@@ -199,10 +199,9 @@ impl Engine {
         location: &SourceLocation,
         plan: Option<&crate::runtime::MemoryStats>,
     ) -> crate::Error {
-        let exhausted = matches!(
-            &e,
-            crate::Error::Pjrt { code: crate::PjrtErrorCode::ResourceExhausted, .. }
-        ) || e.to_string().to_lowercase().contains("out of memory");
+        let exhausted =
+            matches!(&e, crate::Error::Pjrt { code: crate::PjrtErrorCode::ResourceExhausted, .. })
+                || e.to_string().to_lowercase().contains("out of memory");
         if exhausted {
             let mib = |b: i64| format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64);
             let plan = match plan {
@@ -241,13 +240,9 @@ impl Engine {
             return;
         }
         match self.client.device_memory(self.device) {
-            Ok(Some(m)) => events::emit(Event::DeviceMemory {
-                step,
-                device: self.device,
-                in_use_bytes: m.in_use_bytes,
-                peak_bytes: m.peak_bytes,
-                limit_bytes: m.limit_bytes,
-            }),
+            Ok(Some(memory)) => {
+                events::emit(Event::DeviceMemory { step, device: self.device, memory })
+            }
             _ => self.memory_figures.store(false, Ordering::Relaxed),
         }
     }
@@ -469,7 +464,12 @@ fn execute(
     if run_ahead {
         let mut queue = engine.in_flight.lock().unwrap_or_else(|p| p.into_inner());
         let executable = compiled.executable.clone();
-        queue.push_back(InFlight { graph: graph.key, location: location.clone(), done, executable });
+        queue.push_back(InFlight {
+            graph: graph.key,
+            location: location.clone(),
+            done,
+            executable,
+        });
         drop(queue);
         engine.wait_in_flight(IN_FLIGHT)?;
     } else {

@@ -411,11 +411,28 @@ impl Executable {
             }
             owned.push(part);
         }
-        let (waited, device_done_ns) = if timed {
-            plugin.await_all_timed(&done)
+        // Each device's end, timed (when asked) by the callback that sees it: `wait` also waits
+        // for that callback, so every time is in when the last wait returns.
+        let times = Arc::new(std::sync::Mutex::new(vec![0u64; done.len()]));
+        let mut waited = Ok(());
+        for (device, event) in done.into_iter().enumerate() {
+            let mut pending = Pending { plugin, event, watched: None };
+            if timed {
+                let times = times.clone();
+                let noted = pending.on_done(move |at, _| {
+                    times.lock().unwrap_or_else(|p| p.into_inner())[device] = at;
+                });
+                waited = waited.and(noted);
+            }
+            waited = waited.and(pending.wait());
+        }
+        let device_done_ns = if timed {
+            // A device whose callback could not be registered counts as done now.
+            let now = crate::events::now_ns();
+            let times = times.lock().unwrap_or_else(|p| p.into_inner());
+            times.iter().map(|&t| if t == 0 { now } else { t }).collect()
         } else {
-            let waited = done.iter().fold(Ok(()), |status, &e| status.and(plugin.await_event(e)));
-            (waited, Vec::new())
+            Vec::new()
         };
         launched?;
         waited?;

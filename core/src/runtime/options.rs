@@ -447,11 +447,7 @@ mod tests {
         ] {
             assert_eq!(PluginKind::from_file_name(Path::new(gpu)), PluginKind::Gpu, "{gpu}");
         }
-        for other in [
-            "/cpu/libtpu.so",
-            "xla_cudax.so",
-            "xla_cpux.so",
-        ] {
+        for other in ["/cpu/libtpu.so", "xla_cudax.so", "xla_cpux.so"] {
             assert_eq!(PluginKind::from_file_name(Path::new(other)), PluginKind::Other, "{other}");
         }
     }

@@ -135,58 +135,6 @@ impl Plugin {
         status.and(destroyed)
     }
 
-    /// Waits for every event (one per device of a partitioned execution), destroys them, and
-    /// returns the first error and when each event happened (`events::now_ns` time), taken by an
-    /// `OnReady` callback on the thread that completed it. The callbacks may run after `Await`
-    /// returns, so this also waits until each has run before the events go.
-    pub(crate) fn await_all_timed(
-        &'static self,
-        events: &[*mut ffi::PJRT_Event],
-    ) -> (Result<()>, Vec<u64>) {
-        let done = std::sync::Arc::new(Completions {
-            times: Mutex::new(vec![None; events.len()]),
-            all: std::sync::Condvar::new(),
-        });
-        let mut registered = vec![false; events.len()];
-        for (index, &event) in events.iter().enumerate() {
-            if event.is_null() {
-                continue;
-            }
-            let slot =
-                Box::into_raw(Box::new(Completion { done: done.clone(), index, plugin: self }));
-            let mut a = args!(PJRT_Event_OnReady_Args {
-                event: event,
-                callback: Some(on_ready),
-                user_arg: slot as *mut std::ffi::c_void,
-            });
-            match call!(self, PJRT_Event_OnReady, &mut a) {
-                Ok(()) => registered[index] = true,
-                // SAFETY: the callback was not registered, so `slot` is still ours alone.
-                Err(_) => drop(unsafe { Box::from_raw(slot) }),
-            }
-        }
-        let mut status = Ok(());
-        for &event in events.iter().filter(|e| !e.is_null()) {
-            let mut a = args!(PJRT_Event_Await_Args { event: event });
-            if let Err(e) = call!(self, PJRT_Event_Await, &mut a) {
-                status = status.and(Err(e));
-            }
-        }
-        let mut times = done.times.lock().unwrap_or_else(|p| p.into_inner());
-        while times.iter().zip(&registered).any(|(t, r)| *r && t.is_none()) {
-            times = done.all.wait(times).unwrap_or_else(|p| p.into_inner());
-        }
-        let now = crate::events::now_ns();
-        let times: Vec<u64> = times.iter().map(|t| t.unwrap_or(now)).collect();
-        for &event in events.iter().filter(|e| !e.is_null()) {
-            let mut d = args!(PJRT_Event_Destroy_Args { event: event });
-            if let Err(e) = call!(self, PJRT_Event_Destroy, &mut d) {
-                status = status.and(Err(e));
-            }
-        }
-        (status, times)
-    }
-
     /// Calls `then` once `event` has happened, with when (`events::now_ns` time) and its error, on
     /// the thread that completes it (at once, on this one, if it has). The event stays the
     /// caller's to await or destroy.
@@ -228,33 +176,6 @@ impl Plugin {
         let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
         String::from_utf8_lossy(bytes).into_owned()
     }
-}
-
-/// When each of a set of events happened, filled in by [`on_ready`].
-struct Completions {
-    times: Mutex<Vec<Option<u64>>>,
-    all: std::sync::Condvar,
-}
-
-/// What one `OnReady` callback gets: where to write its time.
-struct Completion {
-    done: std::sync::Arc<Completions>,
-    index: usize,
-    plugin: &'static Plugin,
-}
-
-/// Notes when an event happened. PJRT hands the callback the event's error, if any, to free; the
-/// error itself is reported by `Await`.
-unsafe extern "C" fn on_ready(error: *mut ffi::PJRT_Error, user_arg: *mut std::ffi::c_void) {
-    let at = crate::events::now_ns();
-    // SAFETY: `user_arg` is the `Completion` boxed for this callback alone, which runs once.
-    let slot = unsafe { Box::from_raw(user_arg as *mut Completion) };
-    if !error.is_null() {
-        let _ = slot.plugin.check(error, "PJRT_Event_OnReady");
-    }
-    let mut times = slot.done.times.lock().unwrap_or_else(|p| p.into_inner());
-    times[slot.index] = Some(at);
-    slot.done.all.notify_all();
 }
 
 /// What [`Plugin::on_event`]'s callback gets.
