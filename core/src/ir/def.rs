@@ -55,7 +55,8 @@ impl Op {
             | Op::Binary(_)
             | Op::Select
             | Op::Convert
-            | Op::Reshape => Vec::new(),
+            | Op::Reshape
+            | Op::HouseholderProduct => Vec::new(),
             Op::Iota { axis }
             | Op::Concat { axis }
             | Op::IndexSelect { axis }
@@ -95,6 +96,28 @@ impl Op {
                 ("descending", Attr::Int(*descending as i64)),
                 ("indices", Attr::Int(*indices as i64)),
             ],
+            Op::Cholesky { lower } | Op::Eigh { lower, vectors: false } => {
+                vec![("lower", Attr::Int(*lower as i64))]
+            }
+            Op::Eigh { lower, vectors: true } => {
+                vec![("lower", Attr::Int(*lower as i64)), ("vectors", Attr::Int(1))]
+            }
+            Op::TriangularSolve { left_side, lower, unit_diagonal, transpose } => vec![
+                ("left_side", Attr::Int(*left_side as i64)),
+                ("lower", Attr::Int(*lower as i64)),
+                ("unit_diagonal", Attr::Int(*unit_diagonal as i64)),
+                ("transpose", Attr::Int(*transpose as i64)),
+            ],
+            Op::Qr { taus } => vec![("taus", Attr::Int(*taus as i64))],
+            Op::Lu { output } => vec![(
+                "output",
+                Attr::Name(match output {
+                    super::LuOutput::Factors => "factors",
+                    super::LuOutput::Pivots => "pivots",
+                    super::LuOutput::Permutation => "permutation",
+                }),
+            )],
+            Op::PivotsToPermutation { rows } => vec![("rows", Attr::Int(*rows as i64))],
         }
     }
 }

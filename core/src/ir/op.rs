@@ -5,6 +5,7 @@ use std::hash::Hasher;
 use std::sync::Arc;
 
 use super::DeviceData;
+use crate::shape::Shape;
 use crate::spmd::Sharding;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -70,6 +71,22 @@ impl CompareOp {
             CompareOp::Ge => "GE",
         }
     }
+}
+
+/// The shape of the taus of a QR of `a` (`Op::Qr`): its batch dims and `min(m, n)`.
+pub fn qr_taus(a: &Shape) -> Shape {
+    let r = a.rank();
+    let mut dims = a.dims[..r - 2].to_vec();
+    dims.push(a.dims[r - 2].min(a.dims[r - 1]));
+    a.with_dims(dims)
+}
+
+/// Which result of an LU factorization a node is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LuOutput {
+    Factors,
+    Pivots,
+    Permutation,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -183,6 +200,45 @@ pub enum Op {
         indices: bool,
     },
 
+    // ---- factorizations: of the last two dims, the leading ones a batch ----
+    /// The Cholesky factor of symmetric positive-definite matrices (the other triangle zero).
+    Cholesky {
+        lower: bool,
+    },
+    /// Solves `op(a) x = b` (left side) or `x op(a) = b` for triangular `a` (input 0), `b`
+    /// input 1; `op` transposes `a` if `transpose`.
+    TriangularSolve {
+        left_side: bool,
+        lower: bool,
+        unit_diagonal: bool,
+        transpose: bool,
+    },
+    /// Householder QR in LAPACK's compact form (`geqrf`): R on and above the diagonal, the
+    /// reflectors below it; the node is that matrix, or with `taus` the reflectors' scales.
+    Qr {
+        taus: bool,
+    },
+    /// The product of the Householder reflectors in input 0 with the scales in input 1
+    /// (LAPACK's `orgqr`): the first columns of Q.
+    HouseholderProduct,
+    /// The eigen-decomposition of symmetric matrices, read from the `lower` (or upper)
+    /// triangle: the node is the eigenvalues in ascending order, or with `vectors` the
+    /// eigenvectors as columns.
+    Eigh {
+        lower: bool,
+        vectors: bool,
+    },
+    /// LU with partial pivoting, as LAPACK's `getrf`: the node is L and U in one matrix (L's
+    /// unit diagonal implied), or the s32 pivots (1-based rows swapped at each step), or the
+    /// s32 permutation those swaps make (row `i` of the product came from row `perm[i]`).
+    Lu {
+        output: LuOutput,
+    },
+    /// The permutation of `rows` rows that LAPACK's 1-based pivots (input 0) make.
+    PivotsToPermutation {
+        rows: usize,
+    },
+
     // ---- many devices ----
     /// The input's value, to be split over a mesh as the sharding says (`mark_sharding` on a
     /// pending tensor): a constraint for XLA's partitioner, no computation.
@@ -204,6 +260,7 @@ pub enum OpKind {
     Conv,
     ReduceWindow,
     Sort,
+    Factorization,
     Shard,
 }
 
@@ -271,6 +328,13 @@ impl Op {
             Op::Conv { .. } => "convolution",
             Op::ReduceWindow { .. } => "reduce_window",
             Op::Sort { .. } => "sort",
+            Op::Cholesky { .. } => "cholesky",
+            Op::TriangularSolve { .. } => "triangular_solve",
+            Op::Qr { .. } => "qr",
+            Op::HouseholderProduct => "householder_product",
+            Op::Eigh { .. } => "eigh",
+            Op::Lu { .. } => "lu",
+            Op::PivotsToPermutation { .. } => "lu_pivots_to_permutation",
             Op::Shard(_) => "sharding_constraint",
         }
     }
@@ -298,6 +362,13 @@ impl Op {
             Op::Conv { .. } => OpKind::Conv,
             Op::ReduceWindow { .. } => OpKind::ReduceWindow,
             Op::Sort { .. } => OpKind::Sort,
+            Op::Cholesky { .. }
+            | Op::TriangularSolve { .. }
+            | Op::Qr { .. }
+            | Op::HouseholderProduct
+            | Op::Eigh { .. }
+            | Op::Lu { .. }
+            | Op::PivotsToPermutation { .. } => OpKind::Factorization,
             Op::Shard(_) => OpKind::Shard,
         }
     }
@@ -316,7 +387,7 @@ impl Op {
                 }
             }
             Op::Shard(s) => s.hash(h),
-            Op::Scalar(_) | Op::Select | Op::Convert | Op::Reshape => {}
+            Op::Scalar(_) | Op::Select | Op::Convert | Op::Reshape | Op::HouseholderProduct => {}
             Op::Iota { axis } => axis.hash(h),
             Op::Random { normal } => normal.hash(h),
             Op::Unary(u) => u.hash(h),
@@ -340,6 +411,14 @@ impl Op {
                 (kind, window, strides, padding).hash(h)
             }
             Op::Sort { axis, descending, indices } => (axis, descending, indices).hash(h),
+            Op::Cholesky { lower } => lower.hash(h),
+            Op::TriangularSolve { left_side, lower, unit_diagonal, transpose } => {
+                (left_side, lower, unit_diagonal, transpose).hash(h)
+            }
+            Op::Qr { taus } => taus.hash(h),
+            Op::Eigh { lower, vectors } => (lower, vectors).hash(h),
+            Op::Lu { output } => output.hash(h),
+            Op::PivotsToPermutation { rows } => rows.hash(h),
         }
     }
 }

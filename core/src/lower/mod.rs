@@ -1,10 +1,11 @@
 //! Lowering a graph to StableHLO text: the module and its parameters here, one file per op family
-//! (`elementwise`, `reduce`, `movement`, `index`, `linalg`, `random`).
+//! (`elementwise`, `reduce`, `movement`, `index`, `linalg`, `factor`, `random`, `sort`).
 //!
 //! Ops without regions are written in MLIR's generic form (`"stablehlo.op"(...) {attrs}`), which
 //! does not change between StableHLO versions; reductions use the region form.
 
 mod elementwise;
+mod factor;
 mod index;
 mod linalg;
 mod movement;
@@ -309,6 +310,7 @@ fn lower_node(mut c: Ctx) {
         },
         OpKind::DotGeneral | OpKind::Conv => linalg::lower(&mut c),
         OpKind::Sort => sort::lower(&mut c),
+        OpKind::Factorization => factor::lower(&mut c),
         OpKind::Shard => {
             let Op::Shard(s) = &c.node.op else { return };
             let line = format!(

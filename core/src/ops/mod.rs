@@ -5,6 +5,7 @@
 mod conv;
 mod create;
 mod elementwise;
+mod factor;
 mod linalg;
 mod movement;
 mod nn;
