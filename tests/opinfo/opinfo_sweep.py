@@ -165,6 +165,9 @@ def sweep(samples: int = 3, dtype_name: str = "float32", names: Optional[List[st
                 print(f"{rec['op']:40} {rec['outcome']:12} {rec['seconds']:7.2f}s {rec['why']}", flush=True)
         rc = proc.wait()
         if current is None:
+            if rc != 0 and not results:
+                raise SystemExit(f"the sweep's worker failed before its first OpInfo (exit status {rc}): "
+                                 f"run `{' '.join(cmd)}` to see why")
             break
         # The child died inside `current`: record it and go on after it.
         results[current["op"]] = ("crash", f"the process died (exit status {rc})")

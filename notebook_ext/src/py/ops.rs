@@ -875,6 +875,56 @@ impl PyTensor {
         py.import("xlaprof.return_types")?.getattr("sort")?.call1((values, indices))
     }
 
+    // ---- factorizations (`xlaprof.linalg` and the torch bridge build on these) ----
+
+    /// The Cholesky factor: lower triangular, or upper if `upper`.
+    fn _cholesky(&self, py: Python<'_>, upper: bool) -> PyResult<PyTensor> {
+        record(py, "cholesky", || self.t.cholesky(upper))
+    }
+
+    /// Solves `op(self) X = b` (`left`) or `X op(self) = b` for triangular self.
+    fn _triangular_solve(
+        &self,
+        py: Python<'_>,
+        b: &PyTensor,
+        left: bool,
+        lower: bool,
+        unit_diagonal: bool,
+        transpose: bool,
+    ) -> PyResult<PyTensor> {
+        record(py, "triangular_solve", || {
+            self.t.triangular_solve(&b.t, left, lower, unit_diagonal, transpose)
+        })
+    }
+
+    /// Householder QR in LAPACK's compact form: `(a, tau)`.
+    fn _geqrf(&self, py: Python<'_>) -> PyResult<(PyTensor, PyTensor)> {
+        let (a, tau) = traced(py, "geqrf", || self.t.geqrf())?;
+        Ok((PyTensor::new(a), PyTensor::new(tau)))
+    }
+
+    /// Q's first columns from Householder reflectors and their scales.
+    fn _householder_product(&self, py: Python<'_>, tau: &PyTensor) -> PyResult<PyTensor> {
+        record(py, "householder_product", || self.t.householder_product(&tau.t))
+    }
+
+    /// `(eigenvalues, eigenvectors)` of symmetric matrices, from the lower (or upper) triangle.
+    fn _eigh(&self, py: Python<'_>, upper: bool) -> PyResult<(PyTensor, PyTensor)> {
+        let (w, v) = traced(py, "eigh", || self.t.eigh(upper))?;
+        Ok((PyTensor::new(w), PyTensor::new(v)))
+    }
+
+    /// LU with partial pivoting: `(lu, pivots, permutation)`, pivots 1-based (int32).
+    fn _lu(&self, py: Python<'_>) -> PyResult<(PyTensor, PyTensor, PyTensor)> {
+        let (lu, pivots, perm) = traced(py, "lu", || self.t.lu())?;
+        Ok((PyTensor::new(lu), PyTensor::new(pivots), PyTensor::new(perm)))
+    }
+
+    /// The permutation of `rows` rows that 1-based LAPACK pivots make.
+    fn _lu_pivots_to_permutation(&self, py: Python<'_>, rows: usize) -> PyResult<PyTensor> {
+        record(py, "lu_pivots_to_permutation", || self.t.lu_pivots_to_permutation(rows))
+    }
+
     // ---- neural-network ops ----
 
     /// Softmax along `dim`, computed in `dtype` when given.

@@ -2320,3 +2320,6 @@ def new_empty_strided(x: Any, size: Sequence[int], stride: Sequence[int], dtype:
 @lower_raw(aten.narrow_copy.default)
 def narrow_copy(t: LazyTensor, dim: int, start: int, length: int) -> LazyTensor:
     return LazyTensor(value(slice_(t, dim, start, start + length, 1)).clone())
+
+
+from . import _linalg  # noqa: E402,F401  (registers torch.linalg's lowerings)

@@ -1,0 +1,400 @@
+"""``torch.linalg`` on the engine: LAPACK's routines as the engine's factorizations (Cholesky,
+triangular solve, Householder QR, symmetric eigen-decomposition, LU with partial pivoting), and
+what torch builds on them (solve, inverse, determinant, pseudo-inverse, ...) composed here.
+
+Two choices differ from torch's CPU kernels, as on every XLA device:
+- ``_linalg_check_errors`` is not run: checking a factorization's ``info`` would read it (a
+  hidden sync in the middle of the step); a matrix that is singular or not positive definite
+  gives inf or NaN instead of an exception. ``*_ex`` ops still return a true ``info``.
+- Singular vectors (``svd`` with ``compute_uv``) go to the CPU: XLA has no SVD to expand, and
+  vectors derived from an eigen-decomposition of ``A^T A`` lose accuracy where singular values
+  are small. Singular values alone (``svdvals``, ``matrix_rank``, ``cond``, ``pinv``) are
+  computed here, from that eigen-decomposition in float64.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+import torch
+from torch.utils._pytree import tree_map
+
+import xlaprof as xp
+
+from ._device import TO_TORCH
+from ._lowerings import (_broadcast_shape, _diagonal_of, _prod, _triangle, _Unsupported, aten,
+                         isfinite)
+from ._lowerings import lower as _lower
+from ._tensor import to_engine
+
+
+def lower(*ops: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``_lowerings.lower`` for ops of matrices that may be empty: where every tensor argument
+    is empty, the results depend on shapes alone (an empty inverse, the determinant 1 of a 0 x 0
+    matrix), and torch computes them on the host from empty stand-ins: nothing is read from the
+    device and the graph is not split."""
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for op in ops:
+            _lower(op)(_or_from_shapes(op, fn))
+        return fn
+
+    return register
+
+
+def _or_from_shapes(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def run(*args: Any, **kwargs: Any) -> Any:
+        tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, xp.Tensor)]
+        if not tensors or not all(0 in t.shape for t in tensors):
+            return fn(*args, **kwargs)
+
+        def stand_in(a: Any) -> Any:
+            return torch.zeros(a.shape, dtype=TO_TORCH[a.dtype]) if isinstance(a, xp.Tensor) else a
+
+        out = op(*tree_map(stand_in, args), **tree_map(stand_in, kwargs))
+        return tree_map(lambda r: to_engine(r) if isinstance(r, torch.Tensor) else r, out)
+
+    return run
+
+
+def _mT(x: Any) -> Any:
+    return x.transpose(-2, -1)
+
+
+def _diag(x: Any) -> Any:
+    return _diagonal_of(x, 0, x.ndim - 2, x.ndim - 1)
+
+
+def _eye(n: int, batch: Sequence[int], dtype: str) -> Any:
+    return xp.eye(n, n, dtype=dtype).expand(*batch, n, n)
+
+
+def _empty(dtype: str) -> Any:
+    return xp.zeros(0, dtype=dtype)
+
+
+def _same_batch(a: Any, b: Any) -> Tuple[Any, Any]:
+    """Both operands' matrices over their batch dims broadcast together."""
+    batch = _broadcast_shape([a.shape[:-2], b.shape[:-2]])
+    return a.expand(*batch, *a.shape[-2:]), b.expand(*batch, *b.shape[-2:])
+
+
+def _check_float(op: str, *xs: Any) -> None:
+    for x in xs:
+        if x.dtype not in ("float32", "float64"):
+            raise _Unsupported(f"{op} of {x.dtype}")
+        if 0 in x.shape:
+            raise _Unsupported(f"{op} of an empty matrix")
+
+
+def _first_bad(bad: Any) -> Any:
+    """LAPACK's ``info``: the 1-based index of the first true entry on the last dim, or 0."""
+    k = bad.shape[-1]
+    index = xp.arange(1, k + 1, 1, dtype="int32")
+    first = xp.where(bad, index, k + 1).amin(-1)
+    return xp.where(first == k + 1, 0, first).astype("int32")
+
+
+# ---- Cholesky and triangular solves ----------------------------------------------------------
+
+
+def _solve_tri(a: Any, b: Any, *, left: bool, lower: bool, unit: bool = False,
+               transpose: bool = False) -> Any:
+    a, b = _same_batch(a, b)
+    return a._triangular_solve(b, left, lower, unit, transpose)
+
+
+@lower(aten.linalg_cholesky_ex.default)
+def linalg_cholesky_ex(a: Any, upper: bool = False, check_errors: bool = False) -> Any:
+    _check_float("cholesky", a)
+    factor = a._cholesky(upper)
+    d = _diag(factor)
+    return factor, _first_bad(~isfinite(d) | (d <= 0))
+
+
+@lower(aten._linalg_check_errors.default)
+def linalg_check_errors(info: Any, api_name: str, is_matrix: bool) -> None:
+    return None  # see the module's docstring
+
+
+@lower(aten.linalg_solve_triangular.default)
+def linalg_solve_triangular(a: Any, b: Any, upper: bool, left: bool = True,
+                            unitriangular: bool = False) -> Any:
+    _check_float("solve_triangular", a, b)
+    return _solve_tri(a, b, left=left, lower=not upper, unit=unitriangular)
+
+
+@lower(aten.triangular_solve.default)
+def triangular_solve(b: Any, a: Any, upper: bool = True, transpose: bool = False,
+                     unitriangular: bool = False) -> Any:
+    _check_float("triangular_solve", a, b)
+    x = _solve_tri(a, b, left=True, lower=not upper, unit=unitriangular, transpose=transpose)
+    return x, a.clone()
+
+
+def _cholesky_solve(b: Any, factor: Any, upper: bool) -> Any:
+    # A = L L^T: L y = b, then L^T x = y (A = U^T U: U^T y = b, then U x = y).
+    y = _solve_tri(factor, b, left=True, lower=not upper, transpose=upper)
+    return _solve_tri(factor, y, left=True, lower=not upper, transpose=not upper)
+
+
+@lower(aten.cholesky_solve.default)
+def cholesky_solve(b: Any, factor: Any, upper: bool = False) -> Any:
+    _check_float("cholesky_solve", b, factor)
+    return _cholesky_solve(b, factor, upper)
+
+
+@lower(aten.cholesky_inverse.default)
+def cholesky_inverse(factor: Any, upper: bool = False) -> Any:
+    _check_float("cholesky_inverse", factor)
+    n = factor.shape[-1]
+    return _cholesky_solve(_eye(n, factor.shape[:-2], factor.dtype), factor, upper)
+
+
+# ---- QR ---------------------------------------------------------------------------------------
+
+
+@lower(aten.geqrf.default)
+def geqrf(a: Any) -> Any:
+    _check_float("geqrf", a)
+    return a._geqrf()
+
+
+@lower(aten.linalg_householder_product.default, aten.orgqr.default)
+def householder_product(a: Any, tau: Any) -> Any:
+    _check_float("householder_product", a)
+    if tau.shape[-1] == 0:
+        return _eye(a.shape[-2], a.shape[:-2], a.dtype)[..., :, : a.shape[-1]]
+    return a._householder_product(tau)
+
+
+def _full_q(a: Any, tau: Any) -> Any:
+    """The whole m x m Q of compact reflectors (``a`` m x n) and their scales."""
+    m, n = a.shape[-2], a.shape[-1]
+    if n < m:
+        a = xp.cat([a, xp.zeros(*a.shape[:-1], m - n, dtype=a.dtype)], -1)
+    elif n > m:
+        a = a[..., :, :m]
+    return a._householder_product(tau)
+
+
+@lower(aten.linalg_qr.default)
+def linalg_qr(a: Any, mode: str = "reduced") -> Any:
+    _check_float("qr", a)
+    m, n = a.shape[-2], a.shape[-1]
+    k = min(m, n)
+    h, tau = a._geqrf()
+    if mode == "complete" and m > n:
+        return _full_q(h, tau), _triangle(h, 0, lower_part=False)
+    r = _triangle(h[..., :k, :], 0, lower_part=False)
+    if mode == "r":
+        return _empty(a.dtype), r
+    return _full_q(h, tau) if m <= n else h._householder_product(tau), r
+
+
+@lower(aten.ormqr.default)
+def ormqr(a: Any, tau: Any, other: Any, left: bool = True, transpose: bool = False) -> Any:
+    _check_float("ormqr", a, other)
+    q = _full_q(a, tau)
+    if transpose:
+        q = _mT(q)
+    q, other = _same_batch(q, other)
+    return q @ other if left else other @ q
+
+
+# ---- symmetric eigen-decomposition ---------------------------------------------------------------
+
+
+@lower(aten._linalg_eigh.default)
+def linalg_eigh(a: Any, uplo: str = "L", compute_v: bool = True) -> Any:
+    _check_float("eigh", a)
+    w, v = a._eigh(uplo.upper() == "U")
+    return (w, v) if compute_v else (w, _empty(a.dtype))
+
+
+# ---- singular values, from the eigenvalues of A^T A in float64 ----------------------------------
+
+
+def _gram_eigh(a: Any) -> Tuple[Any, Any, bool]:
+    """The eigen-decomposition of ``A^T A`` (or ``A A^T``, the smaller) in float64: eigenvalues
+    (ascending), eigenvectors, and whether it was ``A^T A``."""
+    a64 = a.astype("float64")
+    tall = a.shape[-2] >= a.shape[-1]
+    gram = _mT(a64) @ a64 if tall else a64 @ _mT(a64)
+    w, v = gram._eigh(False)
+    return w, v, tall
+
+
+@lower(aten._linalg_svd.default)
+def linalg_svd(a: Any, full_matrices: bool = False, compute_uv: bool = True,
+               driver: Optional[str] = None) -> Any:
+    if compute_uv:
+        raise _Unsupported("singular vectors (see the module's docstring)")
+    _check_float("svd", a)
+    w, _, _ = _gram_eigh(a)
+    s = w.clamp(0.0, None).sqrt().flip([w.ndim - 1]).astype(a.dtype)
+    return _empty(a.dtype), s, _empty(a.dtype)
+
+
+def _pinv_tolerance(smax: Any, atol: Any, rtol: Any, m: int, n: int, dtype: str) -> Any:
+    """torch's rule: below ``max(atol, rtol * smax)`` a singular value counts as zero; without
+    either, ``rtol`` is the dtype's epsilon times the larger dim, and with ``atol > 0`` alone it
+    is zero."""
+    eps = 1.1920928955078125e-07 if dtype == "float32" else 2.220446049250313e-16
+    default = eps * max(m, n)
+    as_tensor = (lambda v: v.astype("float64") if isinstance(v, xp.Tensor)
+                 else xp.tensor(float(v), dtype="float64"))
+    if rtol is None:
+        rtol = (xp.tensor(default, dtype="float64") if atol is None
+                else xp.where(as_tensor(atol) > 0, 0.0, default))
+    tol = as_tensor(rtol) * smax
+    return tol if atol is None else xp.maximum(tol, as_tensor(atol) + xp.zeros_like(tol))
+
+
+@lower(aten.linalg_pinv.atol_rtol_tensor, aten.linalg_pinv.atol_rtol_float)
+def linalg_pinv(a: Any, atol: Any = None, rtol: Any = None, hermitian: bool = False) -> Any:
+    _check_float("pinv", a)
+    m, n = a.shape[-2], a.shape[-1]
+    a64 = a.astype("float64")
+    if hermitian:
+        w, v = a64._eigh(False)
+        mag = w.abs()
+        keep = mag > _pinv_tolerance(mag.amax(-1), atol, rtol, m, n, a.dtype).unsqueeze(-1)
+        inv = xp.where(keep, 1.0 / xp.where(keep, w, 1.0), 0.0)
+        return ((v * inv.unsqueeze(-2)) @ _mT(v)).astype(a.dtype)
+    w, v, tall = _gram_eigh(a)
+    s = w.clamp(0.0, None).sqrt()
+    keep = s > _pinv_tolerance(s.amax(-1), atol, rtol, m, n, a.dtype).unsqueeze(-1)
+    inv = xp.where(keep, 1.0 / xp.where(keep, w, 1.0), 0.0)  # 1 / s^2
+    core = (v * inv.unsqueeze(-2)) @ _mT(v)
+    # A^T A = V S^2 V^T: pinv = V S^-2 V^T A^T; A A^T = U S^2 U^T: pinv = A^T U S^-2 U^T.
+    out = core @ _mT(a64) if tall else _mT(a64) @ core
+    return out.astype(a.dtype)
+
+
+# ---- LU ---------------------------------------------------------------------------------------
+
+
+def _permute_rows(perm: Any, b: Any) -> Any:
+    """Rows of ``b`` picked by ``perm`` (row i is row ``perm[i]``), per matrix of a batch."""
+    pick = perm.one_hot(b.shape[-2]).astype(b.dtype)
+    pick, b = _same_batch(pick, b)
+    return pick @ b
+
+
+def _unpermute_rows(perm: Any, b: Any) -> Any:
+    """The inverse of :func:`_permute_rows`: row ``perm[i]`` of the result is row i of ``b``."""
+    place = _mT(perm.one_hot(b.shape[-2]).astype(b.dtype))
+    place, b = _same_batch(place, b)
+    return place @ b
+
+
+def _lu_solve(lu: Any, perm: Any, b: Any, adjoint: bool) -> Any:
+    """``A X = B`` (or ``A^T X = B``) for ``P A = L U`` (``P A`` row i = ``A`` row ``perm[i]``)."""
+    if not adjoint:
+        y = _solve_tri(lu, _permute_rows(perm, b), left=True, lower=True, unit=True)
+        return _solve_tri(lu, y, left=True, lower=False)
+    y = _solve_tri(lu, b, left=True, lower=False, transpose=True)
+    y = _solve_tri(lu, y, left=True, lower=True, unit=True, transpose=True)
+    return _unpermute_rows(perm, y)
+
+
+def _info(lu: Any) -> Any:
+    return _first_bad(_diag(lu) == 0)
+
+
+@lower(aten.linalg_lu_factor_ex.default)
+def linalg_lu_factor_ex(a: Any, pivot: bool = True, check_errors: bool = False) -> Any:
+    if not pivot:
+        raise _Unsupported("LU without pivoting")
+    _check_float("lu_factor", a)
+    lu, pivots, _ = a._lu()
+    return lu, pivots, _info(lu)
+
+
+def _unpack(lu: Any, perm: Any) -> Tuple[Any, Any, Any]:
+    """``(P, L, U)`` with ``A = P L U``."""
+    m, n = lu.shape[-2], lu.shape[-1]
+    k = min(m, n)
+    lower_part = _triangle(lu[..., :, :k], -1, lower_part=True) + xp.eye(m, k, dtype=lu.dtype)
+    upper_part = _triangle(lu[..., :k, :], 0, lower_part=False)
+    p = _mT(perm.one_hot(m).astype(lu.dtype))
+    return p, lower_part, upper_part
+
+
+@lower(aten.linalg_lu.default)
+def linalg_lu(a: Any, pivot: bool = True) -> Any:
+    if not pivot:
+        raise _Unsupported("LU without pivoting")
+    _check_float("lu", a)
+    lu, _, perm = a._lu()
+    return _unpack(lu, perm)
+
+
+@lower(aten.lu_unpack.default)
+def lu_unpack(lu: Any, pivots: Any, unpack_data: bool = True, unpack_pivots: bool = True) -> Any:
+    _check_float("lu_unpack", lu)
+    perm = pivots._lu_pivots_to_permutation(lu.shape[-2])
+    p, lower_part, upper_part = _unpack(lu, perm)
+    if not unpack_data:
+        lower_part, upper_part = _empty(lu.dtype), _empty(lu.dtype)
+    return (p if unpack_pivots else _empty(lu.dtype)), lower_part, upper_part
+
+
+@lower(aten.linalg_lu_solve.default)
+def linalg_lu_solve(lu: Any, pivots: Any, b: Any, left: bool = True, adjoint: bool = False) -> Any:
+    _check_float("lu_solve", lu, b)
+    perm = pivots._lu_pivots_to_permutation(lu.shape[-2])
+    if left:
+        return _lu_solve(lu, perm, b, adjoint)
+    # X A = B is A^T X^T = B^T; X A^T = B is A X^T = B^T.
+    return _mT(_lu_solve(lu, perm, _mT(b), not adjoint))
+
+
+def _swap_sign(pivots: Any, dtype: str) -> Any:
+    """(-1) to the number of rows the pivots swapped."""
+    k = pivots.shape[-1]
+    swaps = (pivots != xp.arange(1, k + 1, 1, dtype="int32")).astype("int64").sum([pivots.ndim - 1])
+    return 1.0 - swaps.remainder(2).astype(dtype) * 2.0
+
+
+@lower(aten._linalg_det.default)
+def linalg_det(a: Any) -> Any:
+    _check_float("det", a)
+    lu, pivots, _ = a._lu()
+    d = _diag(lu)
+    return _prod(d, [d.ndim - 1], False) * _swap_sign(pivots, a.dtype), lu, pivots
+
+
+@lower(aten._linalg_slogdet.default)
+def linalg_slogdet(a: Any) -> Any:
+    _check_float("slogdet", a)
+    lu, pivots, _ = a._lu()
+    d = _diag(lu)
+    last = [d.ndim - 1]
+    sign = _prod(d.sign(), last, False) * _swap_sign(pivots, a.dtype)
+    return sign, d.abs().log().sum(last), lu, pivots
+
+
+@lower(aten.linalg_inv_ex.default)
+def linalg_inv_ex(a: Any, check_errors: bool = False) -> Any:
+    _check_float("inv", a)
+    lu, _, perm = a._lu()
+    eye = _eye(a.shape[-1], a.shape[:-2], a.dtype)
+    return _lu_solve(lu, perm, eye, False), _info(lu)
+
+
+@lower(aten._linalg_solve_ex.default)
+def linalg_solve_ex(a: Any, b: Any, left: bool = True, check_errors: bool = False) -> Any:
+    _check_float("solve", a, b)
+    lu, pivots, perm = a._lu()
+    vector = left and (b.ndim == 1 or (b.ndim == a.ndim - 1 and list(b.shape) == list(a.shape[:-1])))
+    if vector:
+        x = _lu_solve(lu, perm, b.unsqueeze(-1), False).squeeze(-1)
+    elif left:
+        x = _lu_solve(lu, perm, b, False)
+    else:
+        x = _mT(_lu_solve(lu, perm, _mT(b), True))
+    return x, lu, pivots, _info(lu)
+
+
+__all__: List[str] = []
