@@ -342,6 +342,22 @@ fn grad_tanh() {
 }
 
 #[test]
+fn grad_erf_erfc_log1p_expm1() {
+    gradcheck(|x| x[0].erf(), &[uniform(&[2, 3], 81, -2.0, 2.0)]);
+    gradcheck(|x| x[0].erfc(), &[uniform(&[2, 3], 82, -2.0, 2.0)]);
+    gradcheck(|x| x[0].log1p(), &[uniform(&[2, 3], 83, -0.5, 2.0)]);
+    gradcheck(|x| x[0].expm1(), &[uniform(&[2, 3], 84, -2.0, 2.0)]);
+}
+
+#[test]
+fn grad_zeta_in_q() {
+    gradcheck(
+        |x| Tensor::full(&[2, 3], 3.0, x[0].dtype()).zeta(&x[0]),
+        &[uniform(&[2, 3], 85, 0.5, 3.0)],
+    );
+}
+
+#[test]
 fn grad_sigmoid() {
     gradcheck(|x| x[0].sigmoid(), &[uniform(&[2, 3], 39, -3.0, 3.0)]);
 }

@@ -29,6 +29,12 @@ pub enum UnaryOp {
     Lgamma,
     Digamma,
     ErfInv,
+    /// The error function and its complement (CHLO), `log(1 + x)` and `exp(x) - 1` (StableHLO):
+    /// each exact where its composed form loses the small or the large values.
+    Erf,
+    Erfc,
+    Log1p,
+    Expm1,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -47,6 +53,10 @@ pub enum BinaryOp {
     Atan2,
     /// `polygamma(n, x)`, the n-th derivative of ψ (CHLO): `n` is the first operand.
     Polygamma,
+    /// The Hurwitz zeta function `ζ(x, q)` (CHLO).
+    Zeta,
+    /// The next representable value after `a` towards `b` (CHLO).
+    NextAfter,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -292,6 +302,10 @@ impl Op {
                 UnaryOp::Lgamma => "lgamma",
                 UnaryOp::Digamma => "digamma",
                 UnaryOp::ErfInv => "erf_inv",
+                UnaryOp::Erf => "erf",
+                UnaryOp::Erfc => "erfc",
+                UnaryOp::Log1p => "log_plus_one",
+                UnaryOp::Expm1 => "exponential_minus_one",
             },
             Op::Binary(b) => match b {
                 BinaryOp::Add => "add",
@@ -306,6 +320,8 @@ impl Op {
                 BinaryOp::Rem => "remainder",
                 BinaryOp::Atan2 => "atan2",
                 BinaryOp::Polygamma => "polygamma",
+                BinaryOp::Zeta => "zeta",
+                BinaryOp::NextAfter => "next_after",
             },
             Op::Compare(_) => "compare",
             Op::Select => "select",

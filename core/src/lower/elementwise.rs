@@ -48,7 +48,8 @@ pub(super) fn lower(c: &mut Ctx) {
             let _ = writeln!(c.out, "  {name} = \"stablehlo.select\"({name}_at0, {name}_i, {name}_psi) : ({pred}, {ty}, {ty}) -> {ty}");
         }
         // Special functions are CHLO ops, which XLA expands into polynomial approximations.
-        Op::Unary(UnaryOp::Lgamma | UnaryOp::ErfInv) | Op::Binary(BinaryOp::Polygamma) => {
+        Op::Unary(UnaryOp::Lgamma | UnaryOp::ErfInv | UnaryOp::Erf | UnaryOp::Erfc)
+        | Op::Binary(BinaryOp::Polygamma | BinaryOp::Zeta | BinaryOp::NextAfter) => {
             c.generic_in("chlo", node.op.name(), "")
         }
         Op::Compare(cmp) => compare(c, *cmp),

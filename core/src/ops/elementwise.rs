@@ -33,8 +33,10 @@ pub(crate) fn align(
 fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, location: SourceLocation) -> Result<Tensor> {
     let name = Op::Binary(op).name();
     let (a, b) = align(name, a, b, &location)?;
-    // True division, like PyTorch: integers divide as floats (and atan2 of integers is a float).
-    let (a, b) = if matches!(op, BinaryOp::Div | BinaryOp::Atan2) && !a.dtype().is_float() {
+    // True division, like PyTorch: integers divide as floats (as do atan2 and zeta).
+    let (a, b) = if matches!(op, BinaryOp::Div | BinaryOp::Atan2 | BinaryOp::Zeta)
+        && !a.dtype().is_float()
+    {
         (a.cast_at(DType::F32, &location)?, b.cast_at(DType::F32, &location)?)
     } else {
         (a, b)
@@ -79,7 +81,13 @@ fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, location: SourceLocation) -> Res
                 let trunc = q.abs()?.floor()?.mul(&q.sign()?)?;
                 vec![Some(g.clone()), Some(g.mul(&trunc)?.neg()?)]
             }
-            BinaryOp::And | BinaryOp::Or => vec![None, None],
+            BinaryOp::And | BinaryOp::Or | BinaryOp::NextAfter => vec![None, None],
+            // d/dq zeta(x, q) = -x zeta(x + 1, q); x is not differentiable (as in PyTorch).
+            BinaryOp::Zeta => {
+                let next =
+                    binary(BinaryOp::Zeta, &a.add_scalar(1.0)?, b, SourceLocation::caller())?;
+                vec![None, Some(g.mul(&next)?.mul(a)?.neg()?)]
+            }
             // d/dx polygamma(n, x) = polygamma(n + 1, x); the order is not differentiable.
             BinaryOp::Polygamma => {
                 let next =
@@ -165,6 +173,14 @@ fn unary(op: UnaryOp, x: &Tensor, location: SourceLocation) -> Result<Tensor> {
                 let y = x.erfinv()?;
                 g.mul(&y.mul(&y)?.exp()?.mul_scalar(std::f64::consts::PI.sqrt() / 2.0)?)?
             }
+            // d erf(x) = 2 / sqrt(pi) exp(-x^2), erfc the opposite.
+            UnaryOp::Erf | UnaryOp::Erfc => {
+                let sign = if op == UnaryOp::Erf { 1.0 } else { -1.0 };
+                let e = x.mul(x)?.neg()?.exp()?;
+                g.mul(&e.mul_scalar(sign * 2.0 / std::f64::consts::PI.sqrt())?)?
+            }
+            UnaryOp::Log1p => g.div(&x.add_scalar(1.0)?)?,
+            UnaryOp::Expm1 => g.mul(&x.exp()?)?,
             UnaryOp::Not => return Ok(vec![None]),
         };
         Ok(vec![Some(dx)])
@@ -216,6 +232,8 @@ binary_methods! {
     minimum, minimum_scalar => Min;
     fmod, fmod_scalar => Rem;
     atan2, atan2_scalar => Atan2;
+    zeta, zeta_scalar => Zeta;
+    nextafter, nextafter_scalar => NextAfter;
 }
 
 macro_rules! unary_methods {
@@ -234,7 +252,8 @@ macro_rules! unary_methods {
 unary_methods! {
     neg => Neg, abs => Abs, exp => Exp, log => Log, sqrt => Sqrt, rsqrt => Rsqrt, sin => Sin,
     cos => Cos, tanh => Tanh, sigmoid => Logistic, logical_not => Not, sign => Sign, floor => Floor,
-    round => Round, lgamma => Lgamma, digamma => Digamma, erfinv => ErfInv,
+    round => Round, lgamma => Lgamma, digamma => Digamma, erfinv => ErfInv, erf => Erf,
+    erfc => Erfc, log1p => Log1p, expm1 => Expm1,
 }
 
 impl Tensor {

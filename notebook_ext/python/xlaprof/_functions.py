@@ -164,14 +164,8 @@ logical_not = _unary("logical_not")
 
 
 def erf(input: Tensor) -> Tensor:
-    """The error function, from ops the engine has (Abramowitz and Stegun 7.1.26: absolute
-    error below 1.5e-7, below float32's resolution of values near 1)."""
-    x = _tensor("erf", input)
-    a = x.abs()
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027
-                                                                         + t * 1.061405429))))
-    return x.sign() * (1.0 - poly * (-(a * a)).exp())
+    """The error function."""
+    return _tensor("erf", input).erf()
 
 
 def add(input: Tensor, other: Any, *, alpha: float = 1) -> Tensor:

@@ -159,6 +159,10 @@ unary!(
     lgamma,
     digamma,
     erfinv,
+    erf,
+    erfc,
+    log1p,
+    expm1,
     relu,
     gelu,
     silu,
@@ -349,6 +353,8 @@ binary_methods! {
     minimum => minimum, minimum_scalar; fmod => fmod, fmod_scalar;
     atan2 => atan2, atan2_scalar;
     remainder => remainder, remainder_scalar;
+    nextafter => nextafter, nextafter_scalar;
+    _zeta => zeta, zeta_scalar;
 }
 
 /// `self + alpha * other` (or `-`), as PyTorch's `add(other, *, alpha=1)`.

@@ -79,11 +79,6 @@ def _to_float(x: Any) -> Any:
     return x if _is_float(x) else x.astype(engine_dtype(torch.get_default_dtype()))
 
 
-@lower(aten.erf.default)
-def erf(x: Any) -> Any:
-    return xp.erf(_to_float(x))
-
-
 @lower(aten.lgamma.default)
 def lgamma(x: Any) -> Any:
     return _to_float(x).lgamma()
@@ -163,16 +158,6 @@ def reciprocal(x: Any) -> Any:
 @lower(aten.square.default)
 def square(x: Any) -> Any:
     return x * x
-
-
-@lower(aten.log1p.default)
-def log1p(x: Any) -> Any:
-    return (_to_float(x) + 1.0).log()
-
-
-@lower(aten.expm1.default)
-def expm1(x: Any) -> Any:
-    return _to_float(x).exp() - 1.0
 
 
 @lower(aten.log2.default)
@@ -1806,11 +1791,6 @@ def sinc(x: Any) -> Any:
     return xp.where(x.eq(0), xp.ones_like(x), px.sin() / xp.where(x.eq(0), xp.ones_like(x), px))
 
 
-@lower(aten.erfc.default)
-def erfc(x: Any) -> Any:
-    return 1.0 - xp.erf(_to_float(x))
-
-
 @lower(aten.softplus.default)
 def softplus(x: Any, beta: Any = 1, threshold: Any = 20) -> Any:
     bx = x * beta
@@ -2322,4 +2302,4 @@ def narrow_copy(t: LazyTensor, dim: int, start: int, length: int) -> LazyTensor:
     return LazyTensor(value(slice_(t, dim, start, start + length, 1)).clone())
 
 
-from . import _linalg  # noqa: E402,F401  (registers torch.linalg's lowerings)
+from . import _linalg, _special  # noqa: E402,F401  (register torch.linalg's and torch.special's lowerings)
