@@ -83,9 +83,19 @@ pub fn promote(a: DType, b: DType) -> DType {
     }
     let category = |d: DType| match d {
         Pred => 0,
-        S8 | U8 | S32 | S64 => 1,
+        S8 | U8 | S16 | S32 | S64 => 1,
+        C64 | C128 => 3,
         _ => 2,
     };
+    // A complex number with a wider float: complex of the wider parts (c64 and f64 make c128).
+    if a.is_complex() || b.is_complex() {
+        let (c, other) = if a.is_complex() { (a, b) } else { (b, a) };
+        return if other.is_complex() || other == F64 {
+            C128.min(c.max(other.complex()))
+        } else {
+            c
+        };
+    }
     match category(a).cmp(&category(b)) {
         std::cmp::Ordering::Greater => return a,
         std::cmp::Ordering::Less => return b,
@@ -93,7 +103,7 @@ pub fn promote(a: DType, b: DType) -> DType {
     }
     match (a, b) {
         (F16, BF16) | (BF16, F16) => F32,
-        (S8, U8) | (U8, S8) => S32, // PyTorch gives int16, which the engine does not have
+        (S8, U8) | (U8, S8) => S16,
         _ => {
             // Same category: the wider one (by size, then the later one in the enum).
             if (a.size_bytes(), a) >= (b.size_bytes(), b) {
@@ -132,6 +142,9 @@ mod tests {
         assert_eq!(promote(Pred, U8), U8);
         assert_eq!(promote(BF16, F16), F32);
         assert_eq!(promote(F32, F64), F64);
-        assert_eq!(promote(S8, U8), S32);
+        assert_eq!(promote(S8, U8), S16);
+        assert_eq!(promote(C64, F64), C128);
+        assert_eq!(promote(F32, C64), C64);
+        assert_eq!(promote(S64, C64), C64);
     }
 }

@@ -79,6 +79,9 @@ impl Op {
                 ("lhs_contract", ints(lhs_contract)),
                 ("rhs_contract", ints(rhs_contract)),
             ],
+            Op::Fft { kind, lengths } => {
+                vec![("kind", Attr::Name(kind.name())), ("lengths", ints(lengths))]
+            }
             Op::Conv { stride, padding, lhs_dilation, rhs_dilation, groups } => vec![
                 ("stride", ints(stride)),
                 ("padding", Attr::Pairs(padding.clone())),

@@ -18,7 +18,7 @@ pub use def::{Attr, NodeDef};
 pub(crate) use graph::{
     donations, key, scalar_key, share, Graph, References, ScalarKey, PARAMETER, SCALAR_SLOT,
 };
-pub use op::{qr_taus, BinaryOp, CompareOp, LuOutput, Op, OpKind, ReduceKind, UnaryOp};
+pub use op::{qr_taus, BinaryOp, CompareOp, FftKind, LuOutput, Op, OpKind, ReduceKind, UnaryOp};
 
 use crate::location::SourceLocation;
 use crate::shape::Shape;

@@ -35,6 +35,9 @@ pub enum UnaryOp {
     Erfc,
     Log1p,
     Expm1,
+    /// A complex value's real or imaginary part (a real result).
+    Real,
+    Imag,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -57,6 +60,8 @@ pub enum BinaryOp {
     Zeta,
     /// The next representable value after `a` towards `b` (CHLO).
     NextAfter,
+    /// The complex number `a + b i` (a complex result).
+    Complex,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -89,6 +94,30 @@ pub fn qr_taus(a: &Shape) -> Shape {
     let mut dims = a.dims[..r - 2].to_vec();
     dims.push(a.dims[r - 2].min(a.dims[r - 1]));
     a.with_dims(dims)
+}
+
+/// Which discrete Fourier transform `Op::Fft` is, as StableHLO names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FftKind {
+    /// Complex to complex, forward.
+    Fft,
+    /// Complex to complex, inverse (scaled by 1/n).
+    Ifft,
+    /// Real to complex: the last dim keeps n/2 + 1 values.
+    Rfft,
+    /// Complex to real, the inverse of `Rfft` (scaled by 1/n).
+    Irfft,
+}
+
+impl FftKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            FftKind::Fft => "FFT",
+            FftKind::Ifft => "IFFT",
+            FftKind::Rfft => "RFFT",
+            FftKind::Irfft => "IRFFT",
+        }
+    }
 }
 
 /// Which result of an LU factorization a node is.
@@ -187,6 +216,12 @@ pub enum Op {
         lhs_contract: Vec<usize>,
         rhs_contract: Vec<usize>,
     },
+    /// The discrete Fourier transform over the last `lengths.len()` dims (1 to 3), of those
+    /// lengths (for `Irfft`, the real result's).
+    Fft {
+        kind: FftKind,
+        lengths: Vec<i64>,
+    },
     /// NCHW input, OIHW kernel.
     Conv {
         stride: Vec<i64>,
@@ -267,6 +302,7 @@ pub enum OpKind {
     Reduce,
     Movement,
     DotGeneral,
+    Fft,
     Conv,
     ReduceWindow,
     Sort,
@@ -306,6 +342,8 @@ impl Op {
                 UnaryOp::Erfc => "erfc",
                 UnaryOp::Log1p => "log_plus_one",
                 UnaryOp::Expm1 => "exponential_minus_one",
+                UnaryOp::Real => "real",
+                UnaryOp::Imag => "imag",
             },
             Op::Binary(b) => match b {
                 BinaryOp::Add => "add",
@@ -322,6 +360,7 @@ impl Op {
                 BinaryOp::Polygamma => "polygamma",
                 BinaryOp::Zeta => "zeta",
                 BinaryOp::NextAfter => "next_after",
+                BinaryOp::Complex => "complex",
             },
             Op::Compare(_) => "compare",
             Op::Select => "select",
@@ -341,6 +380,7 @@ impl Op {
             Op::IndexReduce { kind: ReduceKind::Min, .. } => "index_reduce_min",
             Op::IndexReduce { .. } => "index_reduce_max",
             Op::DotGeneral { .. } => "dot_general",
+            Op::Fft { .. } => "fft",
             Op::Conv { .. } => "convolution",
             Op::ReduceWindow { .. } => "reduce_window",
             Op::Sort { .. } => "sort",
@@ -375,6 +415,7 @@ impl Op {
             | Op::IndexAdd { .. }
             | Op::IndexReduce { .. } => OpKind::Movement,
             Op::DotGeneral { .. } => OpKind::DotGeneral,
+            Op::Fft { .. } => OpKind::Fft,
             Op::Conv { .. } => OpKind::Conv,
             Op::ReduceWindow { .. } => OpKind::ReduceWindow,
             Op::Sort { .. } => OpKind::Sort,
@@ -423,6 +464,7 @@ impl Op {
             Op::Conv { stride, padding, lhs_dilation, rhs_dilation, groups } => {
                 (stride, padding, lhs_dilation, rhs_dilation, groups).hash(h)
             }
+            Op::Fft { kind, lengths } => (kind, lengths).hash(h),
             Op::ReduceWindow { kind, window, strides, padding } => {
                 (kind, window, strides, padding).hash(h)
             }

@@ -63,7 +63,7 @@ fn compare(c: &mut Ctx, cmp: CompareOp) {
     let node = c.node;
     let dir = cmp.direction();
     let in_dt = node.inputs[0].shape.dtype;
-    let kind = if in_dt.is_float() {
+    let kind = if in_dt.is_float() || in_dt.is_complex() {
         "FLOAT"
     } else if matches!(in_dt, DType::U8 | DType::Pred) {
         "UNSIGNED"

@@ -1,4 +1,4 @@
-//! Linear algebra: `dot_general` and `convolution` (NCHW input, OIHW kernel).
+//! Linear algebra: `dot_general`, `fft` and `convolution` (NCHW input, OIHW kernel).
 
 use super::{array, list, Ctx};
 use crate::ir::Op;
@@ -15,6 +15,10 @@ pub(super) fn lower(c: &mut Ctx) {
             list(lhs_contract),
             list(rhs_contract)
         ),
+    ),
+    Op::Fft { kind, lengths } => c.generic(
+        "fft",
+        &format!("fft_type = #stablehlo<fft_type {}>, fft_length = {}", kind.name(), array(lengths)),
     ),
     Op::Conv { stride, padding, lhs_dilation, rhs_dilation, groups } => {
         let pad: Vec<String> = padding.iter().map(|(l, h)| format!("[{l}, {h}]")).collect();

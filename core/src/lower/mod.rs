@@ -230,13 +230,19 @@ fn list(values: impl IntoIterator<Item = impl ToString>) -> String {
     format!("[{}]", v.join(", "))
 }
 
-/// A scalar constant of `dtype` as an MLIR dense literal.
+/// A scalar constant of `dtype` as an MLIR dense literal (a complex one's imaginary part zero).
 pub(crate) fn literal(dtype: DType, value: f64) -> String {
+    if dtype.is_complex() {
+        let part = literal(dtype.real(), value);
+        let text = part.trim_start_matches("dense<").split('>').next().unwrap_or("0.0");
+        return format!("dense<({text}, 0.0)> : tensor<{}>", dtype.mlir_name());
+    }
     let text = match dtype {
         DType::Pred => (value != 0.0).to_string(),
-        DType::S8 | DType::S32 | DType::S64 | DType::U8 => {
+        DType::S8 | DType::S16 | DType::S32 | DType::S64 | DType::U8 => {
             let (lo, hi) = match dtype {
                 DType::S8 => (i8::MIN as f64, i8::MAX as f64),
+                DType::S16 => (i16::MIN as f64, i16::MAX as f64),
                 DType::U8 => (0.0, u8::MAX as f64),
                 DType::S32 => (i32::MIN as f64, i32::MAX as f64),
                 _ => (i64::MIN as f64, i64::MAX as f64),
@@ -297,7 +303,23 @@ pub(crate) fn literal(dtype: DType, value: f64) -> String {
 }
 /// One node, by family.
 fn lower_node(mut c: Ctx) {
-    match c.node.op.kind() {
+    let kind = c.node.op.kind();
+    if c.node.shape.element_count() == 0 && !matches!(kind, OpKind::Data | OpKind::Scalar) {
+        // An empty result has no values to compute: some ops' StableHLO is not even valid with
+        // an empty operand (a gather's slice of size 1 from a dim of 0).
+        let dt = c.node.shape.dtype;
+        let _ = writeln!(c.out, "  {}_z = stablehlo.constant {}", c.name, literal(dt, 0.0));
+        let _ = writeln!(
+            c.out,
+            "  {} = \"stablehlo.broadcast_in_dim\"({}_z) {{broadcast_dimensions = array<i64>}} : (tensor<{}>) -> {}",
+            c.name,
+            c.name,
+            dt.mlir_name(),
+            c.ty()
+        );
+        return;
+    }
+    match kind {
         OpKind::Data | OpKind::Scalar => {} // parameters: referenced by name
         OpKind::Iota | OpKind::Random => random::lower(&mut c),
         OpKind::Elementwise | OpKind::Convert => elementwise::lower(&mut c),
@@ -308,7 +330,7 @@ fn lower_node(mut c: Ctx) {
             }
             _ => movement::lower(&mut c),
         },
-        OpKind::DotGeneral | OpKind::Conv => linalg::lower(&mut c),
+        OpKind::DotGeneral | OpKind::Fft | OpKind::Conv => linalg::lower(&mut c),
         OpKind::Sort => sort::lower(&mut c),
         OpKind::Factorization => factor::lower(&mut c),
         OpKind::Shard => {
@@ -337,5 +359,7 @@ mod tests {
         assert_eq!(literal(DType::Pred, 0.0), "dense<false> : tensor<i1>");
         assert_eq!(literal(DType::F32, 0.5), "dense<5.0e-1> : tensor<f32>");
         assert_eq!(literal(DType::F64, 1.25), "dense<1.25e0> : tensor<f64>");
+        assert_eq!(literal(DType::C64, 0.5), "dense<(5.0e-1, 0.0)> : tensor<complex<f32>>");
+        assert_eq!(literal(DType::S16, 1e6), "dense<32767> : tensor<i16>");
     }
 }

@@ -33,10 +33,26 @@ pub(crate) fn align(
 fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, location: SourceLocation) -> Result<Tensor> {
     let name = Op::Binary(op).name();
     let (a, b) = align(name, a, b, &location)?;
+    let complex_ok =
+        matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow);
+    if a.dtype().is_complex() && !complex_ok {
+        return Err(shape_error(
+            name,
+            &location,
+            format!("is not defined for complex numbers ({} and {})", a.shape(), b.shape()),
+        ));
+    }
+    if op == BinaryOp::Complex {
+        // The parts are floats (integers count as f32); the result is complex.
+        let parts = if a.dtype().is_float() { a.dtype() } else { DType::F32 };
+        let (re, im) = (a.cast_at(parts, &location)?, b.cast_at(parts, &location)?);
+        let shape = re.shape().with_dtype(parts.complex());
+        let grad = grad_fn(name, &[&re, &im], move |g| Ok(vec![Some(g.real()?), Some(g.imag()?)]));
+        return Ok(Tensor::op(Op::Binary(op), shape, &[&re, &im], location, grad));
+    }
     // True division, like PyTorch: integers divide as floats (as do atan2 and zeta).
-    let (a, b) = if matches!(op, BinaryOp::Div | BinaryOp::Atan2 | BinaryOp::Zeta)
-        && !a.dtype().is_float()
-    {
+    let exact = a.dtype().is_float() || a.dtype().is_complex();
+    let (a, b) = if matches!(op, BinaryOp::Div | BinaryOp::Atan2 | BinaryOp::Zeta) && !exact {
         (a.cast_at(DType::F32, &location)?, b.cast_at(DType::F32, &location)?)
     } else {
         (a, b)
@@ -81,7 +97,9 @@ fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, location: SourceLocation) -> Res
                 let trunc = q.abs()?.floor()?.mul(&q.sign()?)?;
                 vec![Some(g.clone()), Some(g.mul(&trunc)?.neg()?)]
             }
-            BinaryOp::And | BinaryOp::Or | BinaryOp::NextAfter => vec![None, None],
+            BinaryOp::And | BinaryOp::Or | BinaryOp::NextAfter | BinaryOp::Complex => {
+                vec![None, None]
+            }
             // d/dq zeta(x, q) = -x zeta(x + 1, q); x is not differentiable (as in PyTorch).
             BinaryOp::Zeta => {
                 let next =
@@ -107,7 +125,7 @@ fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, location: SourceLocation) -> Res
 /// The dtype of a host scalar combined with `t`: the tensor's own, unless a fractional value
 /// meets an integer tensor, which then computes in f32 (PyTorch's Python-float promotion).
 pub(crate) fn scalar_dtype(t: &Tensor, value: f64) -> DType {
-    if !t.dtype().is_float() && value.fract() != 0.0 {
+    if !t.dtype().is_float() && !t.dtype().is_complex() && value.fract() != 0.0 {
         DType::F32
     } else {
         t.dtype()
@@ -125,6 +143,16 @@ fn unary(op: UnaryOp, x: &Tensor, location: SourceLocation) -> Result<Tensor> {
             | UnaryOp::Floor
             | UnaryOp::Round
     );
+    if x.dtype().is_complex() {
+        return complex_unary(op, x, name, location);
+    }
+    if matches!(op, UnaryOp::Real | UnaryOp::Imag) {
+        // A real number is its own real part; its imaginary part is zero.
+        return scoped(&location, || match op {
+            UnaryOp::Real => Ok(x.clone()),
+            _ => Ok(x.zeros_like()),
+        });
+    }
     if needs_float && !x.dtype().is_float() {
         // exp, log, sin, ... of integers compute in f32, like PyTorch.
         let x = x.cast_at(DType::F32, &location)?;
@@ -181,15 +209,56 @@ fn unary(op: UnaryOp, x: &Tensor, location: SourceLocation) -> Result<Tensor> {
             }
             UnaryOp::Log1p => g.div(&x.add_scalar(1.0)?)?,
             UnaryOp::Expm1 => g.mul(&x.exp()?)?,
-            UnaryOp::Not => return Ok(vec![None]),
+            UnaryOp::Not | UnaryOp::Real | UnaryOp::Imag => return Ok(vec![None]),
         };
         Ok(vec![Some(dx)])
     });
     Ok(Tensor::op(Op::Unary(op), x.shape().clone(), &[x], location, grad))
 }
 
+/// A unary op of complex numbers: those StableHLO defines for them; `abs`, `real` and `imag`
+/// have real results. The engine's autograd differentiates real and imag only (torch computes
+/// its own complex gradients).
+fn complex_unary(
+    op: UnaryOp,
+    x: &Tensor,
+    name: &'static str,
+    location: SourceLocation,
+) -> Result<Tensor> {
+    use UnaryOp::*;
+    let dtype = match op {
+        Abs | Real | Imag => x.dtype().real(),
+        Neg | Exp | Log | Sqrt | Rsqrt | Sin | Cos | Tanh | Logistic | Sign | Log1p | Expm1 => {
+            x.dtype()
+        }
+        _ => {
+            return Err(shape_error(
+                name,
+                &location,
+                format!("is not defined for complex numbers ({})", x.shape()),
+            ))
+        }
+    };
+    let grad = match op {
+        Real | Imag => grad_fn(name, &[x], move |g| {
+            let zero = g.zeros_like();
+            let (re, im) = if op == Real { (g, &zero) } else { (&zero, g) };
+            Ok(vec![Some(re.complex(im)?)])
+        }),
+        _ => None,
+    };
+    Ok(Tensor::op(Op::Unary(op), x.shape().with_dtype(dtype), &[x], location, grad))
+}
+
 fn compare(op: CompareOp, a: &Tensor, b: &Tensor, location: SourceLocation) -> Result<Tensor> {
     let (a, b) = align("compare", a, b, &location)?;
+    if a.dtype().is_complex() && !matches!(op, CompareOp::Eq | CompareOp::Ne) {
+        return Err(shape_error(
+            "compare",
+            &location,
+            format!("complex numbers are not ordered ({} and {})", a.shape(), b.shape()),
+        ));
+    }
     let shape = a.shape().with_dtype(DType::Pred);
     Ok(Tensor::op(Op::Compare(op), shape, &[&a, &b], location, None))
 }
@@ -234,6 +303,7 @@ binary_methods! {
     atan2, atan2_scalar => Atan2;
     zeta, zeta_scalar => Zeta;
     nextafter, nextafter_scalar => NextAfter;
+    complex, complex_scalar => Complex;
 }
 
 macro_rules! unary_methods {
@@ -253,7 +323,7 @@ unary_methods! {
     neg => Neg, abs => Abs, exp => Exp, log => Log, sqrt => Sqrt, rsqrt => Rsqrt, sin => Sin,
     cos => Cos, tanh => Tanh, sigmoid => Logistic, logical_not => Not, sign => Sign, floor => Floor,
     round => Round, lgamma => Lgamma, digamma => Digamma, erfinv => ErfInv, erf => Erf,
-    erfc => Erfc, log1p => Log1p, expm1 => Expm1,
+    erfc => Erfc, log1p => Log1p, expm1 => Expm1, real => Real, imag => Imag,
 }
 
 impl Tensor {
@@ -375,6 +445,11 @@ impl Tensor {
             return Ok(self.clone());
         }
         let from = self.dtype();
+        if from.is_complex() && !dtype.is_complex() {
+            // XLA converts complex numbers only to complex types: the real part, then that.
+            let re = unary(UnaryOp::Real, self, location.clone())?;
+            return re.cast_at(dtype, location);
+        }
         let grad = grad_fn("convert", &[self], move |g| {
             Ok(vec![from.is_float().then(|| g.cast(from)).transpose()?])
         });

@@ -1,8 +1,9 @@
 //! Matrix products.
 
 use crate::autograd::grad_fn;
+use crate::dtype::DType;
 use crate::error::Result;
-use crate::ir::Op;
+use crate::ir::{FftKind, Op};
 use crate::location::{scoped, SourceLocation};
 use crate::shape::{broadcast_dims, promote};
 use crate::tensor::Tensor;
@@ -140,4 +141,57 @@ fn batched_matmul(a: &Tensor, b: &Tensor, location: &SourceLocation) -> Result<T
         Ok(vec![Some(batched_matmul(g, &bt, &loc)?), Some(batched_matmul(&at, g, &loc)?)])
     });
     Ok(Tensor::op(op, a.shape().with_dims(dims), &[a, b], location.clone(), grad))
+}
+
+impl Tensor {
+    /// The discrete Fourier transform over the last `lengths.len()` dims (1 to 3): `Fft` and
+    /// `Ifft` of complex values (the inverse scaled by 1/n), `Rfft` of real ones (the last dim
+    /// keeps n/2 + 1 values), `Irfft` back to real values of `lengths`. Unnormalized otherwise,
+    /// as XLA's; callers scale.
+    #[track_caller]
+    pub fn fft(&self, kind: FftKind, lengths: &[i64]) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        let r = self.rank();
+        let k = lengths.len();
+        let fits = (1..=3).contains(&k) && k <= r && lengths.iter().all(|&n| n > 0);
+        let last = &self.dims()[r.saturating_sub(k)..];
+        let (dtype, dims) = match kind {
+            FftKind::Fft | FftKind::Ifft if self.dtype().is_complex() && last == lengths => {
+                (self.dtype(), self.dims().to_vec())
+            }
+            FftKind::Rfft if self.dtype().is_float() && last == lengths => {
+                let x = scoped(&location, || {
+                    self.cast(if self.dtype() == DType::F64 { DType::F64 } else { DType::F32 })
+                })?;
+                let mut dims = x.dims().to_vec();
+                dims[r - 1] = lengths[k - 1] / 2 + 1;
+                let shape = x.shape().with_dtype(x.dtype().complex()).with_dims(dims);
+                let op = Op::Fft { kind, lengths: lengths.to_vec() };
+                return Ok(Tensor::op(op, shape, &[&x], location, None));
+            }
+            FftKind::Irfft
+                if self.dtype().is_complex()
+                    && last[..k - 1] == lengths[..k - 1]
+                    && last[k - 1] == lengths[k - 1] / 2 + 1 =>
+            {
+                let mut dims = self.dims().to_vec();
+                dims[r - 1] = lengths[k - 1];
+                (self.dtype().real(), dims)
+            }
+            _ => (DType::Pred, Vec::new()),
+        };
+        if !fits || dtype == DType::Pred {
+            return Err(shape_error(
+                "fft",
+                &location,
+                format!(
+                    "cannot take the {} of {} over lengths {lengths:?} (complex input for FFT, IFFT and IRFFT, real for RFFT; 1 to 3 trailing dims of those lengths)",
+                    kind.name(),
+                    self.shape()
+                ),
+            ));
+        }
+        let op = Op::Fft { kind, lengths: lengths.to_vec() };
+        Ok(Tensor::op(op, crate::shape::Shape::new(dtype, dims), &[self], location, None))
+    }
 }

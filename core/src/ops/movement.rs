@@ -559,7 +559,7 @@ impl Tensor {
     #[track_caller]
     pub fn one_hot(&self, classes: i64, dtype: DType) -> Result<Tensor> {
         let location = SourceLocation::caller();
-        if !matches!(self.dtype(), DType::S32 | DType::S64 | DType::U8 | DType::S8) {
+        if !matches!(self.dtype(), DType::S32 | DType::S64 | DType::U8 | DType::S8 | DType::S16) {
             return Err(shape_error(
                 "one_hot",
                 &location,

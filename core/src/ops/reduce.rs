@@ -55,6 +55,13 @@ fn reduce(
     location: SourceLocation,
 ) -> Result<Tensor> {
     let name = Op::Reduce { kind, axes: vec![] }.name();
+    if x.dtype().is_complex() && kind != ReduceKind::Sum {
+        return Err(shape_error(
+            name,
+            &location,
+            format!("complex numbers are not ordered ({})", x.shape()),
+        ));
+    }
     let axes = axes_of(name, x, axes, &location)?;
     let dims: Vec<i64> =
         x.dims().iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect();
@@ -100,7 +107,8 @@ impl Tensor {
     #[track_caller]
     pub fn sum(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
         let location = SourceLocation::caller();
-        if !self.dtype().is_float() && self.dtype() != DType::S64 {
+        let dtype = self.dtype();
+        if !dtype.is_float() && !dtype.is_complex() && dtype != DType::S64 {
             let wide = self.cast_at(DType::S64, &location)?;
             return reduce(ReduceKind::Sum, &wide, axes, keepdim, location);
         }
@@ -123,7 +131,7 @@ impl Tensor {
     #[track_caller]
     pub fn mean(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
         let location = SourceLocation::caller();
-        if !self.dtype().is_float() {
+        if !self.dtype().is_float() && !self.dtype().is_complex() {
             return Err(shape_error(
                 "mean",
                 &location,

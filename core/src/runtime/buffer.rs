@@ -224,6 +224,9 @@ pub(crate) fn pjrt_type(dtype: DType) -> ffi::PJRT_Buffer_Type {
     match dtype {
         DType::Pred => ffi::PJRT_Buffer_Type_PRED,
         DType::S8 => ffi::PJRT_Buffer_Type_S8,
+        DType::S16 => ffi::PJRT_Buffer_Type_S16,
+        DType::C64 => ffi::PJRT_Buffer_Type_C64,
+        DType::C128 => ffi::PJRT_Buffer_Type_C128,
         DType::S32 => ffi::PJRT_Buffer_Type_S32,
         DType::S64 => ffi::PJRT_Buffer_Type_S64,
         DType::U8 => ffi::PJRT_Buffer_Type_U8,

@@ -3,12 +3,13 @@
 use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods, ToPyArray};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use xlaprof_core::{DType, NativeType, Tensor};
+use xlaprof_core::{DType, Tensor};
 
 pub(crate) fn dtype_name(d: DType) -> &'static str {
     match d {
         DType::Pred => "bool",
         DType::S8 => "int8",
+        DType::S16 => "int16",
         DType::S32 => "int32",
         DType::S64 => "int64",
         DType::U8 => "uint8",
@@ -16,6 +17,8 @@ pub(crate) fn dtype_name(d: DType) -> &'static str {
         DType::BF16 => "bfloat16",
         DType::F32 => "float32",
         DType::F64 => "float64",
+        DType::C64 => "complex64",
+        DType::C128 => "complex128",
     }
 }
 
@@ -46,7 +49,7 @@ pub(crate) fn extract_dtype(value: &Bound<'_, PyAny>) -> PyResult<DType> {
     parse_dtype(&name)
 }
 
-fn upload<T: NativeType + numpy::Element>(array: &Bound<'_, PyAny>) -> Option<(Vec<T>, Vec<i64>)> {
+fn upload<T: numpy::Element + Copy>(array: &Bound<'_, PyAny>) -> Option<(Vec<T>, Vec<i64>)> {
     let array = array.cast::<PyArrayDyn<T>>().ok()?;
     let dims = array.shape().iter().map(|&d| d as i64).collect();
     let ro = array.readonly();
@@ -62,12 +65,15 @@ fn upload<T: NativeType + numpy::Element>(array: &Bound<'_, PyAny>) -> Option<(V
 pub(crate) enum HostData {
     Bool(Vec<bool>, Vec<i64>),
     I8(Vec<i8>, Vec<i64>),
+    I16(Vec<i16>, Vec<i64>),
     I32(Vec<i32>, Vec<i64>),
     I64(Vec<i64>, Vec<i64>),
     U8(Vec<u8>, Vec<i64>),
     F16(Vec<half::f16>, Vec<i64>),
     F32(Vec<f32>, Vec<i64>),
     F64(Vec<f64>, Vec<i64>),
+    C64(Vec<[f32; 2]>, Vec<i64>),
+    C128(Vec<[f64; 2]>, Vec<i64>),
 }
 
 impl HostData {
@@ -78,11 +84,18 @@ impl HostData {
             };
         }
         try_types!(f32 => F32, f64 => F64, i64 => I64, i32 => I32, bool => Bool, u8 => U8,
-                   i8 => I8, half::f16 => F16);
+                   i8 => I8, i16 => I16, half::f16 => F16);
+        // Complex numbers as (re, im) pairs, the layout of NumPy's complex64 and complex128.
+        if let Some((d, dims)) = upload::<numpy::Complex32>(array) {
+            return Ok(HostData::C64(d.into_iter().map(|c| [c.re, c.im]).collect(), dims));
+        }
+        if let Some((d, dims)) = upload::<numpy::Complex64>(array) {
+            return Ok(HostData::C128(d.into_iter().map(|c| [c.re, c.im]).collect(), dims));
+        }
         let dtype = array.getattr("dtype").map(|d| d.to_string()).unwrap_or_default();
         Err(PyTypeError::new_err(format!(
-            "cannot make a tensor of a NumPy array of {dtype}; supported: bool, int8, int32, \
-             int64, uint8, float16, float32, float64"
+            "cannot make a tensor of a NumPy array of {dtype}; supported: bool, int8, int16, \
+             int32, int64, uint8, float16, float32, float64, complex64, complex128"
         )))
     }
 
@@ -90,6 +103,9 @@ impl HostData {
         match self {
             HostData::Bool(d, s) => Tensor::from_slice(d, s),
             HostData::I8(d, s) => Tensor::from_slice(d, s),
+            HostData::I16(d, s) => Tensor::from_slice(d, s),
+            HostData::C64(d, s) => Tensor::from_slice(d, s),
+            HostData::C128(d, s) => Tensor::from_slice(d, s),
             HostData::I32(d, s) => Tensor::from_slice(d, s),
             HostData::I64(d, s) => Tensor::from_slice(d, s),
             HostData::U8(d, s) => Tensor::from_slice(d, s),
@@ -104,12 +120,15 @@ impl HostData {
 pub(crate) enum HostValues {
     Bool(Vec<bool>),
     I8(Vec<i8>),
+    I16(Vec<i16>),
     I32(Vec<i32>),
     I64(Vec<i64>),
     U8(Vec<u8>),
     F16(Vec<half::f16>),
     F32(Vec<f32>),
     F64(Vec<f64>),
+    C64(Vec<numpy::Complex32>),
+    C128(Vec<numpy::Complex64>),
 }
 
 impl HostValues {
@@ -118,6 +137,19 @@ impl HostValues {
         Ok(match t.dtype() {
             DType::Pred => HostValues::Bool(t.to_vec()?),
             DType::S8 => HostValues::I8(t.to_vec()?),
+            DType::S16 => HostValues::I16(t.to_vec()?),
+            DType::C64 => HostValues::C64(
+                t.to_vec::<[f32; 2]>()?
+                    .into_iter()
+                    .map(|[re, im]| numpy::Complex32::new(re, im))
+                    .collect(),
+            ),
+            DType::C128 => HostValues::C128(
+                t.to_vec::<[f64; 2]>()?
+                    .into_iter()
+                    .map(|[re, im]| numpy::Complex64::new(re, im))
+                    .collect(),
+            ),
             DType::S32 => HostValues::I32(t.to_vec()?),
             DType::S64 => HostValues::I64(t.to_vec()?),
             DType::U8 => HostValues::U8(t.to_vec()?),
@@ -143,6 +175,9 @@ impl HostValues {
         Ok(match self {
             HostValues::Bool(v) => array!(v),
             HostValues::I8(v) => array!(v),
+            HostValues::I16(v) => array!(v),
+            HostValues::C64(v) => array!(v),
+            HostValues::C128(v) => array!(v),
             HostValues::I32(v) => array!(v),
             HostValues::I64(v) => array!(v),
             HostValues::U8(v) => array!(v),

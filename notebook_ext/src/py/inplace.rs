@@ -12,10 +12,11 @@ use super::ops::{binary, divide, masked_fill, with_alpha, Operand};
 use super::tensor::PyTensor;
 use super::trace::{grad_enabled, record, traced};
 
-/// bool < integers < floats: an in-place result may not climb this order (PyTorch's rule).
+/// bool < integers < floats < complex numbers: an in-place result may not climb this order (PyTorch's rule).
 fn category(d: DType) -> u8 {
     match d {
         DType::Pred => 0,
+        d if d.is_complex() => 3,
         d if d.is_float() => 2,
         _ => 1,
     }

@@ -44,7 +44,7 @@ impl Operand {
 
 /// The dtype a host scalar takes next to `t` (PyTorch: a fraction promotes integers to f32).
 pub(crate) fn scalar_dtype(t: &Tensor, v: f64) -> DType {
-    if !t.dtype().is_float() && v.fract() != 0.0 {
+    if !t.dtype().is_float() && !t.dtype().is_complex() && v.fract() != 0.0 {
         DType::F32
     } else {
         t.dtype()
@@ -186,7 +186,8 @@ macro_rules! typed_reductions {
                 ) -> PyResult<PyTensor> {
                     let axes = axes(dim)?;
                     let dtype = optional_dtype(dtype)?.or_else(|| {
-                        (stringify!($name) == "sum" && !self.t.dtype().is_float())
+                        let d = self.t.dtype();
+                        (stringify!($name) == "sum" && !d.is_float() && !d.is_complex())
                             .then_some(DType::S64)
                     });
                     record(py, stringify!($name), || match dtype {
@@ -929,6 +930,40 @@ impl PyTensor {
     /// The permutation of `rows` rows that 1-based LAPACK pivots make.
     fn _lu_pivots_to_permutation(&self, py: Python<'_>, rows: usize) -> PyResult<PyTensor> {
         record(py, "lu_pivots_to_permutation", || self.t.lu_pivots_to_permutation(rows))
+    }
+
+    // ---- complex numbers (the torch bridge's `real`, `imag`, `complex` and FFTs) ----
+
+    /// The real part (a real number is its own).
+    fn _real(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        record(py, "real", || self.t.real())
+    }
+
+    /// The imaginary part (zero for a real number).
+    fn _imag(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        record(py, "imag", || self.t.imag())
+    }
+
+    /// `self + other i`.
+    fn _complex(&self, py: Python<'_>, other: &PyTensor) -> PyResult<PyTensor> {
+        record(py, "complex", || self.t.complex(&other.t))
+    }
+
+    /// XLA's FFT over the last `lengths.len()` dims: kind "FFT", "IFFT", "RFFT" or "IRFFT".
+    fn _fft(&self, py: Python<'_>, kind: &str, lengths: Vec<i64>) -> PyResult<PyTensor> {
+        use xlaprof_core::ir::FftKind;
+        let kind = match kind {
+            "FFT" => FftKind::Fft,
+            "IFFT" => FftKind::Ifft,
+            "RFFT" => FftKind::Rfft,
+            "IRFFT" => FftKind::Irfft,
+            other => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "unknown FFT kind {other:?}; the kinds are FFT, IFFT, RFFT, IRFFT"
+                )))
+            }
+        };
+        record(py, "fft", || self.t.fft(kind, &lengths))
     }
 
     // ---- neural-network ops ----

@@ -119,8 +119,11 @@ TO_ENGINE = {
     torch.bfloat16: "bfloat16",
     torch.int64: "int64",
     torch.int32: "int32",
+    torch.int16: "int16",
     torch.int8: "int8",
     torch.uint8: "uint8",
+    torch.complex64: "complex64",
+    torch.complex128: "complex128",
     torch.bool: "bool",
 }
 TO_TORCH = {v: k for k, v in TO_ENGINE.items()}

@@ -23,6 +23,7 @@ from torch.utils._pytree import tree_map
 
 from .. import _native
 from ._device import DEVICE_TYPE, engine_dtype
+from ._complex import COMPLEX_SAFE
 from ._lowerings import FUNCTIONAL, RAW, _Unsupported
 from . import _tensor as _tensor_module
 from ._tensor import LazyTensor, assign, make_view, to_cpu, to_engine, value
@@ -116,7 +117,7 @@ def _route(func: Any) -> Route:
         return special
     raw = RAW.get(func)
     if raw is not None:
-        return _or_else(lambda a, k: raw(*a, **k), func)
+        return _real_only(_or_else(lambda a, k: raw(*a, **k), func), func)
     fn = FUNCTIONAL.get(func)
     if fn is not None:
         def functional(a: Tuple[Any, ...], k: Dict[str, Any]) -> Any:
@@ -124,7 +125,7 @@ def _route(func: Any) -> Route:
                 return _wrap(fn(*[_unwrap(v) for v in a], **{n: _unwrap(v) for n, v in k.items()}))
             return _wrap(fn(*[_unwrap(v) for v in a]))
 
-        return _or_else(functional, func)
+        return _real_only(_or_else(functional, func), func)
     mutating = _mutating_route(func)
     if mutating is not None:
         return _or_else(mutating, func)
@@ -132,6 +133,26 @@ def _route(func: Any) -> Route:
     if copy is not None:
         return _or_else(copy, func)
     return _unlowered(func)
+
+
+def _real_only(route: Route, func: Any) -> Route:
+    """``route``, unless an argument is complex and the op's lowering was written for real
+    numbers (``_complex.COMPLEX_SAFE``): then what an op without a lowering does."""
+    if func.overloadpacket in COMPLEX_SAFE:
+        return route
+    instead = _unlowered(func)
+
+    def run(a: Tuple[Any, ...], k: Dict[str, Any]) -> Any:
+        for v in a:
+            if type(v) is LazyTensor and v.is_complex():
+                return instead(a, k)
+            if type(v) in (list, tuple) and any(type(t) is LazyTensor and t.is_complex() for t in v):
+                return instead(a, k)
+        if k and any(type(v) is LazyTensor and v.is_complex() for v in k.values()):
+            return instead(a, k)
+        return route(a, k)
+
+    return run
 
 
 def _copy_variant_route(func: Any) -> Optional[Route]:
@@ -272,8 +293,8 @@ def _writes(arg: Any) -> bool:
 
 def _fallback(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
     name = str(func.name()).replace("aten::", "")
-    if any(isinstance(a, torch.Tensor) and (a.is_complex() or a.is_sparse) for a in _tensors(args, kwargs)):
-        raise TypeError(f"aten::{name}: complex and sparse tensors are not supported on the xlaprof device")
+    if any(isinstance(a, torch.Tensor) and a.is_sparse for a in _tensors(args, kwargs)):
+        raise TypeError(f"aten::{name}: sparse tensors are not supported on the xlaprof device")
     if strict():
         file, line = _user_frame()
         raise NotImplementedError(

@@ -6,10 +6,11 @@ Two choices differ from torch's CPU kernels, as on every XLA device:
 - ``_linalg_check_errors`` is not run: checking a factorization's ``info`` would read it (a
   hidden sync in the middle of the step); a matrix that is singular or not positive definite
   gives inf or NaN instead of an exception. ``*_ex`` ops still return a true ``info``.
-- Singular vectors (``svd`` with ``compute_uv``) go to the CPU: XLA has no SVD to expand, and
-  vectors derived from an eigen-decomposition of ``A^T A`` lose accuracy where singular values
-  are small. Singular values alone (``svdvals``, ``matrix_rank``, ``cond``, ``pinv``) are
-  computed here, from that eigen-decomposition in float64.
+- XLA has no SVD to expand: ``svd`` (and ``svdvals``, ``matrix_rank``, ``cond``, ``pinv``) of
+  float32 matrices come from the eigen-decomposition of ``A^T A`` in float64, as accurate as
+  float32's own SVD; float64 matrices go to the CPU, whose SVD keeps float64's accuracy where
+  squaring the matrix would not. Singular vectors, like eigenvectors, are each defined up to
+  its sign, which need not be LAPACK's.
 """
 
 from __future__ import annotations
@@ -224,15 +225,52 @@ def _gram_eigh(a: Any) -> Tuple[Any, Any, bool]:
     return w, v, tall
 
 
+def _gram_precise_enough(op: str, a: Any) -> None:
+    """Squaring a matrix squares its condition number: in float64 that keeps a float32
+    matrix's singular values as accurate as float32's own SVD would, a float64 one's not."""
+    if a.dtype != "float32":
+        raise _Unsupported(f"{op} of {a.dtype} (the CPU's SVD keeps its accuracy)")
+
+
+def _complete(cols: Any, k: int, full: bool) -> Any:
+    """``cols`` (rows x k, orthonormal where nonzero) with its zero columns, and for ``full`` the
+    rest of the rows x rows matrix, filled in orthonormally: a Householder QR, whose Q keeps
+    each nonzero column up to the sign its R says."""
+    rows = cols.shape[-2]
+    h, tau = cols._geqrf()
+    q = _full_q(h, tau) if full and rows > k else h._householder_product(tau)
+    d = _diag(h[..., :k, :k])
+    sign = xp.where(d < 0, -1.0, 1.0)
+    if q.shape[-1] > k:
+        sign = xp.cat([sign, xp.ones(*sign.shape[:-1], q.shape[-1] - k, dtype=sign.dtype)], -1)
+    return q * sign.unsqueeze(-2)
+
+
 @lower(aten._linalg_svd.default)
 def linalg_svd(a: Any, full_matrices: bool = False, compute_uv: bool = True,
                driver: Optional[str] = None) -> Any:
-    if compute_uv:
-        raise _Unsupported("singular vectors (see the module's docstring)")
+    """Singular values (descending) from the eigenvalues of ``A^T A`` (or ``A A^T``) in float64,
+    and with ``compute_uv`` its eigenvectors as one side's singular vectors, the other side's
+    ``A v / s``, completed orthonormally where s is 0. torch asks for the vectors whenever the
+    input is a tensor subclass, so ``svdvals`` comes here with ``compute_uv`` too."""
     _check_float("svd", a)
-    w, _, _ = _gram_eigh(a)
-    s = w.clamp(0.0, None).sqrt().flip([w.ndim - 1]).astype(a.dtype)
-    return _empty(a.dtype), s, _empty(a.dtype)
+    _gram_precise_enough("svd", a)
+    m, n = a.shape[-2], a.shape[-1]
+    k = min(m, n)
+    w, v, tall = _gram_eigh(a)
+    last = w.ndim - 1
+    w, v = w.flip([last]), v.flip([v.ndim - 1])              # descending
+    s = w.clamp(0.0, None).sqrt()
+    if not compute_uv:
+        return _empty(a.dtype), s.astype(a.dtype), _empty(a.dtype)
+    a64 = a.astype("float64")
+    other = (a64 @ v) if tall else (_mT(a64) @ v)            # [.., m, k] or [.., n, k]
+    tol = s.amax(-1, keepdim=True) * (max(m, n) * 2.220446049250313e-16)
+    good = s > tol
+    other = xp.where(good.unsqueeze(-2), other / xp.where(good, s, 1.0).unsqueeze(-2), 0.0)
+    other = _complete(other, k, full_matrices)
+    u, vt = (other, _mT(v)) if tall else (v, _mT(other))
+    return u.astype(a.dtype), s.astype(a.dtype), vt.astype(a.dtype)
 
 
 def _pinv_tolerance(smax: Any, atol: Any, rtol: Any, m: int, n: int, dtype: str) -> Any:
@@ -253,6 +291,8 @@ def _pinv_tolerance(smax: Any, atol: Any, rtol: Any, m: int, n: int, dtype: str)
 @lower(aten.linalg_pinv.atol_rtol_tensor, aten.linalg_pinv.atol_rtol_float)
 def linalg_pinv(a: Any, atol: Any = None, rtol: Any = None, hermitian: bool = False) -> Any:
     _check_float("pinv", a)
+    if not hermitian:
+        _gram_precise_enough("pinv", a)
     m, n = a.shape[-2], a.shape[-1]
     a64 = a.astype("float64")
     if hermitian:

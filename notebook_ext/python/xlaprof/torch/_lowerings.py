@@ -379,7 +379,7 @@ def _sum_dtype(x: Any, dtype: Any) -> Optional[str]:
     if dtype is not None:
         return engine_dtype(dtype)
     # torch sums integers and bools as int64.
-    return "int64" if not _is_float(x) else None
+    return "int64" if not _is_float(x) and x.dtype not in ("complex64", "complex128") else None
 
 
 @lower(aten.mean.dim)
@@ -951,10 +951,14 @@ def _conv_transposed(x: Any, w: Any, bias: Any, stride: Sequence[int], padding: 
 @lower(aten.convolution.default)
 def convolution(x: Any, w: Any, bias: Any, stride: Sequence[int], padding: Sequence[int],
                 dilation: Sequence[int], transposed: bool, output_padding: Sequence[int], groups: int) -> Any:
-    if x.ndim not in (3, 4):
-        raise _Unsupported("convolution: only 1-d and 2-d convolutions are lowered")
+    if w.ndim not in (3, 4, 5) or x.ndim != w.ndim:
+        raise _Unsupported("convolution: only 1-d, 2-d and 3-d convolutions are lowered")
     if transposed:
         return _conv_transposed(x, w, bias, stride, padding, dilation, output_padding, groups)
+    if w.ndim == 5:
+        from ._pooling import _conv3d
+
+        return _conv3d(x, w, bias, stride, padding, dilation, groups)
     if x.ndim == 3:  # 1-d: a 2-d convolution over a height of one
         out = xp.conv2d(x.unsqueeze(2), w.unsqueeze(2), bias, (1, stride[0]), (0, padding[0]),
                         (1, dilation[0]), groups)
@@ -966,8 +970,8 @@ def convolution(x: Any, w: Any, bias: Any, stride: Sequence[int], padding: Seque
 def convolution_backward(grad: Any, x: Any, w: Any, bias_sizes: Any, stride: Sequence[int],
                          padding: Sequence[int], dilation: Sequence[int], transposed: bool,
                          output_padding: Sequence[int], groups: int, output_mask: Sequence[bool]) -> Any:
-    if x.ndim not in (3, 4):
-        raise _Unsupported("convolution_backward: only 1-d and 2-d convolutions are lowered")
+    if w.ndim not in (3, 4, 5):
+        raise _Unsupported("convolution_backward: only 1-d, 2-d and 3-d convolutions are lowered")
     gx, gw = _vjp(
         lambda a, b: convolution(a, b, None, stride, padding, dilation, transposed, output_padding, groups),
         [x, w],
@@ -989,6 +993,24 @@ def native_layer_norm(x: Any, normalized_shape: Sequence[int], weight: Any, bias
     if bias is not None:
         out = out + bias
     return out, mean, rstd
+
+
+@lower(aten.native_batch_norm.default, aten._native_batch_norm_legit.default)
+def native_batch_norm(x: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any, training: bool,
+                      momentum: float, eps: float) -> Any:
+    """Evaluation (normalized by the running statistics; torch's kernel then saves no statistics,
+    so ``save_mean`` and ``save_invstd`` are empty). Training updates the running statistics in
+    place: torch's decomposition does that."""
+    if training or running_mean is None:
+        raise _Unsupported("batch norm in training (its decomposition updates the running statistics)")
+    shape = [1, -1] + [1] * (x.ndim - 2)
+    out = (x - running_mean.reshape(*shape)) * (running_var.reshape(*shape) + eps).rsqrt()
+    if weight is not None:
+        out = out * weight.reshape(*shape)
+    if bias is not None:
+        out = out + bias.reshape(*shape)
+    empty = xp.zeros(0, dtype=x.dtype)
+    return out.astype(x.dtype), empty, empty
 
 
 @lower(aten.native_layer_norm_backward.default)
@@ -1047,21 +1069,6 @@ def max_pool2d_backward(grad: Any, x: Any, kernel: Sequence[int], stride: Sequen
     if any(d != 1 for d in dilation) or ceil_mode:
         raise _Unsupported("max_pool2d backward with dilation or ceil_mode")
     return _vjp(lambda v: xp.max_pool2d(v, tuple(kernel), tuple(stride or kernel), tuple(padding)), [x], grad)[0]
-
-
-@lower(aten.avg_pool2d.default)
-def avg_pool2d(x: Any, kernel: Sequence[int], stride: Sequence[int] = (), padding: Sequence[int] = (0,),
-               ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: Any = None) -> Any:
-    if ceil_mode or not count_include_pad or divisor_override is not None or x.ndim != 4:
-        raise _Unsupported("avg_pool2d with ceil_mode, count_include_pad=False or divisor_override")
-    return xp.avg_pool2d(x, _pair(kernel), _pair(stride or kernel), _pair(padding))
-
-
-@lower(aten.avg_pool2d_backward.default)
-def avg_pool2d_backward(grad: Any, x: Any, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
-                        ceil_mode: bool, count_include_pad: bool, divisor_override: Any) -> Any:
-    return _vjp(lambda v: avg_pool2d(v, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override),
-                [x], grad)[0]
 
 
 def _pair(v: Sequence[int]) -> Any:
@@ -2275,19 +2282,10 @@ def prod_dim(x: Any, dim: int, keepdim: bool = False, dtype: Any = None) -> Any:
     return _prod(x, [dim % x.ndim], keepdim)
 
 
-@lower(aten.searchsorted.Tensor)
-def searchsorted(boundaries: Any, values: Any, out_int32: bool = False, right: bool = False,
-                 side: Any = None, sorter: Any = None) -> Any:
-    if sorter is not None or boundaries.ndim != 1:
-        raise _Unsupported("searchsorted with a sorter or batched boundaries")
-    right = right or side == "right"
-    v = values.unsqueeze(-1)
-    hit = (boundaries <= v) if right else (boundaries < v)
-    return hit.astype("int64").sum([values.ndim]).astype("int32" if out_int32 else "int64")
-
-
 @lower(aten.bucketize.Tensor)
 def bucketize(values: Any, boundaries: Any, out_int32: bool = False, right: bool = False) -> Any:
+    from ._statistics import searchsorted
+
     return searchsorted(boundaries, values, out_int32, right)
 
 
@@ -2302,4 +2300,5 @@ def narrow_copy(t: LazyTensor, dim: int, start: int, length: int) -> LazyTensor:
     return LazyTensor(value(slice_(t, dim, start, start + length, 1)).clone())
 
 
-from . import _linalg, _special  # noqa: E402,F401  (register torch.linalg's and torch.special's lowerings)
+# The lowerings of whole families, each in its own module.
+from . import _complex, _linalg, _pooling, _scatter, _special, _statistics  # noqa: E402,F401

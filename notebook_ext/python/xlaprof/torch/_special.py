@@ -108,7 +108,7 @@ def entr(x: Any) -> Any:
     x = _to_float(x)
     safe = xp.where(x > 0, x, 1.0)
     out = xp.where(x > 0, -x * safe.log(), xp.where(x.eq(0), 0.0, -math.inf))
-    return xp.where(isnan(x), x, out)
+    return xp.where(isnan(x), x, out).astype(x.dtype)
 
 
 def _xlog1py(x: Any, y: Any) -> Any:

@@ -1,0 +1,233 @@
+"""Writes by position and reductions by segment: boolean-mask writes, ``masked_scatter``,
+``as_strided_scatter``, ``nonzero_static``, ``segment_reduce``, ``embedding_bag``, and the
+``unfold`` view. Everything is addressed by flat positions computed on the device, so shapes stay
+static: the k-th true entry of a mask is found by a prefix count, never by reading the mask."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import xlaprof as xp
+
+from ._lowerings import (_expand_to, _flat_positions, _index_prod, _is_float, _strides,
+                         _Unsupported, aten, cumsum, lower, lower_raw, scatter_reduce)
+from ._tensor import LazyTensor, make_view
+
+
+def _numel(shape: Sequence[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _ranks(mask: Any) -> Any:
+    """For each entry of a flattened mask, how many true entries come before it."""
+    flat = mask.reshape(-1).astype("int64")
+    return cumsum(flat, 0) - flat
+
+
+def _write(base: Any, positions: Any, rows: Any) -> Any:
+    """``base`` (flattened) with ``rows`` written at ``positions``; a position written twice
+    takes the mean of its writes (torch leaves which one wins undefined)."""
+    n = base.shape[0]
+    hits = xp.zeros(n, dtype="int32").index_add(0, positions, xp.ones(positions.shape[0], dtype="int32"))
+    summed = xp.zeros_like(base).index_add(0, positions, rows)
+    count = hits.maximum(1).astype(base.dtype)
+    written = summed / count if _is_float(base) else summed.div(count, rounding_mode="trunc")
+    return xp.where(hits > 0, written.astype(base.dtype), base)
+
+
+@lower(aten.index_put.default)
+def index_put(x: Any, indices: Sequence[Any], values: Any, accumulate: bool = False) -> Any:
+    masks = [i for i in indices if i is not None and i.dtype == "bool"]
+    if not masks:
+        from ._lowerings import index_put as by_integers
+
+        return by_integers(x, indices, values, accumulate)
+    lead = 0
+    while indices[lead] is None:
+        lead += 1
+    mask = indices[lead]
+    if len(masks) != 1 or any(i is not None for i in indices[lead + 1:]):
+        raise _Unsupported("index_put with a boolean mask among other indices")
+    rest = list(x.shape[lead + mask.ndim:])
+    lead_shape = list(x.shape[:lead])
+    # The mask over x's layout: [lead..., mask dims..., 1 per rest dim].
+    at = mask.reshape(*([1] * lead), *mask.shape, *([1] * len(rest)))
+    values = values.astype(x.dtype)
+    per_entry = values.ndim > len(rest) and values.shape[values.ndim - len(rest) - 1] != 1
+    if not per_entry:
+        v = _expand_to(values, [*lead_shape, 1, *rest]).reshape(*lead_shape, *([1] * mask.ndim), *rest)
+    else:
+        # Values given per true entry: entry k of the mask (in order) takes values[..., k, ...].
+        if lead:
+            raise _Unsupported("index_put of per-entry values under a mask after other dims")
+        v = _expand_to(values, [values.shape[0], *rest]).reshape(values.shape[0], _numel(rest) or 1)
+        picks = _ranks(mask).clamp(0, values.shape[0] - 1)
+        v = v.index_select(0, picks).reshape(*mask.shape, *rest)
+    if accumulate:
+        return x + xp.where(at, v, xp.zeros_like(v))
+    return xp.where(at, v, x)
+
+
+@lower(aten.masked_scatter.default)
+def masked_scatter(x: Any, mask: Any, source: Any) -> Any:
+    mask = _expand_to(mask, list(x.shape))
+    flat = source.reshape(-1).astype(x.dtype)
+    picks = _ranks(mask).clamp(0, max(flat.shape[0] - 1, 0))
+    return xp.where(mask, flat.index_select(0, picks).reshape(*x.shape), x)
+
+
+@lower(aten.scatter.reduce)
+def scatter_legacy_reduce(x: Any, dim: int, index: Any, src: Any, reduce: str) -> Any:
+    return scatter_reduce(x, dim, index, src, {"add": "sum", "multiply": "prod"}[reduce], True)
+
+
+@lower(aten.as_strided_scatter.default)
+def as_strided_scatter(x: Any, src: Any, size: Sequence[int], stride: Sequence[int],
+                       storage_offset: Any = None) -> Any:
+    positions = xp.full((), int(storage_offset or 0), dtype="int64")
+    for d, (n, s) in enumerate(zip(size, stride)):
+        shape = [1] * len(size)
+        shape[d] = n
+        positions = positions + xp.arange(0, n, 1, dtype="int64").reshape(*shape) * s
+    positions = positions.expand(*size).reshape(-1) if size else positions.reshape(1)
+    rows = src.astype(x.dtype).reshape(-1)
+    return _write(x.reshape(-1), positions, rows).reshape(*x.shape)
+
+
+@lower(aten.nonzero_static.default)
+def nonzero_static(x: Any, size: int, fill_value: int = -1) -> Any:
+    """The coordinates of the first ``size`` nonzero entries (row-major), padded with
+    ``fill_value``: output k is the entry whose rank among the nonzero ones is k."""
+    if size == 0 or x.ndim == 0:
+        return xp.zeros(size, x.ndim, dtype="int64")
+    nz = x.reshape(-1).ne(0)
+    rank = _ranks(nz)
+    slots = xp.arange(0, size, 1, dtype="int64").reshape(size, 1)
+    hit = (rank.reshape(1, -1) == slots) & nz.reshape(1, -1)     # [size, numel]
+    flat = hit.astype("int64").argmax(1)                          # [size]
+    found = hit.astype("int64").sum([1]) > 0
+    coords = []
+    for stride, n in zip(_strides(x.shape), x.shape):
+        coords.append((flat // stride).remainder(n) if n else flat)
+    out = xp.stack(coords, 1)
+    return xp.where(found.unsqueeze(1), out, fill_value)
+
+
+@lower(aten.segment_reduce.default)
+def segment_reduce(data: Any, reduce: str, lengths: Any = None, indices: Any = None, offsets: Any = None,
+                   axis: int = 0, unsafe: bool = False, initial: Any = None) -> Any:
+    if indices is not None or data.ndim == 0:
+        raise _Unsupported("segment_reduce by indices")
+    axis %= data.ndim
+    if offsets is not None:
+        lengths = offsets[..., 1:] - offsets[..., :-1]
+    if lengths.ndim != 1 or axis != 0:
+        raise _Unsupported("segment_reduce over batched lengths")
+    segments = lengths.shape[0]
+    n = data.shape[0]
+    ends = cumsum(lengths.astype("int64"), 0)
+    # Row i belongs to the segment whose end is the first one past i.
+    seg = (ends.reshape(1, -1) <= xp.arange(0, n, 1, dtype="int64").reshape(-1, 1)).astype("int64").sum([1])
+    rest = list(data.shape[1:])
+    fill = initial
+    if fill is None:
+        fill = {"sum": 0.0, "mean": float("nan"), "prod": 1.0, "max": float("-inf"), "min": float("inf")}[reduce]
+    base = xp.full((segments, *rest), float(fill), dtype=data.dtype)
+    count = xp.zeros(segments, dtype="int64").index_add(0, seg.clamp(0, segments - 1),
+                                                        xp.ones(n, dtype="int64"))
+    seg = seg.clamp(0, segments - 1)
+    empty = (count == 0).reshape(segments, *([1] * len(rest)))
+    if reduce in ("max", "min"):
+        out = base.index_reduce(0, seg, data, "amax" if reduce == "max" else "amin", include_self=initial is not None)
+    elif reduce == "prod":
+        out = _index_prod(base, 0, seg, data, initial is not None)
+    else:
+        zero = xp.zeros((segments, *rest), dtype=data.dtype)
+        total = zero.index_add(0, seg, data) + (float(initial) if initial is not None else 0.0)
+        if reduce == "mean":
+            total = total / count.maximum(1).astype(data.dtype).reshape(segments, *([1] * len(rest)))
+        out = total
+    return xp.where(empty, base, out)
+
+
+@lower(aten._embedding_bag_forward_only.default, aten._embedding_bag.default)
+def embedding_bag(weight: Any, indices: Any, offsets: Any, scale_grad_by_freq: bool = False, mode: int = 0,
+                  sparse: bool = False, per_sample_weights: Any = None, include_last_offset: bool = False,
+                  padding_idx: int = -1) -> Any:
+    """``(output, offset2bag, bag_size, max_indices)`` as torch's CPU kernel returns them: each
+    bag sums (0), averages (1) or takes the max (2) of its rows; ``padding_idx`` rows are left
+    out of every bag."""
+    if indices.ndim != 1:
+        raise _Unsupported("embedding_bag with 2-d indices")
+    n, dim = indices.shape[0], weight.shape[1]
+    bags = offsets.shape[0] - (1 if include_last_offset else 0)
+    positions = xp.arange(0, n, 1, dtype="int64").reshape(-1, 1)
+    starts = offsets[:bags].astype("int64").reshape(1, -1)
+    offset2bag = ((starts <= positions).astype("int64").sum([1]) - 1).clamp(0, max(bags - 1, 0))
+    idx = indices.astype("int64")
+    keep = idx != padding_idx if padding_idx >= 0 else xp.ones(n, dtype="bool")
+    rows = weight.index_select(0, idx)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.astype(rows.dtype).unsqueeze(1)
+    kept = keep.astype("int64")
+    bag_size = xp.zeros(bags, dtype="int64").index_add(0, offset2bag, kept)
+    if mode == 2:
+        low = xp.full((bags, dim), float("-inf"), dtype=weight.dtype)
+        masked = xp.where(keep.unsqueeze(1), rows, float("-inf"))
+        out = low.index_reduce(0, offset2bag, masked, "amax", include_self=True)
+        # The index of the row each maximum came from (the first one, as torch's scan keeps).
+        hit = (masked == out.index_select(0, offset2bag)) & keep.unsqueeze(1)
+        first = xp.where(hit, xp.arange(0, n, 1, dtype="int64").reshape(-1, 1), n)
+        which = xp.full((bags, dim), n, dtype="int64").index_reduce(0, offset2bag, first, "amin", include_self=True)
+        max_indices = xp.where(which < n, idx.index_select(0, which.clamp(0, n - 1).reshape(-1)).reshape(bags, dim), -1)
+        empty = (bag_size == 0).unsqueeze(1)
+        out = xp.where(empty, xp.zeros_like(out), out)
+        max_indices = xp.where(empty, -1, max_indices)
+    else:
+        out = xp.zeros((bags, dim), dtype=weight.dtype).index_add(
+            0, offset2bag, xp.where(keep.unsqueeze(1), rows, xp.zeros_like(rows)))
+        if mode == 1:
+            out = out / bag_size.maximum(1).astype(out.dtype).unsqueeze(1)
+        max_indices = xp.zeros(bags if mode == 1 else 0, dtype="int64") if mode == 1 else xp.zeros(0, dtype="int64")
+    return out, offset2bag, bag_size, max_indices
+
+
+@lower_raw(aten.unfold.default)
+def unfold(t: LazyTensor, dimension: int, size: int, step: int) -> LazyTensor:
+    """Windows of ``size`` every ``step`` along ``dimension``, as a new last dim: a view, so a
+    write through it reaches the base (overlapping windows: the mean of their writes)."""
+    shape = list(t.shape)
+    if not shape:
+        return make_view(t, lambda v: v.reshape(1), lambda v, nv: nv.reshape(()))
+    d = dimension % len(shape)
+    count = (shape[d] - size) // step + 1
+    index = ((xp.arange(0, count, 1, dtype="int64") * step).reshape(count, 1)
+             + xp.arange(0, size, 1, dtype="int64").reshape(1, size)).reshape(-1)
+
+    def fwd(v: Any) -> Any:
+        taken = v.index_select(d, index)                       # [..., count * size, ...]
+        split = taken.reshape(*shape[:d], count, size, *shape[d + 1:])
+        return split.permute(*range(d + 1), *range(d + 2, len(shape) + 1), d + 1)
+
+    def bwd(v: Any, nv: Any) -> Any:
+        back = nv.permute(*range(d + 1), len(shape), *range(d + 1, len(shape)))
+        rows = back.reshape(*shape[:d], count * size, *shape[d + 1:]).astype(v.dtype)
+        moved = v.transpose(d, 0)
+        rows = rows.transpose(d, 0)
+        written = _write_rows(moved, index, rows)
+        return written.transpose(d, 0)
+
+    return make_view(t, fwd, bwd)
+
+
+def _write_rows(base: Any, index: Any, rows: Any) -> Any:
+    """``base`` with its rows (dim 0) at ``index`` replaced by ``rows`` (the mean where several)."""
+    n = base.shape[0]
+    hits = xp.zeros(n, dtype="int32").index_add(0, index, xp.ones(index.shape[0], dtype="int32"))
+    summed = xp.zeros_like(base).index_add(0, index, rows)
+    count = hits.maximum(1).astype(base.dtype).reshape(n, *([1] * (base.ndim - 1)))
+    written = summed / count if _is_float(base) else summed.div(count, rounding_mode="trunc")
+    return xp.where((hits > 0).reshape(n, *([1] * (base.ndim - 1))), written.astype(base.dtype), base)

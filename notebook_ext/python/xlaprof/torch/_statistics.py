@@ -1,0 +1,185 @@
+"""Counting, ranking, distances and sampling: ``histc``, ``nanmedian``, ``searchsorted`` with a
+sorter or batched boundaries, ``cdist`` / ``pdist``, ``multinomial`` (the Gumbel-max trick on the
+engine's random stream), ``normal`` with a tensor mean, ``randint_like``, and ``_trilinear``
+(``nn.functional.bilinear``)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import xlaprof as xp
+
+from ._device import engine_dtype
+from ._lowerings import _Unsupported, aten, isnan, lower
+
+
+@lower(aten.histc.default)
+def histc(x: Any, bins: int = 100, min: Any = 0, max: Any = 0) -> Any:  # noqa: A002 (torch's names)
+    """Counts of the values in ``bins`` equal bins over [min, max] (the data's own range when
+    both are 0; one wider on each side when that range is a point), values outside left out."""
+    flat = x.reshape(-1)
+    lo, hi = float(min), float(max)
+    if lo == hi:
+        if flat.shape[0] == 0:
+            lo, hi = lo - 1.0, hi + 1.0
+            lo_t, hi_t = xp.full((), lo, dtype=x.dtype), xp.full((), hi, dtype=x.dtype)
+        else:
+            lo_t, hi_t = flat.amin(), flat.amax()
+            point = lo_t.eq(hi_t)
+            lo_t, hi_t = xp.where(point, lo_t - 1.0, lo_t), xp.where(point, hi_t + 1.0, hi_t)
+    else:
+        lo_t, hi_t = xp.full((), lo, dtype=x.dtype), xp.full((), hi, dtype=x.dtype)
+    inside = (flat >= lo_t) & (flat <= hi_t) & ~isnan(flat)
+    pos = ((flat - lo_t) * bins / (hi_t - lo_t)).floor().astype("int64").clamp(0, bins - 1)
+    hot = (pos.reshape(-1, 1) == xp.arange(0, bins, 1, dtype="int64").reshape(1, bins)) & inside.reshape(-1, 1)
+    return hot.astype(x.dtype).sum([0])
+
+
+@lower(aten.nanmedian.default)
+def nanmedian_all(x: Any) -> Any:
+    return _nanmedian(x.reshape(-1), 0, False)[0]
+
+
+@lower(aten.nanmedian.dim)
+def nanmedian_dim(x: Any, dim: int, keepdim: bool = False) -> Any:
+    if x.ndim == 0:
+        return x.clone(), xp.zeros((), dtype="int64")
+    return _nanmedian(x, dim % x.ndim, keepdim)
+
+
+def _nanmedian(x: Any, d: int, keepdim: bool) -> Any:
+    """The lower median of the values that are not NaN (NaN where all are), and its index: the
+    sort puts NaN last, so the median of k numbers is at (k - 1) // 2."""
+    values, indices = x.sort(d, False)
+    k = (~isnan(x)).astype("int64").sum([d], keepdim=True) if x.dtype.startswith(("float", "bfloat")) \
+        else xp.full([1 if i == d else n for i, n in enumerate(x.shape)], x.shape[d], dtype="int64")
+    at = ((k - 1) // 2).clamp(0, None)
+    pick = xp.arange(0, x.shape[d], 1, dtype="int64").reshape(
+        *[x.shape[d] if i == d else 1 for i in range(x.ndim)]) == at
+    v = xp.where(pick, values, 0).sum([d], keepdim=True)
+    i = xp.where(pick, indices, 0).sum([d], keepdim=True)
+    v = xp.where(k == 0, math.nan, v).astype(x.dtype) if x.dtype.startswith(("float", "bfloat")) else v
+    return (v, i) if keepdim else (v.squeeze(d), i.squeeze(d))
+
+
+@lower(aten.searchsorted.Tensor)
+def searchsorted(boundaries: Any, values: Any, out_int32: bool = False, right: bool = False,
+                 side: Any = None, sorter: Any = None) -> Any:
+    """Where each value would go in its row of sorted boundaries: the count of boundaries below
+    it (or at most it, ``right``)."""
+    if sorter is not None:
+        boundaries = _take_last(boundaries, sorter)
+    right = right or side == "right"
+    if boundaries.ndim == 1:
+        b = boundaries
+        v = values.unsqueeze(-1)
+    else:
+        if list(boundaries.shape[:-1]) != list(values.shape[:-1]):
+            raise _Unsupported("searchsorted with boundaries of other leading dims")
+        b = boundaries.unsqueeze(-2)   # [..., 1, m]
+        v = values.unsqueeze(-1)       # [..., n, 1]
+    hit = (b <= v) if right else (b < v)
+    count = hit.astype("int64").sum([hit.ndim - 1])
+    return count.astype("int32" if out_int32 else "int64")
+
+
+def _take_last(x: Any, index: Any) -> Any:
+    """``x`` gathered along its last dim by ``index`` (same leading dims)."""
+    from ._lowerings import gather
+
+    return gather(x, x.ndim - 1, index)
+
+
+@lower(aten._cdist_forward.default)
+def cdist(x1: Any, x2: Any, p: float, compute_mode: Any = None) -> Any:
+    diff = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()   # [..., P, R, M]
+    return _norm_last(diff, p)
+
+
+def _norm_last(a: Any, p: float) -> Any:
+    last = [a.ndim - 1]
+    if p == 0:
+        return a.ne(0).astype(a.dtype).sum(last)
+    if p == math.inf:
+        return a.amax(last)
+    if p == 1:
+        return a.sum(last)
+    if p == 2:
+        return (a * a).sum(last).sqrt()
+    return a.pow(p).sum(last).pow(1.0 / p)
+
+
+@lower(aten._pdist_forward.default)
+def pdist(x: Any, p: float = 2.0) -> Any:
+    n = x.shape[0]
+    if n < 2:
+        return xp.zeros(0, dtype=x.dtype)
+    full = _norm_last((x.unsqueeze(1) - x.unsqueeze(0)).abs(), p).reshape(-1)   # [n * n]
+    # The pairs i < j, row by row.
+    i = xp.arange(0, n, 1, dtype="int64").reshape(n, 1)
+    count = n * (n - 1) // 2
+    slots = xp.arange(0, count, 1, dtype="int64")
+    # Pair k is (i, j) with i the largest row whose first pair index is at most k.
+    firsts = i.reshape(-1) * (2 * n - i.reshape(-1) - 1) // 2                    # [n]
+    row = (firsts.reshape(1, n) <= slots.reshape(count, 1)).astype("int64").sum([1]) - 1
+    col = slots - firsts.index_select(0, row) + row + 1
+    return full.index_select(0, row * n + col)
+
+
+@lower(aten.multinomial.default)
+def multinomial(probs: Any, num_samples: int, replacement: bool = False, generator: Any = None) -> Any:
+    """Samples by the Gumbel-max trick: ``argmax(log p + g)`` with standard Gumbel noise ``g``
+    draws index i with probability p_i; the top ``num_samples`` of one draw sample without
+    replacement."""
+    logp = probs.astype("float32").log()
+    n = probs.shape[-1]
+    lead = list(probs.shape[:-1])
+    if replacement:
+        u = xp.rand(*lead, num_samples, n).clamp(1e-20, 1.0)
+        scores = logp.unsqueeze(-2) - (-(u.log())).log()
+        return scores.argmax(-1).astype("int64")
+    u = xp.rand(*lead, n).clamp(1e-20, 1.0)
+    scores = logp - (-(u.log())).log()
+    _, order = scores.sort(-1, True)
+    keep = tuple([slice(None)] * len(lead) + [slice(0, num_samples)])
+    return order[keep]
+
+
+@lower(aten.normal.Tensor_float)
+def normal_tensor_float(mean: Any, std: float = 1.0, generator: Any = None) -> Any:
+    return xp.randn(*mean.shape, dtype=mean.dtype) * std + mean
+
+
+@lower(aten.normal.float_Tensor)
+def normal_float_tensor(mean: float, std: Any, generator: Any = None) -> Any:
+    return xp.randn(*std.shape, dtype=std.dtype) * std + mean
+
+
+@lower(aten.randint_like.default)
+def randint_like(x: Any, high: int, dtype: Any = None, layout: Any = None, device: Any = None,
+                 pin_memory: Any = None, memory_format: Any = None) -> Any:
+    return randint_like_low(x, 0, high, dtype)
+
+
+@lower(aten.randint_like.low_dtype)
+def randint_like_low(x: Any, low: int, high: int, dtype: Any = None, layout: Any = None,
+                     device: Any = None, pin_memory: Any = None, memory_format: Any = None) -> Any:
+    out_dtype = engine_dtype(dtype) if dtype is not None else x.dtype
+    u = xp.rand(*x.shape, dtype="float64")
+    return (u * (high - low) + low).floor().clamp(low, high - 1).astype(out_dtype)
+
+
+@lower(aten._trilinear.default)
+def trilinear(i1: Any, i2: Any, i3: Any, expand1: Sequence[int], expand2: Sequence[int],
+              expand3: Sequence[int], sumdim: Sequence[int], unroll_dim: int = 1) -> Any:
+    """Each input with size-1 dims inserted at its ``expand`` positions, multiplied, summed over
+    ``sumdim`` (what ``nn.functional.bilinear`` asks for)."""
+    def spread(t: Any, expand: Sequence[int]) -> Any:
+        for d in sorted(expand):
+            t = t.unsqueeze(d)
+        return t
+
+    prod = spread(i1, expand1) * spread(i2, expand2) * spread(i3, expand3)
+    return prod.sum(list(sumdim)) if sumdim else prod
+
