@@ -1,7 +1,8 @@
 """Figures for the torch bridge, with torch's CPU eager measured in the same run (medians):
 
 - recording cost per aten op: the 1,000-op chain `x * 1.0001 + 0.5` on f32[64,64] written in torch,
-  recorded (not run) on the xlaprof device;
+  recorded (not run) on the xlaprof device, beside the same chain on a wrapper subclass that does
+  nothing (what any `__torch_dispatch__` device pays per op);
 - the MLP 784-512-512-10 SGD step written in torch (batch 64): on the device (one graph per step,
   after warm-up) and in torch's CPU eager;
 - the Hugging Face GPT-2 training step of samples/torch (small config, AdamW): on the device and in
@@ -42,6 +43,26 @@ def recording_per_op() -> float:
     t = median_time(lambda: chain(x), 7)
     xt.sync()
     return t / 1000
+
+
+class _NoOp(torch.Tensor):
+    """A wrapper subclass whose every op does nothing but make its result: the floor any
+    ``__torch_dispatch__`` device pays per aten op, measured beside ours."""
+
+    @staticmethod
+    def __new__(cls, shape: torch.Size, dtype: torch.dtype) -> "_NoOp":
+        return torch.Tensor._make_wrapper_subclass(cls, shape, dtype=dtype)
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        return _NoOp(args[0].shape, args[0].dtype)
+
+
+def no_op_per_op() -> float:
+    x = _NoOp(torch.Size([64, 64]), torch.float32)
+    return median_time(lambda: chain(x), 7) / 1000
 
 
 def mlp() -> torch.nn.Module:
@@ -99,8 +120,9 @@ def gpt2_step_times(steps: int = 10):
 
 
 def main() -> None:
-    per_op = recording_per_op()
-    print(f"recording, per aten op (torch chain x*1.0001+0.5, f32[64,64]): {per_op * 1e6:.2f} us")
+    per_op, floor = recording_per_op(), no_op_per_op()
+    print(f"recording, per aten op (torch chain x*1.0001+0.5, f32[64,64]): {per_op * 1e6:.2f} us; "
+          f"a no-op wrapper subclass: {floor * 1e6:.2f} us (ours beyond it: {(per_op - floor) * 1e6:.2f} us)")
     ours = sgd_step_time(DEV)
     eager = sgd_step_time(torch.device("cpu"))
     print(f"MLP 784-512-512-10 SGD step: xlaprof {ours * 1e3:.2f} ms, torch CPU eager {eager * 1e3:.2f} ms "

@@ -373,3 +373,10 @@ def test_pools_and_3d_convolutions_match_the_cpu_with_their_gradients():
     torch.testing.assert_close(xd.grad.cpu(), x.grad, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(wd.grad.cpu(), w.grad, rtol=1e-4, atol=1e-4)
     assert sum(c for c, _ in xt.fallbacks().values()) == before, xt.fallbacks()
+
+
+def test_a_long_prefix_sum_needs_no_square_matrix():
+    # 60,000 values: an n x n product of ones would be 29 GB; blocks keep it linear.
+    x = torch.randn(2, 60_000, dtype=torch.float64)
+    torch.testing.assert_close(torch.cumsum(x.to(DEV), 1).cpu(), torch.cumsum(x, 1))
+    torch.testing.assert_close(torch.logcumsumexp(x.to(DEV), 1).cpu(), torch.logcumsumexp(x, 1))

@@ -1190,11 +1190,28 @@ def cumsum(x: Any, dim: int, dtype: Any = None) -> Any:
     if x.ndim == 0:
         return x.clone()
     d = dim % x.ndim
-    n = x.shape[d]
-    # A prefix sum as a product with the upper-triangular ones: one dot, fused by XLA.
-    tri = _triangle(xp.ones(n, n, dtype=x.dtype), 0, lower_part=False)
-    moved = x.transpose(d, x.ndim - 1)
-    return moved.matmul(tri).transpose(d, x.ndim - 1)
+    return _prefix_sum_last(x.transpose(d, x.ndim - 1)).transpose(d, x.ndim - 1)
+
+
+_SCAN_BLOCK = 128
+
+
+def _prefix_sum_last(x: Any) -> Any:
+    """Inclusive prefix sums along the last dim. Up to a block, a product with the
+    upper-triangular ones (one dot, fused by XLA); longer, the same within blocks of 128, plus the
+    prefix sums of the blocks' totals before each block: O(n) memory and O(128 n) work, where one
+    n x n product would need n^2 of both."""
+    n = x.shape[-1]
+    if n <= _SCAN_BLOCK:
+        return x.matmul(_triangle(xp.ones(n, n, dtype=x.dtype), 0, lower_part=False))
+    lead = list(x.shape[:-1])
+    blocks = -(-n // _SCAN_BLOCK)
+    padded = x.pad([(0, 0)] * len(lead) + [(0, blocks * _SCAN_BLOCK - n)])
+    within = _prefix_sum_last(padded.reshape(*lead, blocks, _SCAN_BLOCK))   # [..., blocks, b]
+    totals = within[..., _SCAN_BLOCK - 1]                                   # [..., blocks]
+    before = _prefix_sum_last(totals) - totals
+    out = (within + before.unsqueeze(-1)).reshape(*lead, blocks * _SCAN_BLOCK)
+    return out[..., :n]
 
 
 def _cumulative_extreme(x: Any, dim: int, largest: bool) -> Any:
