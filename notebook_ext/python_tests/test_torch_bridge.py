@@ -314,6 +314,11 @@ def test_complex_tensors_ffts_and_their_views_match_the_cpu():
     before = xt.fallbacks().get("cumsum", (0, 0.0))[0]
     torch.testing.assert_close(zd.cumsum(0).cpu(), z.cumsum(0))
     assert xt.fallbacks()["cumsum"][0] == before + 1
+    # Python complex numbers and complex factories.
+    torch.testing.assert_close((zd * (1 - 2j)).cpu(), z * (1 - 2j))
+    torch.testing.assert_close((torch.ones(2).to(DEV) * 2j).cpu(), torch.ones(2) * 2j)
+    power = torch.randn(20_000, dtype=torch.complex64, device=DEV).abs().square().mean().item()
+    assert abs(power - 1.0) < 0.05, power
     # int16 is a dtype of the device too.
     s = torch.tensor([-300, 7, 1000], dtype=torch.int16)
     assert (s.to(DEV) * 2).cpu().tolist() == (s * 2).tolist()

@@ -28,7 +28,7 @@ COMPLEX_SAFE = {
     aten.t_, aten.squeeze_, aten.unsqueeze_, aten.as_strided_,
     aten.add, aten.sub, aten.mul, aten.div, aten.neg, aten.exp, aten.log, aten.sqrt, aten.sin,
     aten.cos, aten.tanh, aten.abs, aten.sum, aten.mm, aten.bmm, aten.eq, aten.ne,
-    aten.zeros_like, aten.ones_like,
+    aten.zeros_like, aten.ones_like, aten.fill, aten.zero, aten.normal_functional, aten.normal_,
     aten.view_as_real, aten.view_as_complex, aten.complex, aten.polar, aten.angle,
     aten._conj, aten._conj_physical, aten.conj_physical, aten.real, aten.imag,
     aten._fft_r2c, aten._fft_c2r, aten._fft_c2c,

@@ -18,6 +18,7 @@ import time
 import warnings
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+import numpy as np
 import torch
 from torch.utils._pytree import tree_map
 
@@ -76,6 +77,9 @@ def _unwrap(a: Any) -> Any:
         return t(_unwrap(v) for v in a)
     if isinstance(a, LazyTensor):
         return value(a)
+    if t is complex:
+        # A Python complex number is complex64 beside a tensor, as torch's scalars are.
+        return _native.from_array(np.array(a, dtype=np.complex64))
     if isinstance(a, torch.Tensor):
         if a.device.type == "cpu":
             return a.item() if a.dim() == 0 else to_engine(a)

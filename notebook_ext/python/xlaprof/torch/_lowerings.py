@@ -608,7 +608,7 @@ def zero(x: Any) -> Any:
 
 @lower(aten.normal_functional.default)
 def normal(x: Any, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Any:
-    return xp.randn(*x.shape, dtype=x.dtype) * std + mean
+    return _random(xp.randn, x.shape, x.dtype, math.sqrt(0.5)) * std + mean
 
 
 @lower(aten.uniform.default)
@@ -621,14 +621,23 @@ def bernoulli(x: Any, p: float = 0.5, generator: Any = None) -> Any:
     return (xp.rand(*x.shape) < p).astype(x.dtype)
 
 
+def _random(draw: Callable[..., Any], size: Any, dtype: str, part_scale: float) -> Any:
+    """Random values of ``dtype``; a complex one draws its real and imaginary parts apart, each
+    scaled by ``part_scale`` (torch's complex normal has variance 1 in all)."""
+    if dtype not in ("complex64", "complex128"):
+        return draw(*size, dtype=dtype)
+    part = "float64" if dtype == "complex128" else "float32"
+    return (draw(*size, dtype=part) * part_scale)._complex(draw(*size, dtype=part) * part_scale)
+
+
 @lower(aten.rand.default)
 def rand(size: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None) -> Any:
-    return xp.rand(*size, dtype=_factory_dtype(dtype))
+    return _random(xp.rand, size, _factory_dtype(dtype), 1.0)
 
 
 @lower(aten.randn.default)
 def randn(size: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None) -> Any:
-    return xp.randn(*size, dtype=_factory_dtype(dtype))
+    return _random(xp.randn, size, _factory_dtype(dtype), math.sqrt(0.5))
 
 
 # torch's initializers fill tensors in place (`nn.init`, `torch.randn(device=)`).
