@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import xlaprof as xp
 
-from ._lowerings import (_expand_to, _flat_positions, _index_prod, _is_float, _strides,
+from ._lowerings import (_broadcast_shape, _expand_to, _flat_positions, _index_prod, _is_float, _strides,
                          _Unsupported, aten, cumsum, lower, lower_raw, scatter_reduce)
 from ._tensor import LazyTensor, make_view
 
@@ -73,7 +73,8 @@ def index_put(x: Any, indices: Sequence[Any], values: Any, accumulate: bool = Fa
 
 @lower(aten.masked_scatter.default)
 def masked_scatter(x: Any, mask: Any, source: Any) -> Any:
-    mask = _expand_to(mask, list(x.shape))
+    shape = _broadcast_shape([x.shape, mask.shape])
+    x, mask = _expand_to(x, shape), _expand_to(mask, shape)
     flat = source.reshape(-1).astype(x.dtype)
     picks = _ranks(mask).clamp(0, max(flat.shape[0] - 1, 0))
     return xp.where(mask, flat.index_select(0, picks).reshape(*x.shape), x)
@@ -100,20 +101,29 @@ def as_strided_scatter(x: Any, src: Any, size: Sequence[int], stride: Sequence[i
 @lower(aten.nonzero_static.default)
 def nonzero_static(x: Any, size: int, fill_value: int = -1) -> Any:
     """The coordinates of the first ``size`` nonzero entries (row-major), padded with
-    ``fill_value``: output k is the entry whose rank among the nonzero ones is k."""
+    ``fill_value``: a stable sort that puts the nonzero entries first, in their order."""
     if size == 0 or x.ndim == 0:
         return xp.zeros(size, x.ndim, dtype="int64")
     nz = x.reshape(-1).ne(0)
-    rank = _ranks(nz)
-    slots = xp.arange(0, size, 1, dtype="int64").reshape(size, 1)
-    hit = (rank.reshape(1, -1) == slots) & nz.reshape(1, -1)     # [size, numel]
-    flat = hit.astype("int64").argmax(1)                          # [size]
-    found = hit.astype("int64").sum([1]) > 0
+    n = nz.shape[0]
+    _, order = (~nz).astype("int32").sort(0, False)
+    if size > n:
+        order = xp.cat([order, xp.zeros(size - n, dtype="int64")], 0)
+        nz = xp.cat([nz, xp.zeros(size - n, dtype="bool")], 0)
+    flat = order[:size]
+    found = xp.arange(0, size, 1, dtype="int64") < nz.astype("int64").sum()
     coords = []
-    for stride, n in zip(_strides(x.shape), x.shape):
-        coords.append((flat // stride).remainder(n) if n else flat)
+    for stride, dim in zip(_strides(x.shape), x.shape):
+        coords.append((flat // stride).remainder(dim) if dim else flat)
     out = xp.stack(coords, 1)
     return xp.where(found.unsqueeze(1), out, fill_value)
+
+
+def _segment_ids(starts: Any, n: int) -> Any:
+    """For each of ``n`` rows, the segment it is in, given where each segment starts (sorted,
+    int64): a count of the starts at or before it, by a prefix sum of marks (linear memory)."""
+    marks = xp.zeros(n + 1, dtype="int64").index_add(0, starts.clamp(0, n), xp.ones(starts.shape[0], dtype="int64"))
+    return cumsum(marks[:n], 0) - 1
 
 
 @lower(aten.segment_reduce.default)
@@ -130,7 +140,9 @@ def segment_reduce(data: Any, reduce: str, lengths: Any = None, indices: Any = N
     n = data.shape[0]
     ends = cumsum(lengths.astype("int64"), 0)
     # Row i belongs to the segment whose end is the first one past i.
-    seg = (ends.reshape(1, -1) <= xp.arange(0, n, 1, dtype="int64").reshape(-1, 1)).astype("int64").sum([1])
+    seg = _segment_ids(ends - lengths.astype("int64"), n)
+    # Rows past the last segment's end belong to none: they land on a segment clamped below and
+    # are masked by the counts (empty segments keep their initial value).
     rest = list(data.shape[1:])
     fill = initial
     if fill is None:
@@ -164,9 +176,7 @@ def embedding_bag(weight: Any, indices: Any, offsets: Any, scale_grad_by_freq: b
         raise _Unsupported("embedding_bag with 2-d indices")
     n, dim = indices.shape[0], weight.shape[1]
     bags = offsets.shape[0] - (1 if include_last_offset else 0)
-    positions = xp.arange(0, n, 1, dtype="int64").reshape(-1, 1)
-    starts = offsets[:bags].astype("int64").reshape(1, -1)
-    offset2bag = ((starts <= positions).astype("int64").sum([1]) - 1).clamp(0, max(bags - 1, 0))
+    offset2bag = _segment_ids(offsets[:bags].astype("int64"), n).clamp(0, max(bags - 1, 0))
     idx = indices.astype("int64")
     keep = idx != padding_idx if padding_idx >= 0 else xp.ones(n, dtype="bool")
     rows = weight.index_select(0, idx)

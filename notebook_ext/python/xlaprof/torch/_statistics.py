@@ -32,8 +32,7 @@ def histc(x: Any, bins: int = 100, min: Any = 0, max: Any = 0) -> Any:  # noqa: 
         lo_t, hi_t = xp.full((), lo, dtype=x.dtype), xp.full((), hi, dtype=x.dtype)
     inside = (flat >= lo_t) & (flat <= hi_t) & ~isnan(flat)
     pos = ((flat - lo_t) * bins / (hi_t - lo_t)).floor().astype("int64").clamp(0, bins - 1)
-    hot = (pos.reshape(-1, 1) == xp.arange(0, bins, 1, dtype="int64").reshape(1, bins)) & inside.reshape(-1, 1)
-    return hot.astype(x.dtype).sum([0])
+    return xp.zeros(bins, dtype=x.dtype).index_add(0, pos, inside.astype(x.dtype))
 
 
 @lower(aten.nanmedian.default)
@@ -93,8 +92,18 @@ def _take_last(x: Any, index: Any) -> Any:
 
 @lower(aten._cdist_forward.default)
 def cdist(x1: Any, x2: Any, p: float, compute_mode: Any = None) -> Any:
+    if p == 2 and compute_mode != 2:
+        # torch's own way for Euclidean distances (unless told not to): |a|^2 + |b|^2 - 2 a.b,
+        # one matrix product instead of a [P, R, M] array of differences.
+        return _euclid(x1, x2)
     diff = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()   # [..., P, R, M]
     return _norm_last(diff, p)
+
+
+def _euclid(x1: Any, x2: Any) -> Any:
+    n1 = (x1 * x1).sum([x1.ndim - 1], keepdim=True)               # [..., P, 1]
+    n2 = (x2 * x2).sum([x2.ndim - 1], keepdim=True).transpose(-2, -1)   # [..., 1, R]
+    return (n1 + n2 - (x1 @ x2.transpose(-2, -1)) * 2.0).clamp(0.0, None).sqrt()
 
 
 def _norm_last(a: Any, p: float) -> Any:
@@ -115,7 +124,7 @@ def pdist(x: Any, p: float = 2.0) -> Any:
     n = x.shape[0]
     if n < 2:
         return xp.zeros(0, dtype=x.dtype)
-    full = _norm_last((x.unsqueeze(1) - x.unsqueeze(0)).abs(), p).reshape(-1)   # [n * n]
+    full = (_euclid(x, x) if p == 2 else _norm_last((x.unsqueeze(1) - x.unsqueeze(0)).abs(), p)).reshape(-1)
     # The pairs i < j, row by row.
     i = xp.arange(0, n, 1, dtype="int64").reshape(n, 1)
     count = n * (n - 1) // 2
