@@ -290,6 +290,9 @@ def clamp_tensor(x: Any, min: Any = None, max: Any = None) -> Any:
 
 @lower(aten.masked_fill.Scalar, aten.masked_fill.Tensor)
 def masked_fill(x: Any, mask: Any, v: Any) -> Any:
+    shape = _broadcast_shape([x.shape, mask.shape])
+    if list(shape) != list(x.shape):  # the out-of-place form broadcasts the tensor too
+        x = x.expand(*shape)
     return x.masked_fill(mask, v)
 
 
@@ -436,12 +439,21 @@ def argmin(x: Any, dim: Optional[int] = None, keepdim: bool = False) -> Any:
 
 @lower(aten.var.correction)
 def var(x: Any, dim: Any = None, correction: Any = None, keepdim: bool = False) -> Any:
-    return x.var(_dims(dim, x.ndim), correction=1 if correction is None else correction, keepdim=keepdim)
+    correction = 1 if correction is None else correction
+    axes = _dims(dim, x.ndim)
+    if float(correction).is_integer():
+        return x.var(axes, correction=int(correction), keepdim=keepdim)
+    # A fractional correction (torch allows any): the squared deviations over n - correction.
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    centered = x - x.mean(axes, keepdim=True)
+    return (centered * centered).sum(axes, keepdim=keepdim) / max(n - correction, 0.0)
 
 
 @lower(aten.std.correction)
 def std(x: Any, dim: Any = None, correction: Any = None, keepdim: bool = False) -> Any:
-    return x.std(_dims(dim, x.ndim), correction=1 if correction is None else correction, keepdim=keepdim)
+    return var(x, dim, correction, keepdim).sqrt()
 
 
 @lower(aten.logsumexp.default)
@@ -962,6 +974,10 @@ def convolution(x: Any, w: Any, bias: Any, stride: Sequence[int], padding: Seque
                 dilation: Sequence[int], transposed: bool, output_padding: Sequence[int], groups: int) -> Any:
     if w.ndim not in (3, 4, 5) or x.ndim != w.ndim:
         raise _Unsupported("convolution: only 1-d, 2-d and 3-d convolutions are lowered")
+    # torch lets one value stand for every spatial dim.
+    nd = w.ndim - 2
+    stride, padding, dilation = ([v[0]] * nd if len(v) == 1 else list(v) for v in (stride, padding, dilation))
+    output_padding = [output_padding[0]] * nd if len(output_padding) == 1 else list(output_padding)
     if transposed:
         return _conv_transposed(x, w, bias, stride, padding, dilation, output_padding, groups)
     if w.ndim == 5:
@@ -1490,6 +1506,8 @@ def _expand_to(v: Any, shape: Sequence[int]) -> Any:
 
 @lower(aten.gather.default)
 def gather(x: Any, dim: int, index: Any, sparse_grad: bool = False) -> Any:
+    if 0 in index.shape:
+        return xp.zeros(*index.shape, dtype=x.dtype)
     if x.ndim == 0:
         return x.clone() if index.ndim == 0 else x.expand(*index.shape).clone()
     flat = _flat_positions(x, dim % x.ndim, index)
