@@ -136,7 +136,10 @@ def renorm(x: Any, p: float, dim: int, maxnorm: float) -> Any:
     # Each slice along `dim` scaled down to a p-norm of at most maxnorm (torch's 1e-7 guard).
     d = dim % x.ndim
     others = [k for k in range(x.ndim) if k != d]
-    norms = (x.abs() ** p).sum(others, keepdim=True) ** (1.0 / p)
+    if p == math.inf:
+        norms = x.abs().amax(others, keepdim=True)
+    else:
+        norms = (x.abs() ** p).sum(others, keepdim=True) ** (1.0 / p)
     return x * xp.where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
 
 
@@ -1671,7 +1674,10 @@ def round_decimals(x: Any, decimals: int = 0) -> Any:
 @lower(aten.logaddexp.default)
 def logaddexp(a: Any, b: Any) -> Any:
     m = a.maximum(b)
-    return m + ((a - m).exp() + (b - m).exp()).log()
+    # Both -inf: -inf (not -inf - -inf); both +inf: +inf.
+    m_safe = xp.where(m.abs() == math.inf, xp.zeros_like(m), m)
+    out = m_safe + ((a - m_safe).exp() + (b - m_safe).exp()).log()
+    return xp.where(m.abs() == math.inf, m, out)
 
 
 @lower(aten.copysign.Tensor, aten.copysign.Scalar)
@@ -1705,7 +1711,13 @@ def rad2deg(x: Any) -> Any:
 
 @lower(aten.hypot.default)
 def hypot(a: Any, b: Any) -> Any:
-    return (a * a + b * b).sqrt()
+    # max * sqrt(1 + (min / max)^2): no overflow where the squares would.
+    big, small = a.abs().maximum(b.abs()), a.abs().minimum(b.abs())
+    ratio = small / xp.where(big == 0, xp.ones_like(big), big)
+    out = big * (ratio * ratio + 1.0).sqrt()
+    # An infinite side makes it infinite, even beside NaN (IEEE's hypot).
+    infinite = (a.abs() == math.inf) | (b.abs() == math.inf)
+    return xp.where(infinite, math.inf, out).astype(out.dtype)
 
 
 @lower(aten.sgn.default)
@@ -1817,7 +1829,8 @@ def logical_xor(a: Any, b: Any) -> Any:
 def logit(x: Any, eps: Any = None) -> Any:
     x = _to_float(x)
     if eps is not None:
-        x = x.clamp(eps, 1.0 - eps)
+        # torch's order: below eps is eps, else above 1 - eps is 1 - eps (for eps > 0.5 too).
+        x = xp.where(x < eps, eps, xp.where(x > 1.0 - eps, 1.0 - eps, x)).astype(x.dtype)
     return (x / (1.0 - x)).log()
 
 
