@@ -15,6 +15,7 @@ from typing import Any, List, Sequence
 
 import xlaprof as xp
 
+from ._lowerings import angle as _angle_of_reals
 from ._lowerings import aten, lower, lower_raw
 from ._tensor import LazyTensor, make_view
 
@@ -83,9 +84,7 @@ def conj(t: LazyTensor) -> LazyTensor:
 def angle(x: Any) -> Any:
     if _is_complex(x):
         return x._imag().atan2(x._real())
-    from ._lowerings import angle as of_reals
-
-    return of_reals(x)
+    return _angle_of_reals(x)
 
 
 # ---- Fourier transforms ---------------------------------------------------------------------------

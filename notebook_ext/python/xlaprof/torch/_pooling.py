@@ -14,7 +14,7 @@ from typing import Any, List, Sequence, Tuple
 
 import xlaprof as xp
 
-from ._lowerings import _Unsupported, _vjp, aten, lower
+from ._lowerings import _Unsupported, _vjp, aten, convolution, lower
 
 
 def _window_sum(x: Any, d: int, k: int, s: int, largest: bool = False) -> Any:
@@ -192,8 +192,6 @@ def _conv3d(x: Any, w: Any, bias: Any, stride: Sequence[int], padding: Sequence[
         start = t * dd
         planes = x[:, :, start:start + sd * (d_out - 1) + 1:sd]             # [N, C, Do, H, W]
         planes = planes.permute(0, 2, 1, 3, 4).reshape(n * d_out, c, *x.shape[3:])
-        from ._lowerings import convolution
-
         y = convolution(planes, w[:, :, t], None, list(stride[1:]), list(padding[1:]), list(dilation[1:]),
                         False, [0, 0], groups)                               # [N*Do, O, Ho, Wo]
         total = y if total is None else total + y

@@ -11,6 +11,7 @@ import xlaprof as xp
 
 from ._lowerings import (_broadcast_shape, _expand_to, _flat_positions, _index_prod, _is_float, _strides,
                          _Unsupported, aten, cumsum, lower, lower_raw, scatter_reduce)
+from ._lowerings import index_put as _index_put_by_integers
 from ._tensor import LazyTensor, make_view
 
 
@@ -42,9 +43,7 @@ def _write(base: Any, positions: Any, rows: Any) -> Any:
 def index_put(x: Any, indices: Sequence[Any], values: Any, accumulate: bool = False) -> Any:
     masks = [i for i in indices if i is not None and i.dtype == "bool"]
     if not masks:
-        from ._lowerings import index_put as by_integers
-
-        return by_integers(x, indices, values, accumulate)
+        return _index_put_by_integers(x, indices, values, accumulate)
     lead = 0
     while indices[lead] is None:
         lead += 1

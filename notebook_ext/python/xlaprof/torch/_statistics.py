@@ -11,7 +11,7 @@ from typing import Any, Sequence
 import xlaprof as xp
 
 from ._device import engine_dtype
-from ._lowerings import _Unsupported, aten, isnan, lower
+from ._lowerings import _Unsupported, aten, gather, isnan, lower
 
 
 @lower(aten.histc.default)
@@ -85,8 +85,6 @@ def searchsorted(boundaries: Any, values: Any, out_int32: bool = False, right: b
 
 def _take_last(x: Any, index: Any) -> Any:
     """``x`` gathered along its last dim by ``index`` (same leading dims)."""
-    from ._lowerings import gather
-
     return gather(x, x.ndim - 1, index)
 
 
