@@ -514,6 +514,13 @@ def mm(a: Any, b: Any) -> Any:
 
 @lower(aten.addmm.default)
 def addmm(bias: Any, a: Any, b: Any, beta: Any = 1, alpha: Any = 1) -> Any:
+    if not _is_float(a):
+        # alpha and beta take the tensors' dtype, as in torch: integers stay integers.
+        alpha, beta = int(alpha), int(beta)
+    if a.dtype in ("bfloat16", "float16"):
+        # Computed in float32 and rounded once, as torch's CPU kernel does.
+        f32 = [t.astype("float32") if hasattr(t, "astype") else t for t in (bias, a, b)]
+        return addmm(f32[0], f32[1], f32[2], beta, alpha).astype(a.dtype)
     prod = a.matmul(b)
     if alpha != 1:
         prod = prod * alpha
@@ -1382,6 +1389,8 @@ def xlogy(x: Any, y: Any) -> Any:
 
 @lower(aten.hardtanh.default)
 def hardtanh(x: Any, min_val: Any = -1, max_val: Any = 1) -> Any:
+    if not _is_float(x):  # integers keep their dtype: the bounds truncate, as in torch
+        return x.clamp(int(min_val), int(max_val))
     return x.clamp(min_val, max_val)
 
 
@@ -1762,8 +1771,13 @@ def addr(x: Any, v1: Any, v2: Any, beta: Any = 1, alpha: Any = 1) -> Any:
 
 @lower(aten.addbmm.default)
 def addbmm(x: Any, b1: Any, b2: Any, beta: Any = 1, alpha: Any = 1) -> Any:
-    total = b1.matmul(b2).sum([0])
-    return (x * beta if beta != 1 else x) + total * alpha if beta != 0 else total * alpha
+    if not _is_float(b1):
+        alpha, beta = int(alpha), int(beta)  # the tensors' dtype, as in torch
+    low = b1.dtype in ("bfloat16", "float16")
+    # Low-precision products summed over the batch in float32, as torch's CPU kernel does.
+    total = (b1.astype("float32").matmul(b2.astype("float32")) if low else b1.matmul(b2)).sum([0])
+    out = (x * beta if beta != 1 else x) + total * alpha if beta != 0 else total * alpha
+    return out.astype(b1.dtype) if low else out
 
 
 @lower(aten.logaddexp2.default)
