@@ -103,4 +103,8 @@ fn int16_round_trips_and_complex_numbers_refuse_order() {
     assert!(err.contains("complex"), "{err}");
     let err = Tensor::from_slice(&[1.0f32; 4], &[4]).unwrap().fft(FftKind::Fft, &[4]).unwrap_err();
     assert!(err.to_string().contains("complex input"), "{err}");
+    for lengths in [&[][..], &[4, 4][..]] {
+        let err = z.fft(FftKind::Irfft, lengths).unwrap_err().to_string();
+        assert!(err.contains("c64[1]"), "{err}");
+    }
 }

@@ -58,6 +58,20 @@ pub struct MemorySummary {
     pub steady_growth_bytes: i64,
 }
 
+impl MemorySummary {
+    /// `1.2 GiB (peak 1.5 GiB)`: in use after the last step, and the allocator's peak (else the
+    /// most in use after a step), as the viewers' summaries show it.
+    pub fn in_use_and_peak(&self) -> String {
+        format!(
+            "{} (peak {})",
+            crate::metrics::format_bytes(self.last_in_use_bytes.max(0) as f64),
+            crate::metrics::format_bytes(
+                self.peak_bytes.unwrap_or(self.max_in_use_bytes).max(0) as f64
+            )
+        )
+    }
+}
+
 fn memory_summary(p: &Profile, warmup_steps: u64) -> Option<MemorySummary> {
     let device = p.device_memory.first()?.device;
     let samples: Vec<_> = p.device_memory.iter().filter(|m| m.device == device).collect();

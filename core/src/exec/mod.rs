@@ -173,9 +173,8 @@ impl Engine {
         while queue.len() > keep {
             let Some(f) = queue.pop_front() else { break };
             if let Err(e) = f.done.wait() {
-                let plan = f.executable.memory_stats().ok();
                 // Its sync has returned: the error names the graph and the line that ran it.
-                let e = match self.device_error(e, f.graph, &f.location, plan.as_ref()) {
+                let e = match self.device_error(e, f.graph, &f.location, &f.executable) {
                     e @ crate::Error::OutOfMemory { .. } => e,
                     e => crate::Error::DeviceFailed {
                         graph: f.graph,
@@ -189,30 +188,29 @@ impl Engine {
         status
     }
 
-    /// `e`, from running `graph` synced at `location`, told as the user needs it: out of memory
-    /// with the graph's memory plan and the device's figures; a failure after the sync returned
-    /// with the graph and the line.
+    /// `e`, from running `graph` (compiled as `executable`) synced at `location`, told as the
+    /// user needs it: out of memory with the graph's memory plan and the device's figures.
     fn device_error(
         &self,
         e: crate::Error,
         graph: u64,
         location: &SourceLocation,
-        plan: Option<&crate::runtime::MemoryStats>,
+        executable: &crate::runtime::Executable,
     ) -> crate::Error {
         let exhausted =
             matches!(&e, crate::Error::Pjrt { code: crate::PjrtErrorCode::ResourceExhausted, .. })
                 || e.to_string().to_lowercase().contains("out of memory");
         if exhausted {
             let mib = |b: i64| format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64);
-            let plan = match plan {
-                Some(m) => format!(
+            let plan = match executable.memory_stats() {
+                Ok(m) => format!(
                     "arguments {}, outputs {}, temporaries {}, peak {}",
                     mib(m.argument_bytes),
                     mib(m.output_bytes),
                     mib(m.temp_bytes),
                     mib(m.peak_memory_bytes)
                 ),
-                None => "not reported by the plugin".to_string(),
+                Err(_) => "not reported by the plugin".to_string(),
             };
             let device = match self.client.device_memory(self.device) {
                 Ok(Some(m)) => format!(
@@ -269,7 +267,11 @@ pub fn step() -> Result<()> {
     let step = STEPS.fetch_add(1, Ordering::Relaxed) + 1;
     if events::enabled() {
         events::emit(Event::StepMarker { step, location });
-        engine()?.note_memory(step);
+        // An engine not started yet has no memory to report (and a step must not start it:
+        // a mesh made later could not have its devices).
+        if let Some(engine) = started_engine() {
+            engine.note_memory(step);
+        }
     }
     Ok(())
 }
@@ -444,11 +446,9 @@ fn execute(
     }
     inputs.extend(scalars.iter().map(|b| b.as_ref()));
     let t = events::now_ns();
-    let plan = || compiled.executable.memory_stats().ok();
-    let launched = compiled
-        .executable
-        .launch(&inputs)
-        .map_err(|e| engine.device_error(e, graph.key, location, plan().as_ref()))?;
+    let exe = &compiled.executable;
+    let launched =
+        exe.launch(&inputs).map_err(|e| engine.device_error(e, graph.key, location, exe))?;
     bump(&counter::executions, 1);
     let mut done = launched.done;
     if listening && run_ahead {
@@ -473,7 +473,7 @@ fn execute(
         drop(queue);
         engine.wait_in_flight(IN_FLIGHT)?;
     } else {
-        done.wait().map_err(|e| engine.device_error(e, graph.key, location, plan().as_ref()))?;
+        done.wait().map_err(|e| engine.device_error(e, graph.key, location, exe))?;
         if listening {
             let duration_ns = events::now_ns() - t;
             events::emit(Event::Executed { sync_id, hash: graph.key, duration_ns });

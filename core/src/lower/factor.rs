@@ -23,11 +23,12 @@ pub(super) fn lower(c: &mut Ctx) {
                 c.out,
                 "  {name}_f = \"stablehlo.cholesky\"({a}) {{lower = {lower}}} : ({ty}) -> {ty}"
             );
-            let keep = triangle(c, &node.shape, lower, "_tri");
-            let zero = splat(c, &node.shape, 0.0, "_z");
+            let mut l = lines(c);
+            let keep = l.triangle(&node.shape, lower);
+            let zero = l.splat(&node.shape, 0.0);
             let pred = node.shape.with_dtype(DType::Pred).mlir();
             let _ = writeln!(
-                c.out,
+                l.out,
                 "  {name} = \"stablehlo.select\"({keep}, {name}_f, {zero}) : ({pred}, {ty}, {ty}) -> {ty}"
             );
         }
@@ -63,7 +64,7 @@ pub(super) fn lower(c: &mut Ctx) {
             let w_ty = in_shape.with_dims(dims[..r - 1].to_vec()).mlir();
             // The matrix made whole from the triangle it is read from (XLA's expander reads
             // every entry).
-            let keep = triangle(c, &in_shape, lower, "_tri");
+            let keep = lines(c).triangle(&in_shape, lower);
             let mut perm: Vec<usize> = (0..r).collect();
             perm.swap(r - 2, r - 1);
             let perm: Vec<String> = perm.iter().map(|d| d.to_string()).collect();
@@ -108,41 +109,10 @@ fn pick(c: &mut Ctx, value: &str) {
     let _ = writeln!(c.out, "  {} = \"stablehlo.reshape\"({value}) : ({ty}) -> {ty}", c.name);
 }
 
-/// `value` broadcast to `shape`, named `{node}{suffix}`.
-fn splat(c: &mut Ctx, shape: &Shape, value: f64, suffix: &str) -> String {
-    let name = format!("{}{suffix}", c.name);
-    let scalar = format!("tensor<{}>", shape.dtype.mlir_name());
-    let _ = writeln!(c.out, "  {name}_c = stablehlo.constant {}", literal(shape.dtype, value));
-    let _ = writeln!(
-        c.out,
-        "  {name} = \"stablehlo.broadcast_in_dim\"({name}_c) {{broadcast_dimensions = array<i64>}} : ({scalar}) -> {}",
-        shape.mlir()
-    );
-    name
-}
-
-/// A predicate over `shape`: true on and below the diagonal (`lower`) or on and above it.
-fn triangle(c: &mut Ctx, shape: &Shape, lower: bool, suffix: &str) -> String {
-    let name = format!("{}{suffix}", c.name);
-    let r = shape.rank();
-    let idx = shape.with_dtype(DType::S32).mlir();
-    let pred = shape.with_dtype(DType::Pred).mlir();
-    let dir = if lower { "GE" } else { "LE" };
-    let _ = writeln!(
-        c.out,
-        "  {name}_i = \"stablehlo.iota\"() {{iota_dimension = {} : i64}} : () -> {idx}",
-        r - 2
-    );
-    let _ = writeln!(
-        c.out,
-        "  {name}_j = \"stablehlo.iota\"() {{iota_dimension = {} : i64}} : () -> {idx}",
-        r - 1
-    );
-    let _ = writeln!(
-        c.out,
-        "  {name} = \"stablehlo.compare\"({name}_i, {name}_j) {{comparison_direction = #stablehlo<comparison_direction {dir}>, compare_type = #stablehlo<comparison_type SIGNED>}} : ({idx}, {idx}) -> {pred}"
-    );
-    name
+/// A writer of fresh names for `c`'s node (`%v12_l0`, `%v12_l1`, ...).
+fn lines<'a>(c: &'a mut Ctx) -> Lines<'a> {
+    let prefix = format!("{}_l", &c.name[1..]);
+    Lines { out: &mut *c.out, prefix, n: 0 }
 }
 
 /// Writes the lines of one region (or of the body of `main`) with fresh names: every value is
@@ -189,6 +159,14 @@ impl Lines<'_> {
             &format!("() -> {}", shape.mlir()),
         )
     }
+    /// A predicate over `shape`: true on and below the diagonal (`lower`) or on and above it.
+    fn triangle(&mut self, shape: &Shape, lower: bool) -> String {
+        let idx = shape.with_dtype(DType::S32);
+        let r = shape.rank();
+        let (i, j) = (self.iota(&idx, r - 2), self.iota(&idx, r - 1));
+        self.compare(&i, &j, if lower { "GE" } else { "LE" }, &idx)
+    }
+
     fn compare(&mut self, a: &str, b: &str, dir: &str, shape: &Shape) -> String {
         let kind = if shape.dtype.is_float() { "FLOAT" } else { "SIGNED" };
         let ty = shape.mlir();
@@ -232,6 +210,79 @@ impl Lines<'_> {
         );
         name
     }
+
+    /// The sum over `axes` of `x` where `mask` holds (zero elsewhere): how an entry chosen per
+    /// matrix of a batch is read without gathers.
+    fn masked_sum(&mut self, mask: &str, x: &str, shape: &Shape, axes: &[usize]) -> String {
+        let zero = self.splat(shape, 0.0);
+        let only = self.select(mask, x, &zero, shape);
+        self.reduce("add", &only, shape, axes)
+    }
+
+    /// `x` (of `shape`) with its entries `k` (a scalar) and `p` (one per matrix of the batch,
+    /// the first `nb` dims) along `axis` swapped.
+    fn swap(&mut self, x: &str, shape: &Shape, axis: usize, k: &str, p: &str, nb: usize) -> String {
+        let idx = shape.with_dtype(DType::S32);
+        let batch = Shape::new(DType::S32, shape.dims[..nb].to_vec());
+        let batch_axes: Vec<usize> = (0..nb).collect();
+        let at = self.iota(&idx, axis);
+        let kb = self.broadcast(k, &Shape::new(DType::S32, Vec::<i64>::new()), &idx, &[]);
+        let pb = self.broadcast(p, &batch, &idx, &batch_axes);
+        let is_k = self.compare(&at, &kb, "EQ", &idx);
+        let is_p = self.compare(&at, &pb, "EQ", &idx);
+        let rest = reduced(shape, &[axis]);
+        let others: Vec<usize> = (0..shape.rank()).filter(|&d| d != axis).collect();
+        let x_k = self.masked_sum(&is_k, x, shape, &[axis]);
+        let x_p = self.masked_sum(&is_p, x, shape, &[axis]);
+        let x_k = self.broadcast(&x_k, &rest, shape, &others);
+        let x_p = self.broadcast(&x_p, &rest, shape, &others);
+        let swapped = self.select(&is_p, &x_k, x, shape);
+        self.select(&is_k, &x_p, &swapped, shape)
+    }
+
+    /// Opens `{result} = while` over a step counter from 0 (carried first) and `carried`
+    /// (initial value and shape each), for `steps` steps, up to its body; returns the body's
+    /// names of the counter and the carried values. [`Lines::end_while`] closes it.
+    fn begin_while(&mut self, result: &str, carried: &[(&str, &Shape)], steps: i64) -> Vec<String> {
+        let p = self.prefix.clone();
+        let _ = writeln!(self.out, "    %{p}k0 = stablehlo.constant dense<0> : tensor<i32>");
+        let mut inits = vec![format!("%{p}k0")];
+        inits.extend(carried.iter().map(|(v, _)| v.to_string()));
+        let names: Vec<String> = (0..inits.len()).map(|i| format!("%{p}c{i}")).collect();
+        let mut types = vec!["tensor<i32>".to_string()];
+        types.extend(carried.iter().map(|(_, s)| s.mlir()));
+        let block: Vec<String> =
+            names.iter().zip(&types).map(|(n, t)| format!("{n}: {t}")).collect();
+        let _ = writeln!(
+            self.out,
+            "  {result}:{} = \"stablehlo.while\"({}) ({{\n  ^bb0({}):",
+            inits.len(),
+            inits.join(", "),
+            block.join(", ")
+        );
+        let last = self.constant(DType::S32, steps as f64);
+        let go = self.compare(&names[0], &last, "LT", &Shape::new(DType::S32, Vec::<i64>::new()));
+        let _ = writeln!(self.out, "    \"stablehlo.return\"({go}) : (tensor<i1>) -> ()\n  }}, {{");
+        let _ = writeln!(self.out, "  ^bb0({}):", block.join(", "));
+        names
+    }
+
+    /// Closes [`Lines::begin_while`]: the body returns the counter plus one and `next`.
+    fn end_while(&mut self, counter: &str, next: &[String], carried: &[&Shape]) {
+        let scalar = Shape::new(DType::S32, Vec::<i64>::new());
+        let one = self.constant(DType::S32, 1.0);
+        let k1 = self.binary("add", counter, &one, &scalar);
+        let mut values = vec![k1];
+        values.extend(next.iter().cloned());
+        let mut types = vec!["tensor<i32>".to_string()];
+        types.extend(carried.iter().map(|s| s.mlir()));
+        let types = types.join(", ");
+        let _ = writeln!(
+            self.out,
+            "    \"stablehlo.return\"({}) : ({types}) -> ()\n  }}) : ({types}) -> ({types})",
+            values.join(", ")
+        );
+    }
 }
 
 /// `shape` without `axes`.
@@ -242,126 +293,68 @@ fn reduced(shape: &Shape, axes: &[usize]) -> Shape {
 
 /// `%{node}_lu:4 = while`: (step, factors, permutation, pivots).
 fn lu(c: &mut Ctx) {
-    let a_shape = c.node.inputs[0].shape.clone();
-    let r = a_shape.rank();
-    let (m, n) = (a_shape.dims[r - 2], a_shape.dims[r - 1]);
-    let k = m.min(n);
-    let batch: Vec<i64> = a_shape.dims[..r - 2].to_vec();
+    let at = c.node.inputs[0].shape.clone();
+    let r = at.rank();
+    let (m, n) = (at.dims[r - 2], at.dims[r - 1]);
+    let batch: Vec<i64> = at.dims[..r - 2].to_vec();
     let nb = batch.len();
-    let dt = a_shape.dtype;
     let sh = |d: DType, extra: &[i64]| Shape::new(d, [batch.as_slice(), extra].concat());
-    let (at, ai) = (a_shape.clone(), a_shape.with_dtype(DType::S32));
-    let perm = sh(DType::S32, &[m]);
-    let piv = sh(DType::S32, &[k]);
-    let bat_i = sh(DType::S32, &[]);
-    let bat_t = sh(dt, &[]);
-    let row_t = sh(dt, &[n]);
-    let col_t = sh(dt, &[m]);
+    let ai = at.with_dtype(DType::S32);
+    let (perm, piv) = (sh(DType::S32, &[m]), sh(DType::S32, &[m.min(n)]));
+    let (bat_i, bat_t) = (sh(DType::S32, &[]), sh(at.dtype, &[]));
+    let (row_t, col_t, rows_i) = (sh(at.dtype, &[n]), sh(at.dtype, &[m]), sh(DType::S32, &[m]));
     let scalar_i = Shape::new(DType::S32, Vec::<i64>::new());
     let batch_axes: Vec<usize> = (0..nb).collect();
     let with = |extra: &[usize]| -> Vec<usize> { [batch_axes.as_slice(), extra].concat() };
-    let name = c.name.clone();
-    let a = c.args[0].clone();
-    let types = format!("tensor<i32>, {}, {}, {}", at.mlir(), perm.mlir(), piv.mlir());
+    let (name, a) = (c.name.clone(), c.args[0].clone());
 
-    let mut l = Lines { out: &mut *c.out, prefix: format!("{}_l", &name[1..]), n: 0 };
-    let _ = writeln!(l.out, "  {name}_k0 = stablehlo.constant dense<0> : tensor<i32>");
+    let mut l = lines(c);
     let p0 = l.iota(&perm, nb);
     let v0 = l.splat(&piv, 0.0);
-    let _ = writeln!(
-        l.out,
-        "  {name}_lu:4 = \"stablehlo.while\"({name}_k0, {a}, {p0}, {v0}) ({{\n  ^bb0(%{p}k: tensor<i32>, %{p}a: {}, %{p}p: {}, %{p}v: {}):",
-        at.mlir(),
-        perm.mlir(),
-        piv.mlir(),
-        p = l.prefix
-    );
-    let steps = l.constant(DType::S32, k as f64);
-    let go = l.compare(&format!("%{}k", l.prefix), &steps, "LT", &scalar_i);
-    let _ = writeln!(l.out, "    \"stablehlo.return\"({go}) : (tensor<i1>) -> ()\n  }}, {{");
-    let _ = writeln!(
-        l.out,
-        "  ^bb0(%{p}k: tensor<i32>, %{p}a: {}, %{p}p: {}, %{p}v: {}):",
-        at.mlir(),
-        perm.mlir(),
-        piv.mlir(),
-        p = l.prefix
-    );
-    let (kv, av, pv, vv) = (
-        format!("%{}k", l.prefix),
-        format!("%{}a", l.prefix),
-        format!("%{}p", l.prefix),
-        format!("%{}v", l.prefix),
-    );
+    let carried = [(a.as_str(), &at), (p0.as_str(), &perm), (v0.as_str(), &piv)];
+    let args = l.begin_while(&format!("{name}_lu"), &carried, m.min(n));
+    let (kv, av, pv, vv) = (&args[0], &args[1], &args[2], &args[3]);
     let i = l.iota(&ai, r - 2);
     let j = l.iota(&ai, r - 1);
-    let ki = l.broadcast(&kv, &scalar_i, &ai, &[]);
-    let zero_a = l.splat(&at, 0.0);
+    let ki = l.broadcast(kv, &scalar_i, &ai, &[]);
     // The pivot: the first row at or below k with the largest magnitude in column k.
     let at_col = l.compare(&j, &ki, "EQ", &ai);
-    let col_only = l.select(&at_col, &av, &zero_a, &at);
-    let col = l.reduce("add", &col_only, &at, &[r - 1]); // [batch, m]
-    let mag = l.emit(
-        &format!("\"stablehlo.abs\"({col})"),
-        &format!("({}) -> {}", col_t.mlir(), col_t.mlir()),
-    );
-    let rows_m = l.iota(&sh(DType::S32, &[m]), nb);
-    let km = l.broadcast(&kv, &scalar_i, &sh(DType::S32, &[m]), &[]);
-    let below = l.compare(&rows_m, &km, "GE", &sh(DType::S32, &[m]));
+    let col = l.masked_sum(&at_col, av, &at, &[r - 1]); // [batch, m]
+    let ty = col_t.mlir();
+    let mag = l.emit(&format!("\"stablehlo.abs\"({col})"), &format!("({ty}) -> {ty}"));
+    let rows_m = l.iota(&rows_i, nb);
+    let km = l.broadcast(kv, &scalar_i, &rows_i, &[]);
+    let below = l.compare(&rows_m, &km, "GE", &rows_i);
     let minus = l.splat(&col_t, -1.0);
     let cand = l.select(&below, &mag, &minus, &col_t);
     let best = l.reduce("maximum", &cand, &col_t, &[nb]); // [batch]
     let best_m = l.broadcast(&best, &bat_t, &col_t, &batch_axes);
     let is_best = l.compare(&cand, &best_m, "EQ", &col_t);
-    let past = l.splat(&sh(DType::S32, &[m]), m as f64);
-    let idx = l.select(&is_best, &rows_m, &past, &sh(DType::S32, &[m]));
-    let p = l.reduce("minimum", &idx, &sh(DType::S32, &[m]), &[nb]); // [batch]
-                                                                     // A column of NaN has no best row: row k stays.
-    let stay = l.broadcast(&kv, &scalar_i, &bat_i, &[]);
+    let past = l.splat(&rows_i, m as f64);
+    let idx = l.select(&is_best, &rows_m, &past, &rows_i);
+    let p = l.reduce("minimum", &idx, &rows_i, &[nb]); // [batch]
+                                                       // A column of NaN has no best row: row k stays.
+    let stay = l.broadcast(kv, &scalar_i, &bat_i, &[]);
     let none = l.splat(&bat_i, m as f64);
     let found = l.compare(&p, &none, "LT", &bat_i);
     let p = l.select(&found, &p, &stay, &bat_i);
-    // Rows k and p swapped.
-    let pi = l.broadcast(&p, &bat_i, &ai, &batch_axes);
-    let is_k = l.compare(&i, &ki, "EQ", &ai);
-    let is_p = l.compare(&i, &pi, "EQ", &ai);
-    let row_k_only = l.select(&is_k, &av, &zero_a, &at);
-    let row_k = l.reduce("add", &row_k_only, &at, &[r - 2]); // [batch, n]
-    let row_p_only = l.select(&is_p, &av, &zero_a, &at);
-    let row_p = l.reduce("add", &row_p_only, &at, &[r - 2]);
-    let row_k_b = l.broadcast(&row_k, &row_t, &at, &with(&[r - 1]));
-    let row_p_b = l.broadcast(&row_p, &row_t, &at, &with(&[r - 1]));
-    let swapped_p = l.select(&is_p, &row_k_b, &av, &at);
-    let a1 = l.select(&is_k, &row_p_b, &swapped_p, &at);
-    // The permutation's entries k and p swapped; pivot k is p, 1-based.
-    let prow = l.iota(&perm, nb);
-    let kp = l.broadcast(&kv, &scalar_i, &perm, &[]);
-    let pp = l.broadcast(&p, &bat_i, &perm, &batch_axes);
-    let pk_is = l.compare(&prow, &kp, "EQ", &perm);
-    let pp_is = l.compare(&prow, &pp, "EQ", &perm);
-    let zero_p = l.splat(&perm, 0.0);
-    let perm_k_only = l.select(&pk_is, &pv, &zero_p, &perm);
-    let perm_k = l.reduce("add", &perm_k_only, &perm, &[nb]);
-    let perm_p_only = l.select(&pp_is, &pv, &zero_p, &perm);
-    let perm_p = l.reduce("add", &perm_p_only, &perm, &[nb]);
-    let perm_k_b = l.broadcast(&perm_k, &bat_i, &perm, &batch_axes);
-    let perm_p_b = l.broadcast(&perm_p, &bat_i, &perm, &batch_axes);
-    let perm_sw = l.select(&pp_is, &perm_k_b, &pv, &perm);
-    let perm1 = l.select(&pk_is, &perm_p_b, &perm_sw, &perm);
+    // Rows k and p swapped, in the matrix and in the permutation; pivot k is p, 1-based.
+    let a1 = l.swap(av, &at, r - 2, kv, &p, nb);
+    let perm1 = l.swap(pv, &perm, nb, kv, &p, nb);
     let vrow = l.iota(&piv, nb);
-    let kv_b = l.broadcast(&kv, &scalar_i, &piv, &[]);
+    let kv_b = l.broadcast(kv, &scalar_i, &piv, &[]);
     let v_is = l.compare(&vrow, &kv_b, "EQ", &piv);
     let one = l.splat(&bat_i, 1.0);
     let p1 = l.binary("add", &p, &one, &bat_i);
     let p1_b = l.broadcast(&p1, &bat_i, &piv, &batch_axes);
-    let piv1 = l.select(&v_is, &p1_b, &vv, &piv);
+    let piv1 = l.select(&v_is, &p1_b, vv, &piv);
     // Eliminate below the pivot: the multipliers stored in column k, the rest updated.
+    let is_k = l.compare(&i, &ki, "EQ", &ai);
+    let zero_a = l.splat(&at, 0.0);
     let col1_only = l.select(&at_col, &a1, &zero_a, &at);
     let col1 = l.reduce("add", &col1_only, &at, &[r - 1]); // [batch, m]
-    let row1_only = l.select(&is_k, &a1, &zero_a, &at);
-    let row1 = l.reduce("add", &row1_only, &at, &[r - 2]); // [batch, n]
-    let diag_only = l.select(&is_k, &col1_only, &zero_a, &at);
-    let d = l.reduce("add", &diag_only, &at, &[r - 2, r - 1]); // [batch]
+    let row1 = l.masked_sum(&is_k, &a1, &at, &[r - 2]); // [batch, n]
+    let d = l.masked_sum(&is_k, &col1_only, &at, &[r - 2, r - 1]); // [batch]
     let col1_b = l.broadcast(&col1, &col_t, &at, &with(&[r - 2]));
     let row1_b = l.broadcast(&row1, &row_t, &at, &with(&[r - 1]));
     let d_b = l.broadcast(&d, &bat_t, &at, &batch_axes);
@@ -379,78 +372,32 @@ fn lu(c: &mut Ctx) {
         &format!("({0}, {0}) -> {0}", ai.with_dtype(DType::Pred).mlir()),
     );
     let a2 = l.select(&store, &mult, &updated, &at);
-    let one_s = l.constant(DType::S32, 1.0);
-    let k1 = l.binary("add", &kv, &one_s, &scalar_i);
-    let _ = writeln!(
-        l.out,
-        "    \"stablehlo.return\"({k1}, {a2}, {perm1}, {piv1}) : ({types}) -> ()\n  }}) : ({types}) -> ({types})"
-    );
+    l.end_while(kv, &[a2, perm1, piv1], &[&at, &perm, &piv]);
 }
 
-/// `%{node}_pp:2 = while`: (step, permutation), LAPACK's row swaps applied in order.
+/// `%{node}_pp:3 = while`: (step, permutation, pivots), LAPACK's row swaps applied in order.
 fn pivots_to_permutation(c: &mut Ctx, rows: usize) {
     let piv = c.node.inputs[0].shape.clone();
     let r = piv.rank();
-    let k = piv.dims[r - 1];
     let batch: Vec<i64> = piv.dims[..r - 1].to_vec();
     let nb = batch.len();
     let perm = Shape::new(DType::S32, [batch.as_slice(), &[rows as i64]].concat());
-    let bat_i = Shape::new(DType::S32, batch.clone());
+    let bat_i = Shape::new(DType::S32, batch);
     let scalar_i = Shape::new(DType::S32, Vec::<i64>::new());
-    let batch_axes: Vec<usize> = (0..nb).collect();
-    let name = c.name.clone();
-    let v_in = c.args[0].clone();
-    // The pivots ride along unchanged: a region reads only what the loop carries.
-    let types = format!("tensor<i32>, {}, {}", perm.mlir(), piv.mlir());
-    let mut l = Lines { out: &mut *c.out, prefix: format!("{}_l", &name[1..]), n: 0 };
-    let _ = writeln!(l.out, "  {name}_k0 = stablehlo.constant dense<0> : tensor<i32>");
+    let (name, v_in) = (c.name.clone(), c.args[0].clone());
+    let mut l = lines(c);
     let p0 = l.iota(&perm, nb);
-    let _ = writeln!(
-        l.out,
-        "  {name}_pp:3 = \"stablehlo.while\"({name}_k0, {p0}, {v_in}) ({{\n  ^bb0(%{p}k: tensor<i32>, %{p}p: {}, %{p}v: {}):",
-        perm.mlir(),
-        piv.mlir(),
-        p = l.prefix
-    );
-    let steps = l.constant(DType::S32, k as f64);
-    let go = l.compare(&format!("%{}k", l.prefix), &steps, "LT", &scalar_i);
-    let _ = writeln!(l.out, "    \"stablehlo.return\"({go}) : (tensor<i1>) -> ()\n  }}, {{");
-    let _ = writeln!(
-        l.out,
-        "  ^bb0(%{p}k: tensor<i32>, %{p}p: {}, %{p}v: {}):",
-        perm.mlir(),
-        piv.mlir(),
-        p = l.prefix
-    );
-    let (kv, pv, v) =
-        (format!("%{}k", l.prefix), format!("%{}p", l.prefix), format!("%{}v", l.prefix));
-    // Pivot k (1-based), read from the captured pivots by a masked sum.
+    // The pivots ride along unchanged: a region reads only what the loop carries.
+    let carried = [(p0.as_str(), &perm), (v_in.as_str(), &piv)];
+    let args = l.begin_while(&format!("{name}_pp"), &carried, piv.dims[r - 1]);
+    let (kv, pv, v) = (&args[0], &args[1], &args[2]);
+    // Pivot k (1-based), read by a masked sum.
     let vcol = l.iota(&piv, nb);
-    let kb = l.broadcast(&kv, &scalar_i, &piv, &[]);
+    let kb = l.broadcast(kv, &scalar_i, &piv, &[]);
     let at_k = l.compare(&vcol, &kb, "EQ", &piv);
-    let zero_v = l.splat(&piv, 0.0);
-    let only = l.select(&at_k, &v, &zero_v, &piv);
-    let p1 = l.reduce("add", &only, &piv, &[nb]);
+    let p1 = l.masked_sum(&at_k, v, &piv, &[nb]);
     let one = l.splat(&bat_i, 1.0);
     let p = l.binary("subtract", &p1, &one, &bat_i);
-    let prow = l.iota(&perm, nb);
-    let kp = l.broadcast(&kv, &scalar_i, &perm, &[]);
-    let pp = l.broadcast(&p, &bat_i, &perm, &batch_axes);
-    let pk_is = l.compare(&prow, &kp, "EQ", &perm);
-    let pp_is = l.compare(&prow, &pp, "EQ", &perm);
-    let zero_p = l.splat(&perm, 0.0);
-    let perm_k_only = l.select(&pk_is, &pv, &zero_p, &perm);
-    let perm_k = l.reduce("add", &perm_k_only, &perm, &[nb]);
-    let perm_p_only = l.select(&pp_is, &pv, &zero_p, &perm);
-    let perm_p = l.reduce("add", &perm_p_only, &perm, &[nb]);
-    let perm_k_b = l.broadcast(&perm_k, &bat_i, &perm, &batch_axes);
-    let perm_p_b = l.broadcast(&perm_p, &bat_i, &perm, &batch_axes);
-    let sw = l.select(&pp_is, &perm_k_b, &pv, &perm);
-    let perm1 = l.select(&pk_is, &perm_p_b, &sw, &perm);
-    let one_s = l.constant(DType::S32, 1.0);
-    let k1 = l.binary("add", &kv, &one_s, &scalar_i);
-    let _ = writeln!(
-        l.out,
-        "    \"stablehlo.return\"({k1}, {perm1}, {v}) : ({types}) -> ()\n  }}) : ({types}) -> ({types})"
-    );
+    let perm1 = l.swap(pv, &perm, nb, kv, &p, nb);
+    l.end_while(kv, &[perm1, v.clone()], &[&perm, &piv]);
 }

@@ -232,12 +232,17 @@ fn list(values: impl IntoIterator<Item = impl ToString>) -> String {
 
 /// A scalar constant of `dtype` as an MLIR dense literal (a complex one's imaginary part zero).
 pub(crate) fn literal(dtype: DType, value: f64) -> String {
-    if dtype.is_complex() {
-        let part = literal(dtype.real(), value);
-        let text = part.trim_start_matches("dense<").split('>').next().unwrap_or("0.0");
-        return format!("dense<({text}, 0.0)> : tensor<{}>", dtype.mlir_name());
-    }
-    let text = match dtype {
+    let text = if dtype.is_complex() {
+        format!("({}, 0.0)", literal_value(dtype.real(), value))
+    } else {
+        literal_value(dtype, value)
+    };
+    format!("dense<{text}> : tensor<{}>", dtype.mlir_name())
+}
+
+/// One value of a real dtype as MLIR spells it (`true`, `-3`, `5.0e-1`, `0x7F800000`).
+fn literal_value(dtype: DType, value: f64) -> String {
+    match dtype {
         DType::Pred => (value != 0.0).to_string(),
         DType::S8 | DType::S16 | DType::S32 | DType::S64 | DType::U8 => {
             let (lo, hi) = match dtype {
@@ -298,8 +303,7 @@ pub(crate) fn literal(dtype: DType, value: f64) -> String {
                 e.replacen('e', ".0e", 1)
             }
         }
-    };
-    format!("dense<{text}> : tensor<{}>", dtype.mlir_name())
+    }
 }
 /// One node, by family.
 fn lower_node(mut c: Ctx) {

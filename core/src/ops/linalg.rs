@@ -151,37 +151,8 @@ impl Tensor {
     #[track_caller]
     pub fn fft(&self, kind: FftKind, lengths: &[i64]) -> Result<Tensor> {
         let location = SourceLocation::caller();
-        let r = self.rank();
-        let k = lengths.len();
-        let fits = (1..=3).contains(&k) && k <= r && lengths.iter().all(|&n| n > 0);
-        let last = &self.dims()[r.saturating_sub(k)..];
-        let (dtype, dims) = match kind {
-            FftKind::Fft | FftKind::Ifft if self.dtype().is_complex() && last == lengths => {
-                (self.dtype(), self.dims().to_vec())
-            }
-            FftKind::Rfft if self.dtype().is_float() && last == lengths => {
-                let x = scoped(&location, || {
-                    self.cast(if self.dtype() == DType::F64 { DType::F64 } else { DType::F32 })
-                })?;
-                let mut dims = x.dims().to_vec();
-                dims[r - 1] = lengths[k - 1] / 2 + 1;
-                let shape = x.shape().with_dtype(x.dtype().complex()).with_dims(dims);
-                let op = Op::Fft { kind, lengths: lengths.to_vec() };
-                return Ok(Tensor::op(op, shape, &[&x], location, None));
-            }
-            FftKind::Irfft
-                if self.dtype().is_complex()
-                    && last[..k - 1] == lengths[..k - 1]
-                    && last[k - 1] == lengths[k - 1] / 2 + 1 =>
-            {
-                let mut dims = self.dims().to_vec();
-                dims[r - 1] = lengths[k - 1];
-                (self.dtype().real(), dims)
-            }
-            _ => (DType::Pred, Vec::new()),
-        };
-        if !fits || dtype == DType::Pred {
-            return Err(shape_error(
+        let bad = || {
+            shape_error(
                 "fft",
                 &location,
                 format!(
@@ -189,9 +160,35 @@ impl Tensor {
                     kind.name(),
                     self.shape()
                 ),
-            ));
+            )
+        };
+        let (r, k) = (self.rank(), lengths.len());
+        if !(1..=3).contains(&k) || k > r || lengths.iter().any(|&n| n <= 0) {
+            return Err(bad());
         }
+        let last = &self.dims()[r - k..];
+        let mut dims = self.dims().to_vec();
+        let (input, dtype) = match kind {
+            FftKind::Fft | FftKind::Ifft if self.dtype().is_complex() && last == lengths => {
+                (self.clone(), self.dtype())
+            }
+            FftKind::Rfft if self.dtype().is_float() && last == lengths => {
+                // Half-precision input is transformed in f32.
+                let parts = if self.dtype() == DType::F64 { DType::F64 } else { DType::F32 };
+                dims[r - 1] = lengths[k - 1] / 2 + 1;
+                (scoped(&location, || self.cast(parts))?, parts.complex())
+            }
+            FftKind::Irfft
+                if self.dtype().is_complex()
+                    && last[..k - 1] == lengths[..k - 1]
+                    && last[k - 1] == lengths[k - 1] / 2 + 1 =>
+            {
+                dims[r - 1] = lengths[k - 1];
+                (self.clone(), self.dtype().real())
+            }
+            _ => return Err(bad()),
+        };
         let op = Op::Fft { kind, lengths: lengths.to_vec() };
-        Ok(Tensor::op(op, crate::shape::Shape::new(dtype, dims), &[self], location, None))
+        Ok(Tensor::op(op, crate::shape::Shape::new(dtype, dims), &[&input], location, None))
     }
 }

@@ -281,19 +281,7 @@ impl Executable {
     /// Runs the program and waits for it to finish. Inputs the program donates
     /// (`tf.aliasing_output`) are consumed: afterwards they read as [`Error::BufferDeleted`].
     pub fn execute(&self, inputs: &[&Buffer]) -> Result<Vec<Buffer>> {
-        self.execute_overlapped(inputs, || false)
-    }
-
-    /// Like [`Executable::execute`], calling `meanwhile` while the program runs, for as long as it
-    /// has work (returns true) and the program has not finished: host work that overlaps the
-    /// device's. Each call should be short, as the program's end is noticed between calls.
-    pub fn execute_overlapped(
-        &self,
-        inputs: &[&Buffer],
-        mut meanwhile: impl FnMut() -> bool,
-    ) -> Result<Vec<Buffer>> {
         let Launched { outputs, done } = self.launch(inputs)?;
-        while !done.is_done() && meanwhile() {}
         done.wait()?;
         Ok(outputs)
     }

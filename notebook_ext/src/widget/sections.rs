@@ -57,16 +57,7 @@ pub(crate) fn summary(out: &mut String, a: &Analysis) {
     card(&mut body, &format_bytes(s.bytes_to_host as f64), "to host", "");
     if let Some(m) = &s.device_memory {
         let growing = if m.steady_growth_bytes > 0 { "xp-bad" } else { "" };
-        card(
-            &mut body,
-            &format!(
-                "{} (peak {})",
-                format_bytes(m.last_in_use_bytes.max(0) as f64),
-                format_bytes(m.peak_bytes.unwrap_or(m.max_in_use_bytes).max(0) as f64)
-            ),
-            "device memory after the last step",
-            growing,
-        );
+        card(&mut body, &m.in_use_and_peak(), "device memory after the last step", growing);
     }
     body.push_str("</div>");
     section(out, "Summary", true, &body);

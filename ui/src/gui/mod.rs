@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use eframe::egui;
 use serde::{Deserialize, Serialize};
-use xlaprof_profiler::metrics::{format_bytes, format_ns};
+use xlaprof_profiler::metrics::format_ns;
 use xlaprof_profiler::{Profile, Thresholds};
 
 use diagnostics_ui::Jump;
@@ -439,15 +439,7 @@ impl GuiApp {
             row("step median", format_ns(s.step_median_ns as f64));
             row("hidden syncs", s.hidden_syncs.to_string());
             if let Some(m) = &s.device_memory {
-                let peak = m.peak_bytes.unwrap_or(m.max_in_use_bytes);
-                row(
-                    "device memory",
-                    format!(
-                        "{} (peak {})",
-                        format_bytes(m.last_in_use_bytes.max(0) as f64),
-                        format_bytes(peak.max(0) as f64)
-                    ),
-                );
+                row("device memory", m.in_use_and_peak());
             }
             row("findings", model.analysis.diagnostics.len().to_string());
         });

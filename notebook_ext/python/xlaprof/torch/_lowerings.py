@@ -79,19 +79,11 @@ def _to_float(x: Any) -> Any:
     return x if _is_float(x) else x.astype(engine_dtype(torch.get_default_dtype()))
 
 
-@lower(aten.lgamma.default)
-def lgamma(x: Any) -> Any:
-    return _to_float(x).lgamma()
-
-
-@lower(aten.digamma.default)
-def digamma(x: Any) -> Any:
-    return _to_float(x).digamma()
-
-
-@lower(aten.erfinv.default)
-def erfinv(x: Any) -> Any:
-    return _to_float(x).erfinv()
+# Special functions of the engine's own (XLA's): integers compute in the default float dtype.
+for _name in ("lgamma", "digamma", "erfinv", "erf", "erfc", "log1p", "expm1"):
+    lower(getattr(aten, _name).default)(
+        (lambda n: lambda x: getattr(_to_float(x), n)())(_name)
+    )
 
 
 @lower(aten.polygamma.default)
@@ -1489,15 +1481,7 @@ def index_put(x: Any, indices: Sequence[Any], values: Any, accumulate: bool = Fa
         picks *= n
     rows = v.reshape(picks, *rest_shape)
     pos = flat.reshape(-1)
-    added = merged.index_add(0, pos, rows)
-    if not accumulate:
-        hits = xp.zeros(merged.shape[0], dtype="int32").index_add(0, pos, xp.ones(pos.shape[0], dtype="int32"))
-        hit = (hits > 0).reshape(-1, *([1] * len(rest_shape)))
-        # Written positions take the value (duplicates: torch leaves which one undefined).
-        summed = xp.zeros_like(merged).index_add(0, pos, rows)
-        count = hits.maximum(1).astype(x.dtype).reshape(-1, *([1] * len(rest_shape)))
-        written = summed / count if _is_float(merged) else summed.div(count, rounding_mode="trunc")
-        added = xp.where(hit, written.astype(x.dtype), merged)
+    added = merged.index_add(0, pos, rows) if accumulate else _write_rows(merged, pos, rows)
     rest = [d for d in range(x.ndim) if d not in indexed]
     moved_shape = [x.shape[d] for d in indexed + rest]
     out = added.reshape(*moved_shape)
@@ -1558,6 +1542,18 @@ def _crop_to(src: Any, shape: Sequence[int]) -> Any:
     return src[tuple(slice(0, n) for n in shape)]
 
 
+def _write_rows(base: Any, index: Any, rows: Any) -> Any:
+    """``base`` with its rows (dim 0) at ``index`` replaced by ``rows``; a row written more than
+    once takes the mean of its writes (torch leaves which one wins undefined)."""
+    n = base.shape[0]
+    hits = xp.zeros(n, dtype="int32").index_add(0, index, xp.ones(index.shape[0], dtype="int32"))
+    summed = xp.zeros_like(base).index_add(0, index, rows)
+    per_row = [n] + [1] * (base.ndim - 1)
+    count = hits.maximum(1).astype(base.dtype).reshape(*per_row)
+    written = summed / count if _is_float(base) else summed.div(count, rounding_mode="trunc")
+    return xp.where((hits > 0).reshape(*per_row), written.astype(base.dtype), base)
+
+
 @lower(aten.scatter.src, aten.scatter.value)
 def scatter(x: Any, dim: int, index: Any, src: Any) -> Any:
     if x.ndim == 0:
@@ -1567,14 +1563,7 @@ def scatter(x: Any, dim: int, index: Any, src: Any) -> Any:
         rows = _crop_to(src, index.shape).reshape(-1).astype(x.dtype)
     else:
         rows = xp.full((flat.shape[0],), src, dtype=x.dtype)
-    n = 1
-    for s in x.shape:
-        n *= s
-    hits = xp.zeros(n, dtype="int32").index_add(0, flat, xp.ones(flat.shape[0], dtype="int32"))
-    summed = xp.zeros(n, dtype=x.dtype).index_add(0, flat, rows)
-    count = hits.maximum(1).astype(x.dtype)
-    written = summed / count if _is_float(x) else summed.div(count, rounding_mode="trunc")
-    return xp.where(hits > 0, written.astype(x.dtype), x.reshape(-1)).reshape(*x.shape)
+    return _write_rows(x.reshape(-1), flat, rows).reshape(*x.shape)
 
 
 # ---- bitwise ops: on bools they are the logical ones (the engine's ints have no bitwise ops yet) --

@@ -9,8 +9,8 @@ from typing import Any, Sequence
 
 import xlaprof as xp
 
-from ._lowerings import (_broadcast_shape, _expand_to, _flat_positions, _index_prod, _is_float, _strides,
-                         _Unsupported, aten, cumsum, lower, lower_raw, scatter_reduce)
+from ._lowerings import (_broadcast_shape, _expand_to, _index_prod, _strides, _Unsupported, _write_rows, aten,
+                         cumsum, lower, lower_raw, scatter_reduce)
 from ._lowerings import index_put as _index_put_by_integers
 from ._tensor import LazyTensor, make_view
 
@@ -26,17 +26,6 @@ def _ranks(mask: Any) -> Any:
     """For each entry of a flattened mask, how many true entries come before it."""
     flat = mask.reshape(-1).astype("int64")
     return cumsum(flat, 0) - flat
-
-
-def _write(base: Any, positions: Any, rows: Any) -> Any:
-    """``base`` (flattened) with ``rows`` written at ``positions``; a position written twice
-    takes the mean of its writes (torch leaves which one wins undefined)."""
-    n = base.shape[0]
-    hits = xp.zeros(n, dtype="int32").index_add(0, positions, xp.ones(positions.shape[0], dtype="int32"))
-    summed = xp.zeros_like(base).index_add(0, positions, rows)
-    count = hits.maximum(1).astype(base.dtype)
-    written = summed / count if _is_float(base) else summed.div(count, rounding_mode="trunc")
-    return xp.where(hits > 0, written.astype(base.dtype), base)
 
 
 @lower(aten.index_put.default)
@@ -94,7 +83,7 @@ def as_strided_scatter(x: Any, src: Any, size: Sequence[int], stride: Sequence[i
         positions = positions + xp.arange(0, n, 1, dtype="int64").reshape(*shape) * s
     positions = positions.expand(*size).reshape(-1) if size else positions.reshape(1)
     rows = src.astype(x.dtype).reshape(-1)
-    return _write(x.reshape(-1), positions, rows).reshape(*x.shape)
+    return _write_rows(x.reshape(-1), positions, rows).reshape(*x.shape)
 
 
 @lower(aten.nonzero_static.default)
@@ -200,7 +189,7 @@ def embedding_bag(weight: Any, indices: Any, offsets: Any, scale_grad_by_freq: b
             0, offset2bag, xp.where(keep.unsqueeze(1), rows, xp.zeros_like(rows)))
         if mode == 1:
             out = out / bag_size.maximum(1).astype(out.dtype).unsqueeze(1)
-        max_indices = xp.zeros(bags if mode == 1 else 0, dtype="int64") if mode == 1 else xp.zeros(0, dtype="int64")
+        max_indices = xp.zeros(bags if mode == 1 else 0, dtype="int64")
     return out, offset2bag, bag_size, max_indices
 
 
@@ -231,12 +220,3 @@ def unfold(t: LazyTensor, dimension: int, size: int, step: int) -> LazyTensor:
 
     return make_view(t, fwd, bwd)
 
-
-def _write_rows(base: Any, index: Any, rows: Any) -> Any:
-    """``base`` with its rows (dim 0) at ``index`` replaced by ``rows`` (the mean where several)."""
-    n = base.shape[0]
-    hits = xp.zeros(n, dtype="int32").index_add(0, index, xp.ones(index.shape[0], dtype="int32"))
-    summed = xp.zeros_like(base).index_add(0, index, rows)
-    count = hits.maximum(1).astype(base.dtype).reshape(n, *([1] * (base.ndim - 1)))
-    written = summed / count if _is_float(base) else summed.div(count, rounding_mode="trunc")
-    return xp.where((hits > 0).reshape(n, *([1] * (base.ndim - 1))), written.astype(base.dtype), base)

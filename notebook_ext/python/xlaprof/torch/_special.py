@@ -12,6 +12,7 @@ coefficients, no per-element loops.
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any, List
 
 import xlaprof as xp
@@ -25,27 +26,7 @@ def _f64(x: Any) -> Any:
     return _to_float(x).astype("float64")
 
 
-# ---- the error-function family ----------------------------------------------------------------
-
-
-@lower(aten.erf.default)
-def erf(x: Any) -> Any:
-    return _to_float(x).erf()
-
-
-@lower(aten.erfc.default)
-def erfc(x: Any) -> Any:
-    return _to_float(x).erfc()
-
-
-@lower(aten.log1p.default)
-def log1p(x: Any) -> Any:
-    return _to_float(x).log1p()
-
-
-@lower(aten.expm1.default)
-def expm1(x: Any) -> Any:
-    return _to_float(x).expm1()
+# ---- the error-function family (erf, erfc, log1p and expm1 are XLA's own: `_lowerings`) ------
 
 
 @lower(aten.special_ndtri.default)
@@ -221,21 +202,8 @@ def _exp_neg(x: Any) -> Any:
     return (-x).exp()
 
 
-def _i0e(x: Any) -> Any:
-    return _i_scaled(0, x)
-
-
-def _i1e(x: Any) -> Any:
-    return _i_scaled(1, x)
-
-
-def _k0e(x: Any) -> Any:
-    return _k_scaled(0, x)
-
-
-def _k1e(x: Any) -> Any:
-    return _k_scaled(1, x)
-
+_i0e, _i1e = partial(_i_scaled, 0), partial(_i_scaled, 1)
+_k0e, _k1e = partial(_k_scaled, 0), partial(_k_scaled, 1)
 
 lower(aten.i0.default, aten.special_modified_bessel_i0.default)(_bessel(_i0e, _exp_abs, False))
 lower(aten.special_i0e.default)(_bessel(_i0e, None, False))
