@@ -4,16 +4,20 @@ use std::fmt;
 
 use crate::dtype::{shape_string, DType};
 
+/// A shape's dims: inline up to rank 4, so a shape is copied without allocating (every node and
+/// tensor holds one).
+pub type Dims = smallvec::SmallVec<[i64; 4]>;
+
 /// Element type and dims of a tensor.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Shape {
     pub dtype: DType,
-    pub dims: Vec<i64>,
+    pub dims: Dims,
 }
 
 impl Shape {
-    pub fn new(dtype: DType, dims: impl Into<Vec<i64>>) -> Shape {
-        Shape { dtype, dims: dims.into() }
+    pub fn new(dtype: DType, dims: impl AsRef<[i64]>) -> Shape {
+        Shape { dtype, dims: Dims::from_slice(dims.as_ref()) }
     }
 
     pub fn rank(&self) -> usize {
@@ -28,8 +32,8 @@ impl Shape {
         Shape { dtype, dims: self.dims.clone() }
     }
 
-    pub fn with_dims(&self, dims: Vec<i64>) -> Shape {
-        Shape { dtype: self.dtype, dims }
+    pub fn with_dims(&self, dims: impl AsRef<[i64]>) -> Shape {
+        Shape::new(self.dtype, dims)
     }
 
     /// `tensor<2x3xf32>`

@@ -164,7 +164,7 @@ fn attr(a: &Attr) -> AttrValue {
 }
 
 fn shape(s: &Shape) -> ShapeRec {
-    ShapeRec { dtype: s.dtype.to_string(), dims: s.dims.clone() }
+    ShapeRec { dtype: s.dtype.to_string(), dims: s.dims.to_vec() }
 }
 
 fn cause(c: SyncCause) -> Cause {

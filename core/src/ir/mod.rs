@@ -108,9 +108,9 @@ impl Drop for Node {
     /// Drops long chains iteratively: a 100,000-op chain would overflow the stack recursively.
     fn drop(&mut self) {
         let mut stack: Vec<NodeRef> = Vec::new();
-        let free = |node: NodeRef, stack: &mut Vec<NodeRef>| {
-            if let Ok(mut inner) = Arc::try_unwrap(node) {
-                stack.extend(inner.inputs.drain(..));
+        let free = |mut node: NodeRef, stack: &mut Vec<NodeRef>| {
+            if let Some(last) = Arc::get_mut(&mut node) {
+                stack.extend(last.inputs.drain(..));
             }
         };
         for input in self.inputs.drain(..) {

@@ -9,7 +9,7 @@ use std::fmt::Write;
 use super::{literal, Ctx};
 use crate::dtype::DType;
 use crate::ir::{qr_taus, LuOutput, Op};
-use crate::shape::Shape;
+use crate::shape::{Dims, Shape};
 
 pub(super) fn lower(c: &mut Ctx) {
     let node = c.node;
@@ -288,7 +288,7 @@ impl Lines<'_> {
 /// `shape` without `axes`.
 fn reduced(shape: &Shape, axes: &[usize]) -> Shape {
     let dims = shape.dims.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d);
-    shape.with_dims(dims.collect())
+    shape.with_dims(dims.collect::<Dims>())
 }
 
 /// `%{node}_lu:4 = while`: (step, factors, permutation, pivots).

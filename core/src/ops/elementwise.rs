@@ -1,6 +1,6 @@
 //! Elementwise ops with NumPy broadcasting and PyTorch type promotion.
 
-use crate::autograd::grad_fn;
+use crate::autograd::{grad_enabled, grad_fn};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::ir::{BinaryOp, CompareOp, Op, UnaryOp};
@@ -277,6 +277,12 @@ macro_rules! binary_methods {
                 pub fn $scalar(&self, value: f64) -> Result<Tensor> {
                     let location = SourceLocation::caller();
                     let dtype = scalar_dtype(self, value);
+                    let plain = dtype == self.dtype() && self.rank() > 0 && dtype.is_float()
+                        && BinaryOp::$op != BinaryOp::Complex;
+                    if plain && !(self.requires_grad() && grad_enabled()) {
+                        // Nothing for `binary` to align, cast or differentiate.
+                        return Ok(self.scalar_op(Op::Binary(BinaryOp::$op), value, location));
+                    }
                     let s = if dtype == self.dtype() && self.rank() > 0 {
                         // The common case: the scalar is already the tensor's dtype and only
                         // needs broadcasting, which `align` would do one op at a time.

@@ -6,7 +6,7 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::ir::{Op, ReduceKind};
 use crate::location::{scoped, SourceLocation};
-use crate::shape::{normalize_axis, Shape};
+use crate::shape::{normalize_axis, Dims, Shape};
 use crate::tensor::Tensor;
 
 use super::shape_error;
@@ -122,7 +122,7 @@ impl Tensor {
                 ),
             ));
         }
-        let dims = perm.iter().map(|&p| self.dims()[p]).collect();
+        let dims: Dims = perm.iter().map(|&p| self.dims()[p]).collect();
         let mut inverse = vec![0; perm.len()];
         for (i, &p) in perm.iter().enumerate() {
             inverse[p] = i;

@@ -101,13 +101,14 @@ impl Registry {
     /// instead of freeing them at once, as dropping it would.
     fn reap(&mut self, n: usize) {
         for _ in 0..n {
-            let Some(node) = self.graveyard.pop() else {
+            let Some(mut node) = self.graveyard.pop() else {
                 // Nodes freed elsewhere (their last holder was not the graveyard) were not counted.
                 self.buried = 0;
                 return;
             };
-            if let Ok(mut node) = Arc::try_unwrap(node) {
-                self.graveyard.extend(node.inputs.drain(..));
+            // `get_mut`, not `try_unwrap`: no copy of the node out of its allocation.
+            if let Some(last) = Arc::get_mut(&mut node) {
+                self.graveyard.extend(last.inputs.drain(..));
                 self.buried = self.buried.saturating_sub(1);
             }
         }
@@ -155,19 +156,8 @@ pub(crate) fn record<H: Holder>(
     make: impl FnOnce(NodeRef) -> Arc<H>,
 ) -> Arc<H> {
     let (mut reg, inputs) = read_nodes(registry(), inputs);
-    if reg.trace.recorded >= MAX_NODES {
-        let full = reg.restart();
-        reg.trace.broken = true;
-        reg.bury(full);
-    }
-    let node = reg.trace.record(op, shape, inputs, location);
-    let holder = make(node);
-    let weak: Weak<dyn Holder> = Arc::downgrade(&holder) as Weak<H>;
-    reg.pending.insert(holder.value().id, weak);
-    if reg.buried > GRAVEYARD_SLACK {
-        reg.reap(REAPED_PER_RECORD);
-    }
-    holder
+    let node = reg.record(op, shape, inputs, location);
+    reg.hold(node, make)
 }
 
 /// A host scalar broadcast to `shape`, the operand of `x * 0.5`: the scalar node and its
@@ -180,24 +170,69 @@ pub(crate) fn record_scalar_operand<H: Holder>(
     make: impl FnOnce(NodeRef) -> Arc<H>,
 ) -> Arc<H> {
     let mut reg = registry();
-    if reg.trace.recorded + 1 >= MAX_NODES {
-        let full = reg.restart();
-        reg.trace.broken = true;
-        reg.bury(full);
+    let node = reg.scalar_operand(value, shape, location);
+    reg.hold(node, make)
+}
+
+/// `op(x, value)` for a host scalar of `x`'s dtype, where no gradient is recorded: the nodes of
+/// `x.op(broadcast(scalar(value)))`, exactly as recorded one at a time (so the same key), under
+/// one lock and with one holder, for the result (a third of the cost of three ops).
+pub(crate) fn record_scalar_op<H: Holder>(
+    op: Op,
+    x: &Value,
+    value: f64,
+    location: SourceLocation,
+    make: impl FnOnce(NodeRef) -> Arc<H>,
+) -> Arc<H> {
+    let (mut reg, mut inputs) = read_nodes(registry(), &[x]);
+    let shape = inputs[0].shape.clone();
+    let operand = reg.scalar_operand(value, shape.clone(), location.clone());
+    inputs.push(operand);
+    let node = reg.record(op, shape, inputs, location);
+    reg.hold(node, make)
+}
+
+impl Registry {
+    /// Records a node (restarting a full trace first).
+    fn record(&mut self, op: Op, shape: Shape, inputs: Inputs, loc: SourceLocation) -> NodeRef {
+        if self.trace.recorded >= MAX_NODES {
+            let full = self.restart();
+            self.trace.broken = true;
+            self.bury(full);
+        }
+        self.trace.record(op, shape, inputs, loc)
     }
-    let scalar_shape = Shape::new(shape.dtype, []);
-    let scalar = reg.trace.record(Op::Scalar(value), scalar_shape, Inputs::new(), location.clone());
-    let mut inputs = Inputs::new();
-    inputs.push(scalar);
-    // A 0-d operand maps to no output dimension: the dims list is empty (no allocation).
-    let node = reg.trace.record(Op::Broadcast { dims: Vec::new() }, shape, inputs, location);
-    let holder = make(node);
-    let weak: Weak<dyn Holder> = Arc::downgrade(&holder) as Weak<H>;
-    reg.pending.insert(holder.value().id, weak);
-    if reg.buried > GRAVEYARD_SLACK {
-        reg.reap(REAPED_PER_RECORD);
+
+    /// A host scalar broadcast to `shape`: recorded once per trace for each line, value and
+    /// shape, and shared by every op that line records with it (the 1,000 `x * 0.5` of a loop
+    /// read one operand, as its scalar slot already was one). The graph is the same computation;
+    /// the trace records a third of the nodes and the compiler is handed fewer.
+    fn scalar_operand(&mut self, value: f64, shape: Shape, location: SourceLocation) -> NodeRef {
+        let key = (location.site_id(), value.to_bits(), shape.dtype);
+        if let Some(operand) = self.trace.operand(&key, &shape) {
+            return operand;
+        }
+        let scalar_shape = Shape::new(shape.dtype, []);
+        let scalar = self.record(Op::Scalar(value), scalar_shape, Inputs::new(), location.clone());
+        let mut inputs = Inputs::new();
+        inputs.push(scalar);
+        // A 0-d operand maps to no output dimension: the dims list is empty (no allocation).
+        let operand = self.record(Op::Broadcast { dims: Vec::new() }, shape, inputs, location);
+        self.trace.keep_operand(key, operand.clone());
+        operand
     }
-    holder
+
+    /// The holder `make` wraps `node` in, registered as pending; and a few graveyard entries
+    /// freed when it has grown large.
+    fn hold<H: Holder>(&mut self, node: NodeRef, make: impl FnOnce(NodeRef) -> Arc<H>) -> Arc<H> {
+        let holder = make(node);
+        let weak: Weak<dyn Holder> = Arc::downgrade(&holder) as Weak<H>;
+        self.pending.insert(holder.value().id, weak);
+        if self.buried > GRAVEYARD_SLACK {
+            self.reap(REAPED_PER_RECORD);
+        }
+        holder
+    }
 }
 
 /// A graveyard of at most this many recorded nodes is freed whole when a sync starts (a few

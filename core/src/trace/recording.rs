@@ -16,6 +16,9 @@ use crate::shape::Shape;
 
 type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 
+/// A broadcast host scalar's line (site id), value (bits) and dtype.
+pub(crate) type OperandKey = (u64, u64, DType);
+
 /// What one trace recorded, as far as a sync needs it (the nodes carry the rest: their position,
 /// their users, their place among the leaves).
 pub(crate) struct Trace {
@@ -31,6 +34,9 @@ pub(crate) struct Trace {
     /// Host scalars, one slot per (value, dtype, line): see `exec::graph` on why per line.
     scalars: Vec<(f64, DType)>,
     scalar_of: FastMap<ScalarKey, u32>,
+    /// Broadcast host scalars by line, value and dtype, for reuse (see
+    /// `Registry::scalar_operand`).
+    operands: FastMap<OperandKey, NodeRef>,
     /// Sum of the recorded nodes' shares of the key, less those the sync found unneeded.
     sum: u64,
     /// A node's input was recorded by an older trace: this trace cannot describe the graph.
@@ -59,6 +65,7 @@ impl Trace {
             param_of: HashMap::with_hasher(BuildHasherDefault::new()),
             scalars: Vec::new(),
             scalar_of: HashMap::with_hasher(BuildHasherDefault::new()),
+            operands: HashMap::with_hasher(BuildHasherDefault::new()),
             sum: 0,
             broken: false,
             gaps: false,
@@ -107,6 +114,15 @@ impl Trace {
         node.trace_leaf_at.store(self.leaves.len() as u32, Relaxed);
         self.leaves.push(node.clone());
         node
+    }
+
+    /// The broadcast scalar this trace recorded for `key`, if it has `shape`.
+    pub(super) fn operand(&self, key: &OperandKey, shape: &Shape) -> Option<NodeRef> {
+        self.operands.get(key).filter(|n| n.shape == *shape).cloned()
+    }
+
+    pub(super) fn keep_operand(&mut self, key: OperandKey, operand: NodeRef) {
+        self.operands.insert(key, operand);
     }
 
     /// The references `record` worked out for a node, looked up again (for the few a sync drops).

@@ -115,6 +115,50 @@ fn same_op(x: &NodeRec, y: &NodeRec) -> bool {
     x.op == y.op && x.inputs == y.inputs && x.attrs == y.attrs
 }
 
+/// A node's operand, as [`same_but_scalar_operands`] compares them.
+#[derive(PartialEq)]
+enum Operand<'a> {
+    /// A node that is not a host scalar, by its position among such nodes.
+    Node(usize),
+    /// A host scalar (broadcast or not) of this shape, whichever node holds it.
+    Scalar(&'a ShapeRec),
+}
+
+/// Whether two graphs are the same but for which ops share a host scalar operand: the engine
+/// records one operand for equal scalars at a line, so values that stop (or start) being equal
+/// give a graph with more (or fewer) scalar nodes and otherwise the same ops.
+fn same_but_scalar_operands(a: &GraphDef, b: &GraphDef) -> bool {
+    fn without_scalars(d: &GraphDef) -> Vec<(&NodeRec, Vec<Operand<'_>>)> {
+        let mut scalar = vec![false; d.node_defs.len()];
+        let mut position = vec![0; d.node_defs.len()];
+        let mut kept = Vec::new();
+        for (i, n) in d.node_defs.iter().enumerate() {
+            let of_scalar = |&o: &u32| scalar.get(o as usize).copied().unwrap_or(false);
+            scalar[i] = n.op == "scalar"
+                || (n.op == "broadcast_in_dim" && n.inputs.len() == 1 && of_scalar(&n.inputs[0]));
+            if scalar[i] {
+                continue;
+            }
+            position[i] = kept.len();
+            let operands = n
+                .inputs
+                .iter()
+                .map(|&o| match d.node_defs.get(o as usize) {
+                    Some(m) if scalar[o as usize] => Operand::Scalar(&m.shape),
+                    _ => Operand::Node(position.get(o as usize).copied().unwrap_or(usize::MAX)),
+                })
+                .collect();
+            kept.push((n, operands));
+        }
+        kept
+    }
+    let same = |(x, xs): &(&NodeRec, Vec<Operand>), (y, ys): &(&NodeRec, Vec<Operand>)| {
+        x.op == y.op && x.attrs == y.attrs && x.shape == y.shape && xs == ys
+    };
+    let (x, y) = (without_scalars(a), without_scalars(b));
+    x.len() == y.len() && x.iter().zip(&y).all(|(m, n)| same(m, n))
+}
+
 /// What changed from graph `a` to graph `b`. Linear in the two graphs' sizes; each kind of
 /// change lists at most [`LISTED`] instances (the first ones say what to fix, and a crafted
 /// graph of a million inputs must not explain every recompile in a million lines).
@@ -157,6 +201,10 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
             (da.node_defs.len() != db.node_defs.len())
                 .then(|| da.node_defs.len().min(db.node_defs.len()))
         });
+    // The same ops on other host scalars, equal ones shared: the scalar pattern below (the
+    // positions of the nodes then differ, so neither is compared node by node).
+    let sharing = first_diff.is_some() && same_but_scalar_operands(da, db);
+    let first_diff = first_diff.filter(|_| !sharing);
     // A node made on the device whose shape changed while its operands did not: the size came
     // from the host (`randn(bs, 784)`). Later differences follow from it.
     let limit = first_diff.unwrap_or(da.node_defs.len().min(db.node_defs.len()));
@@ -164,7 +212,7 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
     let inputs_changed = changes
         .iter()
         .any(|c| matches!(c, GraphChange::InputShape { .. } | GraphChange::InputCount { .. }));
-    let source = (0..limit).filter(|_| !inputs_changed).find(|&i| {
+    let source = (0..limit).filter(|_| !inputs_changed && !sharing).find(|&i| {
         let (x, y) = (&da.node_defs[i], &db.node_defs[i]);
         x.op != "parameter"
             && x.shape != y.shape
