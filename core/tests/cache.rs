@@ -326,3 +326,53 @@ fn nodes_recorded_in_between_and_left_unused_do_not_change_the_key() {
     assert_eq!(seen.len(), 2, "{seen:?}");
     assert!(seen[1].1 && seen[1].0 == seen[0].0, "one key: {seen:?}");
 }
+
+#[derive(Default)]
+struct Programs(Mutex<Vec<Arc<str>>>);
+
+impl Listener for Programs {
+    fn on_event(&self, _: u64, e: &Event) {
+        if let Event::Lowered { stablehlo, .. } = e {
+            self.0.lock().unwrap().push(stablehlo.clone());
+        }
+    }
+}
+
+/// `x * 0.5` recorded where no gradient is (one lock, one tensor) and where one is (the general
+/// path) is one graph; and a loop's host scalar is one operand, not one per iteration.
+#[test]
+fn an_op_with_a_host_scalar_records_one_graph_with_or_without_a_gradient() {
+    let _serial = serial();
+    let chain = |grad: bool| {
+        let x = Tensor::from_slice(&[1f32; 6], &[2, 3]).unwrap();
+        x.set_requires_grad(grad);
+        let mut y = x.clone();
+        for _ in 0..50 {
+            y = y.mul_scalar(1.5).unwrap().add_scalar(0.25).unwrap();
+        }
+        // Without the tensors the gradient saved, which a sync would also compute.
+        let detached = y.detach();
+        drop(y);
+        sync().unwrap();
+        let y = detached;
+        y.to_vec::<f32>().unwrap()
+    };
+    let programs = Arc::new(Programs::default());
+    let id = events::add_listener(programs.clone());
+    let seen = lookups(|| {
+        let (plain, with_grad) = (chain(false), chain(true));
+        assert_eq!(plain, with_grad);
+        let mut expected = 1f32;
+        for _ in 0..50 {
+            expected = expected * 1.5 + 0.25;
+        }
+        assert!((plain[0] - expected).abs() <= expected * 1e-5, "{} vs {expected}", plain[0]);
+    });
+    events::remove_listener(id);
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(!seen[0].1 && seen[1].1 && seen[1].0 == seen[0].0, "one key: {seen:?}");
+    let programs = programs.0.lock().unwrap();
+    assert_eq!(programs.len(), 1, "lowered once");
+    let broadcasts = programs[0].matches("broadcast_in_dim").count();
+    assert_eq!(broadcasts, 2, "one operand per line and value:\n{}", programs[0]);
+}
