@@ -22,12 +22,28 @@ xlaprof[torch]``.
 
 from __future__ import annotations
 
+import atexit as _atexit
+import time as _time
+
 import torch as _torch  # noqa: F401  (the real torch: this module is xlaprof.torch)
 
 from .. import _native
 from ._device import DEVICE_TYPE, device, register
 
 register()  # before the modules below, which name the device
+
+
+def _let_autograd_threads_finish() -> None:
+    # torch's autograd runs the device's backward on a thread of its own, which lets go of the
+    # finished graph task (and a Python object it holds) just after `backward()` has returned.
+    # A program that ends right after its last backward can reach the interpreter's
+    # finalization first; that thread then cannot take the GIL, and torch aborts the process
+    # ("terminate called without an active exception"). Releasing the GIL for a moment before
+    # finalization lets the thread finish.
+    _time.sleep(0.02)
+
+
+_atexit.register(_let_autograd_threads_finish)
 
 from ._dispatch import fallbacks  # noqa: E402
 from ._tensor import LazyTensor, value  # noqa: E402

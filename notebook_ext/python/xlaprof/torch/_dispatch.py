@@ -148,11 +148,11 @@ def _real_only(route: Route, func: Any) -> Route:
 
     def run(a: Tuple[Any, ...], k: Dict[str, Any]) -> Any:
         for v in a:
-            if type(v) is LazyTensor and v.is_complex():
+            if type(v) is LazyTensor and v._complex:
                 return instead(a, k)
-            if type(v) in (list, tuple) and any(type(t) is LazyTensor and t.is_complex() for t in v):
+            if type(v) in (list, tuple) and any(type(t) is LazyTensor and t._complex for t in v):
                 return instead(a, k)
-        if k and any(type(v) is LazyTensor and v.is_complex() for v in k.values()):
+        if k and any(type(v) is LazyTensor and v._complex for v in k.values()):
             return instead(a, k)
         return route(a, k)
 

@@ -24,6 +24,7 @@ from .. import _native
 from ._device import DEVICE_TYPE, TO_TORCH, engine_dtype
 
 _DEVICE = torch.device(DEVICE_TYPE, 0)
+_COMPLEX = frozenset(d for d in TO_TORCH.values() if d.is_complex)
 
 # Set by `_dispatch` when it is imported (it imports this module).
 _dispatch: Callable[..., Any] = None  # type: ignore[assignment]
@@ -42,17 +43,23 @@ class LazyTensor(torch.Tensor):
     _bwd: Optional[Bwd] = None
     _gen: int = 0
     _seen: int = 0
+    # Whether the dtype is complex, kept beside it: `is_complex()` on a wrapper subclass costs
+    # a third of a microsecond, and dispatch asks it of every argument (see `_dispatch`).
+    _complex: bool = False
 
     @staticmethod
     def __new__(cls, value: Any, requires_grad: bool = False) -> "LazyTensor":
+        dtype = TO_TORCH[value.dtype]
         r = torch.Tensor._make_wrapper_subclass(
             cls,
             tuple(value.shape),
-            dtype=TO_TORCH[value.dtype],
+            dtype=dtype,
             device=_DEVICE,
             requires_grad=requires_grad,
         )
         r._xp = value
+        if dtype in _COMPLEX:
+            r._complex = True
         return r
 
     __torch_function__ = torch._C._disabled_torch_function_impl
@@ -78,6 +85,7 @@ class LazyTensor(torch.Tensor):
             raise TypeError(f"data must be a tensor, not {type(new).__name__}")
         torch.Tensor.data.__set__(self, new if isinstance(new, LazyTensor) else LazyTensor(x))  # type: ignore[attr-defined]
         self._xp = x
+        self._complex = self.dtype in _COMPLEX
         self._root = self._fwd = self._bwd = None
         self._gen += 1
 
