@@ -5,8 +5,8 @@
 //! graph: each node's share of the structural key is added up as it is recorded, and the sync adds
 //! only what it alone knows: which tensors are live, which recorded nodes none of them needs,
 //! which inputs can be donated. A cache hit then costs time in the number of live tensors, inputs
-//! and unneeded nodes, not in the size of the graph (the 1,000-op chain of `xlaprof bench` records
-//! 6,000 nodes); only a compile lays the graph out. Whatever the trace cannot vouch for (a node
+//! and unneeded nodes, not in the size of the graph (the 1,000-step chain of `xlaprof bench` records
+//! 2,004 nodes); only a compile lays the graph out. Whatever the trace cannot vouch for (a node
 //! whose input was recorded before the trace was last restarted) sends the sync back to the graph
 //! walk of `exec::graph`, as do value reads, which compute a part.
 //!
