@@ -170,7 +170,7 @@ pub(crate) fn record_scalar_operand<H: Holder>(
     make: impl FnOnce(NodeRef) -> Arc<H>,
 ) -> Arc<H> {
     let mut reg = registry();
-    let node = reg.scalar_operand(value, shape, location);
+    let node = reg.scalar_operand(value, &shape, &location);
     reg.hold(node, make)
 }
 
@@ -186,7 +186,7 @@ pub(crate) fn record_scalar_op<H: Holder>(
 ) -> Arc<H> {
     let (mut reg, mut inputs) = read_nodes(registry(), &[x]);
     let shape = inputs[0].shape.clone();
-    let operand = reg.scalar_operand(value, shape.clone(), location.clone());
+    let operand = reg.scalar_operand(value, &shape, &location);
     inputs.push(operand);
     let node = reg.record(op, shape, inputs, location);
     reg.hold(node, make)
@@ -207,9 +207,9 @@ impl Registry {
     /// shape, and shared by every op that line records with it (the 1,000 `x * 0.5` of a loop
     /// read one operand, as its scalar slot already was one). The graph is the same computation;
     /// the trace records a third of the nodes and the compiler is handed fewer.
-    fn scalar_operand(&mut self, value: f64, shape: Shape, location: SourceLocation) -> NodeRef {
+    fn scalar_operand(&mut self, value: f64, shape: &Shape, location: &SourceLocation) -> NodeRef {
         let key = (location.site_id(), value.to_bits(), shape.dtype);
-        if let Some(operand) = self.trace.operand(&key, &shape) {
+        if let Some(operand) = self.trace.operand(&key, shape) {
             return operand;
         }
         let scalar_shape = Shape::new(shape.dtype, []);
@@ -217,7 +217,8 @@ impl Registry {
         let mut inputs = Inputs::new();
         inputs.push(scalar);
         // A 0-d operand maps to no output dimension: the dims list is empty (no allocation).
-        let operand = self.record(Op::Broadcast { dims: Vec::new() }, shape, inputs, location);
+        let broadcast = Op::Broadcast { dims: Vec::new() };
+        let operand = self.record(broadcast, shape.clone(), inputs, location.clone());
         self.trace.keep_operand(key, operand.clone());
         operand
     }
