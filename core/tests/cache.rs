@@ -327,17 +327,6 @@ fn nodes_recorded_in_between_and_left_unused_do_not_change_the_key() {
     assert!(seen[1].1 && seen[1].0 == seen[0].0, "one key: {seen:?}");
 }
 
-#[derive(Default)]
-struct Programs(Mutex<Vec<Arc<str>>>);
-
-impl Listener for Programs {
-    fn on_event(&self, _: u64, e: &Event) {
-        if let Event::Lowered { stablehlo, .. } = e {
-            self.0.lock().unwrap().push(stablehlo.clone());
-        }
-    }
-}
-
 /// `x * 0.5` recorded where no gradient is (one lock, one tensor) and where one is (the general
 /// path) is one graph; and a loop's host scalar is one operand, not one per iteration.
 #[test]
@@ -357,8 +346,8 @@ fn an_op_with_a_host_scalar_records_one_graph_with_or_without_a_gradient() {
         let y = detached;
         y.to_vec::<f32>().unwrap()
     };
-    let programs = Arc::new(Programs::default());
-    let id = events::add_listener(programs.clone());
+    let summaries = Arc::new(Summaries::default());
+    let id = events::add_listener(summaries.clone());
     let seen = lookups(|| {
         let (plain, with_grad) = (chain(false), chain(true));
         assert_eq!(plain, with_grad);
@@ -371,8 +360,13 @@ fn an_op_with_a_host_scalar_records_one_graph_with_or_without_a_gradient() {
     events::remove_listener(id);
     assert_eq!(seen.len(), 2, "{seen:?}");
     assert!(!seen[0].1 && seen[1].1 && seen[1].0 == seen[0].0, "one key: {seen:?}");
-    let programs = programs.0.lock().unwrap();
-    assert_eq!(programs.len(), 1, "lowered once");
-    let broadcasts = programs[0].matches("broadcast_in_dim").count();
-    assert_eq!(broadcasts, 2, "one operand per line and value:\n{}", programs[0]);
+    let summaries = summaries.0.lock().unwrap();
+    assert_eq!(summaries.len(), 2, "one graph per sync");
+    let broadcasts = summaries[0].ops.iter().find(|(op, _)| *op == "broadcast_in_dim");
+    assert_eq!(
+        broadcasts.map(|b| b.1),
+        Some(2),
+        "one operand per line and value: {:?}",
+        summaries[0].ops
+    );
 }

@@ -263,6 +263,23 @@ fn compare(op: CompareOp, a: &Tensor, b: &Tensor, location: SourceLocation) -> R
     Ok(Tensor::op(Op::Compare(op), shape, &[&a, &b], location, None))
 }
 
+/// `op(x, value)` for a host scalar `value`.
+fn binary_scalar(op: BinaryOp, x: &Tensor, value: f64, location: SourceLocation) -> Result<Tensor> {
+    let dtype = scalar_dtype(x, value);
+    if dtype != x.dtype() || x.rank() == 0 {
+        let s = scoped(&location, || Tensor::scalar(value, dtype));
+        return binary(op, x, &s, location);
+    }
+    // The common case: the scalar is already the tensor's dtype and only needs broadcasting,
+    // which `align` would do one op at a time.
+    if dtype.is_float() && op != BinaryOp::Complex && !(x.requires_grad() && grad_enabled()) {
+        // Nothing for `binary` to cast or differentiate either: one record.
+        return Ok(x.scalar_op(Op::Binary(op), value, location));
+    }
+    let s = Tensor::scalar_operand(value, x.shape().clone(), location.clone());
+    binary(op, x, &s, location)
+}
+
 macro_rules! binary_methods {
     ($($(#[$doc:meta])* $name:ident, $scalar:ident => $op:ident;)*) => {
         impl Tensor {
@@ -275,22 +292,7 @@ macro_rules! binary_methods {
                 /// The same op with a host scalar (passed as a graph input: no recompiles).
                 #[track_caller]
                 pub fn $scalar(&self, value: f64) -> Result<Tensor> {
-                    let location = SourceLocation::caller();
-                    let dtype = scalar_dtype(self, value);
-                    let plain = dtype == self.dtype() && self.rank() > 0 && dtype.is_float()
-                        && BinaryOp::$op != BinaryOp::Complex;
-                    if plain && !(self.requires_grad() && grad_enabled()) {
-                        // Nothing for `binary` to align, cast or differentiate.
-                        return Ok(self.scalar_op(Op::Binary(BinaryOp::$op), value, location));
-                    }
-                    let s = if dtype == self.dtype() && self.rank() > 0 {
-                        // The common case: the scalar is already the tensor's dtype and only
-                        // needs broadcasting, which `align` would do one op at a time.
-                        Tensor::scalar_operand(value, self.shape().clone(), location.clone())
-                    } else {
-                        scoped(&location, || Tensor::scalar(value, dtype))
-                    };
-                    binary(BinaryOp::$op, self, &s, location)
+                    binary_scalar(BinaryOp::$op, self, value, SourceLocation::caller())
                 }
             )*
         }
