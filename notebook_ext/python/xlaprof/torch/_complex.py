@@ -16,7 +16,7 @@ from typing import Any, List, Sequence
 import xlaprof as xp
 
 from ._lowerings import angle as _angle_of_reals
-from ._lowerings import aten, lower, lower_raw
+from ._lowerings import _is_complex, aten, lower, lower_raw
 from ._tensor import LazyTensor, make_view
 
 # Lowerings that are right for complex arguments: movement and views, and arithmetic the engine
@@ -34,10 +34,6 @@ COMPLEX_SAFE = {
     aten._conj, aten._conj_physical, aten.conj_physical, aten.real, aten.imag,
     aten._fft_r2c, aten._fft_c2r, aten._fft_c2c,
 }
-
-
-def _is_complex(x: Any) -> bool:
-    return x.dtype in ("complex64", "complex128")
 
 
 def _pairs(x: Any) -> Any:

@@ -133,10 +133,6 @@ def engine_dtype(dtype: torch.dtype) -> str:
     try:
         return TO_ENGINE[dtype]
     except KeyError:
-        if dtype.is_complex:
-            raise TypeError(
-                f"complex tensors ({dtype}) are not supported on the xlaprof device"
-            ) from None
         raise TypeError(
             f"dtype {dtype} is not supported on the xlaprof device (supported: "
             + ", ".join(str(d).replace("torch.", "") for d in TO_ENGINE)

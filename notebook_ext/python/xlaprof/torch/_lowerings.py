@@ -66,6 +66,10 @@ def _is_float(x: Any) -> bool:
     return x.dtype in ("float32", "float64", "float16", "bfloat16")
 
 
+def _is_complex(x: Any) -> bool:
+    return x.dtype in ("complex64", "complex128")
+
+
 # ---- elementwise -------------------------------------------------------------------------------
 
 for _name in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "sign",
@@ -285,9 +289,8 @@ def clamp_tensor(x: Any, min: Any = None, max: Any = None) -> Any:
 
 @lower(aten.masked_fill.Scalar, aten.masked_fill.Tensor)
 def masked_fill(x: Any, mask: Any, v: Any) -> Any:
-    shape = _broadcast_shape([x.shape, mask.shape])
-    if list(shape) != list(x.shape):  # the out-of-place form broadcasts the tensor too
-        x = x.expand(*shape)
+    # The out-of-place form broadcasts the tensor too.
+    x = _expand_to(x, _broadcast_shape([x.shape, mask.shape]))
     return x.masked_fill(mask, v)
 
 
@@ -377,7 +380,7 @@ def _sum_dtype(x: Any, dtype: Any) -> Optional[str]:
     if dtype is not None:
         return engine_dtype(dtype)
     # torch sums integers and bools as int64.
-    return "int64" if not _is_float(x) and x.dtype not in ("complex64", "complex128") else None
+    return "int64" if not _is_float(x) and not _is_complex(x) else None
 
 
 @lower(aten.mean.dim)

@@ -17,16 +17,13 @@ import xlaprof as xp
 from ._lowerings import _Unsupported, _vjp, aten, convolution, lower
 
 
-def _window_sum(x: Any, d: int, k: int, s: int, largest: bool = False) -> Any:
-    """Sums (or maxima) of windows of ``k`` every ``s`` along dim ``d`` (no padding)."""
+def _window_sum(x: Any, d: int, k: int, s: int) -> Any:
+    """Sums of windows of ``k`` every ``s`` along dim ``d`` (no padding)."""
     moved = x.transpose(d, x.ndim - 1)
     lead = list(moved.shape[:-1])
     n = moved.shape[-1]
     flat = moved.reshape(-1, 1, 1, n)
-    if largest:
-        out = xp.max_pool2d(flat, (1, k), (1, s), (0, 0))
-    else:
-        out = xp.avg_pool2d(flat, (1, k), (1, s), (0, 0)) * float(k)
+    out = xp.avg_pool2d(flat, (1, k), (1, s), (0, 0)) * float(k)
     return out.reshape(*lead, out.shape[-1]).transpose(d, x.ndim - 1)
 
 

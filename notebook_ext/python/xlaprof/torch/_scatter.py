@@ -70,7 +70,10 @@ def masked_scatter(x: Any, mask: Any, source: Any) -> Any:
 
 @lower(aten.scatter.reduce)
 def scatter_legacy_reduce(x: Any, dim: int, index: Any, src: Any, reduce: str) -> Any:
-    return scatter_reduce(x, dim, index, src, {"add": "sum", "multiply": "prod"}[reduce], True)
+    how = {"add": "sum", "multiply": "prod"}.get(reduce)
+    if how is None:
+        raise ValueError(f"scatter: reduce must be 'add' or 'multiply', not {reduce!r}")
+    return scatter_reduce(x, dim, index, src, how, True)
 
 
 @lower(aten.as_strided_scatter.default)

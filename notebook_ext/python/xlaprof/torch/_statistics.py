@@ -11,7 +11,7 @@ from typing import Any, Sequence
 import xlaprof as xp
 
 from ._device import engine_dtype
-from ._lowerings import _Unsupported, aten, gather, isnan, lower
+from ._lowerings import _Unsupported, _is_float, aten, gather, isnan, lower, vector_norm
 
 
 @lower(aten.histc.default)
@@ -51,14 +51,14 @@ def _nanmedian(x: Any, d: int, keepdim: bool) -> Any:
     """The lower median of the values that are not NaN (NaN where all are), and its index: the
     sort puts NaN last, so the median of k numbers is at (k - 1) // 2."""
     values, indices = x.sort(d, False)
-    k = (~isnan(x)).astype("int64").sum([d], keepdim=True) if x.dtype.startswith(("float", "bfloat")) \
+    k = (~isnan(x)).astype("int64").sum([d], keepdim=True) if _is_float(x) \
         else xp.full([1 if i == d else n for i, n in enumerate(x.shape)], x.shape[d], dtype="int64")
     at = ((k - 1) // 2).clamp(0, None)
     pick = xp.arange(0, x.shape[d], 1, dtype="int64").reshape(
         *[x.shape[d] if i == d else 1 for i in range(x.ndim)]) == at
     v = xp.where(pick, values, 0).sum([d], keepdim=True)
     i = xp.where(pick, indices, 0).sum([d], keepdim=True)
-    v = xp.where(k == 0, math.nan, v).astype(x.dtype) if x.dtype.startswith(("float", "bfloat")) else v
+    v = xp.where(k == 0, math.nan, v).astype(x.dtype) if _is_float(x) else v
     return (v, i) if keepdim else (v.squeeze(d), i.squeeze(d))
 
 
@@ -94,8 +94,8 @@ def cdist(x1: Any, x2: Any, p: float, compute_mode: Any = None) -> Any:
         # torch's own way for Euclidean distances (unless told not to): |a|^2 + |b|^2 - 2 a.b,
         # one matrix product instead of a [P, R, M] array of differences.
         return _euclid(x1, x2)
-    diff = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()   # [..., P, R, M]
-    return _norm_last(diff, p)
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)   # [..., P, R, M]
+    return vector_norm(diff, p, [diff.ndim - 1])
 
 
 def _euclid(x1: Any, x2: Any) -> Any:
@@ -104,25 +104,12 @@ def _euclid(x1: Any, x2: Any) -> Any:
     return (n1 + n2 - (x1 @ x2.transpose(-2, -1)) * 2.0).clamp(0.0, None).sqrt()
 
 
-def _norm_last(a: Any, p: float) -> Any:
-    last = [a.ndim - 1]
-    if p == 0:
-        return a.ne(0).astype(a.dtype).sum(last)
-    if p == math.inf:
-        return a.amax(last)
-    if p == 1:
-        return a.sum(last)
-    if p == 2:
-        return (a * a).sum(last).sqrt()
-    return a.pow(p).sum(last).pow(1.0 / p)
-
-
 @lower(aten._pdist_forward.default)
 def pdist(x: Any, p: float = 2.0) -> Any:
     n = x.shape[0]
     if n < 2:
         return xp.zeros(0, dtype=x.dtype)
-    full = (_euclid(x, x) if p == 2 else _norm_last((x.unsqueeze(1) - x.unsqueeze(0)).abs(), p)).reshape(-1)
+    full = (_euclid(x, x) if p == 2 else vector_norm(x.unsqueeze(1) - x.unsqueeze(0), p, [2])).reshape(-1)
     # The pairs i < j, row by row.
     i = xp.arange(0, n, 1, dtype="int64").reshape(n, 1)
     count = n * (n - 1) // 2
