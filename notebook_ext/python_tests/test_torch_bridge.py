@@ -385,3 +385,52 @@ def test_a_long_prefix_sum_needs_no_square_matrix():
     x = torch.randn(2, 60_000, dtype=torch.float64)
     torch.testing.assert_close(torch.cumsum(x.to(DEV), 1).cpu(), torch.cumsum(x, 1))
     torch.testing.assert_close(torch.logcumsumexp(x.to(DEV), 1).cpu(), torch.logcumsumexp(x, 1))
+
+
+def test_the_native_dispatcher_records_what_the_python_one_records():
+    """`LazyTensor.__torch_dispatch__` is native for the common case and hands the rest to the
+    Python dispatcher, which can do it all. The same program through each gives the same values
+    and the same graph (compiled once, then a cache hit)."""
+    from xlaprof.torch import _dispatch, _tensor
+
+    def program(x, w, z):
+        h = torch.cat([x * 2.0 + 1, x.relu(), x - x.mean()], dim=1)  # a list of tensors, scalars
+        top, where = h.max(dim=1)  # a tuple result
+        total = h.sum(dim=[0, 1]) + (h @ w).tanh().mean()  # a list of ints
+        moved = h.view(-1, 2).t().contiguous() * 3  # views go to the Python dispatcher
+        bits = (h > 0.5) & (x.sum(1, keepdim=True) > 0)  # booleans
+        return [top, where, total, moved, bits, z * 2, h.add(x.repeat(1, 3), alpha=0.5)]
+
+    g = torch.Generator().manual_seed(3)
+    x, w = torch.randn(4, 6, generator=g), torch.randn(18, 3, generator=g)
+    z = torch.randn(3, dtype=torch.complex64, generator=g)  # complex: the Python dispatcher's
+    expected = program(x, w, z)
+
+    native = _tensor.LazyTensor.__dict__["__torch_dispatch__"]
+    # The Python dispatcher as `__torch_dispatch__`, compiled as the package's own code: frames of
+    # the package are not the user's, so ops are located at the program's lines either way.
+    scope = {"dispatch": _dispatch.dispatch}
+    exec(compile("def python(cls, func, types, args=(), kwargs=None):\n"
+                 "    return dispatch(func, args, kwargs or {})\n", _dispatch.__file__, "exec"), scope)
+    python = classmethod(scope["python"])
+    runs = {}
+    try:
+        for name, route in (("native", native), ("python", python)):
+            _tensor.LazyTensor.__torch_dispatch__ = route
+            _dispatch._ROUTES.clear()
+            xt.sync()
+            before = xp.counters()["compiles"]
+            out = program(x.to(DEV), w.to(DEV), z.to(DEV))
+            xt.sync()
+            runs[name] = ([t.cpu() for t in out], xp.counters()["compiles"] - before, set(_dispatch._ROUTES))
+    finally:
+        _tensor.LazyTensor.__torch_dispatch__ = native
+    for values, _, _ in runs.values():
+        for got, want in zip(values, expected):
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert (runs["native"][1], runs["python"][1]) == (1, 0)
+    # The native dispatcher took the plain ops and handed the views and keyword forms on.
+    aten = torch.ops.aten
+    plain = {aten.cat.default, aten.relu.default, aten.tanh.default, aten.max.dim, aten.sum.dim_IntList}
+    assert plain <= runs["python"][2] and not plain & runs["native"][2]
+    assert {aten.view.default, aten.add.Tensor, aten.mul.Tensor} <= runs["native"][2]

@@ -378,3 +378,19 @@ def host_fallback(op: str, seconds: float) -> None: ...
 def set_file_namer(namer: Optional[Callable[[str], str]] = None) -> None: ...
 def source_files() -> Dict[str, str]: ...
 def _trace_cost_probe() -> None: ...
+
+# The torch bridge's native dispatcher (xlaprof.torch registers it; `LazyTensor.__torch_dispatch__`).
+def torch_bridge_init(
+    lazy: type,
+    lowerings: Dict[Any, Callable[..., Any]],
+    python: Callable[[Any, Tuple[Any, ...], Dict[str, Any]], Any],
+    unsupported: type,
+    plain: List[type],
+    make_wrapper: Callable[..., Any],
+    torch_dtypes: Dict[str, Any],
+    device: Any,
+) -> None: ...
+def torch_dispatch(
+    cls: type, func: Any, types: Any, args: Optional[Tuple[Any, ...]] = None,
+    kwargs: Optional[Dict[str, Any]] = None,
+) -> Any: ...

@@ -13,6 +13,7 @@ mod ops;
 mod profile;
 mod spmd;
 mod tensor;
+mod torch_dispatch;
 mod trace;
 
 use pyo3::prelude::*;
@@ -76,6 +77,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(set_file_namer, m)?,
         wrap_pyfunction!(source_files, m)?,
         wrap_pyfunction!(_trace_cost_probe, m)?,
+        wrap_pyfunction!(torch_dispatch::torch_bridge_init, m)?,
+        wrap_pyfunction!(torch_dispatch::torch_dispatch, m)?,
     ] {
         m.add_function(f)?;
     }

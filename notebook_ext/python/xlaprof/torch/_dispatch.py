@@ -23,7 +23,7 @@ import torch
 from torch.utils._pytree import tree_map
 
 from .. import _native
-from ._device import DEVICE_TYPE, engine_dtype
+from ._device import DEVICE_TYPE, TO_ENGINE, engine_dtype
 from ._complex import COMPLEX_SAFE
 from ._lowerings import FUNCTIONAL, RAW, _Unsupported
 from . import _tensor as _tensor_module
@@ -403,5 +403,15 @@ def _tensors(args: Any, kwargs: Any) -> List[torch.Tensor]:
     return found
 
 
-# The tensor subclass calls straight into `dispatch` (no import per op).
-_tensor_module._dispatch = dispatch
+# The native dispatcher's table: the ops whose route is their functional lowering alone. Built
+# here, after every lowering module has registered (a later registration replaces an earlier).
+_native.torch_bridge_init(
+    LazyTensor,
+    {op: fn for op, fn in FUNCTIONAL.items() if op not in _SPECIAL and op not in RAW},
+    dispatch,
+    _Unsupported,
+    list(_PLAIN),
+    torch.Tensor._make_wrapper_subclass,
+    {name: dtype for dtype, name in TO_ENGINE.items()},
+    _tensor_module._DEVICE,
+)

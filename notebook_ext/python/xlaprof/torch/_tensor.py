@@ -26,8 +26,6 @@ from ._device import DEVICE_TYPE, TO_TORCH, engine_dtype
 _DEVICE = torch.device(DEVICE_TYPE, 0)
 _COMPLEX = frozenset(d for d in TO_TORCH.values() if d.is_complex)
 
-# Set by `_dispatch` when it is imported (it imports this module).
-_dispatch: Callable[..., Any] = None  # type: ignore[assignment]
 
 Fwd = Callable[[Any], Any]
 Bwd = Callable[[Any, Any], Any]
@@ -57,6 +55,8 @@ class LazyTensor(torch.Tensor):
             device=_DEVICE,
             requires_grad=requires_grad,
         )
+        # The native dispatcher makes the wrappers of real results itself, the same way
+        # (`torch_dispatch.rs`, `Bridge::wrap`): a change here is a change there.
         r._xp = value
         if dtype in _COMPLEX:
             r._complex = True
@@ -64,9 +64,9 @@ class LazyTensor(torch.Tensor):
 
     __torch_function__ = torch._C._disabled_torch_function_impl
 
-    @classmethod
-    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        return _dispatch(func, args, kwargs or {})
+    # Native (no Python frame per op): it takes the common case and hands the rest to
+    # `_dispatch.dispatch`.
+    __torch_dispatch__ = classmethod(_native.torch_dispatch)  # type: ignore[assignment]
 
     @property  # type: ignore[override]
     def data(self) -> torch.Tensor:
