@@ -382,8 +382,10 @@ def _trace_cost_probe() -> None: ...
 # The torch bridge's native dispatcher (xlaprof.torch registers it; `LazyTensor.__torch_dispatch__`).
 def torch_bridge_init(
     lazy: type,
-    lowerings: Dict[Any, Callable[..., Any]],
+    routes: Dict[Any, Tuple[int, Callable[..., Any]]],
     python: Callable[[Any, Tuple[Any, ...], Dict[str, Any]], Any],
+    value: Callable[[Any], Any],
+    assign: Callable[[Any, Any], Any],
     unsupported: type,
     plain: List[type],
     make_wrapper: Callable[..., Any],
@@ -391,6 +393,6 @@ def torch_bridge_init(
     device: Any,
 ) -> None: ...
 def torch_dispatch(
-    cls: type, func: Any, types: Any, args: Optional[Tuple[Any, ...]] = None,
+    _cls: type, func: Any, _types: Any, args: Optional[Tuple[Any, ...]] = None,
     kwargs: Optional[Dict[str, Any]] = None,
 ) -> Any: ...

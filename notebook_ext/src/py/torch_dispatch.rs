@@ -1,13 +1,15 @@
 //! The torch bridge's dispatcher, natively for the common case (`xlaprof/torch/_dispatch.py`
 //! is the whole of it; this is its first step).
 //!
-//! Every aten op on a lazy tensor reaches `LazyTensor.__torch_dispatch__`. When the op has a
-//! functional lowering and its arguments are lazy tensors that own their values (no views, no
-//! complex numbers), real numbers and plain values, this does what the Python dispatcher does for
-//! it (unwrap the arguments, call the lowering, wrap the engine tensors it returns) without the
-//! Python frames in between, which cost more than the engine's own work. Anything else (keyword
-//! arguments, views, complex tensors, CPU tensors, a lowering that declines the call) goes to
-//! the Python dispatcher, which decides as it always did.
+//! Every aten op on a lazy tensor reaches `LazyTensor.__torch_dispatch__`. The Python dispatcher
+//! finds each op's route on its first call and, when the route is one of three plain kinds, notes
+//! it in a table this reads: a functional lowering, a raw lowering (one that takes the lazy
+//! tensors themselves: views, writes), or the in-place form of a functional lowering. For those,
+//! with real arguments, this does what the Python routes do (unwrap the arguments, call the
+//! lowering, wrap the engine tensors it returns, or write the result into the mutated argument)
+//! without the Python frames in between, which cost more than the engine's own work. Anything
+//! else (an op not in the table yet, complex or CPU tensors, arguments of other kinds, a lowering
+//! that declines the call) goes to the Python dispatcher, which decides as it always did.
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
@@ -19,19 +21,27 @@ use xlaprof_core::DType;
 use super::dtype::dtype_name;
 use super::tensor::PyTensor;
 
+/// The route kinds in the table (`_dispatch.py` writes them with the same numbers).
+const FUNCTIONAL: u8 = 0;
+const RAW: u8 = 1;
+const IN_PLACE: u8 = 2;
+
 struct Bridge {
     /// `LazyTensor`: the wrapper subclass.
     lazy: Py<PyType>,
-    /// aten op -> its functional lowering, for the ops whose route is that lowering alone.
-    lowerings: Py<PyDict>,
+    /// aten op -> (route kind, lowering), written by the Python dispatcher.
+    routes: Py<PyDict>,
     /// The Python dispatcher: `dispatch(func, args, kwargs)`.
     python: Py<PyAny>,
+    /// `_tensor.value(t)` (a view's value, recomputed) and `_tensor.assign(t, new)` (a write).
+    value: Py<PyAny>,
+    assign: Py<PyAny>,
     /// The exception by which a lowering declines a call (`_lowerings._Unsupported`).
     unsupported: Py<PyType>,
     /// Types passed to a lowering as they are (numbers, strings, torch dtypes and devices).
     plain: Vec<Py<PyType>>,
-    /// `torch.Tensor._make_wrapper_subclass`, and its keyword arguments for each engine dtype
-    /// (`dtype=..., device=...`).
+    /// `torch.Tensor._make_wrapper_subclass`, and its keyword arguments for each real engine
+    /// dtype (`dtype=..., device=...`).
     make_wrapper: Py<PyAny>,
     wrapper_kwargs: Vec<(DType, Py<PyDict>)>,
 }
@@ -44,8 +54,10 @@ static BRIDGE: PyOnceLock<Bridge> = PyOnceLock::new();
 pub(crate) fn torch_bridge_init(
     py: Python<'_>,
     lazy: Py<PyType>,
-    lowerings: Py<PyDict>,
+    routes: Py<PyDict>,
     python: Py<PyAny>,
+    value: Py<PyAny>,
+    assign: Py<PyAny>,
     unsupported: Py<PyType>,
     plain: Vec<Py<PyType>>,
     make_wrapper: Py<PyAny>,
@@ -65,7 +77,17 @@ pub(crate) fn torch_bridge_init(
             wrapper_kwargs.push((d, kwargs.unbind()));
         }
     }
-    let bridge = Bridge { lazy, lowerings, python, unsupported, plain, make_wrapper, wrapper_kwargs };
+    let bridge = Bridge {
+        lazy,
+        routes,
+        python,
+        value,
+        assign,
+        unsupported,
+        plain,
+        make_wrapper,
+        wrapper_kwargs,
+    };
     BRIDGE
         .set(py, bridge)
         .map_err(|_| PyRuntimeError::new_err("the torch bridge is registered once per process"))
@@ -73,60 +95,109 @@ pub(crate) fn torch_bridge_init(
 
 /// `LazyTensor.__torch_dispatch__` (a class method): an aten op on lazy tensors.
 #[pyfunction]
-#[pyo3(signature = (cls, func, types, args=None, kwargs=None))]
+#[pyo3(signature = (_cls, func, _types, args=None, kwargs=None))]
 pub(crate) fn torch_dispatch<'py>(
     py: Python<'py>,
-    cls: &Bound<'py, PyAny>,
+    _cls: &Bound<'py, PyAny>,
     func: &Bound<'py, PyAny>,
-    types: &Bound<'py, PyAny>,
+    _types: &Bound<'py, PyAny>,
     args: Option<&Bound<'py, PyTuple>>,
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let _ = (cls, types);
-    let empty = PyTuple::empty(py);
-    let args = args.unwrap_or(&empty);
     let bridge = BRIDGE
         .get(py)
         .ok_or_else(|| PyRuntimeError::new_err("the torch bridge is not registered (import xlaprof.torch)"))?;
-    let python = || {
-        let kwargs = match kwargs {
-            Some(k) => k.clone(),
-            None => PyDict::new(py),
-        };
-        bridge.python.bind(py).call1((func, args, kwargs))
-    };
-    if kwargs.is_some_and(|k| !k.is_empty()) {
-        return python();
-    }
-    let Some(lowering) = bridge.lowerings.bind(py).get_item(func)? else {
-        return python();
-    };
-    let mut unwrapped = Vec::with_capacity(args.len());
-    for a in args.iter() {
-        match bridge.unwrap(&a, true)? {
-            Some(v) => unwrapped.push(v),
-            None => return python(),
+    let empty = PyTuple::empty(py);
+    let args = args.unwrap_or(&empty);
+    let kwargs = kwargs.filter(|k| !k.is_empty());
+    match bridge.native(func, args, kwargs)? {
+        Some(result) => Ok(result),
+        None => {
+            let kwargs = kwargs.cloned().unwrap_or_else(|| PyDict::new(py));
+            bridge.python.bind(py).call1((func, args, kwargs))
         }
     }
-    let result = match lowering.call1(PyTuple::new(py, unwrapped)?) {
-        Ok(r) => r,
-        Err(e) if e.is_instance(py, bridge.unsupported.bind(py)) => return python(),
-        Err(e) => return Err(e),
-    };
-    bridge.wrap(&result)
 }
 
 impl Bridge {
+    /// The op's result, or `None` where the Python dispatcher must decide.
+    fn native<'py>(
+        &self,
+        func: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let py = func.py();
+        let Some(route) = self.routes.bind(py).get_item(func)? else {
+            return Ok(None);
+        };
+        let (kind, lowering): (u8, Bound<'py, PyAny>) = route.extract()?;
+        let result = if kind == RAW {
+            // The lazy tensors themselves, unless one is complex (`_dispatch._real_only`).
+            for a in args.iter().chain(kwargs.iter().flat_map(|k| k.values())) {
+                if self.any_complex(&a)? {
+                    return Ok(None);
+                }
+            }
+            lowering.call(args, kwargs)
+        } else {
+            let mut unwrapped = Vec::with_capacity(args.len());
+            for a in args.iter() {
+                match self.unwrap(&a, true)? {
+                    Some(v) => unwrapped.push(v),
+                    None => return Ok(None),
+                }
+            }
+            let unwrapped_kwargs = match kwargs {
+                None => None,
+                Some(k) => {
+                    let d = PyDict::new(py);
+                    for (name, v) in k.iter() {
+                        match self.unwrap(&v, true)? {
+                            Some(v) => d.set_item(name, v)?,
+                            None => return Ok(None),
+                        }
+                    }
+                    Some(d)
+                }
+            };
+            lowering.call(PyTuple::new(py, unwrapped)?, unwrapped_kwargs.as_ref())
+        };
+        let result = match result {
+            Ok(r) => r,
+            Err(e) if e.is_instance(py, self.unsupported.bind(py)) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        match kind {
+            RAW => Ok(Some(result)),
+            FUNCTIONAL => self.wrap(&result).map(Some),
+            IN_PLACE => {
+                // `x.add_(y)`: the functional op's value written into `x` (`_dispatch.in_place`).
+                let Ok(target) = args.get_item(0) else {
+                    return Ok(None);
+                };
+                self.assign.bind(py).call1((&target, result))?;
+                Ok(Some(target))
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// An argument as a lowering takes it (`_dispatch._unwrap`), or `None` where the Python
     /// dispatcher must decide. Lists and tuples are looked into one level deep.
     fn unwrap<'py>(&self, a: &Bound<'py, PyAny>, look_inside: bool) -> PyResult<Option<Bound<'py, PyAny>>> {
         let py = a.py();
         let ty = a.get_type();
         if ty.is(self.lazy.bind(py)) {
-            if !a.getattr(intern!(py, "_root"))?.is_none() || a.getattr(intern!(py, "_complex"))?.is_truthy()? {
+            if a.getattr(intern!(py, "_complex"))?.is_truthy()? {
                 return Ok(None);
             }
-            return Ok(Some(a.getattr(intern!(py, "_xp"))?));
+            let root = a.getattr(intern!(py, "_root"))?;
+            if root.is_none() {
+                return Ok(Some(a.getattr(intern!(py, "_xp"))?));
+            }
+            // A view: its value, recomputed when its root was written since (`_tensor.value`).
+            return Ok(Some(self.value.bind(py).call1((a,))?));
         }
         if self.plain.iter().any(|p| ty.is(p.bind(py))) {
             return Ok(Some(a.clone()));
@@ -147,6 +218,23 @@ impl Bridge {
             }));
         }
         Ok(None)
+    }
+
+    /// Whether an argument is, or (one level deep) holds, a complex lazy tensor.
+    fn any_complex(&self, a: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let py = a.py();
+        if a.get_type().is(self.lazy.bind(py)) {
+            return a.getattr(intern!(py, "_complex"))?.is_truthy();
+        }
+        if a.is_exact_instance_of::<PyList>() || a.is_exact_instance_of::<PyTuple>() {
+            for item in a.try_iter()? {
+                let item = item?;
+                if item.get_type().is(self.lazy.bind(py)) && item.getattr(intern!(py, "_complex"))?.is_truthy()? {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
     }
 
     /// A lowering's result as torch gets it (`_dispatch._wrap`): engine tensors in lazy ones.

@@ -106,6 +106,12 @@ def _is_device(d: Any) -> bool:
 Route = Callable[[Tuple[Any, ...], Dict[str, Any]], Any]
 # Each op's route, found on its first call: the lookups below run once per op, not per call.
 _ROUTES: Dict[Any, Route] = {}
+# The native dispatcher's table (`src/py/torch_dispatch.rs`, which reads these kinds by number):
+# an op whose route is a functional lowering, a raw one, or the in-place form of a functional
+# one, noted here when its route is found; from then on the native dispatcher runs it itself
+# when its arguments are plain, and hands it here otherwise.
+_NATIVE: Dict[Any, Tuple[int, Callable[..., Any]]] = {}
+_NATIVE_FUNCTIONAL, _NATIVE_RAW, _NATIVE_IN_PLACE = 0, 1, 2
 
 
 def dispatch(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
@@ -121,9 +127,12 @@ def _route(func: Any) -> Route:
         return special
     raw = RAW.get(func)
     if raw is not None:
+        _NATIVE[func] = (_NATIVE_RAW, raw)
         return _real_only(_or_else(lambda a, k: raw(*a, **k), func), func)
     fn = FUNCTIONAL.get(func)
     if fn is not None:
+        _NATIVE[func] = (_NATIVE_FUNCTIONAL, fn)
+
         def functional(a: Tuple[Any, ...], k: Dict[str, Any]) -> Any:
             if k:
                 return _wrap(fn(*[_unwrap(v) for v in a], **{n: _unwrap(v) for n, v in k.items()}))
@@ -259,6 +268,9 @@ def _mutating_route(func: Any) -> Optional[Route]:
         if functional is None or (functional not in FUNCTIONAL and functional not in _SPECIAL):
             return None
         inner = _route(functional)
+        kind, fn = _NATIVE.get(functional, (None, None))
+        if kind == _NATIVE_FUNCTIONAL:
+            _NATIVE[func] = (_NATIVE_IN_PLACE, fn)
 
         def in_place(a: Tuple[Any, ...], k: Dict[str, Any]) -> Any:
             result = inner(a, k)
@@ -403,12 +415,12 @@ def _tensors(args: Any, kwargs: Any) -> List[torch.Tensor]:
     return found
 
 
-# The native dispatcher's table: the ops whose route is their functional lowering alone. Built
-# here, after every lowering module has registered (a later registration replaces an earlier).
 _native.torch_bridge_init(
     LazyTensor,
-    {op: fn for op, fn in FUNCTIONAL.items() if op not in _SPECIAL and op not in RAW},
+    _NATIVE,
     dispatch,
+    value,
+    assign,
     _Unsupported,
     list(_PLAIN),
     torch.Tensor._make_wrapper_subclass,
