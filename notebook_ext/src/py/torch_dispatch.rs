@@ -16,15 +16,30 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyTuple, PyType};
-use xlaprof_core::DType;
+use xlaprof_core::{DType, Tensor};
 
 use super::dtype::dtype_name;
+use super::ops::{binary, with_alpha};
 use super::tensor::PyTensor;
 
 /// The route kinds in the table (`_dispatch.py` writes them with the same numbers).
 const FUNCTIONAL: u8 = 0;
 const RAW: u8 = 1;
 const IN_PLACE: u8 = 2;
+
+/// Functional lowerings that are one engine operator on a tensor and a tensor or number
+/// (`a + b`, `a - b`, `a * b`, `a / b`), numbered as `_dispatch.py` notes them: called here
+/// without the lowering's Python frame.
+fn engine_operator<'py>(op: u8, a: &PyTensor, b: &Bound<'py, PyAny>) -> Option<PyResult<PyTensor>> {
+    let py = b.py();
+    Some(match op {
+        1 => with_alpha(py, "add", &a.t, b, 1.0, Tensor::add, Tensor::add_scalar),
+        2 => with_alpha(py, "sub", &a.t, b, 1.0, Tensor::sub, Tensor::sub_scalar),
+        3 => binary(py, "mul", &a.t, b, Tensor::mul, Tensor::mul_scalar),
+        4 => binary(py, "div", &a.t, b, Tensor::div, Tensor::div_scalar),
+        _ => return None,
+    })
+}
 
 struct Bridge {
     /// `LazyTensor`: the wrapper subclass.
@@ -131,7 +146,7 @@ impl Bridge {
         let Some(route) = self.routes.bind(py).get_item(func)? else {
             return Ok(None);
         };
-        let (kind, lowering): (u8, Bound<'py, PyAny>) = route.extract()?;
+        let (kind, lowering, operator): (u8, Bound<'py, PyAny>, u8) = route.extract()?;
         let result = if kind == RAW {
             // The lazy tensors themselves, unless one is complex (`_dispatch._real_only`).
             for a in args.iter().chain(kwargs.iter().flat_map(|k| k.values())) {
@@ -147,6 +162,17 @@ impl Bridge {
                     Some(v) => unwrapped.push(v),
                     None => return Ok(None),
                 }
+            }
+            let direct = match (unwrapped.as_slice(), kwargs) {
+                ([a, b], None) => a.cast::<PyTensor>().ok().and_then(|a| engine_operator(operator, a.get(), b)),
+                _ => None,
+            };
+            if let Some(tensor) = direct {
+                let tensor = Bound::new(py, tensor?)?.into_any();
+                return match kind {
+                    IN_PLACE => self.write(args, tensor),
+                    _ => self.wrap(&tensor).map(Some),
+                };
             }
             let unwrapped_kwargs = match kwargs {
                 None => None,
@@ -171,16 +197,18 @@ impl Bridge {
         match kind {
             RAW => Ok(Some(result)),
             FUNCTIONAL => self.wrap(&result).map(Some),
-            IN_PLACE => {
-                // `x.add_(y)`: the functional op's value written into `x` (`_dispatch.in_place`).
-                let Ok(target) = args.get_item(0) else {
-                    return Ok(None);
-                };
-                self.assign.bind(py).call1((&target, result))?;
-                Ok(Some(target))
-            }
+            IN_PLACE => self.write(args, result),
             _ => Ok(None),
         }
+    }
+
+    /// `x.add_(y)`: the functional op's value written into `x` (`_dispatch.in_place`).
+    fn write<'py>(&self, args: &Bound<'py, PyTuple>, value: Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Ok(target) = args.get_item(0) else {
+            return Ok(None);
+        };
+        self.assign.bind(args.py()).call1((&target, value))?;
+        Ok(Some(target))
     }
 
     /// An argument as a lowering takes it (`_dispatch._unwrap`), or `None` where the Python

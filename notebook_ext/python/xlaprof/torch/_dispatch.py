@@ -110,8 +110,12 @@ _ROUTES: Dict[Any, Route] = {}
 # an op whose route is a functional lowering, a raw one, or the in-place form of a functional
 # one, noted here when its route is found; from then on the native dispatcher runs it itself
 # when its arguments are plain, and hands it here otherwise.
-_NATIVE: Dict[Any, Tuple[int, Callable[..., Any]]] = {}
+_NATIVE: Dict[Any, Tuple[int, Callable[..., Any], int]] = {}
 _NATIVE_FUNCTIONAL, _NATIVE_RAW, _NATIVE_IN_PLACE = 0, 1, 2
+# Functional lowerings that are one engine operator when their first argument is a tensor
+# (`_lowerings.add`: `a.add(b)`, `sub`, `mul`: `a * b`, `div`: `a / b`): the native dispatcher
+# calls the operator itself, without the lowering's frame (numbered as in torch_dispatch.rs).
+_ENGINE_OPERATORS = {aten.add.Tensor: 1, aten.sub.Tensor: 2, aten.mul.Tensor: 3, aten.div.Tensor: 4}
 
 
 def dispatch(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
@@ -127,11 +131,11 @@ def _route(func: Any) -> Route:
         return special
     raw = RAW.get(func)
     if raw is not None:
-        _NATIVE[func] = (_NATIVE_RAW, raw)
+        _NATIVE[func] = (_NATIVE_RAW, raw, 0)
         return _real_only(_or_else(lambda a, k: raw(*a, **k), func), func)
     fn = FUNCTIONAL.get(func)
     if fn is not None:
-        _NATIVE[func] = (_NATIVE_FUNCTIONAL, fn)
+        _NATIVE[func] = (_NATIVE_FUNCTIONAL, fn, _ENGINE_OPERATORS.get(func, 0))
 
         def functional(a: Tuple[Any, ...], k: Dict[str, Any]) -> Any:
             if k:
@@ -268,9 +272,9 @@ def _mutating_route(func: Any) -> Optional[Route]:
         if functional is None or (functional not in FUNCTIONAL and functional not in _SPECIAL):
             return None
         inner = _route(functional)
-        kind, fn = _NATIVE.get(functional, (None, None))
+        kind, fn, operator = _NATIVE.get(functional, (None, None, 0))
         if kind == _NATIVE_FUNCTIONAL:
-            _NATIVE[func] = (_NATIVE_IN_PLACE, fn)
+            _NATIVE[func] = (_NATIVE_IN_PLACE, fn, operator)
 
         def in_place(a: Tuple[Any, ...], k: Dict[str, Any]) -> Any:
             result = inner(a, k)

@@ -188,11 +188,15 @@ def gelu(x: Any, approximate: str = "none") -> Any:
     return x.gelu()
 
 
+# With a tensor first, the native dispatcher calls the engine's operator itself (see
+# `_dispatch._ENGINE_OPERATORS`): a change here is a change there.
 @lower(aten.add.Tensor, aten.add.Scalar)
 def add(a: Any, b: Any, alpha: Any = 1) -> Any:
     return a.add(b, alpha=alpha) if hasattr(a, "add") else xp.add(_const_like(a, b), b, alpha=alpha)
 
 
+# With a tensor first, the native dispatcher calls the engine's operator itself (see
+# `_dispatch._ENGINE_OPERATORS`): a change here is a change there.
 @lower(aten.sub.Tensor, aten.sub.Scalar)
 def sub(a: Any, b: Any, alpha: Any = 1) -> Any:
     return a.sub(b, alpha=alpha) if hasattr(a, "sub") else _const_like(a, b).sub(b, alpha=alpha)
@@ -207,11 +211,15 @@ def _const_like(scalar: Any, like: Any) -> Any:
     return xp.full((), scalar, dtype=like.dtype)
 
 
+# With a tensor first, the native dispatcher calls the engine's operator itself (see
+# `_dispatch._ENGINE_OPERATORS`): a change here is a change there.
 @lower(aten.mul.Tensor, aten.mul.Scalar)
 def mul(a: Any, b: Any) -> Any:
     return a * b if hasattr(a, "mul") else b * a
 
 
+# With a tensor first, the native dispatcher calls the engine's operator itself (see
+# `_dispatch._ENGINE_OPERATORS`): a change here is a change there.
 @lower(aten.div.Tensor, aten.div.Scalar)
 def div(a: Any, b: Any) -> Any:
     return a / b if hasattr(a, "div") else b.__rtruediv__(a)
