@@ -34,6 +34,9 @@ Bwd = Callable[[Any, Any], Any]
 class LazyTensor(torch.Tensor):
     """A torch tensor on the ``xlaprof`` device: its value is pending in the engine."""
 
+    # The engine value, in a slot: a lazy tensor that owns its data then has no `__dict__` (one
+    # object less to make, and to track for the garbage collector, per aten op).
+    __slots__ = ("_xp",)
     _xp: Any
     # A tensor that owns its data has these class defaults; a view sets its own.
     _root: Optional["LazyTensor"] = None
