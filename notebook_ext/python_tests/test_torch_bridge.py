@@ -440,3 +440,35 @@ def test_the_native_dispatcher_records_what_the_python_one_records():
              aten.t.default, aten.add.Tensor, aten.add_.Tensor}
     assert plain <= runs["python"][2] and not plain & runs["native"][2]
     assert runs["native"][2] == {aten.mul.Tensor, aten._to_copy.default, aten.copy_.default}
+
+
+def test_a_checkpoint_saved_from_the_device_resumes_training_exactly(tmp_path):
+    # torch.save of a state_dict (its tensors are detached views) and of an optimizer's state;
+    # torch.load, weights-only as by default, puts them back on the device.
+    torch.manual_seed(4)
+    model = mlp(4).to(DEV)
+    opt = torch.optim.AdamW(model.parameters(), lr=0.01)
+    x, y = torch.randn(8, 20).to(DEV), torch.randint(0, 5, (8,)).to(DEV)
+
+    def step(model, opt):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        xt.step()
+        return loss.item()
+
+    step(model, opt), step(model, opt)
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, tmp_path / "ckpt.pt")
+    values = {name: t.cpu() for name, t in model.state_dict().items()}
+    saved = torch.load(tmp_path / "ckpt.pt")
+    assert {t.device for t in saved["model"].values()} == {DEV}
+    restored = mlp(5).to(DEV)
+    restored.load_state_dict(saved["model"])
+    restored_opt = torch.optim.AdamW(restored.parameters(), lr=0.01)
+    restored_opt.load_state_dict(saved["opt"])
+    assert step(restored, restored_opt) == step(model, opt)
+    on_cpu = torch.load(tmp_path / "ckpt.pt", map_location="cpu")["model"]
+    assert {t.device.type for t in on_cpu.values()} == {"cpu"}
+    for name, t in values.items():
+        torch.testing.assert_close(on_cpu[name], t, rtol=0, atol=0)

@@ -92,6 +92,16 @@ class LazyTensor(torch.Tensor):
         self._root = self._fwd = self._bwd = None
         self._gen += 1
 
+    def __reduce_ex__(self, protocol: Any) -> Any:  # type: ignore[override]
+        # `torch.save` of a tensor or a state_dict on the device: the values, read to the host (a
+        # sync), which `torch.load` puts back on the device (torch's own way for a device without
+        # storage; `weights_only` loading allows it, `map_location="cpu"` keeps them on the CPU).
+        # A view is saved as its values: views hold functions, which do not pickle.
+        return (
+            torch._utils._rebuild_device_tensor_from_cpu_tensor,
+            (to_cpu(self), self.dtype, str(self.device), self.requires_grad),
+        )
+
     def _xp_dtype(self) -> str:
         return engine_dtype(self.dtype)
 
