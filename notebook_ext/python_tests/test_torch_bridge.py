@@ -472,3 +472,38 @@ def test_a_checkpoint_saved_from_the_device_resumes_training_exactly(tmp_path):
     assert {t.device.type for t in on_cpu.values()} == {"cpu"}
     for name, t in values.items():
         torch.testing.assert_close(on_cpu[name], t, rtol=0, atol=0)
+
+
+def test_autocast_runs_matrix_products_in_bfloat16_and_keeps_float32_where_torch_does():
+    a, b = torch.randn(4, 8), torch.randn(8, 3)
+    ad, bd = a.to(DEV), b.to(DEV)
+    with torch.autocast(device_type="xlaprof", dtype=torch.bfloat16):
+        product = ad @ bd  # a lower-precision op
+        soft = torch.softmax(product, dim=1)  # float32, as on GPUs
+        mixed = torch.addcmul(soft, product, product)  # the widest of its operands
+        wide = ad.double() @ bd.double()  # float64 is never cast
+    assert (product.dtype, soft.dtype, mixed.dtype, wide.dtype) == (
+        torch.bfloat16, torch.float32, torch.float32, torch.float64)
+    torch.testing.assert_close(product.cpu(), a.bfloat16() @ b.bfloat16())
+    torch.testing.assert_close(soft.cpu(), torch.softmax((a.bfloat16() @ b.bfloat16()).float(), dim=1),
+                               rtol=2e-2, atol=1e-3)  # the products' roundings may differ by an ulp
+
+    # Training under autocast: the same losses as torch's CPU autocast, within bfloat16's precision.
+    losses = {}
+    for device in (torch.device("cpu"), DEV):
+        model = mlp(6).to(device)
+        opt = torch.optim.AdamW(model.parameters(), lr=0.01)
+        g = torch.Generator().manual_seed(7)
+        losses[device.type] = []
+        for _ in range(4):
+            x, y = torch.randn(16, 20, generator=g).to(device), torch.randint(0, 5, (16,), generator=g).to(device)
+            with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            opt.zero_grad()
+            if device == DEV:
+                xt.step()
+            losses[device.type].append(loss.item())
+    assert losses["xlaprof"] == pytest.approx(losses["cpu"], rel=2e-2), losses

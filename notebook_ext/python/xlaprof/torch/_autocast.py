@@ -1,0 +1,102 @@
+"""Mixed precision on the device: ``torch.autocast("xlaprof", dtype=torch.bfloat16)``.
+
+torch writes autocast's casting rules in C++ for its own devices and none for a PrivateUse1 one,
+whose autocast key then has no kernel at all (``linear`` under autocast is an error). Here are
+torch's rules for GPUs, registered at that key: ops that run in the lower precision (matrix
+products, convolutions, attention) cast their floating-point tensors to the autocast dtype; ops
+that need float32's range (exponentials, logarithms, norms, softmax, losses) cast them to float32;
+ops that mix tensors (``addcmul``, ``index_put``, ...) cast them to the dtype they promote to;
+every other op falls through to the device unchanged. float64 tensors are never cast, as in torch.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import torch
+from torch.utils._pytree import tree_map
+
+from ._device import DEVICE_TYPE
+
+_KEY = "AutocastPrivateUse1"
+_BELOW = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastPrivateUse1)
+
+# torch's lists for CUDA (aten/src/ATen/autocast_mode.cpp), by aten name (all overloads).
+LOWER_PRECISION = (
+    "_convolution", "conv1d", "conv2d", "conv3d", "conv_tbc", "conv_transpose1d", "conv_transpose2d",
+    "conv_transpose3d", "convolution", "prelu", "addmm", "addmv", "addr", "matmul", "einsum", "mm",
+    "mv", "linalg_vecdot", "linear", "addbmm", "baddbmm", "bmm", "chain_matmul", "linalg_multi_dot",
+    "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "scaled_dot_product_attention",
+)
+FLOAT32 = (
+    "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p", "reciprocal",
+    "rsqrt", "sinh", "tan", "pow", "softplus", "layer_norm", "native_layer_norm", "group_norm",
+    "frobenius_norm", "nuclear_norm", "cosine_similarity", "poisson_nll_loss", "cosine_embedding_loss",
+    "nll_loss", "nll_loss2d", "hinge_embedding_loss", "kl_div", "l1_loss", "smooth_l1_loss",
+    "huber_loss", "mse_loss", "margin_ranking_loss", "multilabel_margin_loss", "soft_margin_loss",
+    "triplet_margin_loss", "multi_margin_loss", "binary_cross_entropy_with_logits", "dist", "pdist",
+    "cdist", "renorm", "logsumexp",
+    # torch runs these with `dtype=torch.float32` when none is given: the same result.
+    "prod", "cumprod", "cumsum", "linalg_vector_norm", "linalg_matrix_norm", "sum", "softmax",
+    "log_softmax",
+)
+WIDEST = ("addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "grid_sampler", "index_put",
+          "scatter_add", "tensordot")
+
+_library = None
+
+
+def register() -> None:
+    """Registers the rules (once; the library is kept for the process)."""
+    global _library
+    if _library is not None:
+        return
+    every_op = torch.library.Library("_", "IMPL")
+    every_op.fallback(torch.library.fallthrough_kernel, _KEY)
+    aten = torch.library.Library("aten", "IMPL")
+    for names, rule in ((LOWER_PRECISION, _lower), (FLOAT32, _float32), (WIDEST, _widest)):
+        for name in names:
+            packet = getattr(torch.ops.aten, name, None)
+            if packet is None:
+                continue
+            for overload in packet.overloads():
+                op = getattr(packet, overload)
+                if any(a.alias_info is not None and a.alias_info.is_write for a in op._schema.arguments):
+                    continue  # `out=` and in-place forms: torch casts the functional ones only
+                aten.impl(op, _kernel(op, rule), _KEY)
+    _library = (every_op, aten)
+
+
+def _eligible(t: Any) -> bool:
+    return (isinstance(t, torch.Tensor) and t.device.type == DEVICE_TYPE and t.is_floating_point()
+            and t.dtype != torch.float64)
+
+
+def _cast_to(dtype: torch.dtype) -> Callable[[Any], Any]:
+    return lambda t: t.to(dtype) if _eligible(t) and t.dtype != dtype else t
+
+
+def _lower(args: Any) -> Callable[[Any], Any]:
+    return _cast_to(torch.get_autocast_dtype(DEVICE_TYPE))
+
+
+def _float32(args: Any) -> Callable[[Any], Any]:
+    return _cast_to(torch.float32)
+
+
+def _widest(args: Any) -> Callable[[Any], Any]:
+    dtypes = [t.dtype for t in torch.utils._pytree.tree_leaves(args) if _eligible(t)]
+    return _cast_to(functools.reduce(torch.promote_types, dtypes)) if dtypes else (lambda t: t)
+
+
+def _kernel(op: Any, rule: Callable[[Any], Callable[[Any], Any]]) -> Callable[..., Any]:
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        cast = rule((args, kwargs))
+        args, kwargs = tree_map(cast, (args, kwargs))
+        # Below autocast, the op runs as it would outside it.
+        with torch._C._ExcludeDispatchKeyGuard(_BELOW):
+            return op(*args, **kwargs)
+
+    return kernel
+
