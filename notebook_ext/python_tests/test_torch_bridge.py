@@ -442,6 +442,12 @@ def test_the_native_dispatcher_records_what_the_python_one_records():
     assert runs["native"][2] == {aten.mul.Tensor, aten._to_copy.default, aten.copy_.default}
 
 
+def test_tolist_reads_the_values():
+    x = torch.arange(6.0).reshape(2, 3)
+    assert x.to(DEV).tolist() == x.tolist()
+    assert (x.to(DEV)[1, 2] * 2).tolist() == 10.0
+
+
 def test_a_checkpoint_saved_from_the_device_resumes_training_exactly(tmp_path):
     # torch.save of a state_dict (its tensors are detached views) and of an optimizer's state;
     # torch.load, weights-only as by default, puts them back on the device.
@@ -507,3 +513,36 @@ def test_autocast_runs_matrix_products_in_bfloat16_and_keeps_float32_where_torch
                 xt.step()
             losses[device.type].append(loss.item())
     assert losses["xlaprof"] == pytest.approx(losses["cpu"], rel=2e-2), losses
+
+
+@pytest.mark.parametrize("layer", [
+    lambda: torch.nn.LSTM(6, 5, num_layers=2, bidirectional=True, batch_first=True),
+    lambda: torch.nn.LSTM(6, 5, proj_size=3),
+    lambda: torch.nn.GRU(6, 5, num_layers=2),
+    lambda: torch.nn.RNN(6, 5, nonlinearity="relu"),
+    lambda: torch.nn.LSTMCell(6, 5),
+    lambda: torch.nn.GRUCell(6, 5),
+], ids=["lstm", "lstm-proj", "gru", "rnn", "lstm-cell", "gru-cell"])
+def test_recurrent_layers_match_the_cpu_with_their_gradients(layer):
+    # On an accelerator torch's LSTM and GRU cells call fused GPU kernels, which no CPU kernel
+    # backs: the bridge runs them as torch's own decompositions.
+    torch.manual_seed(8)
+    cpu, dev = layer(), layer()
+    dev.load_state_dict(cpu.state_dict())
+    dev = dev.to(DEV)
+    x = torch.randn(4, 3, 6)
+    x = x[0] if isinstance(cpu, torch.nn.RNNCellBase) else x
+    before = sum(c for c, _ in xt.fallbacks().values())
+
+    def loss(module, x):
+        out = module(x)
+        out = out[0] if isinstance(out, tuple) else out
+        return out.square().sum()
+
+    loss(cpu, x).backward()
+    loss_d = loss(dev, x.to(DEV))
+    loss_d.backward()
+    torch.testing.assert_close(loss_d.cpu(), loss(cpu, x).detach(), rtol=1e-4, atol=1e-5)
+    for (name, p), q in zip(cpu.named_parameters(), dev.parameters()):
+        torch.testing.assert_close(q.grad.cpu(), p.grad, rtol=1e-4, atol=1e-5, msg=name)
+    assert sum(c for c, _ in xt.fallbacks().values()) == before, xt.fallbacks()

@@ -53,9 +53,10 @@ def register() -> None:
     # Kept alive for the process: dropping the library unregisters its kernels.
     global _library
     _library = lib
-    from . import _autocast
+    from . import _autocast, _recurrent
 
     _autocast.register()
+    _recurrent.register()
     # torch's own frames are not the user's: ops are located at the line that called into torch.
     from .. import _native
 

@@ -92,6 +92,10 @@ class LazyTensor(torch.Tensor):
         self._root = self._fwd = self._bwd = None
         self._gen += 1
 
+    def tolist(self) -> Any:  # type: ignore[override]
+        # torch refuses `tolist` to tensor subclasses: the values, read to the host (a sync).
+        return to_cpu(self).tolist()
+
     def __reduce_ex__(self, protocol: Any) -> Any:  # type: ignore[override]
         # `torch.save` of a tensor or a state_dict on the device: the values, read to the host (a
         # sync), which `torch.load` puts back on the device (torch's own way for a device without
