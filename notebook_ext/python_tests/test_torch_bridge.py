@@ -442,6 +442,16 @@ def test_the_native_dispatcher_records_what_the_python_one_records():
     assert runs["native"][2] == {aten.mul.Tensor, aten._to_copy.default, aten.copy_.default}
 
 
+def test_the_all_true_checks_of_torch_asserts_are_lowered():
+    # `_is_all_true` is how `torch.distributions` validates its arguments.
+    before = dict(xt.fallbacks())
+    for values in ([True, True], [True, False], [False, False]):
+        t = torch.tensor(values)
+        assert torch.ops.aten._is_all_true(t.to(DEV)).item() == torch.ops.aten._is_all_true(t).item()
+        assert torch.ops.aten._is_any_true(t.to(DEV)).item() == torch.ops.aten._is_any_true(t).item()
+    assert xt.fallbacks() == before
+
+
 def test_tolist_reads_the_values():
     x = torch.arange(6.0).reshape(2, 3)
     assert x.to(DEV).tolist() == x.tolist()

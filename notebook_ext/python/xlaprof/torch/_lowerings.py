@@ -467,7 +467,7 @@ def logsumexp(x: Any, dim: Any, keepdim: bool = False) -> Any:
     return _to_float(x).logsumexp(_dims(dim, x.ndim), keepdim)
 
 
-@lower(aten.any.default)
+@lower(aten.any.default, aten._is_any_true.default)
 def any_all(x: Any) -> Any:
     return x.ne(0).astype("int32").sum() > 0
 
@@ -477,7 +477,7 @@ def any_dim(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
     return x.ne(0).astype("int32").sum(_dims(dim, x.ndim), keepdim=keepdim) > 0
 
 
-@lower(aten.all.default)
+@lower(aten.all.default, aten._is_all_true.default)
 def all_all(x: Any) -> Any:
     return x.eq(0).astype("int32").sum() == 0
 
