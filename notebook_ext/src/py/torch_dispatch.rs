@@ -44,7 +44,7 @@ fn engine_operator<'py>(op: u8, a: &PyTensor, b: &Bound<'py, PyAny>) -> Option<P
 struct Bridge {
     /// `LazyTensor`: the wrapper subclass.
     lazy: Py<PyType>,
-    /// aten op -> (route kind, lowering), written by the Python dispatcher.
+    /// aten op -> (route kind, lowering, engine operator or 0), written by the Python dispatcher.
     routes: Py<PyDict>,
     /// The Python dispatcher: `dispatch(func, args, kwargs)`.
     python: Py<PyAny>,

@@ -26,7 +26,6 @@ from ._device import DEVICE_TYPE, TO_TORCH, engine_dtype
 _DEVICE = torch.device(DEVICE_TYPE, 0)
 _COMPLEX = frozenset(d for d in TO_TORCH.values() if d.is_complex)
 
-
 Fwd = Callable[[Any], Any]
 Bwd = Callable[[Any, Any], Any]
 
