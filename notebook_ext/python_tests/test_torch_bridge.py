@@ -452,6 +452,21 @@ def test_the_all_true_checks_of_torch_asserts_are_lowered():
     assert xt.fallbacks() == before
 
 
+def test_complex_padding_resize_as_and_rrelu_in_eval_run_on_the_device():
+    before = dict(xt.fallbacks())
+    z = torch.randn(3, 4, dtype=torch.complex64)
+    for pad, v in (((1, 2), 0.0), ((1, 1, 2, 0), 1.5), ((-1, 2), 0.0)):
+        torch.testing.assert_close(torch.nn.functional.pad(z.to(DEV), pad, value=v).cpu(),
+                                   torch.nn.functional.pad(z, pad, value=v))
+    torch.testing.assert_close(torch.fft.fft2(z.to(DEV), s=(5, 6)).cpu(), torch.fft.fft2(z, s=(5, 6)))
+    x, template = torch.randn(2, 3), torch.empty(3, 2)
+    assert x.to(DEV).resize_as_(template.to(DEV)).shape == (3, 2)
+    y = torch.randn(4, 5)
+    torch.testing.assert_close(torch.nn.functional.rrelu(y.to(DEV), training=False).cpu(),
+                               torch.nn.functional.rrelu(y, training=False))
+    assert xt.fallbacks() == before
+
+
 def test_tolist_reads_the_values():
     x = torch.arange(6.0).reshape(2, 3)
     assert x.to(DEV).tolist() == x.tolist()

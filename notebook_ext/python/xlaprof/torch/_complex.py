@@ -32,7 +32,7 @@ COMPLEX_SAFE = {
     aten.zeros_like, aten.ones_like, aten.fill, aten.zero, aten.normal_functional, aten.normal_,
     aten.view_as_real, aten.view_as_complex, aten.complex, aten.polar, aten.angle,
     aten._conj, aten._conj_physical, aten.conj_physical, aten.real, aten.imag,
-    aten._fft_r2c, aten._fft_c2r, aten._fft_c2c,
+    aten._fft_r2c, aten._fft_c2r, aten._fft_c2c, aten.constant_pad_nd,
 }
 
 

@@ -1397,6 +1397,16 @@ def hardtanh(x: Any, min_val: Any = -1, max_val: Any = 1) -> Any:
     return x.clamp(min_val, max_val)
 
 
+@lower_raw(aten.rrelu_with_noise.default)
+def rrelu_with_noise(t: LazyTensor, noise: Any, lower: Any = 0.125, upper: Any = 1 / 3,
+                     training: bool = False, generator: Any = None) -> LazyTensor:
+    # Outside training a randomized leaky ReLU is a leaky ReLU with the middle slope (torch's
+    # rule); in training its slopes are random draws, which the decomposition makes.
+    if training:
+        raise _Unsupported("rrelu in training draws random slopes")
+    return LazyTensor(leaky_relu(value(t), (lower + upper) / 2))
+
+
 @lower(aten.leaky_relu.default)
 def leaky_relu(x: Any, negative_slope: Any = 0.01) -> Any:
     return xp.where(x > 0, x, x * negative_slope)
@@ -2238,6 +2248,11 @@ def transpose_in_place(t: LazyTensor, d0: int, d1: int) -> LazyTensor:
 @lower_raw(aten.t_.default)
 def t_in_place(t: LazyTensor) -> LazyTensor:
     return _reshape_in_place(t, value(t_(t)))
+
+
+@lower_raw(aten.resize_as_.default)
+def resize_as_(t: LazyTensor, template: Any, memory_format: Any = None) -> LazyTensor:
+    return resize_(t, list(template.shape), memory_format)
 
 
 @lower_raw(aten.resize_.default)
