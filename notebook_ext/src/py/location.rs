@@ -135,10 +135,9 @@ fn waiting_caller(py: Python<'_>) -> Option<Arc<ExternalLocation>> {
         main
     })?;
     if MAIN_IS_OLDEST.load(Ordering::Relaxed) == YES {
-        // SAFETY: the GIL is held, so no thread state is made or deleted meanwhile; the frame
-        // is a new reference, released after the walk.
+        // SAFETY: the GIL is held; the frame is a new reference, released after the walk.
         return unsafe {
-            let frame = ffi::PyThreadState_GetFrame(oldest_thread_state());
+            let frame = oldest_thread_frame();
             if frame.is_null() {
                 return None;
             }
@@ -156,7 +155,7 @@ fn waiting_caller(py: Python<'_>) -> Option<Arc<ExternalLocation>> {
     if MAIN_IS_OLDEST.load(Ordering::Relaxed) == UNKNOWN {
         // SAFETY: as above; the oldest state's frame is compared by address, then released.
         let oldest = unsafe {
-            let f = ffi::PyThreadState_GetFrame(oldest_thread_state());
+            let f = oldest_thread_frame();
             if !f.is_null() {
                 ffi::Py_DECREF(f.cast());
             }
@@ -175,12 +174,13 @@ const UNKNOWN: u8 = 0;
 const YES: u8 = 1;
 const NO: u8 = 2;
 
-/// The oldest thread state of this interpreter (the last in its list).
+/// The current frame of this interpreter's oldest thread state (the last in its list): a new
+/// reference, or null.
 ///
 /// # Safety
 /// The GIL is held.
-unsafe fn oldest_thread_state() -> *mut ffi::PyThreadState {
-    // SAFETY: with the GIL held the list does not change while it is walked.
+unsafe fn oldest_thread_frame() -> *mut ffi::PyFrameObject {
+    // SAFETY: with the GIL held no thread state is made or deleted while the list is walked.
     unsafe {
         let mut state = ffi::PyInterpreterState_ThreadHead(ffi::PyInterpreterState_Get());
         let mut oldest = state;
@@ -188,7 +188,7 @@ unsafe fn oldest_thread_state() -> *mut ffi::PyThreadState {
             oldest = state;
             state = ffi::PyThreadState_Next(state);
         }
-        oldest
+        ffi::PyThreadState_GetFrame(oldest)
     }
 }
 

@@ -239,11 +239,7 @@ impl Bridge {
                     None => return Ok(None),
                 }
             }
-            return Ok(Some(if is_list {
-                PyList::new(py, items)?.into_any()
-            } else {
-                PyTuple::new(py, items)?.into_any()
-            }));
+            return sequence(py, is_list, items).map(Some);
         }
         Ok(None)
     }
@@ -251,13 +247,15 @@ impl Bridge {
     /// Whether an argument is, or (one level deep) holds, a complex lazy tensor.
     fn any_complex(&self, a: &Bound<'_, PyAny>) -> PyResult<bool> {
         let py = a.py();
-        if a.get_type().is(self.lazy.bind(py)) {
-            return a.getattr(intern!(py, "_complex"))?.is_truthy();
+        let complex = |t: &Bound<'_, PyAny>| -> PyResult<bool> {
+            Ok(t.get_type().is(self.lazy.bind(py)) && t.getattr(intern!(py, "_complex"))?.is_truthy()?)
+        };
+        if complex(a)? {
+            return Ok(true);
         }
         if a.is_exact_instance_of::<PyList>() || a.is_exact_instance_of::<PyTuple>() {
             for item in a.try_iter()? {
-                let item = item?;
-                if item.get_type().is(self.lazy.bind(py)) && item.getattr(intern!(py, "_complex"))?.is_truthy()? {
+                if complex(&item?)? {
                     return Ok(true);
                 }
             }
@@ -282,13 +280,10 @@ impl Bridge {
             wrapper.setattr(intern!(py, "_xp"), x)?;
             return Ok(wrapper);
         }
-        if x.is_exact_instance_of::<PyTuple>() {
+        let is_list = x.is_exact_instance_of::<PyList>();
+        if is_list || x.is_exact_instance_of::<PyTuple>() {
             let items = x.try_iter()?.map(|v| self.wrap(&v?)).collect::<PyResult<Vec<_>>>()?;
-            return Ok(PyTuple::new(py, items)?.into_any());
-        }
-        if x.is_exact_instance_of::<PyList>() {
-            let items = x.try_iter()?.map(|v| self.wrap(&v?)).collect::<PyResult<Vec<_>>>()?;
-            return Ok(PyList::new(py, items)?.into_any());
+            return sequence(py, is_list, items);
         }
         if x.is_none()
             || x.get_type().is(self.lazy.bind(py))
@@ -300,4 +295,9 @@ impl Bridge {
         }
         self.lazy.bind(py).call1((x,))
     }
+}
+
+/// A list or a tuple of `items`, as the argument or result it rebuilds was.
+fn sequence<'py>(py: Python<'py>, list: bool, items: Vec<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+    Ok(if list { PyList::new(py, items)?.into_any() } else { PyTuple::new(py, items)?.into_any() })
 }

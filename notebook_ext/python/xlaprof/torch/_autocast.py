@@ -44,17 +44,11 @@ FLOAT32 = (
 WIDEST = ("addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "grid_sampler", "index_put",
           "scatter_add", "tensordot")
 
-_library = None
-
-
-def register() -> None:
-    """Registers the rules (once; the library is kept for the process)."""
-    global _library
-    if _library is not None:
-        return
+def register(lib: torch.library.Library) -> torch.library.Library:
+    """Registers the rules in the device's aten library (`_device.register`); returns the
+    library of the fallthrough for every other op, which the caller keeps alive."""
     every_op = torch.library.Library("_", "IMPL")
     every_op.fallback(torch.library.fallthrough_kernel, _KEY)
-    aten = torch.library.Library("aten", "IMPL")
     for names, rule in ((LOWER_PRECISION, _lower), (FLOAT32, _float32), (WIDEST, _widest)):
         for name in names:
             packet = getattr(torch.ops.aten, name, None)
@@ -64,8 +58,8 @@ def register() -> None:
                 op = getattr(packet, overload)
                 if any(a.alias_info is not None and a.alias_info.is_write for a in op._schema.arguments):
                     continue  # `out=` and in-place forms: torch casts the functional ones only
-                aten.impl(op, _kernel(op, rule), _KEY)
-    _library = (every_op, aten)
+                lib.impl(op, _kernel(op, rule), _KEY)
+    return every_op
 
 
 def _eligible(t: Any) -> bool:

@@ -50,13 +50,13 @@ def register() -> None:
             op = getattr(op, part)
         op = getattr(op, "default", op)
         lib.impl(name, (lambda op: lambda *a, **k: dispatch(op, a, k))(op), "PrivateUse1")
-    # Kept alive for the process: dropping the library unregisters its kernels.
-    global _library
-    _library = lib
     from . import _autocast, _recurrent
 
-    _autocast.register()
-    _recurrent.register()
+    _recurrent.register(lib)
+    every_op = _autocast.register(lib)
+    # Kept alive for the process: dropping a library unregisters its kernels.
+    global _libraries
+    _libraries = (lib, every_op)
     # torch's own frames are not the user's: ops are located at the line that called into torch.
     from .. import _native
 

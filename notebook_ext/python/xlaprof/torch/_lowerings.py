@@ -188,15 +188,14 @@ def gelu(x: Any, approximate: str = "none") -> Any:
     return x.gelu()
 
 
-# With a tensor first, the native dispatcher calls the engine's operator itself (see
-# `_dispatch._ENGINE_OPERATORS`): a change here is a change there.
+# `add`, `sub`, `mul` and `div` with a tensor first: the native dispatcher calls the engine's
+# operator itself (see `_dispatch._ENGINE_OPERATORS`), so a change to one of these four is a
+# change there.
 @lower(aten.add.Tensor, aten.add.Scalar)
 def add(a: Any, b: Any, alpha: Any = 1) -> Any:
     return a.add(b, alpha=alpha) if hasattr(a, "add") else xp.add(_const_like(a, b), b, alpha=alpha)
 
 
-# With a tensor first, the native dispatcher calls the engine's operator itself (see
-# `_dispatch._ENGINE_OPERATORS`): a change here is a change there.
 @lower(aten.sub.Tensor, aten.sub.Scalar)
 def sub(a: Any, b: Any, alpha: Any = 1) -> Any:
     return a.sub(b, alpha=alpha) if hasattr(a, "sub") else _const_like(a, b).sub(b, alpha=alpha)
@@ -211,15 +210,11 @@ def _const_like(scalar: Any, like: Any) -> Any:
     return xp.full((), scalar, dtype=like.dtype)
 
 
-# With a tensor first, the native dispatcher calls the engine's operator itself (see
-# `_dispatch._ENGINE_OPERATORS`): a change here is a change there.
 @lower(aten.mul.Tensor, aten.mul.Scalar)
 def mul(a: Any, b: Any) -> Any:
     return a * b if hasattr(a, "mul") else b * a
 
 
-# With a tensor first, the native dispatcher calls the engine's operator itself (see
-# `_dispatch._ENGINE_OPERATORS`): a change here is a change there.
 @lower(aten.div.Tensor, aten.div.Scalar)
 def div(a: Any, b: Any) -> Any:
     return a / b if hasattr(a, "div") else b.__rtruediv__(a)
@@ -1401,7 +1396,7 @@ def hardtanh(x: Any, min_val: Any = -1, max_val: Any = 1) -> Any:
 def rrelu_with_noise(t: LazyTensor, noise: Any, lower: Any = 0.125, upper: Any = 1 / 3,
                      training: bool = False, generator: Any = None) -> LazyTensor:
     # Outside training a randomized leaky ReLU is a leaky ReLU with the middle slope (torch's
-    # rule); in training its slopes are random draws, which the decomposition makes.
+    # rule); in training its slopes are random draws, which the CPU fallback makes.
     if training:
         raise _Unsupported("rrelu in training draws random slopes")
     return LazyTensor(leaky_relu(value(t), (lower + upper) / 2))

@@ -16,15 +16,10 @@ from torch._decomp import decomposition_table
 
 aten = torch.ops.aten
 _KEY = "AutogradPrivateUse1"
-_library = None
 
 
-def register() -> None:
-    """Registers the layers and cells (once; the library is kept for the process)."""
-    global _library
-    if _library is not None:
-        return
-    lib = torch.library.Library("aten", "IMPL")
+def register(lib: torch.library.Library) -> None:
+    """Registers the layers and cells in the device's aten library (`_device.register`)."""
     for packet in (aten.lstm, aten.gru, aten.rnn_tanh, aten.rnn_relu):
         for overload in packet.overloads():
             op = getattr(packet, overload)
@@ -32,7 +27,6 @@ def register() -> None:
                 lib.impl(op, decomposition_table[op], _KEY)
     lib.impl(aten.lstm_cell.default, lstm_cell, _KEY)
     lib.impl(aten.gru_cell.default, gru_cell, _KEY)
-    _library = lib
 
 
 def _gates(x: torch.Tensor, h: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor,
