@@ -82,6 +82,49 @@ fn a_linear_layers_weight_gradient_is_one_dot_in_the_weights_layout() {
     );
 }
 
+/// `x ** c` for the exponents PyTorch's CPU kernel computes without pow are multiplications,
+/// roots and reciprocals in the program (XLA would otherwise call `powf` for each element, the
+/// exponent being a graph input); values and gradients as `powf`'s, another exponent still `pow`.
+#[test]
+fn special_exponents_are_computed_without_pow() {
+    use std::sync::{Arc, Mutex as M};
+    use xlaprof_core::events::{add_listener, remove_listener, Event, Listener};
+    struct Programs(M<Vec<String>>);
+    impl Listener for Programs {
+        fn on_event(&self, _: u64, e: &Event) {
+            if let Event::Lowered { stablehlo, .. } = e {
+                self.0.lock().unwrap().push(stablehlo.to_string());
+            }
+        }
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let values = [-3.0f64, -0.75, 0.0, 0.5, 2.0, 7.0, f64::NAN, f64::INFINITY];
+    for exponent in [1.0, 2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 2.5] {
+        let programs = Arc::new(Programs(M::new(Vec::new())));
+        let id = add_listener(programs.clone());
+        let x = Tensor::from_slice(&values, &[values.len() as i64]).unwrap();
+        x.set_requires_grad(true);
+        let y = x.pow_scalar(exponent).unwrap();
+        y.sum(&[], false).unwrap().backward().unwrap();
+        let (got, grad) = (y.to_f64_vec().unwrap(), x.grad().unwrap().to_f64_vec().unwrap());
+        remove_listener(id);
+        for (i, &v) in values.iter().enumerate() {
+            let (want, dwant) = (v.powf(exponent), exponent * v.powf(exponent - 1.0));
+            let same = |a: f64, b: f64| {
+                a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-12 * b.abs()
+            };
+            assert!(same(got[i], want), "{v} ** {exponent} = {}, want {want}", got[i]);
+            // Where the slope is finite (at 0 and beyond, the composed forms' 0 * inf may differ).
+            if dwant.is_finite() && v.is_finite() && v != 0.0 {
+                assert!(same(grad[i], dwant), "d {v} ** {exponent} = {}, want {dwant}", grad[i]);
+            }
+        }
+        let programs = programs.0.lock().unwrap();
+        let uses_pow = programs.iter().any(|p| p.contains("stablehlo.power"));
+        assert_eq!(uses_pow, exponent == 2.5, "exponent {exponent}: {programs:?}");
+    }
+}
+
 /// XLA's special functions, against values known in closed form, and their gradients.
 #[test]
 fn lgamma_digamma_polygamma_and_erfinv_match_known_values() {

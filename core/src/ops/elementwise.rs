@@ -265,6 +265,11 @@ fn compare(op: CompareOp, a: &Tensor, b: &Tensor, location: SourceLocation) -> R
 
 /// `op(x, value)` for a host scalar `value`.
 fn binary_scalar(op: BinaryOp, x: &Tensor, value: f64, location: SourceLocation) -> Result<Tensor> {
+    if op == BinaryOp::Pow && x.dtype().is_float() {
+        if let Some(power) = scoped(&location, || special_power(x, value)).transpose()? {
+            return Ok(power);
+        }
+    }
     let dtype = scalar_dtype(x, value);
     if dtype != x.dtype() || x.rank() == 0 {
         let s = scoped(&location, || Tensor::scalar(value, dtype));
@@ -278,6 +283,25 @@ fn binary_scalar(op: BinaryOp, x: &Tensor, value: f64, location: SourceLocation)
     }
     let s = Tensor::scalar_operand(value, x.shape().clone(), location.clone());
     binary(op, x, &s, location)
+}
+
+/// `x ** exponent` without `pow` for the exponents PyTorch's own CPU kernel special-cases:
+/// `x*x`, `x*x*x`, `sqrt`, `rsqrt`, `1/x`, `1/(x*x)`, and a copy for 1 (the backward of `x ** 2`). A host scalar is a graph input, so XLA
+/// cannot see that GELU's `x ** 3` is a cube and calls the C library's `powf` for every element
+/// (most of a small GPT-2 step's execution). These exponents are part of the graph's structure
+/// instead, like the op itself; any other exponent stays an input.
+fn special_power(x: &Tensor, exponent: f64) -> Option<Result<Tensor>> {
+    let reciprocal = |t: Result<Tensor>| t.and_then(|t| Tensor::scalar(1.0, t.dtype()).div(&t));
+    Some(match exponent {
+        1.0 => x.mul_scalar(1.0),
+        2.0 => x.mul(x),
+        3.0 => x.mul(x).and_then(|square| square.mul(x)),
+        0.5 => x.sqrt(),
+        -0.5 => x.rsqrt(),
+        -1.0 => reciprocal(Ok(x.clone())),
+        -2.0 => reciprocal(x.mul(x)),
+        _ => return None,
+    })
 }
 
 macro_rules! binary_methods {

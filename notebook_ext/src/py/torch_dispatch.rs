@@ -119,9 +119,9 @@ pub(crate) fn torch_dispatch<'py>(
     args: Option<&Bound<'py, PyTuple>>,
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let bridge = BRIDGE
-        .get(py)
-        .ok_or_else(|| PyRuntimeError::new_err("the torch bridge is not registered (import xlaprof.torch)"))?;
+    let bridge = BRIDGE.get(py).ok_or_else(|| {
+        PyRuntimeError::new_err("the torch bridge is not registered (import xlaprof.torch)")
+    })?;
     let empty = PyTuple::empty(py);
     let args = args.unwrap_or(&empty);
     let kwargs = kwargs.filter(|k| !k.is_empty());
@@ -164,7 +164,9 @@ impl Bridge {
                 }
             }
             let direct = match (unwrapped.as_slice(), kwargs) {
-                ([a, b], None) => a.cast::<PyTensor>().ok().and_then(|a| engine_operator(operator, a.get(), b)),
+                ([a, b], None) => {
+                    a.cast::<PyTensor>().ok().and_then(|a| engine_operator(operator, a.get(), b))
+                }
                 _ => None,
             };
             if let Some(tensor) = direct {
@@ -203,7 +205,11 @@ impl Bridge {
     }
 
     /// `x.add_(y)`: the functional op's value written into `x` (`_dispatch.in_place`).
-    fn write<'py>(&self, args: &Bound<'py, PyTuple>, value: Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    fn write<'py>(
+        &self,
+        args: &Bound<'py, PyTuple>,
+        value: Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let Ok(target) = args.get_item(0) else {
             return Ok(None);
         };
@@ -213,7 +219,11 @@ impl Bridge {
 
     /// An argument as a lowering takes it (`_dispatch._unwrap`), or `None` where the Python
     /// dispatcher must decide. Lists and tuples are looked into one level deep.
-    fn unwrap<'py>(&self, a: &Bound<'py, PyAny>, look_inside: bool) -> PyResult<Option<Bound<'py, PyAny>>> {
+    fn unwrap<'py>(
+        &self,
+        a: &Bound<'py, PyAny>,
+        look_inside: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let py = a.py();
         let ty = a.get_type();
         if ty.is(self.lazy.bind(py)) {
@@ -248,7 +258,8 @@ impl Bridge {
     fn any_complex(&self, a: &Bound<'_, PyAny>) -> PyResult<bool> {
         let py = a.py();
         let complex = |t: &Bound<'_, PyAny>| -> PyResult<bool> {
-            Ok(t.get_type().is(self.lazy.bind(py)) && t.getattr(intern!(py, "_complex"))?.is_truthy()?)
+            Ok(t.get_type().is(self.lazy.bind(py))
+                && t.getattr(intern!(py, "_complex"))?.is_truthy()?)
         };
         if complex(a)? {
             return Ok(true);
@@ -268,7 +279,8 @@ impl Bridge {
         let py = x.py();
         if let Ok(t) = x.cast::<PyTensor>() {
             let tensor = &t.get().t;
-            let Some((_, kwargs)) = self.wrapper_kwargs.iter().find(|(d, _)| *d == tensor.dtype()) else {
+            let Some((_, kwargs)) = self.wrapper_kwargs.iter().find(|(d, _)| *d == tensor.dtype())
+            else {
                 return self.lazy.bind(py).call1((x,));
             };
             // What `LazyTensor.__new__` does, for a real dtype.
@@ -298,6 +310,10 @@ impl Bridge {
 }
 
 /// A list or a tuple of `items`, as the argument or result it rebuilds was.
-fn sequence<'py>(py: Python<'py>, list: bool, items: Vec<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+fn sequence<'py>(
+    py: Python<'py>,
+    list: bool,
+    items: Vec<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
     Ok(if list { PyList::new(py, items)?.into_any() } else { PyTuple::new(py, items)?.into_any() })
 }
