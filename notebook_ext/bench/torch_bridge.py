@@ -8,6 +8,9 @@
 - the Hugging Face GPT-2 training step of samples/torch (small config, AdamW): on the device and in
   torch's CPU eager, and the device's first step (trace, compile, run).
 
+Each step on the device is also split in two: recording its aten ops on the host, then the sync
+that finds the step's graph compiled and runs it (on the CPU plugin, on the host's own cores).
+
     .venv/bin/python notebook_ext/bench/torch_bridge.py
 """
 
@@ -71,29 +74,40 @@ def mlp() -> torch.nn.Module:
                                torch.nn.ReLU(), torch.nn.Linear(512, 10))
 
 
-def training_step(loss_of, opt: torch.optim.Optimizer, device: torch.device):
-    """One step on `device`: loss, backward, update; on ours, the step's graph run to the end."""
+def training_step(loss_of, opt: torch.optim.Optimizer, device: torch.device, phases=None):
+    """One step on `device`: loss, backward, update; on ours, the step's graph run to the end.
+    `phases`, a list, gets (recording, graph) seconds of each step on ours: the host recording the
+    step's aten ops, then the sync that finds the step's graph compiled and runs it."""
 
     def one() -> None:
+        start = time.perf_counter()
         loss_of().backward()
         opt.step()
         opt.zero_grad()
         if device == DEV:
+            recorded = time.perf_counter()
             xt.step()
             xt.sync()
+            if phases is not None:
+                phases.append((recorded - start, time.perf_counter() - recorded))
 
     return one
 
 
-def sgd_step_time(device: torch.device, steps: int = 30) -> float:
+def sgd_step_time(device: torch.device, steps: int = 30):
+    """The median step, and on ours the medians of its two phases (see `training_step`)."""
     model = mlp().to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(64, 784).to(device)
     y = torch.randint(0, 10, (64,)).to(device)
-    one = training_step(lambda: torch.nn.functional.cross_entropy(model(x), y), opt, device)
+    phases: list = []
+    one = training_step(lambda: torch.nn.functional.cross_entropy(model(x), y), opt, device, phases)
     for _ in range(3):  # warm-up: compiles, lazily created state
         one()
-    return median_time(one, steps)
+    phases.clear()
+    step = median_time(one, steps)
+    split = tuple(statistics.median(p[i] for p in phases) for i in (0, 1)) if phases else None
+    return step, split
 
 
 def gpt2_step_times(steps: int = 10):
@@ -110,12 +124,16 @@ def gpt2_step_times(steps: int = 10):
         model = build().to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
         batch = {k: v.to(device) for k, v in make_batch(torch.Generator().manual_seed(1)).items()}
-        one = training_step(lambda: loss_of(model, batch), opt, device)
+        phases: list = []
+        one = training_step(lambda: loss_of(model, batch), opt, device, phases)
         t = time.perf_counter()
         one()
         first = time.perf_counter() - t
         one()  # the optimizer's state appears on the first step: its second compile
-        out[device.type] = (first, median_time(one, steps))
+        phases.clear()
+        step = median_time(one, steps)
+        split = tuple(statistics.median(p[i] for p in phases) for i in (0, 1)) if phases else None
+        out[device.type] = (first, step, split)
     return out
 
 
@@ -123,15 +141,17 @@ def main() -> None:
     per_op, floor = recording_per_op(), no_op_per_op()
     print(f"recording, per aten op (torch chain x*1.0001+0.5, f32[64,64]): {per_op * 1e6:.2f} us; "
           f"a no-op wrapper subclass: {floor * 1e6:.2f} us (ours beyond it: {(per_op - floor) * 1e6:.2f} us)")
-    ours = sgd_step_time(DEV)
-    eager = sgd_step_time(torch.device("cpu"))
-    print(f"MLP 784-512-512-10 SGD step: xlaprof {ours * 1e3:.2f} ms, torch CPU eager {eager * 1e3:.2f} ms "
-          f"(ratio {ours / eager:.2f})")
+    ours, (recording, graph) = sgd_step_time(DEV)
+    eager, _ = sgd_step_time(torch.device("cpu"))
+    print(f"MLP 784-512-512-10 SGD step: xlaprof {ours * 1e3:.2f} ms (recording {recording * 1e3:.2f} ms, "
+          f"the step's graph {graph * 1e3:.2f} ms), torch CPU eager {eager * 1e3:.2f} ms "
+          f"(ratio {ours / eager:.2f}; the graph alone {graph / eager:.2f})")
     g = gpt2_step_times()
-    (first, ours), (_, eager) = g[DEV.type], g["cpu"]
-    print(f"GPT-2 (2 layers, d=64, seq 32, batch 4) AdamW step: xlaprof {ours * 1e3:.2f} ms, "
-          f"torch CPU eager {eager * 1e3:.2f} ms (ratio {ours / eager:.2f}); first step on the device "
-          f"{first:.2f} s (trace, compile, run)")
+    (first, ours, (recording, graph)), (_, eager, _) = g[DEV.type], g["cpu"]
+    print(f"GPT-2 (2 layers, d=64, seq 32, batch 4) AdamW step: xlaprof {ours * 1e3:.2f} ms "
+          f"(recording {recording * 1e3:.2f} ms, the step's graph {graph * 1e3:.2f} ms), torch CPU eager "
+          f"{eager * 1e3:.2f} ms (ratio {ours / eager:.2f}); first step on the device {first:.2f} s "
+          f"(trace, compile, run)")
 
 
 if __name__ == "__main__":

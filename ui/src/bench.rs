@@ -240,6 +240,10 @@ pub struct JaxFigures {
     /// is taken, so the like-for-like comparison (see `scripts/bench_jax_chain.py`).
     pub jax_chain_execute_after_host_us: f64,
     pub jax_mlp_step_ms: f64,
+    /// JAX's first MLP step in a new process, its persistent cache cold and then warm, timed as
+    /// ours is (see `scripts/bench_jax_warm_start.py`).
+    pub jax_cold_start_ms: f64,
+    pub jax_warm_start_ms: f64,
 }
 
 fn run_peer(python: &Path, script: &Path, args: &[&str]) -> Result<serde_json::Value, String> {
@@ -262,18 +266,22 @@ fn run_peer(python: &Path, script: &Path, args: &[&str]) -> Result<serde_json::V
 }
 
 /// Runs JAX's peer scripts from the folder `peers` with `python` (one that has jax installed),
-/// and our own `scripts/bench_jax_chain.py` with `host_us` of host work between executions.
+/// and our own `scripts/bench_jax_chain.py` with `host_us` of host work between executions and
+/// `scripts/bench_jax_warm_start.py`.
 pub fn measure_jax(python: &Path, peers: &Path, host_us: f64) -> Result<JaxFigures, String> {
     let chain = run_peer(python, &peers.join("bench_b_chain.py"), &["1000", "3"])?;
     let mlp = run_peer(python, &peers.join("bench_c_mlp.py"), &["30"])?;
-    // Ours is in the checkout being benchmarked: the one we run in, else the one we were built in.
-    let script = Path::new("scripts/bench_jax_chain.py");
-    let ours = if script.exists() {
-        script.canonicalize().unwrap_or_else(|_| script.to_path_buf())
-    } else {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/bench_jax_chain.py")
+    // Ours are in the checkout being benchmarked: the one we run in, else the one we were built in.
+    let ours = |name: &str| {
+        let script = Path::new("scripts").join(name);
+        if script.exists() {
+            script.canonicalize().unwrap_or(script)
+        } else {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts").join(name)
+        }
     };
-    let pattern = run_peer(python, &ours, &[&format!("{host_us:.0}")])?;
+    let pattern = run_peer(python, &ours("bench_jax_chain.py"), &[&format!("{host_us:.0}")])?;
+    let starts = run_peer(python, &ours("bench_jax_warm_start.py"), &[])?;
     let number = |v: &serde_json::Value, key: &str| {
         v.pointer(key).and_then(|x| x.as_f64()).ok_or_else(|| format!("no `{key}` in {v}"))
     };
@@ -281,6 +289,8 @@ pub fn measure_jax(python: &Path, peers: &Path, host_us: f64) -> Result<JaxFigur
         jax_chain_execute_us: number(&chain, "/results/exec_us_median")?,
         jax_chain_execute_after_host_us: number(&pattern, "/after_host_work_us")?,
         jax_mlp_step_ms: number(&mlp, "/results/median_step_ms_steps5_30")?,
+        jax_cold_start_ms: number(&starts, "/cold_start_ms")?,
+        jax_warm_start_ms: number(&starts, "/warm_start_ms")?,
     })
 }
 
@@ -303,9 +313,12 @@ struct Report {
     jax_chain_execute_us: Option<f64>,
     jax_chain_execute_after_host_us: Option<f64>,
     jax_mlp_step_ms: Option<f64>,
+    jax_cold_start_ms: Option<f64>,
+    jax_warm_start_ms: Option<f64>,
     chain_execute_ratio: Option<f64>,
     chain_execute_ratio_back_to_back: Option<f64>,
     mlp_step_ratio: Option<f64>,
+    warm_start_ratio: Option<f64>,
 }
 
 pub fn run(
@@ -340,9 +353,12 @@ pub fn run(
         jax_chain_execute_us: jax.map(|j| j.jax_chain_execute_us),
         jax_chain_execute_after_host_us: jax.map(|j| j.jax_chain_execute_after_host_us),
         jax_mlp_step_ms: jax.map(|j| j.jax_mlp_step_ms),
+        jax_cold_start_ms: jax.map(|j| j.jax_cold_start_ms),
+        jax_warm_start_ms: jax.map(|j| j.jax_warm_start_ms),
         chain_execute_ratio: jax.map(|j| f.execute_us / j.jax_chain_execute_after_host_us),
         chain_execute_ratio_back_to_back: jax.map(|j| f.execute_us / j.jax_chain_execute_us),
         mlp_step_ratio: jax.map(|j| f.mlp_step_ms / j.jax_mlp_step_ms),
+        warm_start_ratio: warm.zip(jax).map(|(w, j)| w / j.jax_warm_start_ms),
     };
     if json {
         println!("{}", serde_json::to_string(&report)?);
@@ -374,6 +390,12 @@ pub fn run(
             "  JAX MLP steady step                        {:>9.3} ms  (ratio {:.2})",
             j.jax_mlp_step_ms,
             f.mlp_step_ms / j.jax_mlp_step_ms
+        );
+        println!("  JAX first step, new process, cold cache    {:>9.1} ms", j.jax_cold_start_ms);
+        println!(
+            "  JAX first step, new process, warm cache    {:>9.1} ms  (ratio {})",
+            j.jax_warm_start_ms,
+            warm.map_or("n/a".to_string(), |w| format!("{:.2}", w / j.jax_warm_start_ms))
         );
     }
     Ok(())

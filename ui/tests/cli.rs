@@ -174,9 +174,12 @@ fn bench_prints_its_figures_as_json() {
         "jax_chain_execute_us",
         "jax_chain_execute_after_host_us",
         "jax_mlp_step_ms",
+        "jax_cold_start_ms",
+        "jax_warm_start_ms",
         "chain_execute_ratio",
         "chain_execute_ratio_back_to_back",
         "mlp_step_ratio",
+        "warm_start_ratio",
     ] {
         assert!(v[key].is_null(), "{key} should be null without JAX: {v}");
     }
