@@ -400,7 +400,9 @@ def test_the_native_dispatcher_records_what_the_python_one_records():
         moved = h.view(-1, 2).t().contiguous() * 3  # views, a clone of a view
         moved.add_(h.view(-1, 2).t()[0:1], alpha=2)  # an in-place op with a keyword, into a view
         bits = (h > 0.5) & (x.sum(1, keepdim=True) > 0)  # booleans
-        return [top, where, total, moved, bits, z * 2, h.add(x.repeat(1, 3), alpha=0.5)]
+        acc = x.clone()
+        acc.mul_(2.0).add_(x, alpha=-0.5)  # in-place ops on a tensor that owns its value
+        return [top, where, total, moved, bits, z * 2, h.add(x.repeat(1, 3), alpha=0.5), acc]
 
     g = torch.Generator().manual_seed(3)
     x, w = torch.randn(4, 6, generator=g), torch.randn(18, 3, generator=g)

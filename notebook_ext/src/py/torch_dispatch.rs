@@ -213,7 +213,25 @@ impl Bridge {
         let Ok(target) = args.get_item(0) else {
             return Ok(None);
         };
-        self.assign.bind(args.py()).call1((&target, value))?;
+        let py = args.py();
+        // The common write, an optimizer's `p.add_(...)`: a tensor that owns its value gets a
+        // value of its own dtype and shape. `_tensor.assign` then only rebinds it; anything else
+        // (a view, a cast, a broadcast) is `assign`'s.
+        if target.get_type().is(self.lazy.bind(py))
+            && target.getattr(intern!(py, "_root"))?.is_none()
+        {
+            let old = target.getattr(intern!(py, "_xp"))?;
+            if let (Ok(new), Ok(old)) = (value.cast::<PyTensor>(), old.cast::<PyTensor>()) {
+                let (new, old) = (&new.get().t, &old.get().t);
+                if new.dtype() == old.dtype() && new.dims() == old.dims() {
+                    target.setattr(intern!(py, "_xp"), &value)?;
+                    let generation: u64 = target.getattr(intern!(py, "_gen"))?.extract()?;
+                    target.setattr(intern!(py, "_gen"), generation + 1)?;
+                    return Ok(Some(target));
+                }
+            }
+        }
+        self.assign.bind(py).call1((&target, value))?;
         Ok(Some(target))
     }
 
