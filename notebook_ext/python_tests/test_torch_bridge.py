@@ -402,7 +402,10 @@ def test_the_native_dispatcher_records_what_the_python_one_records():
         bits = (h > 0.5) & (x.sum(1, keepdim=True) > 0)  # booleans
         acc = x.clone()
         acc.mul_(2.0).add_(x, alpha=-0.5)  # in-place ops on a tensor that owns its value
-        return [top, where, total, moved, bits, z * 2, h.add(x.repeat(1, 3), alpha=0.5), acc]
+        buf = x.clone()  # writes through views of views reach it
+        buf.view(2, -1).t().unsqueeze(0).mul_(3.0)
+        buf.permute(-1, 0).transpose(-1, 0).detach().add_(1.0)
+        return [top, where, total, moved, bits, z * 2, h.add(x.repeat(1, 3), alpha=0.5), acc, buf]
 
     g = torch.Generator().manual_seed(3)
     x, w = torch.randn(4, 6, generator=g), torch.randn(18, 3, generator=g)

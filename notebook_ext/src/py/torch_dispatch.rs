@@ -10,6 +10,10 @@
 //! without the Python frames in between, which cost more than the engine's own work. Anything
 //! else (an op not in the table yet, complex or CPU tensors, arguments of other kinds, a lowering
 //! that declines the call) goes to the Python dispatcher, which decides as it always did.
+//!
+//! The commonest views (`view`, `reshape`, `detach`, `transpose`, `t`, `permute`, `unsqueeze`) are
+//! made here too, as `_tensor.make_view` makes them, their steps to and from the base being
+//! [`ViewForward`] and [`ViewBackward`] instead of Python closures.
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
@@ -21,11 +25,21 @@ use xlaprof_core::{DType, Tensor};
 use super::dtype::dtype_name;
 use super::ops::{binary, with_alpha};
 use super::tensor::PyTensor;
+use super::trace::record;
 
 /// The route kinds in the table (`_dispatch.py` writes them with the same numbers).
 const FUNCTIONAL: u8 = 0;
 const RAW: u8 = 1;
 const IN_PLACE: u8 = 2;
+/// A view made here (the table's third number says which, as `_dispatch._NATIVE_VIEWS` does),
+/// else by its raw lowering.
+const VIEW: u8 = 3;
+const VIEW_RESHAPE: u8 = 1;
+const VIEW_ALIAS: u8 = 2;
+const VIEW_PERMUTE: u8 = 3;
+const VIEW_TRANSPOSE: u8 = 4;
+const VIEW_T: u8 = 5;
+const VIEW_UNSQUEEZE: u8 = 6;
 
 /// Functional lowerings that are one engine operator on a tensor and a tensor or number
 /// (`a + b`, `a - b`, `a * b`, `a / b`), numbered as `_dispatch.py` notes them: called here
@@ -146,7 +160,13 @@ impl Bridge {
         let Some(route) = self.routes.bind(py).get_item(func)? else {
             return Ok(None);
         };
-        let (kind, lowering, operator): (u8, Bound<'py, PyAny>, u8) = route.extract()?;
+        let (mut kind, lowering, operator): (u8, Bound<'py, PyAny>, u8) = route.extract()?;
+        if kind == VIEW {
+            if let Some(view) = self.view(operator, args, kwargs)? {
+                return Ok(Some(view));
+            }
+            kind = RAW;
+        }
         let result = if kind == RAW {
             // The lazy tensors themselves, unless one is complex (`_dispatch._real_only`).
             for a in args.iter().chain(kwargs.iter().flat_map(|k| k.values())) {
@@ -233,6 +253,90 @@ impl Bridge {
         }
         self.assign.bind(py).call1((&target, value))?;
         Ok(Some(target))
+    }
+
+    /// The view `which` of `args[0]` (see [`VIEW`]), made as `_lowerings` and
+    /// `_tensor.make_view` make it, or `None` where its raw lowering must (other arguments, a
+    /// complex tensor, a value that is not an engine tensor).
+    fn view<'py>(
+        &self,
+        which: u8,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let py = args.py();
+        if kwargs.is_some() || args.is_empty() {
+            return Ok(None);
+        }
+        let base = args.get_item(0)?;
+        if !base.get_type().is(self.lazy.bind(py)) {
+            return Ok(None);
+        }
+        let Some(base_value) = self.unwrap(&base, false)? else {
+            return Ok(None);
+        };
+        let Ok(tensor) = base_value.cast::<PyTensor>() else {
+            return Ok(None);
+        };
+        let dims = tensor.get().t.dims().to_vec();
+        let rank = dims.len() as i64;
+        let int = |i: usize| args.get_item(i).and_then(|a| a.extract::<i64>()).ok();
+        let ints = |i: usize| args.get_item(i).and_then(|a| a.extract::<Vec<i64>>()).ok();
+        let (step, inverse) = match (which, args.len()) {
+            (VIEW_RESHAPE, 2) => {
+                let Some(mut size) = ints(1) else { return Ok(None) };
+                // `_lowerings._view_shape`: the first -1 takes what the others leave.
+                if let Some(free) = size.iter().position(|&d| d == -1) {
+                    let known: i64 = size.iter().filter(|&&d| d != -1).product();
+                    let total: i64 = dims.iter().product();
+                    size[free] = if known != 0 { total.div_euclid(known) } else { 0 };
+                }
+                (ViewStep::Reshape(size), ViewStep::Reshape(dims))
+            }
+            (VIEW_ALIAS, 1) => (ViewStep::Identity, ViewStep::Identity),
+            (VIEW_PERMUTE, 2) if rank > 0 => {
+                let Some(order) = ints(1) else { return Ok(None) };
+                let order: Vec<usize> = order.iter().map(|d| d.rem_euclid(rank) as usize).collect();
+                let mut inverse = vec![usize::MAX; order.len()];
+                for (i, &d) in order.iter().enumerate() {
+                    match inverse.get_mut(d) {
+                        Some(slot) if *slot == usize::MAX => *slot = i,
+                        _ => return Ok(None), // not a permutation: the lowering's error
+                    }
+                }
+                if inverse.contains(&usize::MAX) {
+                    return Ok(None);
+                }
+                (ViewStep::Permute(order), ViewStep::Permute(inverse))
+            }
+            (VIEW_TRANSPOSE, 3) => match (int(1), int(2)) {
+                (Some(_), Some(_)) if rank == 0 => (ViewStep::Identity, ViewStep::Identity),
+                (Some(a), Some(b)) => (ViewStep::Transpose(a, b), ViewStep::Transpose(a, b)),
+                _ => return Ok(None),
+            },
+            (VIEW_T, 1) if rank == 2 => (ViewStep::Transpose(0, 1), ViewStep::Transpose(0, 1)),
+            (VIEW_T, 1) => (ViewStep::Identity, ViewStep::Identity),
+            (VIEW_UNSQUEEZE, 2) => {
+                let Some(dim) = int(1) else { return Ok(None) };
+                let dim = dim.rem_euclid(rank + 1);
+                (ViewStep::Unsqueeze(dim), ViewStep::Squeeze(dim as usize))
+            }
+            _ => return Ok(None),
+        };
+        let view = self.wrap(&step.apply(&base_value)?)?;
+        // `make_view`: a view of a view reaches the root through its base's steps.
+        let root = base.getattr(intern!(py, "_root"))?;
+        let (root, base_forward, base_backward) = if root.is_none() {
+            (base, None, None)
+        } else {
+            let forward = base.getattr(intern!(py, "_fwd"))?.unbind();
+            (root, Some(forward), Some(base.getattr(intern!(py, "_bwd"))?.unbind()))
+        };
+        view.setattr(intern!(py, "_fwd"), ViewForward { step, base: base_forward })?;
+        view.setattr(intern!(py, "_bwd"), ViewBackward { inverse, base: base_backward })?;
+        view.setattr(intern!(py, "_seen"), root.getattr(intern!(py, "_gen"))?)?;
+        view.setattr(intern!(py, "_root"), root)?;
+        Ok(Some(view))
     }
 
     /// An argument as a lowering takes it (`_dispatch._unwrap`), or `None` where the Python
@@ -334,4 +438,76 @@ fn sequence<'py>(
     items: Vec<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     Ok(if list { PyList::new(py, items)?.into_any() } else { PyTuple::new(py, items)?.into_any() })
+}
+
+/// One step of a view made natively, applied to an engine tensor: what the Python view lowerings
+/// do with `r.reshape(...)`, `r.permute(...)`, ... (the same engine ops, so the same graph).
+enum ViewStep {
+    Reshape(Vec<i64>),
+    Permute(Vec<usize>),
+    Transpose(i64, i64),
+    Unsqueeze(i64),
+    /// Back from `Unsqueeze`: the dim, if it has size 1, taken out (`Tensor.squeeze(dim)`).
+    Squeeze(usize),
+    Identity,
+}
+
+impl ViewStep {
+    fn apply<'py>(&self, x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = x.py();
+        let t = &x.cast::<PyTensor>()?.get().t;
+        let out = match self {
+            ViewStep::Identity => return Ok(x.clone()),
+            ViewStep::Reshape(dims) => record(py, "reshape", || t.reshape(dims)),
+            ViewStep::Permute(order) => record(py, "permute", || t.permute(order)),
+            ViewStep::Transpose(a, b) => record(py, "transpose", || t.transpose(*a, *b)),
+            ViewStep::Unsqueeze(dim) => record(py, "unsqueeze", || t.unsqueeze(*dim)),
+            ViewStep::Squeeze(dim) => {
+                let kept = t.dims().iter().enumerate().filter(|&(i, &n)| !(i == *dim && n == 1));
+                let dims: Vec<i64> = kept.map(|(_, &n)| n).collect();
+                record(py, "squeeze", || t.reshape(&dims))
+            }
+        }?;
+        Ok(Bound::new(py, out)?.into_any())
+    }
+}
+
+/// A native view's `_fwd`: its root's value to its own (through its base's `_fwd`, if any).
+#[pyclass(frozen)]
+struct ViewForward {
+    step: ViewStep,
+    base: Option<Py<PyAny>>,
+}
+
+#[pymethods]
+impl ViewForward {
+    fn __call__<'py>(&self, root: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        match &self.base {
+            None => self.step.apply(root),
+            Some(base) => self.step.apply(&base.bind(root.py()).call1((root,))?),
+        }
+    }
+}
+
+/// A native view's `_bwd`: the root's new value after a write of `new` through the view. The
+/// steps back need only the new value, not the base's old one (their Python closures ignore it).
+#[pyclass(frozen)]
+struct ViewBackward {
+    inverse: ViewStep,
+    base: Option<Py<PyAny>>,
+}
+
+#[pymethods]
+impl ViewBackward {
+    fn __call__<'py>(
+        &self,
+        root: &Bound<'py, PyAny>,
+        new: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let base_value = self.inverse.apply(new)?;
+        match &self.base {
+            None => Ok(base_value),
+            Some(base) => base.bind(root.py()).call1((root, base_value)),
+        }
+    }
 }

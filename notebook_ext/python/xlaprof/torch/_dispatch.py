@@ -111,7 +111,15 @@ _ROUTES: Dict[Any, Route] = {}
 # one, noted here when its route is found; from then on the native dispatcher runs it itself
 # when its arguments are plain, and hands it here otherwise.
 _NATIVE: Dict[Any, Tuple[int, Callable[..., Any], int]] = {}
-_NATIVE_FUNCTIONAL, _NATIVE_RAW, _NATIVE_IN_PLACE = 0, 1, 2
+_NATIVE_FUNCTIONAL, _NATIVE_RAW, _NATIVE_IN_PLACE, _NATIVE_VIEW = 0, 1, 2, 3
+# Raw lowerings of the commonest views (`_lowerings.view`, `alias`, `permute`, `transpose`, `t_`,
+# `unsqueeze`): the native dispatcher makes these views itself, the same way, and calls the
+# lowering only for arguments it does not take (numbered as in torch_dispatch.rs).
+_NATIVE_VIEWS = {
+    aten.view.default: 1, aten._unsafe_view.default: 1, aten.reshape.default: 1,
+    aten.alias.default: 2, aten.detach.default: 2, aten.lift_fresh.default: 2,
+    aten.permute.default: 3, aten.transpose.int: 4, aten.t.default: 5, aten.unsqueeze.default: 6,
+}
 # Functional lowerings that are one engine operator when their first argument is a tensor
 # (`_lowerings.add`: `a.add(b)`, `sub`, `mul`: `a * b`, `div`: `a / b`): the native dispatcher
 # calls the operator itself, without the lowering's frame (numbered as in torch_dispatch.rs).
@@ -131,7 +139,8 @@ def _route(func: Any) -> Route:
         return special
     raw = RAW.get(func)
     if raw is not None:
-        _NATIVE[func] = (_NATIVE_RAW, raw, 0)
+        view = _NATIVE_VIEWS.get(func)
+        _NATIVE[func] = (_NATIVE_VIEW, raw, view) if view else (_NATIVE_RAW, raw, 0)
         return _real_only(_or_else(lambda a, k: raw(*a, **k), func), func)
     fn = FUNCTIONAL.get(func)
     if fn is not None:

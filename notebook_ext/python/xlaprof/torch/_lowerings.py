@@ -845,12 +845,13 @@ def _view_shape(x: Any, size: Sequence[int]) -> List[int]:
 def view(t: LazyTensor, size: Sequence[int]) -> LazyTensor:
     base_shape = tuple(t.shape)
     shape = _view_shape(value(t), size)
-    return make_view(t, lambda r: r.reshape(*shape), lambda r, nv: nv.reshape(*base_shape))
+    return make_view(t, lambda r: r.reshape(*shape), lambda r, nv: nv.reshape(*base_shape),
+                     bwd_reads_base=False)
 
 
 @lower_raw(aten.alias.default, aten.detach.default, aten.lift_fresh.default)
 def alias(t: LazyTensor) -> LazyTensor:
-    return make_view(t, lambda r: r, lambda r, nv: nv)
+    return make_view(t, lambda r: r, lambda r, nv: nv, bwd_reads_base=False)
 
 
 @lower_raw(aten.permute.default)
@@ -858,14 +859,16 @@ def permute(t: LazyTensor, dims: Sequence[int]) -> LazyTensor:
     n = t.dim()
     dims = [d % n for d in dims]
     inverse = [dims.index(i) for i in range(n)]
-    return make_view(t, lambda r: r.permute(*dims), lambda r, nv: nv.permute(*inverse))
+    return make_view(t, lambda r: r.permute(*dims), lambda r, nv: nv.permute(*inverse),
+                     bwd_reads_base=False)
 
 
 @lower_raw(aten.transpose.int)
 def transpose(t: LazyTensor, d0: int, d1: int) -> LazyTensor:
     if t.dim() == 0:
         return alias(t)
-    return make_view(t, lambda r: r.transpose(d0, d1), lambda r, nv: nv.transpose(d0, d1))
+    return make_view(t, lambda r: r.transpose(d0, d1), lambda r, nv: nv.transpose(d0, d1),
+                     bwd_reads_base=False)
 
 
 @lower_raw(aten.t.default)
@@ -876,7 +879,8 @@ def t_(t: LazyTensor) -> LazyTensor:
 @lower_raw(aten.unsqueeze.default)
 def unsqueeze(t: LazyTensor, dim: int) -> LazyTensor:
     dim = dim % (t.dim() + 1)
-    return make_view(t, lambda r: r.unsqueeze(dim), lambda r, nv: nv.squeeze(dim))
+    return make_view(t, lambda r: r.unsqueeze(dim), lambda r, nv: nv.squeeze(dim),
+                     bwd_reads_base=False)
 
 
 @lower_raw(aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims)
@@ -889,7 +893,8 @@ def squeeze(t: LazyTensor, dim: Any = None) -> LazyTensor:
     else:  # squeeze.dims: exactly those (none for an empty list)
         dims = [d % max(len(shape), 1) for d in dim]
     new = [s for i, s in enumerate(shape) if not (i in dims and s == 1)]
-    return make_view(t, lambda r: r.reshape(*new), lambda r, nv: nv.reshape(*shape))
+    return make_view(t, lambda r: r.reshape(*new), lambda r, nv: nv.reshape(*shape),
+                     bwd_reads_base=False)
 
 
 @lower_raw(aten.expand.default)

@@ -159,8 +159,13 @@ def assign(t: LazyTensor, new: Any) -> LazyTensor:
     return t
 
 
-def make_view(base: LazyTensor, fwd: Fwd, bwd: Bwd, requires_grad: bool = False) -> LazyTensor:
-    """A view of ``base``: ``fwd`` maps the base's value to the view's, ``bwd`` writes back."""
+def make_view(base: LazyTensor, fwd: Fwd, bwd: Bwd, requires_grad: bool = False,
+              bwd_reads_base: bool = True) -> LazyTensor:
+    """A view of ``base``: ``fwd`` maps the base's value to the view's, ``bwd`` writes back.
+    ``bwd_reads_base=False`` says that ``bwd`` ignores its first argument (a reshape, a
+    transpose): a write through a view of this view then does not recompute this view's base
+    value for it, which would leave unused nodes in the graph (and the root undonated). The
+    native dispatcher's views (``torch_dispatch.rs``) are made the same way."""
     root = base._root
     if root is None:
         root, full_fwd, full_bwd = base, fwd, bwd
@@ -170,8 +175,12 @@ def make_view(base: LazyTensor, fwd: Fwd, bwd: Bwd, requires_grad: bool = False)
         def full_fwd(r: Any) -> Any:
             return fwd(bf(r))  # type: ignore[misc]
 
-        def full_bwd(r: Any, nv: Any) -> Any:
-            return bb(r, bwd(bf(r), nv))  # type: ignore[misc]
+        if bwd_reads_base:
+            def full_bwd(r: Any, nv: Any) -> Any:
+                return bb(r, bwd(bf(r), nv))  # type: ignore[misc]
+        else:
+            def full_bwd(r: Any, nv: Any) -> Any:
+                return bb(r, bwd(None, nv))  # type: ignore[misc]
 
     v = LazyTensor(fwd(value(base)))
     v._root = root
