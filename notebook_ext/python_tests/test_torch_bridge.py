@@ -72,6 +72,65 @@ def test_adamw_state_and_per_step_floats_do_not_recompile():
     assert compiles[2:] == [compiles[2]] * 4, compiles
 
 
+OPTIMIZERS = {
+    "SGD, Nesterov momentum, weight decay": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True,
+                                                                     weight_decay=0.01),
+    "Adam, AMSGrad": lambda p: torch.optim.Adam(p, lr=0.01, amsgrad=True),
+    "AdamW": lambda p: torch.optim.AdamW(p, lr=0.01),
+    "RMSprop, centered, momentum": lambda p: torch.optim.RMSprop(p, lr=0.01, centered=True, momentum=0.5),
+    "Adagrad": lambda p: torch.optim.Adagrad(p, lr=0.1),
+    "NAdam": lambda p: torch.optim.NAdam(p, lr=0.01),
+    "RAdam": lambda p: torch.optim.RAdam(p, lr=0.01),
+    "Adamax": lambda p: torch.optim.Adamax(p, lr=0.01),
+    "Adadelta": lambda p: torch.optim.Adadelta(p),
+    "ASGD": lambda p: torch.optim.ASGD(p, lr=0.01),
+    "Rprop": lambda p: torch.optim.Rprop(p, lr=0.01),
+}
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_optimizers_take_their_multi_tensor_path_and_match_the_cpu(name):
+    """On the device torch's optimizers and clip_grad_norm_ take their foreach (multi-tensor)
+    paths, as on CUDA: an op per step for all parameters, not one per parameter. The parameters
+    after four steps (gradients clipped, zero_grad keeping the tensors) are the CPU's, where the
+    single-tensor path ran, and no op ran on the CPU fallback."""
+    from xlaprof.torch import _dispatch
+
+    def run(device):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3)).to(device)
+        opt = OPTIMIZERS[name](model.parameters())
+        g = torch.Generator().manual_seed(1)
+        x, y = torch.randn(32, 8, generator=g).to(device), torch.randint(0, 3, (32,), generator=g).to(device)
+        for _ in range(4):
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+            opt.step()
+            opt.zero_grad(set_to_none=False)
+            if device == DEV:
+                xt.step()
+        return [p.detach().cpu() for p in model.parameters()]
+
+    _dispatch._ROUTES.clear()
+    before = dict(xt.fallbacks())
+    got = run(DEV)
+    assert xt.fallbacks() == before
+    taken = {str(op) for op in _dispatch._ROUTES}
+    assert {"aten._foreach_norm.Scalar", "aten._foreach_mul_.Tensor"} <= taken, taken
+    assert any(op.startswith("aten._foreach_") and op.endswith(("_.List", "_.Scalar", "_.ScalarList"))
+               for op in taken - {"aten._foreach_mul_.Tensor"}), taken
+    for a, b in zip(got, run(torch.device("cpu"))):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_the_cpu_fallback_writes_into_every_tensor_of_a_list_it_mutates():
+    from xlaprof.torch import _dispatch
+
+    a, b = torch.ones(3, device=DEV), torch.zeros(2, device=DEV)
+    _dispatch._fallback(torch.ops.aten._foreach_add_.Scalar, ([a, b], 2.0), {})
+    assert (a.tolist(), b.tolist()) == ([3.0, 3.0, 3.0], [2.0, 2.0])
+
+
 def test_a_write_through_a_view_reaches_its_base():
     base = torch.arange(12.0).reshape(3, 4)
     x = base.to(DEV)

@@ -15,6 +15,7 @@ shape and dtype only). `--dtype int64` and `--dtype bfloat16` sweep the OpInfos 
 
     python tests/opinfo/opinfo_sweep.py               # every OpInfo, 3 samples each: the table
     python tests/opinfo/opinfo_sweep.py --samples 1 --ops add,mul --verbose
+    python tests/opinfo/opinfo_sweep.py --db foreach  # the multi-tensor ops (`torch._foreach_*`)
 """
 
 from __future__ import annotations
@@ -33,12 +34,13 @@ RANDOM = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "e
 OUTCOMES = ("passed", "fallback", "mismatch", "dtype", "unsupported", "error", "crash")
 
 
-def _ops(dtype_name: str) -> List[Any]:
+def _ops(dtype_name: str, db: str = "ops") -> List[Any]:
     import torch
-    from torch.testing._internal.common_methods_invocations import op_db
+    from torch.testing._internal import common_methods_invocations as infos
 
     dtype = getattr(torch, dtype_name)
-    return [op for op in op_db if dtype in op.supported_dtypes("cpu")]
+    ops = infos.foreach_op_db if db == "foreach" else infos.op_db
+    return [op for op in ops if dtype in op.supported_dtypes("cpu")]
 
 
 def _key(op: Any) -> str:
@@ -118,12 +120,12 @@ def _flatten(x: Any) -> Iterator[Any]:
         yield x
 
 
-def worker(start: int, samples: int, dtype_name: str, names: Optional[List[str]]) -> None:
+def worker(start: int, samples: int, dtype_name: str, names: Optional[List[str]], db: str) -> None:
     """Runs OpInfos from index ``start`` on, one JSON line each, flushing as it goes."""
     warnings.simplefilter("ignore")
     import xlaprof.torch  # noqa: F401
 
-    ops = _ops(dtype_name)
+    ops = _ops(dtype_name, db)
     for i, op in enumerate(ops):
         if i < start or (names and _key(op) not in names and op.name not in names):
             continue
@@ -138,13 +140,14 @@ def worker(start: int, samples: int, dtype_name: str, names: Optional[List[str]]
 
 
 def sweep(samples: int = 3, dtype_name: str = "float32", names: Optional[List[str]] = None,
-          verbose: bool = False) -> Dict[str, Tuple[str, str]]:
-    """Every OpInfo's outcome, each batch of OpInfos in a child process so a crash costs one."""
+          verbose: bool = False, db: str = "ops") -> Dict[str, Tuple[str, str]]:
+    """Every OpInfo's outcome, each batch of OpInfos in a child process so a crash costs one.
+    ``db``: ``ops`` (torch's ``op_db``) or ``foreach`` (its ``foreach_op_db``)."""
     results: Dict[str, Tuple[str, str]] = {}
     start = 0
     while True:
         cmd = [sys.executable, __file__, "--worker", str(start), "--samples", str(samples),
-               "--dtype", dtype_name]
+               "--dtype", dtype_name, "--db", db]
         if names:
             cmd += ["--ops", ",".join(names)]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -197,15 +200,17 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=3)
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--ops", default="")
+    ap.add_argument("--db", choices=("ops", "foreach"), default="ops",
+                    help="torch's op_db (default) or its foreach_op_db")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--json", default="", help="also write every OpInfo's outcome to this file")
     ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     names = [n for n in a.ops.split(",") if n] or None
     if a.worker is not None:
-        worker(a.worker, a.samples, a.dtype, names)
+        worker(a.worker, a.samples, a.dtype, names, a.db)
         return
-    results = sweep(a.samples, a.dtype, names, a.verbose)
+    results = sweep(a.samples, a.dtype, names, a.verbose, a.db)
     if not a.verbose:
         for name, (outcome, why) in sorted(results.items()):
             print(f"{name:40} {outcome:12} {why}")

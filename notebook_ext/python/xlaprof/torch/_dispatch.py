@@ -152,6 +152,9 @@ def _route(func: Any) -> Route:
             return _wrap(fn(*[_unwrap(v) for v in a]))
 
         return _real_only(_or_else(functional, func), func)
+    each = _foreach_route(func)
+    if each is not None:
+        return each
     mutating = _mutating_route(func)
     if mutating is not None:
         return _or_else(mutating, func)
@@ -179,6 +182,113 @@ def _real_only(route: Route, func: Any) -> Route:
         return route(a, k)
 
     return run
+
+
+def _foreach_route(func: Any) -> Optional[Route]:
+    """``torch._foreach_add_(xs, ys)`` and the other multi-tensor ops (what torch's optimizers and
+    ``clip_grad_norm_`` call on accelerators): the per-tensor op for each element, each taking
+    its own route (so lowered and recorded as one op would be), without a torch dispatch per
+    element (each goes to the native dispatcher). Lists are taken element by element, single
+    values are shared; a tensor of scalars (``_foreach_addcdiv_.Tensor``) gives each element its
+    own value. An in-place op without a per-tensor in-place form (``_foreach_maximum_``) writes
+    the functional op's results into the first list."""
+    name = func._schema.name.split("::")[-1]
+    if not name.startswith("_foreach_"):
+        return None
+    base = name[len("_foreach_"):]
+    packet, by_keyword = _FOREACH_AS.get(base, (getattr(aten, base, None), ()))
+    write_back = packet is None and base.endswith("_")
+    if write_back:
+        packet = getattr(aten, base[:-1], None)
+    if packet is None:
+        return None
+    lists = ["[]" in str(a.type) or str(a.type).startswith("List[") for a in func._schema.arguments]
+    returns_list = bool(func._schema.returns)
+    schema_names = [a.name for a in func._schema.arguments]
+    moved = sorted(schema_names.index(n) for n in by_keyword)
+    overloads: Dict[Tuple[str, ...], Tuple[Any, List[str]]] = {}
+
+    def each(a: Tuple[Any, ...], k: Dict[str, Any]) -> Any:
+        per_element = []
+        count = next(len(v) for v, is_list in zip(a, lists) if is_list)  # `pow(2.0, xs)` too
+        for i in range(count):
+            args = []
+            for v, is_list in zip(a, lists):
+                if is_list:
+                    v = v[i]
+                elif isinstance(v, torch.Tensor) and not isinstance(v, LazyTensor) and v.dim() == 1:
+                    v = v[i].item()  # a tensor of scalars, one per element
+                args.append(v)
+            keywords = dict(k)
+            for position in reversed(moved):
+                if position < len(args):
+                    keywords[schema_names[position]] = args.pop(position)
+            kinds = tuple("t" if isinstance(v, torch.Tensor) else "s" for v in args) + tuple(keywords)
+            found = overloads.get(kinds)
+            if found is None:
+                found = overloads[kinds] = _overload_for(packet, args, keywords)
+            op, by_name = found
+            positional = len(args) - len(by_name)
+            keywords.update(zip(by_name, args[positional:]))
+            out = _per_element(LazyTensor, op, (), tuple(args[:positional]), keywords)
+            if write_back:
+                assign(args[0], value(out))
+            per_element.append(out)
+        return per_element if returns_list else None
+
+    return each
+
+
+# Foreach ops whose per-tensor op has another name, and their last arguments, which it takes by
+# keyword.
+_FOREACH_AS = {"norm": (aten.linalg_vector_norm, ("dtype",))}
+
+# The native dispatcher, which hands back to `dispatch` what it does not take.
+_per_element = _native.torch_dispatch
+
+
+def _overload_for(packet: Any, args: List[Any], kwargs: Dict[str, Any]) -> Tuple[Any, List[str]]:
+    """The overload of ``packet`` that a call with these arguments means, and the names of its
+    keyword-only parameters that arguments past its positional ones fill (the foreach ops take
+    ``addcmul``'s ``value`` by position): each argument of the kind its parameter takes, a number
+    also where a tensor is taken when nothing else fits (as torch passes a number given for a
+    tensor)."""
+    def fits(value: Any, param: Any, loose: bool) -> bool:
+        kind = str(param.real_type)
+        if kind.startswith("Optional[") and value is None:
+            return True
+        kind = kind.removeprefix("Optional[").removesuffix("]") if kind.startswith("Optional[") else kind
+        if isinstance(value, torch.Tensor):
+            return kind == "Tensor"
+        if isinstance(value, torch.dtype):
+            return kind == "ScalarType"
+        if isinstance(value, (list, tuple)):
+            return kind.startswith("List[")
+        if isinstance(value, (bool, int, float)):
+            return kind in ("number", "Scalar", "int", "float", "bool", "SymInt") or (loose and kind == "Tensor")
+        return False
+
+    def slots(op: Any, loose: bool) -> Optional[List[str]]:
+        params = op._schema.arguments
+        positional = [p for p in params if not p.kwarg_only]
+        keyword = [p for p in params if p.kwarg_only and p.name not in kwargs]
+        ordered = positional + keyword
+        if len(args) > len(ordered) or any(n not in {p.name for p in params} for n in kwargs):
+            return None
+        if any(p.default_value is None and not str(p.type).startswith("Optional")
+               for p in ordered[len(args):] if not p.kwarg_only):
+            return None
+        if not all(fits(v, p, loose) for v, p in zip(args, ordered)):
+            return None
+        return [p.name for p in ordered[len(positional):len(args)]]
+
+    ops = [getattr(packet, n) for n in packet.overloads()]
+    for loose in (False, True):
+        for op in ops:
+            by_name = slots(op, loose)
+            if by_name is not None:
+                return op, by_name
+    raise _Unsupported(f"no overload of {packet} takes {args}")
 
 
 def _copy_variant_route(func: Any) -> Optional[Route]:
@@ -367,6 +477,10 @@ def _fallback(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
     for arg, src, cpu in zip(func._schema.arguments, flat_sources, flat_cpu):
         if _writes(arg) and isinstance(src, LazyTensor):
             assign(src, to_engine(cpu))
+        elif _writes(arg) and isinstance(src, (list, tuple)):  # `Tensor(a!)[]`: each element
+            for s, c in zip(src, cpu):
+                if isinstance(s, LazyTensor):
+                    assign(s, to_engine(c))
 
     uploads = to_device or any(isinstance(a, LazyTensor) for a in _tensors(args, kwargs))
 
@@ -440,3 +554,15 @@ _native.torch_bridge_init(
     {name: dtype for dtype, name in TO_ENGINE.items()},
     _tensor_module._DEVICE,
 )
+
+# torch's optimizers and `clip_grad_norm_` take their multi-tensor (foreach) paths only for the
+# tensor types in these lists; torch's own DTensor adds itself the same way. The foreach ops are
+# lowered here (`_foreach_route`): an optimizer step is a few dispatches, not one per op and
+# parameter (AdamW's step on GPT-2's parameters records in about 60 % of the time).
+from torch.optim.optimizer import _foreach_supported_types as _optimizer_types  # noqa: E402
+from torch.utils._foreach_utils import _foreach_supported_types as _utils_types  # noqa: E402
+
+for _types in (_optimizer_types, _utils_types):
+    if LazyTensor not in _types:
+        _types.append(LazyTensor)
+
