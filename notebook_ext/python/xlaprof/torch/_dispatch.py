@@ -20,6 +20,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
+from torch.optim.optimizer import _foreach_supported_types as _optimizer_types
+from torch.utils._foreach_utils import _foreach_supported_types as _utils_types
 from torch.utils._pytree import tree_map
 
 from .. import _native
@@ -202,7 +204,9 @@ def _foreach_route(func: Any) -> Optional[Route]:
         packet = getattr(aten, base[:-1], None)
     if packet is None:
         return None
-    lists = ["[]" in str(a.type) or str(a.type).startswith("List[") for a in func._schema.arguments]
+    lists = [str(a.type).startswith("List[") for a in func._schema.arguments]
+    # `_foreach_addcdiv_.Tensor(..., Tensor scalars)`: a CPU tensor of one scalar per element.
+    per_element_scalars = [a.name == "scalars" and str(a.type) == "Tensor" for a in func._schema.arguments]
     returns_list = bool(func._schema.returns)
     schema_names = [a.name for a in func._schema.arguments]
     moved = sorted(schema_names.index(n) for n in by_keyword)
@@ -213,11 +217,11 @@ def _foreach_route(func: Any) -> Optional[Route]:
         count = next(len(v) for v, is_list in zip(a, lists) if is_list)  # `pow(2.0, xs)` too
         for i in range(count):
             args = []
-            for v, is_list in zip(a, lists):
+            for v, is_list, scalars in zip(a, lists, per_element_scalars):
                 if is_list:
                     v = v[i]
-                elif isinstance(v, torch.Tensor) and not isinstance(v, LazyTensor) and v.dim() == 1:
-                    v = v[i].item()  # a tensor of scalars, one per element
+                elif scalars and not isinstance(v, LazyTensor):
+                    v = v[i].item()
                 args.append(v)
             keywords = dict(k)
             for position in reversed(moved):
@@ -255,9 +259,10 @@ def _overload_for(packet: Any, args: List[Any], kwargs: Dict[str, Any]) -> Tuple
     tensor)."""
     def fits(value: Any, param: Any, loose: bool) -> bool:
         kind = str(param.real_type)
-        if kind.startswith("Optional[") and value is None:
-            return True
-        kind = kind.removeprefix("Optional[").removesuffix("]") if kind.startswith("Optional[") else kind
+        if kind.startswith("Optional["):
+            if value is None:
+                return True
+            kind = kind[len("Optional["):-1]
         if isinstance(value, torch.Tensor):
             return kind == "Tensor"
         if isinstance(value, torch.dtype):
@@ -265,7 +270,8 @@ def _overload_for(packet: Any, args: List[Any], kwargs: Dict[str, Any]) -> Tuple
         if isinstance(value, (list, tuple)):
             return kind.startswith("List[")
         if isinstance(value, (bool, int, float)):
-            return kind in ("number", "Scalar", "int", "float", "bool", "SymInt") or (loose and kind == "Tensor")
+            scalar = kind in ("number", "Scalar", "int", "float", "bool", "SymInt")
+            return scalar or (loose and kind == "Tensor")
         return False
 
     def slots(op: Any, loose: bool) -> Optional[List[str]]:
@@ -559,9 +565,6 @@ _native.torch_bridge_init(
 # tensor types in these lists; torch's own DTensor adds itself the same way. The foreach ops are
 # lowered here (`_foreach_route`): an optimizer step is a few dispatches, not one per op and
 # parameter (AdamW's step on GPT-2's parameters records in about 60 % of the time).
-from torch.optim.optimizer import _foreach_supported_types as _optimizer_types  # noqa: E402
-from torch.utils._foreach_utils import _foreach_supported_types as _utils_types  # noqa: E402
-
 for _types in (_optimizer_types, _utils_types):
     if LazyTensor not in _types:
         _types.append(LazyTensor)
