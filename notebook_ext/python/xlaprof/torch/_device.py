@@ -9,8 +9,9 @@ through the tensor subclass's ``__torch_dispatch__``.
 
 from __future__ import annotations
 
+import itertools
 import os
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 
@@ -33,7 +34,8 @@ def register() -> None:
     from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
     if torch._C._get_privateuse1_backend_name() != DEVICE_TYPE:
-        _setup_privateuseone_for_python_backend(DEVICE_TYPE, backend_module=_Backend())
+        _setup_privateuseone_for_python_backend(DEVICE_TYPE, backend_module=_Backend(),
+                                                device_guard=_device_guard())
     from . import _tensor
 
     lib = torch.library.Library("aten", "IMPL")
@@ -62,6 +64,19 @@ def register() -> None:
 
     _native.add_internal_dir(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
     _registered = True
+
+
+def _device_guard() -> Any:
+    """The device guard torch asks its device type of, two or three times per aten op under
+    autograd (the backward's ops on the device's autograd thread most). torch's default answers
+    from a Python method; this one from a C callable that returns the constant, with no Python
+    frame (a microsecond per recorded op of a training step)."""
+    private_use1 = torch._C._autograd.DeviceType.PrivateUse1
+
+    class DeviceGuard(torch._C._acc.DeviceGuard):  # type: ignore[name-defined,misc]
+        type_ = staticmethod(itertools.repeat(private_use1).__next__)
+
+    return DeviceGuard()
 
 
 class _Backend:
