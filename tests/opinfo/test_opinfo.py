@@ -1,5 +1,6 @@
 """PyTorch's OpInfo database on the xlaprof device: a capped sweep (the first sample of every
-float32 OpInfo) held to the floor in opinfo_floor.json. Raise the floor as coverage grows; never
+float32 OpInfo, and of every multi-tensor `torch._foreach_*` OpInfo) held to the floor in
+opinfo_floor.json. Raise the floor as coverage grows; never
 lower it. The whole sweep (3 samples, the per-op table): python tests/opinfo/opinfo_sweep.py"""
 
 import json
@@ -26,3 +27,13 @@ def test_opinfo_coverage_holds_its_floor():
     assert with_fallback >= floor["with_fallback"], (
         f"{with_fallback} OpInfos pass with the CPU fallback, floor {floor['with_fallback']}"
     )
+
+
+def test_foreach_opinfo_coverage_holds_its_floor():
+    floor = json.loads((HERE / "opinfo_floor.json").read_text())["foreach"]
+    results = opinfo_sweep.sweep(samples=floor["samples"], dtype_name="float32", db="foreach")
+    print("\n" + opinfo_sweep.table(results))
+    native = [name for name, (o, _) in results.items() if o == "passed"]
+    others = {name: outcome for name, outcome in results.items() if outcome[0] != "passed"}
+    assert len(results) >= floor["opinfos"], f"only {len(results)} foreach OpInfos ran"
+    assert len(native) >= floor["native"], f"{len(native)} pass natively, floor {floor['native']}: {others}"
