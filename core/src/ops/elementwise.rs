@@ -286,10 +286,11 @@ fn binary_scalar(op: BinaryOp, x: &Tensor, value: f64, location: SourceLocation)
 }
 
 /// `x ** exponent` without `pow` for the exponents PyTorch's own CPU kernel special-cases:
-/// `x*x`, `x*x*x`, `sqrt`, `rsqrt`, `1/x`, `1/(x*x)`, and a copy for 1 (the backward of `x ** 2`). A host scalar is a graph input, so XLA
-/// cannot see that GELU's `x ** 3` is a cube and calls the C library's `powf` for every element
-/// (most of a small GPT-2 step's execution). These exponents are part of the graph's structure
-/// instead, like the op itself; any other exponent stays an input.
+/// `x*x`, `x*x*x`, `sqrt`, `rsqrt`, `1/x`, `1/(x*x)`, and a copy for 1 (the backward of
+/// `x ** 2`). A host scalar is a graph input, so XLA cannot see that GELU's `x ** 3` is a cube
+/// and calls the C library's `powf` for every element (over a quarter of a small GPT-2 step's
+/// execution). These exponents are part of the graph's structure instead, like the op itself;
+/// any other exponent stays an input.
 fn special_power(x: &Tensor, exponent: f64) -> Option<Result<Tensor>> {
     let reciprocal = |t: Result<Tensor>| t.and_then(|t| Tensor::scalar(1.0, t.dtype()).div(&t));
     Some(match exponent {
