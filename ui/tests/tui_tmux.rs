@@ -121,7 +121,12 @@ fn run_follows_a_real_program_live_and_keeps_its_final_state() {
     s.keys(&["1"]);
     s.wait_for("■ exited 0", Duration::from_secs(120));
     // The views catch up with the last records a moment after the exit.
-    let done = s.wait_for("steps 300", Duration::from_secs(20));
+    // (the findings below are drawn in the same frame: wait for its end too, as for the first)
+    let done = s.wait(
+        Duration::from_secs(20),
+        |screen| screen.contains("steps 300") && screen.contains("recompile_demo.rs:"),
+        "the last state with its findings",
+    );
     assert!(done.contains("■ exited 0"), "{done}");
     assert!(done.contains("recompile"), "the findings of the run: {done}");
     assert!(done.contains("recompile_demo.rs:"), "source lines of the program: {done}");
