@@ -23,6 +23,8 @@ def first_step(cache_dir: str) -> dict:
     jax.devices()
     sizes = [784, 512, 512, 10]
 
+    # The step of the JAX peer's `bench_c_mlp.py` (which runs its benchmark when imported, so its
+    # definitions are written out here), with this script's host-made parameters.
     def loss_of(params, x, y):
         for i, (w, b) in enumerate(params):
             x = x @ w + b

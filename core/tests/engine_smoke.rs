@@ -42,23 +42,42 @@ fn gradients_of_a_small_expression() {
     assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![2.0, 4.0, 6.0]);
 }
 
+/// The StableHLO of every program lowered while it listens.
+struct Programs {
+    lowered: std::sync::Arc<ProgramsSeen>,
+    id: u64,
+}
+
+struct ProgramsSeen(Mutex<Vec<String>>);
+
+impl events::Listener for ProgramsSeen {
+    fn on_event(&self, _: u64, e: &events::Event) {
+        if let events::Event::Lowered { stablehlo, .. } = e {
+            self.0.lock().unwrap().push(stablehlo.to_string());
+        }
+    }
+}
+
+impl Programs {
+    fn listen() -> Programs {
+        let lowered = std::sync::Arc::new(ProgramsSeen(Mutex::new(Vec::new())));
+        let id = events::add_listener(lowered.clone());
+        Programs { lowered, id }
+    }
+
+    /// Stops listening: the programs lowered meanwhile.
+    fn stop(self) -> Vec<String> {
+        events::remove_listener(self.id);
+        std::mem::take(&mut *self.lowered.0.lock().unwrap())
+    }
+}
+
 /// The gradient of `x @ w.T` (a linear layer's weight) is computed in `w`'s layout, not as a dot
 /// then a transpose: a weight-sized transpose and copy fewer per step.
 #[test]
 fn a_linear_layers_weight_gradient_is_one_dot_in_the_weights_layout() {
-    use std::sync::{Arc, Mutex as M};
-    use xlaprof_core::events::{add_listener, remove_listener, Event, Listener};
-    struct Programs(M<Vec<String>>);
-    impl Listener for Programs {
-        fn on_event(&self, _: u64, e: &Event) {
-            if let Event::Lowered { stablehlo, .. } = e {
-                self.0.lock().unwrap().push(stablehlo.to_string());
-            }
-        }
-    }
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let programs = Arc::new(Programs(M::new(Vec::new())));
-    let id = add_listener(programs.clone());
+    let programs = Programs::listen();
     let x = Tensor::from_slice(&[1f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
     let w = Tensor::from_slice(
         &[0.5f32, -1.0, 2.0, 1.0, 0.0, -0.5, 3.0, 1.5, -2.0, 0.25, 4.0, 1.0],
@@ -69,10 +88,9 @@ fn a_linear_layers_weight_gradient_is_one_dot_in_the_weights_layout() {
     let y = x.matmul(&w.transpose(0, 1).unwrap()).unwrap().sum(&[], false).unwrap();
     y.backward().unwrap();
     let grad = w.grad().unwrap().to_vec::<f32>().unwrap();
-    remove_listener(id);
+    let programs = programs.stop();
     // d sum(x w^T) / dw[j, k] = sum_i x[i, k]: every row is x's column sums.
     assert_eq!(grad, [5.0, 7.0, 9.0].repeat(4));
-    let programs = programs.0.lock().unwrap();
     let text = programs.last().expect("the gradient's program");
     // The gradient is the last op, a dot whose result has w's shape (no transpose of a dot).
     let last = text.lines().rev().nth(2).unwrap_or_default();
@@ -87,27 +105,16 @@ fn a_linear_layers_weight_gradient_is_one_dot_in_the_weights_layout() {
 /// exponent being a graph input); values and gradients as `powf`'s, another exponent still `pow`.
 #[test]
 fn special_exponents_are_computed_without_pow() {
-    use std::sync::{Arc, Mutex as M};
-    use xlaprof_core::events::{add_listener, remove_listener, Event, Listener};
-    struct Programs(M<Vec<String>>);
-    impl Listener for Programs {
-        fn on_event(&self, _: u64, e: &Event) {
-            if let Event::Lowered { stablehlo, .. } = e {
-                self.0.lock().unwrap().push(stablehlo.to_string());
-            }
-        }
-    }
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let values = [-3.0f64, -0.75, 0.0, 0.5, 2.0, 7.0, f64::NAN, f64::INFINITY];
     for exponent in [1.0, 2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 2.5] {
-        let programs = Arc::new(Programs(M::new(Vec::new())));
-        let id = add_listener(programs.clone());
+        let programs = Programs::listen();
         let x = Tensor::from_slice(&values, &[values.len() as i64]).unwrap();
         x.set_requires_grad(true);
         let y = x.pow_scalar(exponent).unwrap();
         y.sum(&[], false).unwrap().backward().unwrap();
         let (got, grad) = (y.to_f64_vec().unwrap(), x.grad().unwrap().to_f64_vec().unwrap());
-        remove_listener(id);
+        let programs = programs.stop();
         for (i, &v) in values.iter().enumerate() {
             let (want, dwant) = (v.powf(exponent), exponent * v.powf(exponent - 1.0));
             let same = |a: f64, b: f64| {
@@ -119,7 +126,6 @@ fn special_exponents_are_computed_without_pow() {
                 assert!(same(grad[i], dwant), "d {v} ** {exponent} = {}, want {dwant}", grad[i]);
             }
         }
-        let programs = programs.0.lock().unwrap();
         let uses_pow = programs.iter().any(|p| p.contains("stablehlo.power"));
         assert_eq!(uses_pow, exponent == 2.5, "exponent {exponent}: {programs:?}");
     }

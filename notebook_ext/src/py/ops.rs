@@ -683,13 +683,7 @@ impl PyTensor {
                 .map(|a| wrap_dim("squeeze", a, dims.len()))
                 .collect::<PyResult<_>>()?,
         };
-        let out: Vec<i64> = dims
-            .iter()
-            .enumerate()
-            .filter(|&(i, &n)| !(n == 1 && chosen.contains(&i)))
-            .map(|(_, &n)| n)
-            .collect();
-        record(py, "squeeze", || self.t.reshape(&out))
+        squeezed(py, &self.t, &chosen)
     }
 
     #[pyo3(signature = (*sizes))]
@@ -1049,6 +1043,14 @@ conversions!(
 );
 
 /// `t` with `value` where `mask` is true (`mask` must broadcast to `t`'s shape, not beyond).
+/// `t` without those of the dims `chosen` that have size 1 (`Tensor.squeeze`; the way back of the
+/// torch bridge's native `unsqueeze` views).
+pub(crate) fn squeezed(py: Python<'_>, t: &Tensor, chosen: &[usize]) -> PyResult<PyTensor> {
+    let kept = t.dims().iter().enumerate().filter(|&(i, &n)| !(n == 1 && chosen.contains(&i)));
+    let out: Vec<i64> = kept.map(|(_, &n)| n).collect();
+    record(py, "squeeze", || t.reshape(&out))
+}
+
 pub(crate) fn masked_fill(
     py: Python<'_>,
     t: &Tensor,

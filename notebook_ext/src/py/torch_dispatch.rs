@@ -23,7 +23,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyTuple, PyType};
 use xlaprof_core::{DType, Tensor};
 
 use super::dtype::dtype_name;
-use super::ops::{binary, with_alpha};
+use super::ops::{binary, squeezed, with_alpha};
 use super::tensor::PyTensor;
 use super::trace::record;
 
@@ -462,11 +462,7 @@ impl ViewStep {
             ViewStep::Permute(order) => record(py, "permute", || t.permute(order)),
             ViewStep::Transpose(a, b) => record(py, "transpose", || t.transpose(*a, *b)),
             ViewStep::Unsqueeze(dim) => record(py, "unsqueeze", || t.unsqueeze(*dim)),
-            ViewStep::Squeeze(dim) => {
-                let kept = t.dims().iter().enumerate().filter(|&(i, &n)| !(i == *dim && n == 1));
-                let dims: Vec<i64> = kept.map(|(_, &n)| n).collect();
-                record(py, "squeeze", || t.reshape(&dims))
-            }
+            ViewStep::Squeeze(dim) => squeezed(py, t, &[*dim]),
         }?;
         Ok(Bound::new(py, out)?.into_any())
     }

@@ -156,7 +156,7 @@ def _route(func: Any) -> Route:
         return _real_only(_or_else(functional, func), func)
     each = _foreach_route(func)
     if each is not None:
-        return each
+        return _or_else(each, func)
     mutating = _mutating_route(func)
     if mutating is not None:
         return _or_else(mutating, func)
