@@ -94,6 +94,11 @@ def training_step(loss_of, opt: torch.optim.Optimizer, device: torch.device, pha
     return one
 
 
+def median_phases(phases: list):
+    """The median of each phase of the steps in ``phases`` (see `training_step`), or None."""
+    return tuple(statistics.median(p[i] for p in phases) for i in (0, 1)) if phases else None
+
+
 def sgd_step_time(device: torch.device, steps: int = 30):
     """The median step, and on ours the medians of its two phases (see `training_step`)."""
     model = mlp().to(device)
@@ -106,7 +111,7 @@ def sgd_step_time(device: torch.device, steps: int = 30):
         one()
     phases.clear()
     step = median_time(one, steps)
-    split = tuple(statistics.median(p[i] for p in phases) for i in (0, 1)) if phases else None
+    split = median_phases(phases)
     return step, split
 
 
@@ -132,7 +137,7 @@ def gpt2_step_times(steps: int = 10):
         one()  # the optimizer's state appears on the first step: its second compile
         phases.clear()
         step = median_time(one, steps)
-        split = tuple(statistics.median(p[i] for p in phases) for i in (0, 1)) if phases else None
+        split = median_phases(phases)
         out[device.type] = (first, step, split)
     return out
 
