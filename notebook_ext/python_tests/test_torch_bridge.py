@@ -635,3 +635,19 @@ def test_recurrent_layers_match_the_cpu_with_their_gradients(layer):
     for (name, p), q in zip(cpu.named_parameters(), dev.parameters()):
         torch.testing.assert_close(q.grad.cpu(), p.grad, rtol=1e-4, atol=1e-5, msg=name)
     assert sum(c for c, _ in xt.fallbacks().values()) == before, xt.fallbacks()
+
+
+def test_weight_norm_trains_on_the_device_without_a_fallback():
+    # wav2vec2's positional convolution: torch has no decomposition of the weight norm's backward.
+    torch.manual_seed(0)
+    cpu = torch.nn.utils.parametrizations.weight_norm(torch.nn.Conv1d(4, 4, 3, padding=1), dim=2)
+    dev = torch.nn.utils.parametrizations.weight_norm(torch.nn.Conv1d(4, 4, 3, padding=1), dim=2)
+    dev.load_state_dict(cpu.state_dict())
+    dev.to(DEV)
+    before = dict(xt.fallbacks())
+    x = torch.randn(2, 4, 9)
+    cpu(x).square().sum().backward()
+    dev(x.to(DEV)).square().sum().backward()
+    for (name, p), q in zip(cpu.named_parameters(), dev.parameters()):
+        torch.testing.assert_close(q.grad.cpu(), p.grad, rtol=1e-5, atol=1e-5, msg=name)
+    assert xt.fallbacks() == before

@@ -24,10 +24,10 @@ def test_a_real_model_trains_as_on_the_cpu_compiles_once_and_falls_back_never(mo
     steps = [STEP.match(line) for line in run.stdout.splitlines() if line.startswith("step ")]
     assert len(steps) == 5 and all(steps), run.stdout
     for m in steps:
-        # AdamW divides by the gradients' running RMS, which magnifies float rounding a little
-        # more each step: the first step is exact, later ones agree to 1e-3.
+        # Tight enough to catch a wrong gradient (a tied head trained as two parameters was off
+        # by 1e-3 here); the zoo (tests/zoo) holds 20 steps of more models to the same 1e-4.
         ours, eager = float(m.group(2)), float(m.group(3))
-        assert ours == pytest.approx(eager, rel=1e-3), run.stdout
+        assert ours == pytest.approx(eager, rel=1e-4), run.stdout
     compiles = [int(m.group(4)) for m in steps]
     # The optimizer's state is created by the first step: from the second step on, no compile.
     assert compiles[1:] == [compiles[1]] * 4, run.stdout

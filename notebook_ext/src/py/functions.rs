@@ -67,7 +67,10 @@ pub(crate) fn zeros(
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
     let (dims, dtype) = (dims_arg("zeros", size)?, dtype_or(dtype, DType::F32)?);
-    make(py, "zeros", device, requires_grad, || Ok(Tensor::zeros(&dims, dtype)))
+    make(py, "zeros", device, requires_grad, || {
+        Tensor::check_sizes("zeros", &dims)?;
+        Ok(Tensor::zeros(&dims, dtype))
+    })
 }
 
 #[pyfunction]
@@ -80,7 +83,10 @@ pub(crate) fn ones(
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
     let (dims, dtype) = (dims_arg("ones", size)?, dtype_or(dtype, DType::F32)?);
-    make(py, "ones", device, requires_grad, || Ok(Tensor::ones(&dims, dtype)))
+    make(py, "ones", device, requires_grad, || {
+        Tensor::check_sizes("ones", &dims)?;
+        Ok(Tensor::ones(&dims, dtype))
+    })
 }
 
 /// The dtype PyTorch gives a Python number: bool, int64 for ints, float32 for floats.
@@ -114,7 +120,10 @@ pub(crate) fn full(
     let dims = dims_arg("full", &pyo3::types::PyTuple::new(py, [size])?)?;
     let (value, inferred) = number_dtype(fill_value)?;
     let dtype = dtype_or(dtype, inferred)?;
-    make(py, "full", device, requires_grad, || Ok(Tensor::full(&dims, value, dtype)))
+    make(py, "full", device, requires_grad, || {
+        Tensor::check_sizes("full", &dims)?;
+        Ok(Tensor::full(&dims, value, dtype))
+    })
 }
 
 /// `arange(end)` or `arange(start, end, step)`: int64 when all three are ints, else float32.

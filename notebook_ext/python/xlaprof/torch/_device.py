@@ -52,8 +52,9 @@ def register() -> None:
             op = getattr(op, part)
         op = getattr(op, "default", op)
         lib.impl(name, (lambda op: lambda *a, **k: dispatch(op, a, k))(op), "PrivateUse1")
-    from . import _autocast, _recurrent
+    from . import _autocast, _module, _recurrent
 
+    _module.register()
     _recurrent.register(lib)
     every_op = _autocast.register(lib)
     # Kept alive for the process: dropping a library unregisters its kernels.

@@ -84,8 +84,54 @@ def _unwrap(a: Any) -> Any:
         return _native.from_array(np.array(a, dtype=np.complex64))
     if isinstance(a, torch.Tensor):
         if a.device.type == "cpu":
-            return a.item() if a.dim() == 0 else to_engine(a)
+            if a.dim() == 0:
+                return a.item()
+            raise _CpuOperand(a)
     return a
+
+
+def _unwrap_uploading(a: Any) -> Any:
+    """``_unwrap`` for the ops that take CPU tensors beside device ones (``_TAKE_CPU_TENSORS``):
+    those are uploaded."""
+    t = type(a)
+    if t is list or t is tuple:
+        return t(_unwrap_uploading(v) for v in a)
+    if isinstance(a, torch.Tensor) and not isinstance(a, LazyTensor) and a.device.type == "cpu" and a.dim():
+        return to_engine(a)
+    return _unwrap(a)
+
+
+class _CpuOperand(Exception):
+    """A CPU tensor (not 0-dim) given to an op with device tensors: an error, as on CUDA."""
+
+
+# Ops whose CUDA kernels take CPU tensors beside device ones, as torch allows: the indices of
+# advanced indexing (`x[cpu_index]`, `x[cpu_index] = v`).
+_TAKE_CPU_TENSORS = frozenset((
+    aten.index.Tensor, aten._unsafe_index.Tensor, aten.index_put.default, aten._unsafe_index_put.default,
+))
+
+
+def _mixed_devices(func: Any, a: Tuple[Any, ...], k: Dict[str, Any]) -> RuntimeError:
+    """CUDA's error for a CPU tensor among device tensors, naming the argument and the user's line
+    (torch would otherwise copy it to the device every step, silently)."""
+    names = [p.name for p in func._schema.arguments]
+    given = list(zip(names, a)) + list(k.items())
+    arg, shape = "an argument", None
+    for name, v in given:
+        for t in v if isinstance(v, (list, tuple)) else (v,):
+            if isinstance(t, torch.Tensor) and not isinstance(t, LazyTensor) and t.device.type == "cpu" and t.dim():
+                arg, shape = f"`{name}`", list(t.shape)
+                break
+        if shape is not None:
+            break
+    file, line = _user_frame()
+    return RuntimeError(
+        f"Expected all tensors to be on the same device, but {arg} of aten::{func.name().replace('aten::', '')} "
+        f"(a tensor of shape {shape}) is on cpu, different from other tensors on {DEVICE_TYPE}:0, at "
+        f"{file}:{line}: move it with .to(xt.device()) or create it on the device (a 0-dim CPU tensor "
+        "may be mixed in, as torch allows)"
+    )
 
 
 def _wrap(x: Any) -> Any:
@@ -147,11 +193,15 @@ def _route(func: Any) -> Route:
     fn = FUNCTIONAL.get(func)
     if fn is not None:
         _NATIVE[func] = (_NATIVE_FUNCTIONAL, fn, _ENGINE_OPERATORS.get(func, 0))
+        unwrap = _unwrap_uploading if func in _TAKE_CPU_TENSORS else _unwrap
 
         def functional(a: Tuple[Any, ...], k: Dict[str, Any]) -> Any:
-            if k:
-                return _wrap(fn(*[_unwrap(v) for v in a], **{n: _unwrap(v) for n, v in k.items()}))
-            return _wrap(fn(*[_unwrap(v) for v in a]))
+            try:
+                args = [unwrap(v) for v in a]
+                kwargs = {n: unwrap(v) for n, v in k.items()} if k else k
+            except _CpuOperand:
+                raise _mixed_devices(func, a, k) from None
+            return _wrap(fn(*args, **kwargs))
 
         return _real_only(_or_else(functional, func), func)
     each = _foreach_route(func)

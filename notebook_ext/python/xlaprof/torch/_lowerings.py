@@ -1067,6 +1067,17 @@ def native_layer_norm_backward(grad: Any, x: Any, normalized_shape: Sequence[int
     return (gx if output_mask[0] else None, gw, gb)
 
 
+@lower(aten._weight_norm_interface_backward.default)
+def _weight_norm_interface_backward(grad: Any, v: Any, g: Any, norms: Any, dim: int) -> Any:
+    # w = v * g / |v| (norm over every dim but `dim`); torch has no decomposition of its backward
+    # (weight_norm in wav2vec2's positional convolution reached the CPU fallback every step).
+    others = [d for d in range(v.ndim) if d != dim % max(v.ndim, 1)]
+    norms = norms.astype(g.dtype)
+    grad_g = (grad * v).sum(others, keepdim=True) / norms if others else grad * v / norms
+    grad_v = (g / norms) * (grad - v * (grad_g / norms))
+    return grad_v.astype(v.dtype), grad_g.reshape(*g.shape).astype(g.dtype)
+
+
 @lower(aten.nll_loss_forward.default)
 def nll_loss_forward(logp: Any, target: Any, weight: Any, reduction: int, ignore_index: int) -> Any:
     picked, valid = _nll_picked(logp, target, weight, ignore_index)

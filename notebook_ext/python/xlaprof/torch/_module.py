@@ -1,0 +1,95 @@
+"""Moving a module onto the device, or off it, keeps its parameters as on CUDA: the same objects.
+
+On CUDA, ``model.to("cuda")`` changes each parameter in place (``param.data = moved``), so a
+parameter shared by two modules (GPT-2's ``lm_head.weight is transformer.wte.weight``) stays one
+parameter, an optimizer made before the move still holds the model's parameters, and attributes
+set on a parameter survive. torch does that only between tensor types whose storage it can swap
+(CPU and CUDA); for any other device type ``Module._apply`` makes a new ``Parameter`` for each
+module that holds one, so a tied weight became two, trained apart: silently another model.
+
+``Module._apply`` is wrapped (once, by ``register``): after torch's conversion, every parameter
+that changed between the device and another one becomes, in place, a parameter with the moved
+value (``torch.utils.swap_tensors``, torch's own way to change a tensor object's contents while
+keeping its identity), and every module that held it holds it again. Conversions that do not
+touch the device are left as torch made them.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Dict, List, Tuple
+
+import torch
+
+from ._tensor import LazyTensor, value
+
+# Names the bridge keeps on a lazy tensor object: never carried over from the old parameter.
+_BRIDGE_ATTRIBUTES = frozenset(("_xp", "_root", "_fwd", "_bwd", "_gen", "_seen", "_complex"))
+
+_original_apply: Callable[..., Any] = torch.nn.Module._apply
+_converting = threading.local()
+
+
+def register() -> None:
+    """Wraps ``torch.nn.Module._apply`` (idempotent)."""
+    if torch.nn.Module._apply is not _apply:
+        torch.nn.Module._apply = _apply  # type: ignore[method-assign]
+
+
+def _apply(self: torch.nn.Module, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> Any:
+    # torch's `_apply` recurses into the children: only the outermost call restores identities.
+    if getattr(_converting, "active", False):
+        return _original_apply(self, fn, recurse)
+    modules = list(self.modules()) if recurse else [self]
+    # Whether each was on the device is noted now: a parameter held twice is swapped at its first
+    # holder, before the second is looked at.
+    held: List[Tuple[torch.nn.Module, str, torch.Tensor, bool]] = [
+        (m, key, p, isinstance(p, LazyTensor)) for m in modules for key, p in m._parameters.items() if p is not None
+    ]
+    _converting.active = True
+    try:
+        out = _original_apply(self, fn, recurse)
+    finally:
+        _converting.active = False
+    if torch.__future__.get_overwrite_module_params_on_conversion():
+        return out  # the user asked for new parameter objects
+    kept: Dict[int, torch.Tensor] = {}
+    for module, key, old, was_lazy in held:
+        new = module._parameters[key]
+        if new is None or new is old or isinstance(new, LazyTensor) == was_lazy:
+            continue
+        if id(old) not in kept:
+            kept[id(old)] = _in_place(old, new)
+        module._parameters[key] = kept[id(old)]  # type: ignore[assignment]
+    return out
+
+
+def _in_place(old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
+    """``old`` with ``new``'s value, device and gradient, where torch can swap them (else ``new``,
+    which every holder of ``old`` then shares: still one parameter)."""
+    if isinstance(new, LazyTensor):
+        # A parameter that owns its value (torch's `Parameter(moved)` is a detached view of the
+        # moved tensor: writes through it would take the slower way of views).
+        fresh: torch.Tensor = LazyTensor(value(new), requires_grad=old.requires_grad)
+    else:
+        fresh = new
+    grad, old_grad = new.grad, old.grad
+    # Attributes set on the parameter (`p._is_hf_initialized`, `p.sequence_parallel`) stay, as
+    # `param.data = moved` keeps them on CUDA.
+    carried = {k: v for k, v in vars(old).items() if k not in _BRIDGE_ATTRIBUTES}
+    try:
+        # A gradient held counts as a use of the tensor, which swap_tensors refuses.
+        new.grad = None
+        old.grad = None
+        vars(fresh).update(carried)
+        if isinstance(fresh, LazyTensor):
+            fresh._is_param = True  # what `nn.Parameter(t)` marks a tensor subclass with
+        torch.utils.swap_tensors(old, fresh)
+    except RuntimeError:
+        # A tensor torch cannot swap (a weak reference to it, another use of it): the holders
+        # share the new parameter instead.
+        old.grad = old_grad
+        new.grad = grad
+        return new
+    old.grad = grad
+    return old

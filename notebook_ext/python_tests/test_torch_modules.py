@@ -1,0 +1,146 @@
+"""Modules and devices as on CUDA: moving a module keeps its parameter objects (tied weights stay
+one parameter), mixing a CPU tensor into a device op is an error at the user's line, and a
+negative size is refused where it is given."""
+
+import inspect
+import os
+
+import pytest
+import torch
+
+import xlaprof as xp
+import xlaprof.torch as xt
+
+DEV = xt.device()
+HERE = os.path.basename(__file__)
+
+
+def this_line() -> int:
+    return inspect.currentframe().f_back.f_lineno
+
+
+class Tied(torch.nn.Module):
+    """A language model's shape in miniature: the output projection is the embedding."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.embed = torch.nn.Embedding(50, 16)
+        self.body = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Tanh(), torch.nn.LayerNorm(16))
+        self.head = torch.nn.Linear(16, 50, bias=False)
+        self.head.weight = self.embed.weight
+        self.register_buffer("scale", torch.tensor([0.5, 2.0]))
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.head(self.body(self.embed(ids)) * self.scale[1])
+
+
+def test_moving_a_module_keeps_its_parameter_objects_and_ties():
+    model = Tied()
+    before = list(model.parameters())
+    names = [n for n, _ in model.named_parameters()]
+    frozen = model.body[0].bias
+    frozen.requires_grad_(False)
+    model.embed.weight.label = "shared"  # an attribute set on a parameter, as libraries do
+    calls = []
+    model.body.register_forward_hook(lambda m, i, o: calls.append(tuple(o.shape)))
+
+    model.to(DEV)
+
+    after = list(model.parameters())
+    assert len(after) == len(before) == 5 and [n for n, _ in model.named_parameters()] == names
+    assert all(a is b for a, b in zip(after, before)), "each parameter is the same object, as on CUDA"
+    assert model.head.weight is model.embed.weight
+    assert all(p.device == DEV for p in after) and model.scale.device == DEV
+    assert isinstance(model.embed.weight, torch.nn.Parameter) and model.embed.weight.label == "shared"
+    assert frozen.requires_grad is False and model.embed.weight.requires_grad is True
+
+    # ... and back to the CPU, still one parameter, the same objects.
+    model.cpu()
+    assert model.head.weight is model.embed.weight and model.embed.weight.device.type == "cpu"
+    assert all(a is b for a, b in zip(model.parameters(), before))
+
+    # Module hooks run on the device. After a forward pass (whose graph torch may still hold),
+    # moving back keeps one parameter even where torch cannot swap the objects.
+    model.to(DEV)
+    model(torch.tensor([[1, 2, 3]], device=DEV))
+    assert calls == [(1, 3, 16)]
+    model.cpu()
+    assert model.head.weight is model.embed.weight and len(list(model.parameters())) == 5
+    assert all(p.device.type == "cpu" for p in model.parameters())
+
+
+def test_a_tied_model_trains_as_on_the_cpu_with_an_optimizer_made_before_the_move():
+    cpu, dev = Tied(), Tied()
+    opt_cpu = torch.optim.AdamW(cpu.parameters(), lr=1e-2)
+    opt_dev = torch.optim.AdamW(dev.parameters(), lr=1e-2)  # before .to(): as on CUDA, it follows
+    dev.to(DEV)
+    g = torch.Generator().manual_seed(3)
+    for step in range(20):
+        ids = torch.randint(0, 50, (4, 7), generator=g)
+        losses = []
+        for model, opt, move in ((cpu, opt_cpu, lambda t: t), (dev, opt_dev, lambda t: t.to(DEV))):
+            logits = model(move(ids))
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 50), move(ids).reshape(-1))
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            losses.append(loss)
+        xt.step()
+        assert losses[1].item() == pytest.approx(losses[0].item(), rel=1e-5), f"step {step}"
+    for (name, p), q in zip(cpu.named_parameters(), dev.parameters()):
+        assert torch.allclose(q.cpu(), p.detach(), rtol=1e-5, atol=1e-6), name
+
+
+def test_the_state_dict_round_trips_through_the_device():
+    model = Tied()
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    model.to(DEV)
+    assert list(model.state_dict()) == list(state)
+    other = Tied().to(DEV)
+    with torch.no_grad():
+        for p in other.parameters():
+            p.zero_()
+    other.load_state_dict({k: v.to(DEV) for k, v in model.state_dict().items()})
+    back = {k: v.cpu() for k, v in other.state_dict().items()}
+    for k, v in state.items():
+        assert torch.equal(back[k], v), k
+    assert other.head.weight is other.embed.weight
+
+
+def test_a_hugging_face_language_model_keeps_its_tied_head():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.GPT2Config(vocab_size=64, n_positions=16, n_embd=32, n_layer=1, n_head=2)
+    model = transformers.GPT2LMHeadModel(cfg)
+    count = len(list(model.parameters()))
+    model.to(DEV)
+    assert len(list(model.parameters())) == count
+    assert model.lm_head.weight is model.transformer.wte.weight
+
+
+def test_a_cpu_tensor_in_a_device_op_is_an_error_at_the_users_line():
+    x = torch.ones(3, 4, device=DEV)
+    with pytest.raises(RuntimeError) as e:
+        line = this_line(); x + torch.ones(3, 4)  # noqa: E702
+    message = str(e.value)
+    assert "same device" in message and "xlaprof:0" in message and "cpu" in message, message
+    assert f"{HERE}:{line}" in message and "[3, 4]" in message, message
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.mm(x, torch.ones(4, 2))
+    # torch allows a 0-dim CPU tensor beside device tensors, and CPU indices.
+    assert (x * torch.tensor(2.0)).sum().item() == 24.0
+    assert x[torch.tensor([0, 2])].shape == (2, 4)
+    assert xt.fallbacks() == {} or "add" not in str(xt.fallbacks())
+
+
+def test_a_negative_size_is_an_error_at_the_users_line():
+    with pytest.raises(ValueError) as e:
+        line = this_line(); torch.randn(-3, 4, device=DEV)  # noqa: E702
+    assert "non-negative" in str(e.value) and f"{HERE}:{line}" in str(e.value), str(e.value)
+    with pytest.raises(ValueError) as e:
+        line = this_line(); torch.zeros(2, -1, device=DEV)  # noqa: E702
+    assert f"{HERE}:{line}" in str(e.value), str(e.value)
+    for make in (lambda: xp.randn(-3, 4), lambda: xp.zeros(-1), lambda: xp.full((2, -2), 1.0),
+                 lambda: xp.rand(3, -4), lambda: xp.ones(-5)):
+        with pytest.raises(xp.ShapeError, match="non-negative"):
+            make()

@@ -1,0 +1,323 @@
+"""The model zoo: real architectures from transformers (decoder-only, encoder, encoder-decoder,
+vision, audio, mixture-of-experts) and a ResNet-18 in torch.nn, each at a tiny config with random
+init (nothing downloaded), trained with AdamW on the xlaprof device beside torch's CPU eager.
+
+    .venv/bin/python tests/zoo/zoo.py                 # every model, the table
+    .venv/bin/python tests/zoo/zoo.py gpt2 t5 --steps 20
+
+Each model runs in a process of its own (compiles and fallbacks counted for it alone). Its row:
+the largest relative loss gap over the steps and the largest parameter gap at the end (both
+against CPU eager, dropout off), compiles after the two warm-up steps (the first step's graph,
+then the one with the optimizer's state), aten ops that ran on the CPU fallback, the median
+step against eager's, and the first step's time (XLA's compiles included). A model is at parity
+when the loss gap is under 1e-4, nothing compiles after warm-up and nothing falls back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any, Callable, Dict, Iterator, List, Tuple
+
+HERE = pathlib.Path(__file__).resolve().parent
+LOSS_TOLERANCE = 1e-4
+
+Batch = Dict[str, Any]
+
+
+# ---- the models ------------------------------------------------------------------------------
+
+
+def _no_dropout(cfg: Any) -> Any:
+    """Every dropout probability of a config at 0 (the CPU and the device draw differently)."""
+    for name in list(vars(cfg)):
+        value = getattr(cfg, name)
+        if isinstance(value, float) and ("dropout" in name or "pdrop" in name or name.endswith("_drop")
+                                         or name == "layerdrop" or name == "drop_path_rate"):
+            setattr(cfg, name, 0.0)
+    return cfg
+
+
+def _hf(config: str, model: str, **kw: Any) -> Callable[[], Any]:
+    def build() -> Any:
+        import transformers
+
+        cfg = _no_dropout(getattr(transformers, config)(**kw))
+        return getattr(transformers, model)(cfg)
+
+    return build
+
+
+VOCAB, SEQ, BATCH = 128, 16, 4
+_DECODER = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+_ENCODER = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                num_attention_heads=4, max_position_embeddings=64)
+_VISION = dict(image_size=32, patch_size=8, num_channels=3, hidden_size=32, num_hidden_layers=2,
+               num_attention_heads=4, intermediate_size=64, num_labels=5)
+
+
+def _lm(g: Any) -> Batch:
+    import torch
+
+    ids = torch.randint(0, VOCAB, (BATCH, SEQ), generator=g)
+    return {"input_ids": ids, "labels": ids}
+
+
+def _classify(g: Any) -> Batch:
+    import torch
+
+    ids = torch.randint(0, VOCAB, (BATCH, SEQ), generator=g)
+    mask = torch.ones(BATCH, SEQ, dtype=torch.long)
+    mask[1:, SEQ - 5:] = 0  # padded sequences
+    return {"input_ids": ids, "attention_mask": mask, "labels": torch.randint(0, 3, (BATCH,), generator=g)}
+
+
+def _seq2seq(g: Any) -> Batch:
+    import torch
+
+    return {"input_ids": torch.randint(2, VOCAB, (BATCH, SEQ), generator=g),
+            "labels": torch.randint(2, VOCAB, (BATCH, SEQ // 2), generator=g)}
+
+
+def _image(g: Any) -> Batch:
+    import torch
+
+    return {"pixel_values": torch.randn(BATCH, 3, 32, 32, generator=g),
+            "labels": torch.randint(0, 5, (BATCH,), generator=g)}
+
+
+def _audio(g: Any) -> Batch:
+    import torch
+
+    return {"input_values": torch.randn(BATCH, 800, generator=g), "labels": torch.randint(0, 3, (BATCH,), generator=g)}
+
+
+def _whisper(g: Any) -> Batch:
+    import torch
+
+    return {"input_features": torch.randn(BATCH, 16, 32, generator=g),
+            "labels": torch.randint(2, VOCAB, (BATCH, 8), generator=g)}
+
+
+def _resnet18() -> Any:
+    sys.path.insert(0, str(HERE.parents[1] / "samples" / "torch"))
+    from models import ResNet18
+
+    return ResNet18()
+
+
+def _resnet_batch(g: Any) -> Batch:
+    import torch
+
+    return {"x": torch.randn(8, 3, 32, 32, generator=g), "y": torch.randint(0, 10, (8,), generator=g)}
+
+
+def _hf_loss(model: Any, batch: Batch) -> Any:
+    return model(**batch).loss
+
+
+def _resnet_loss(model: Any, batch: Batch) -> Any:
+    import torch
+
+    return torch.nn.functional.cross_entropy(model(batch["x"]), batch["y"])
+
+
+# name -> (family, build, batch, loss)
+MODELS: Dict[str, Tuple[str, Callable[[], Any], Callable[[Any], Batch], Callable[..., Any]]] = {
+    "gpt2": ("decoder", _hf("GPT2Config", "GPT2LMHeadModel", vocab_size=VOCAB, n_positions=64, n_embd=32,
+                            bos_token_id=0, eos_token_id=0,
+                            n_layer=2, n_head=4), _lm, _hf_loss),
+    "llama": ("decoder", _hf("LlamaConfig", "LlamaForCausalLM", **_DECODER), _lm, _hf_loss),
+    "mistral": ("decoder", _hf("MistralConfig", "MistralForCausalLM", **_DECODER), _lm, _hf_loss),
+    "qwen2": ("decoder", _hf("Qwen2Config", "Qwen2ForCausalLM", **_DECODER), _lm, _hf_loss),
+    "gemma": ("decoder", _hf("GemmaConfig", "GemmaForCausalLM", head_dim=8, **_DECODER), _lm, _hf_loss),
+    "gpt_neox": ("decoder", _hf("GPTNeoXConfig", "GPTNeoXForCausalLM", **{k: v for k, v in _DECODER.items()
+                                                                        if k != "num_key_value_heads"}),
+                 _lm, _hf_loss),
+    "opt": ("decoder", _hf("OPTConfig", "OPTForCausalLM", vocab_size=VOCAB, hidden_size=32, ffn_dim=64,
+                           num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=64,
+                           word_embed_proj_dim=32), _lm, _hf_loss),
+    "phi": ("decoder", _hf("PhiConfig", "PhiForCausalLM", **_DECODER), _lm, _hf_loss),
+    "bloom": ("decoder", _hf("BloomConfig", "BloomForCausalLM", vocab_size=VOCAB, hidden_size=32, n_layer=2,
+                             n_head=4), _lm, _hf_loss),
+    "bert": ("encoder", _hf("BertConfig", "BertForSequenceClassification", num_labels=3, **_ENCODER),
+             _classify, _hf_loss),
+    "roberta": ("encoder", _hf("RobertaConfig", "RobertaForSequenceClassification", num_labels=3, pad_token_id=1,
+                               **_ENCODER), _classify, _hf_loss),
+    "distilbert": ("encoder", _hf("DistilBertConfig", "DistilBertForSequenceClassification", vocab_size=VOCAB,
+                                  dim=32, hidden_dim=64, n_layers=2, n_heads=4, max_position_embeddings=64,
+                                  num_labels=3), _classify, _hf_loss),
+    "albert": ("encoder", _hf("AlbertConfig", "AlbertForSequenceClassification", embedding_size=16, num_labels=3,
+                              **_ENCODER), _classify, _hf_loss),
+    "electra": ("encoder", _hf("ElectraConfig", "ElectraForSequenceClassification", embedding_size=16,
+                               num_labels=3, **_ENCODER), _classify, _hf_loss),
+    "deberta_v2": ("encoder", _hf("DebertaV2Config", "DebertaV2ForSequenceClassification", num_labels=3,
+                                  **_ENCODER), _classify, _hf_loss),
+    "t5": ("encoder-decoder", _hf("T5Config", "T5ForConditionalGeneration", vocab_size=VOCAB, d_model=32,
+                                  d_kv=8, d_ff=64, num_layers=2, num_heads=4, decoder_start_token_id=0),
+           _seq2seq, _hf_loss),
+    "bart": ("encoder-decoder", _hf("BartConfig", "BartForConditionalGeneration", vocab_size=VOCAB, d_model=32,
+                                    encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                                    decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                                    max_position_embeddings=64), _seq2seq, _hf_loss),
+    "vit": ("vision", _hf("ViTConfig", "ViTForImageClassification", **_VISION), _image, _hf_loss),
+    "convnext": ("vision", _hf("ConvNextConfig", "ConvNextForImageClassification", num_channels=3,
+                               hidden_sizes=[8, 16, 32, 64], depths=[1, 1, 1, 1], num_labels=5), _image, _hf_loss),
+    "resnet_hf": ("vision", _hf("ResNetConfig", "ResNetForImageClassification", embedding_size=8,
+                                hidden_sizes=[8, 16, 32, 64], depths=[1, 1, 1, 1], num_labels=5), _image, _hf_loss),
+    "swin": ("vision", _hf("SwinConfig", "SwinForImageClassification", image_size=32, patch_size=4, embed_dim=16,
+                           depths=[1, 1], num_heads=[2, 4], window_size=4, num_labels=5), _image, _hf_loss),
+    "resnet18": ("vision", _resnet18, _resnet_batch, _resnet_loss),
+    "wav2vec2": ("audio", _hf("Wav2Vec2Config", "Wav2Vec2ForSequenceClassification", vocab_size=VOCAB,
+                              hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                              conv_dim=(16, 16), conv_stride=(5, 4), conv_kernel=(10, 4),
+                              num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4, num_labels=3,
+                              mask_time_prob=0.0), _audio, _hf_loss),
+    "whisper": ("audio", _hf("WhisperConfig", "WhisperForConditionalGeneration", vocab_size=VOCAB, num_mel_bins=16,
+                             d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                             decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                             max_source_positions=16, max_target_positions=32, decoder_start_token_id=1,
+                             pad_token_id=0, bos_token_id=1, eos_token_id=1), _whisper, _hf_loss),
+    "mixtral": ("mixture-of-experts", _hf("MixtralConfig", "MixtralForCausalLM", num_local_experts=4,
+                                          num_experts_per_tok=2, **_DECODER), _lm, _hf_loss),
+    "qwen2_moe": ("mixture-of-experts", _hf("Qwen2MoeConfig", "Qwen2MoeForCausalLM", num_experts=4,
+                                            num_experts_per_tok=2, moe_intermediate_size=32,
+                                            shared_expert_intermediate_size=32, **_DECODER), _lm, _hf_loss),
+}
+
+
+# ---- one model -----------------------------------------------------------------------------
+
+
+def run_one(name: str, steps: int) -> Dict[str, Any]:
+    """Trains ``name`` on the device and on the CPU, step by step; its row of the table."""
+    import torch
+
+    import xlaprof as xp
+    import xlaprof.torch as xt
+
+    family, build, make_batch, loss_of = MODELS[name]
+    torch.manual_seed(0)
+    eager = build()
+    lazy = copy.deepcopy(eager).to(xt.device())  # deepcopy keeps tied weights tied
+    count = (len(list(eager.parameters())), len(list(lazy.parameters())))
+    opt_eager = torch.optim.AdamW(eager.parameters(), lr=1e-3)
+    opt_lazy = torch.optim.AdamW(lazy.parameters(), lr=1e-3)
+    dev = xt.device()
+    g = torch.Generator().manual_seed(1)
+    gaps, times, eager_times, compiles = [], [], [], []
+    for _ in range(steps):
+        batch = make_batch(g)
+        start = time.perf_counter()
+        ref = loss_of(eager, batch)
+        ref.backward()
+        opt_eager.step()
+        opt_eager.zero_grad()
+        ref = ref.item()
+        eager_times.append(time.perf_counter() - start)
+
+        start = time.perf_counter()
+        loss = loss_of(lazy, {k: v.to(dev) for k, v in batch.items()})
+        loss.backward()
+        opt_lazy.step()
+        opt_lazy.zero_grad()
+        xt.step()
+        ours = loss.item()
+        times.append(time.perf_counter() - start)
+        compiles.append(xp.counters()["compiles"])
+        gaps.append(abs(ours - ref) / max(abs(ref), 1e-12))
+    # The largest difference of any parameter element, relative to the largest element of the
+    # model (per parameter, a bias whose true gradient is zero, such as attention's key bias,
+    # moves by AdamW's lr times the sign of rounding noise, on either side).
+    diff = scale = 0.0
+    with torch.no_grad():
+        for p, q in zip(eager.parameters(), lazy.parameters()):
+            diff = max(diff, (q.cpu() - p).abs().max().item())
+            scale = max(scale, p.abs().max().item())
+    param_gap = diff / max(scale, 1e-12)
+    return {
+        "model": name, "family": family, "steps": steps, "parameters": count,
+        "loss_gap": max(gaps), "param_gap": param_gap,
+        "compiles_after_warmup": compiles[-1] - compiles[min(1, steps - 1)],
+        "fallbacks": sorted(xt.fallbacks()),
+        "step_ms": statistics.median(times[2:] or times) * 1e3,
+        "eager_ms": statistics.median(eager_times[2:] or eager_times) * 1e3,
+        "first_step_s": times[0],
+    }
+
+
+def at_parity(row: Dict[str, Any]) -> bool:
+    return ("error" not in row and row["loss_gap"] < LOSS_TOLERANCE and row["compiles_after_warmup"] == 0
+            and not row["fallbacks"] and row["parameters"][0] == row["parameters"][1])
+
+
+def measure(names: List[str], steps: int, timeout: float = 600) -> Iterator[Dict[str, Any]]:
+    """Each model in a process of its own: its row, or the error that stopped it."""
+    for name in names:
+        cmd = [sys.executable, __file__, "--one", name, "--steps", str(steps)]
+        try:
+            run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                                 env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        except subprocess.TimeoutExpired:
+            yield {"model": name, "family": MODELS[name][0], "error": f"timed out after {timeout:.0f} s"}
+            continue
+        lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
+        if run.returncode == 0 and lines:
+            yield json.loads(lines[-1])
+        else:
+            last = (run.stderr.strip().splitlines() or ["(no output)"])[-1]
+            yield {"model": name, "family": MODELS[name][0], "error": last[:160]}
+
+
+HEADER = (f"{'model':<11} {'family':<19} {'loss gap':>9} {'param gap':>9} {'compiles':>8} {'fallbacks':<14} "
+          f"{'step ms':>8} {'eager ms':>8} {'vs eager':>8} {'first s':>7}  parity")
+
+
+def row(r: Dict[str, Any]) -> str:
+    if "error" in r:
+        return f"{r['model']:<11} {r['family']:<19} error: {r['error']}"
+    fallbacks = ",".join(r["fallbacks"]) or "none"
+    return (f"{r['model']:<11} {r['family']:<19} {r['loss_gap']:>9.1e} {r['param_gap']:>9.1e} "
+            f"{r['compiles_after_warmup']:>8} {fallbacks[:14]:<14} {r['step_ms']:>8.1f} {r['eager_ms']:>8.1f} "
+            f"{r['step_ms'] / r['eager_ms']:>7.2f}x {r['first_step_s']:>7.1f}  {'yes' if at_parity(r) else 'NO'}")
+
+
+def summary(rows: List[Dict[str, Any]]) -> str:
+    return (f"{sum(at_parity(r) for r in rows)} of {len(rows)} models at parity "
+            f"(loss gap < {LOSS_TOLERANCE:g}, no compile after warm-up, no fallback)")
+
+
+def table(rows: List[Dict[str, Any]]) -> str:
+    return "\n".join([HEADER, "-" * len(HEADER)] + [row(r) for r in rows] + [summary(rows)])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("models", nargs="*", help=f"any of: {' '.join(MODELS)}")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(run_one(args.one, args.steps)))
+        return
+    unknown = [m for m in args.models if m not in MODELS]
+    if unknown:
+        ap.error(f"unknown models {unknown}; the zoo has: {' '.join(MODELS)}")
+    print(HEADER + "\n" + "-" * len(HEADER), flush=True)
+    rows = []
+    for r in measure(args.models or list(MODELS), args.steps):
+        rows.append(r)
+        print(row(r), flush=True)
+    print(summary(rows))
+
+
+if __name__ == "__main__":
+    main()
