@@ -120,6 +120,7 @@ def test_a_hugging_face_language_model_keeps_its_tied_head():
 
 def test_a_cpu_tensor_in_a_device_op_is_an_error_at_the_users_line():
     x = torch.ones(3, 4, device=DEV)
+    before = dict(xt.fallbacks())
     with pytest.raises(RuntimeError) as e:
         line = this_line(); x + torch.ones(3, 4)  # noqa: E702
     message = str(e.value)
@@ -130,7 +131,7 @@ def test_a_cpu_tensor_in_a_device_op_is_an_error_at_the_users_line():
     # torch allows a 0-dim CPU tensor beside device tensors, and CPU indices.
     assert (x * torch.tensor(2.0)).sum().item() == 24.0
     assert x[torch.tensor([0, 2])].shape == (2, 4)
-    assert xt.fallbacks() == {} or "add" not in str(xt.fallbacks())
+    assert xt.fallbacks() == before  # nothing of this ran on the CPU
 
 
 def test_a_negative_size_is_an_error_at_the_users_line():
