@@ -25,19 +25,23 @@ fn full_at(dims: &[i64], value: f64, dtype: DType, location: SourceLocation) -> 
     })
 }
 
+fn check_sizes_at(op: &'static str, dims: &[i64], location: &SourceLocation) -> Result<()> {
+    match dims.iter().find(|&&d| d < 0) {
+        None => Ok(()),
+        Some(d) => Err(shape_error(
+            op,
+            location,
+            format!("sizes must be non-negative, but {dims:?} has {d}"),
+        )),
+    }
+}
+
 impl Tensor {
     /// Checks the sizes a factory is given, at the caller's line: a negative size is an error
     /// here, not an XLA parse error when the graph compiles.
     #[track_caller]
     pub fn check_sizes(op: &'static str, dims: &[i64]) -> Result<()> {
-        match dims.iter().find(|&&d| d < 0) {
-            None => Ok(()),
-            Some(d) => Err(shape_error(
-                op,
-                &SourceLocation::caller(),
-                format!("sizes must be non-negative, but {dims:?} has {d}"),
-            )),
-        }
+        check_sizes_at(op, dims, &SourceLocation::caller())
     }
 
     /// A tensor of `dims` filled with `value` (the value is a graph input, not a constant).
@@ -128,13 +132,7 @@ fn random(
     normal: bool,
     location: SourceLocation,
 ) -> Result<Tensor> {
-    if let Some(d) = dims.iter().find(|&&d| d < 0) {
-        return Err(shape_error(
-            "rand",
-            &location,
-            format!("sizes must be non-negative, but {dims:?} has {d}"),
-        ));
-    }
+    check_sizes_at("rand", dims, &location)?;
     if !dtype.is_float() {
         return Err(shape_error(
             "rand",
