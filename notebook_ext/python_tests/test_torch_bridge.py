@@ -1,5 +1,6 @@
 """The torch bridge: unmodified torch code on the xlaprof device, against torch's CPU eager."""
 
+import copy
 import inspect
 import os
 import pathlib
@@ -651,3 +652,70 @@ def test_weight_norm_trains_on_the_device_without_a_fallback():
     for (name, p), q in zip(cpu.named_parameters(), dev.parameters()):
         torch.testing.assert_close(q.grad.cpu(), p.grad, rtol=1e-5, atol=1e-5, msg=name)
     assert xt.fallbacks() == before
+
+
+def test_grouped_mm_forms_and_their_gradients_match_the_cpu_without_a_fallback():
+    # transformers 5's mixture-of-experts layers call torch._grouped_mm (rows split among the
+    # experts by the cumulative offsets); its backward calls it again in the other forms. The
+    # offsets are data: an empty group and a last group that ends at the last row included.
+    torch.manual_seed(0)
+    rows = torch.tensor([2, 2, 7], dtype=torch.int32)
+    inner = torch.tensor([8, 8, 16], dtype=torch.int32)
+    forms = {
+        "2d x 3d": (torch.randn(7, 8), torch.randn(3, 16, 8), rows),  # weights passed transposed
+        "3d x 3d": (torch.randn(3, 8, 8), torch.randn(3, 8, 16), None),
+        "3d x 2d": (torch.randn(3, 8, 8), torch.randn(8, 16), inner),
+        "2d x 2d": (torch.randn(8, 16), torch.randn(16, 8), inner),
+    }
+    before = dict(xt.fallbacks())
+    for name, (a, b, offs) in forms.items():
+        results = []
+        for device in ("cpu", DEV):
+            a_, b_ = (t.detach().to(device).requires_grad_() for t in (a, b))
+            out = torch._grouped_mm(a_, b_.transpose(-2, -1) if name == "2d x 3d" else b_,
+                                    offs=None if offs is None else offs.to(device))
+            out.backward(torch.linspace(-1, 1, out.numel()).reshape(out.shape).to(device))
+            results.append([t.detach().cpu() for t in (out, a_.grad, b_.grad)])
+        for cpu, dev in zip(*results):
+            torch.testing.assert_close(dev, cpu, rtol=1e-5, atol=1e-5, msg=name)
+    assert xt.fallbacks() == before
+
+
+FUSED = {
+    "AdamW": lambda p: torch.optim.AdamW(p, lr=1e-2, fused=True),
+    "Adam, AMSGrad, weight decay": lambda p: torch.optim.Adam(p, lr=1e-2, weight_decay=0.1, amsgrad=True, fused=True),
+    "AdamW, tensor lr": lambda p: torch.optim.AdamW(p, lr=torch.tensor(1e-2), fused=True),
+    "SGD, Nesterov momentum": lambda p: torch.optim.SGD(p, lr=1e-2, momentum=0.9, nesterov=True, weight_decay=0.01,
+                                                         fused=True),
+}
+
+
+@pytest.mark.parametrize("name", FUSED)
+def test_fused_optimizers_run_on_the_device_and_compile_once(name):
+    """`fused=True` (Hugging Face Trainer's default AdamW) calls one fused kernel per step, which
+    torch has for CUDA and the CPU only: on the device it is torch's multi-tensor step, with the
+    step counts on the device. Twelve steps beside the CPU's fused kernel: equal losses and
+    parameters, no fallback, no compile after the optimizer's state exists."""
+    torch.manual_seed(0)
+    cpu = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
+    dev = copy.deepcopy(cpu).to(DEV)
+    opt_cpu, opt_dev = FUSED[name](cpu.parameters()), FUSED[name](dev.parameters())
+    before = dict(xt.fallbacks())
+    g = torch.Generator().manual_seed(1)
+    compiles = []
+    for _ in range(12):
+        x, y = torch.randn(8, 6, generator=g), torch.randn(8, 3, generator=g)
+        losses = []
+        for model, opt, move in ((cpu, opt_cpu, lambda t: t), (dev, opt_dev, lambda t: t.to(DEV))):
+            loss = torch.nn.functional.mse_loss(model(move(x)), move(y))
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            losses.append(loss)
+        xt.step()
+        compiles.append(xp.counters()["compiles"])
+        assert losses[1].item() == pytest.approx(losses[0].item(), rel=1e-5)
+    assert xt.fallbacks() == before
+    assert compiles[2:] == [compiles[2]] * 10, compiles
+    for p, q in zip(cpu.parameters(), dev.parameters()):
+        torch.testing.assert_close(q.cpu(), p.detach(), rtol=1e-5, atol=1e-6)

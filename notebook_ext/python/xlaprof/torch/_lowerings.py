@@ -535,6 +535,55 @@ def dot(a: Any, b: Any) -> Any:
     return a.matmul(b)
 
 
+def _in_group(offs: Any, n: int) -> Any:
+    """(groups, n) bools: whether each of ``n`` positions lies in each group of ``_grouped_mm``,
+    the consecutive ranges ending at the cumulative ``offs`` (an empty group repeats an end).
+    Made by comparisons, never by reading ``offs``: its values are the router's token counts,
+    data of the step, and reading them would sync and make the graph's shapes follow them."""
+    pos = xp.arange(0, n, 1, dtype=offs.dtype)
+    # A position's group is the number of ends at or before it; past the last end it is in none.
+    gid = (offs.reshape(-1, 1) <= pos.reshape(1, n)).astype("int32").sum([0])
+    groups = xp.arange(0, offs.shape[0], 1, dtype=gid.dtype)
+    return gid.reshape(1, n) == groups.reshape(-1, 1)
+
+
+@lower(aten._grouped_mm.default)
+def grouped_mm(a: Any, b: Any, offs: Any = None, bias: Any = None, out_dtype: Any = None) -> Any:
+    """Mixture-of-experts layers (transformers 5's Mixtral, Qwen2-MoE) and its own backward, which
+    calls it again in the other forms. Each form is computed densely: every group's product at
+    the full, static shape, the rows (or columns, or terms) of other groups masked out. That is
+    the group count times a plain matmul's work, but one fixed graph whatever the routing."""
+    if bias is not None:
+        raise _Unsupported("_grouped_mm with a bias (torch's own kernels take none yet)")
+    dtype = _dt(out_dtype) or a.dtype
+    if a.dtype in ("bfloat16", "float16"):
+        # Computed in float32 and rounded once, as torch's CPU kernel (a mm per group) does.
+        a, b = a.astype("float32"), b.astype("float32")
+    if a.ndim == 3 and b.ndim == 3:
+        # Batched: one matrix per group, no offsets.
+        out = a.matmul(b)
+    elif a.ndim == 2 and b.ndim == 3:
+        # (m, k) rows split by offs, each group's rows times its (k, n): the forward.
+        inside = _in_group(offs, a.shape[0])
+        # Selected with `where` rather than multiplied by the mask, so that an inf in one group's
+        # product does not make NaNs (inf * 0) in another's rows, as it does not on the CPU.
+        out = xp.where(inside.reshape(b.shape[0], -1, 1), a.matmul(b), 0.0).sum([0])
+    elif a.ndim == 3 and b.ndim == 2:
+        # (g, m, k) times (k, n) whose columns are split by offs (the forward's input gradient
+        # when the weights were passed transposed).
+        inside = _in_group(offs, b.shape[1])
+        out = xp.where(inside.reshape(a.shape[0], 1, -1), a.matmul(b), 0.0).sum([0])
+    else:
+        # (m, k) times (k, n), the contraction split by offs, one (m, n) per group: the weights'
+        # gradient. Both sides are masked, so that a term outside a group is 0 * 0 whatever its
+        # values (an inf in one group's tokens stays out of the others' gradients).
+        inside = _in_group(offs, a.shape[1])
+        groups = offs.shape[0]
+        out = xp.where(inside.reshape(groups, 1, -1), a, 0.0).matmul(
+            xp.where(inside.reshape(groups, -1, 1), b, 0.0))
+    return out.astype(dtype)
+
+
 # ---- creation ----------------------------------------------------------------------------------
 
 
@@ -2398,4 +2447,4 @@ def narrow_copy(t: LazyTensor, dim: int, start: int, length: int) -> LazyTensor:
 
 
 # The lowerings of whole families, each in its own module.
-from . import _complex, _linalg, _pooling, _scatter, _special, _statistics  # noqa: E402,F401
+from . import _complex, _linalg, _optim, _pooling, _scatter, _special, _statistics  # noqa: E402,F401
