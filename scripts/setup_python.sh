@@ -2,8 +2,8 @@
 # Sets up the Python side on top of scripts/setup.sh, and does nothing when it is already there:
 # - the tools the Python tests use (maturin, pytest, Jupyter's nbclient/nbconvert/ipykernel,
 #   polars, Pillow) into the project's .venv;
-# - torch, transformers and expecttest (the torch bridge's tests, its real models, PyTorch's
-#   OpInfo database);
+# - torch, transformers, accelerate and expecttest (the torch bridge's tests, its real models and
+#   the Hugging Face Trainer, PyTorch's OpInfo database);
 # - Chromium (Debian package), which renders the exported notebook in the tests;
 # - the `xlaprof` package itself: a wheel built by maturin and installed into .venv, rebuilt
 #   only when its sources (or the engine's) changed.
@@ -27,9 +27,10 @@ fi
 
 # --- torch, for the torch bridge (xlaprof.torch) and PyTorch's OpInfo sweep -----------------
 # torch from PyPI is a CUDA build: about 2.8 GB of wheels (pip's cache keeps them for next time).
-if ! "$py" -c 'import torch, expecttest, transformers' >/dev/null 2>&1; then
-  say "installing torch, transformers and expecttest into .venv (the torch bridge's tests; ~2.8 GB of wheels)"
-  "$py" -m pip install -q --disable-pip-version-check "torch>=2.10" transformers expecttest
+# accelerate: the Hugging Face Trainer runs on it.
+if ! "$py" -c 'import torch, expecttest, transformers, accelerate' >/dev/null 2>&1; then
+  say "installing torch, transformers, accelerate and expecttest into .venv (the torch bridge's tests; ~2.8 GB of wheels)"
+  "$py" -m pip install -q --disable-pip-version-check "torch>=2.10" transformers accelerate expecttest
 fi
 
 # --- Chromium -------------------------------------------------------------------------------

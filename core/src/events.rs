@@ -191,6 +191,12 @@ pub enum Event {
         location: SourceLocation,
         duration_ns: u64,
     },
+    /// The program waited for its input pipeline: the next batch was not ready (the torch
+    /// bridge's `DeviceLoader`); `location` is the loop that asked for it.
+    DataWait {
+        location: SourceLocation,
+        duration_ns: u64,
+    },
 }
 
 /// Receives every event while registered. Called on the thread that runs the sync.
@@ -249,6 +255,14 @@ pub fn scope(name: &str) -> Scope {
 pub fn host_fallback(op: &str, location: SourceLocation, duration_ns: u64) {
     if enabled() {
         emit(Event::HostFallback { op: op.into(), location, duration_ns });
+    }
+}
+
+/// Reports a wait for the next batch of the input pipeline (`duration_ns`: how long the loop
+/// was blocked on it).
+pub fn data_wait(location: SourceLocation, duration_ns: u64) {
+    if enabled() {
+        emit(Event::DataWait { location, duration_ns });
     }
 }
 

@@ -20,6 +20,10 @@ pub struct ExternalLocation {
     pub file: String,
     pub line: u32,
     pub function: String,
+    /// When this line is a library's (transformers, the standard library), the user's line that
+    /// called into it: where a sync or a fallback caused inside a library is reported. Found
+    /// for syncs, value reads and fallbacks only, not for every op.
+    pub caller: Option<Arc<ExternalLocation>>,
 }
 
 impl SourceLocation {

@@ -134,6 +134,16 @@ pub struct HostFallback {
     pub step: u64,
 }
 
+/// A wait for the next batch of the input pipeline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DataWait {
+    /// The loop that asked for the batch.
+    pub location: u32,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    pub step: u64,
+}
+
 /// A device's memory at the end of a step, in bytes, as its allocator counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct DeviceMemory {
@@ -271,6 +281,9 @@ pub struct Profile {
     pub value_reads: Vec<ValueRead>,
     /// Ops run on the host for want of a lowering, in order.
     pub host_fallbacks: Vec<HostFallback>,
+    pub data_waits: Vec<DataWait>,
+    /// For a library's line where a sync or fallback happened, the user's line that called it.
+    pub callers: BTreeMap<u32, u32>,
     pub steps: Vec<Step>,
     /// Each device's memory at the end of each step (GPUs; empty on the CPU).
     pub device_memory: Vec<DeviceMemory>,
@@ -309,8 +322,19 @@ impl Profile {
     }
 
     /// The location with id `id` (an unknown id reads as `?`).
+    /// A location as findings name it: a library's line is named after the user's line that
+    /// called into it (`train.py:20 in <module> (via masking_utils.py:761 in ...)`).
     pub fn location(&self, id: u32) -> String {
-        self.locations.get(id as usize).map(|l| l.to_string()).unwrap_or_else(|| "?".to_string())
+        let text = |id: u32| {
+            self.locations
+                .get(id as usize)
+                .map(|l| l.to_string())
+                .unwrap_or_else(|| "?".to_string())
+        };
+        match self.callers.get(&id) {
+            Some(&caller) => format!("{} (via {})", text(caller), text(id)),
+            None => text(id),
+        }
     }
 
     /// The last time anything happened, in ns since time zero.
@@ -594,6 +618,25 @@ impl Profile {
                 let step = self.current_step();
                 self.host_fallbacks.push(HostFallback {
                     op: clip(&op).into_owned(),
+                    location,
+                    start_ns: t.saturating_sub(dur),
+                    duration_ns: dur,
+                    step,
+                });
+            }
+            Record::Called { id, caller } => {
+                // Both are written before: an id beyond them names nothing this file holds.
+                let known = self.locations.len() as u64;
+                if u64::from(id) >= known || u64::from(caller) >= known || id == caller {
+                    self.dropped(Dropped::LocationId, 1);
+                    return;
+                }
+                self.callers.insert(id, caller);
+            }
+            Record::DataWait { t, location, dur } => {
+                self.seen(t);
+                let step = self.current_step();
+                self.data_waits.push(DataWait {
                     location,
                     start_ns: t.saturating_sub(dur),
                     duration_ns: dur,

@@ -375,6 +375,19 @@ pub enum Record {
         peak: Option<i64>,
         limit: Option<i64>,
     },
+    /// The program waited `dur` for the next batch of its input pipeline, at `location` (the
+    /// loop asking for it). Ends at `t`.
+    DataWait {
+        t: u64,
+        location: u32,
+        dur: u64,
+    },
+    /// Location `id` is a library's line, reached from the user's line `caller` (written after
+    /// both locations): where a sync or fallback caused inside a library is reported.
+    Called {
+        id: u32,
+        caller: u32,
+    },
 }
 
 /// How a graph runs partitioned over a mesh of devices.

@@ -105,12 +105,20 @@ impl State {
         }
         let id = self.locations.len() as u32;
         self.locations.insert(location.clone(), id);
+        let caller = match location {
+            SourceLocation::External(l) => l.caller.clone(),
+            SourceLocation::Rust(_) => None,
+        };
         let location = Location {
             file: location.file().to_string(),
             line: location.line(),
             function: location.function().unwrap_or_default().to_string(),
         };
         self.emit(Record::Location { id, location });
+        if let Some(caller) = caller {
+            let caller = self.location(&SourceLocation::External(caller));
+            self.emit(Record::Called { id, caller });
+        }
         id
     }
 
@@ -318,6 +326,10 @@ impl Listener for Recorder {
             Event::HostFallback { op, location, duration_ns } => {
                 let location = s.location(location);
                 Record::HostFallback { t, op: op.to_string(), location, dur: *duration_ns }
+            }
+            Event::DataWait { location, duration_ns } => {
+                let location = s.location(location);
+                Record::DataWait { t, location, dur: *duration_ns }
             }
             Event::ValueRead { location, shape: sh, bytes, duration_ns } => {
                 let location = s.location(location);

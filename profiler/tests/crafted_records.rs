@@ -218,6 +218,8 @@ fn record() -> impl Strategy<Value = Record> {
         1 => (id64(), string()).prop_map(|(hash, text)| Record::StableHlo { hash, text }),
         1 => (id64(), string()).prop_map(|(hash, text)| Record::OptimizedHlo { hash, text }),
         1 => (ns(), string(), id32(), ns()).prop_map(|(t, op, location, dur)| Record::HostFallback { t, op, location, dur }),
+        1 => (ns(), id32(), ns()).prop_map(|(t, location, dur)| Record::DataWait { t, location, dur }),
+        1 => (id32(), id32()).prop_map(|(id, caller)| Record::Called { id, caller }),
         1 => partition().prop_map(|p| Record::Partitioned(Box::new(p))),
         1 => (string(), string()).prop_map(|(platform, plugin)| Record::Platform { platform, plugin }),
         2 => (ns(), id64(), id32(), any::<i64>(), any::<Option<i64>>(), any::<Option<i64>>()).prop_map(
@@ -316,9 +318,9 @@ fn records() -> impl Strategy<Value = Vec<Record>> {
 fn thresholds() -> impl Strategy<Value = Thresholds> {
     prop_oneof![
         3 => Just(Thresholds::default()),
-        1 => (prop_oneof![Just(0u64), Just(u64::MAX), 0..4u64], 0..4u64, ns(), float(), float(), ns())
-            .prop_map(|(warmup_steps, storm_compiles, slow_compile_ns, slow_step_factor, idle_fraction, host_read_bytes)| {
-                Thresholds { warmup_steps, storm_compiles, slow_compile_ns, slow_step_factor, idle_fraction, host_read_bytes }
+        1 => ((prop_oneof![Just(0u64), Just(u64::MAX), 0..4u64], 0..4u64, ns(), float(), float(), ns()), (float(), ns()))
+            .prop_map(|((warmup_steps, storm_compiles, slow_compile_ns, slow_step_factor, idle_fraction, host_read_bytes), (data_wait_fraction, data_wait_min_ns))| {
+                Thresholds { warmup_steps, storm_compiles, slow_compile_ns, slow_step_factor, idle_fraction, host_read_bytes, data_wait_fraction, data_wait_min_ns }
             }),
     ]
 }

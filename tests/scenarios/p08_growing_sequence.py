@@ -3,7 +3,7 @@
 Report: https://github.com/pytorch/xla/issues/8901 (GPT-2 `generate` on XLA finished with 5 new
 tokens but seemed stuck with 50: every new length compiled a new graph).
 """
-# expect: RecompileStorm @planted | dimension 1
+# expect: RecompileStorm @planted | dimension 1 | preallocate
 import xlaprof as xp
 
 emb = xp.nn.Linear(1, 16, seed=1)

@@ -3,7 +3,7 @@
 Report: https://github.com/huggingface/transformers/pull/31129 (a KV cache and positions that
 grow with every decoded token recompile each step; a static cache indexed in place does not).
 """
-# expect: RecompileStorm @planted | dimension 0 | iota
+# expect: RecompileStorm @planted | dimension 0 | iota | preallocate
 import xlaprof as xp
 
 table = xp.nn.Linear(1, 8, seed=3)

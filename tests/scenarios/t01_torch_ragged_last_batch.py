@@ -3,7 +3,7 @@
 Report: https://github.com/pytorch/xla/pull/1279 (without drop_last the last MNIST batch was
 [96, 1, 28, 28] instead of [128, ...], a new graph in the epoch's last step).
 """
-# expect: Recompile @planted | dimension 0 | 32 | 4
+# expect: Recompile @planted | dimension 0 | 32 | 4 | drop_last
 import torch
 
 import xlaprof.torch as xt

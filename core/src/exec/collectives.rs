@@ -108,6 +108,7 @@ mod tests {
                     file: "train.py".into(),
                     line: 12,
                     function: "step".into(),
+                    caller: None,
                 }))
             })
         });

@@ -41,6 +41,24 @@ from ._native import (  # noqa: E402
 # Ops are located at the first frame outside this package.
 _native.set_package_dir(_os.path.dirname(_os.path.abspath(__file__)) + _os.sep)
 
+
+def _library_dirs() -> list:
+    """Where installed packages and the standard library live: a sync or fallback caused in their
+    code is reported at the user's line that called into them."""
+    import site as _site
+    import sysconfig as _sysconfig
+
+    paths = _sysconfig.get_paths()
+    dirs = {paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    dirs.update(getattr(_site, "getsitepackages", lambda: [])())
+    user = getattr(_site, "getusersitepackages", lambda: None)()
+    dirs.add(user if isinstance(user, str) else None)
+    return sorted(_os.path.abspath(d) + _os.sep for d in dirs if d)
+
+
+for _dir in _library_dirs():
+    _native.add_library_dir(_dir)
+
 # `XLAPROF_PROFILE=FILE` (what `xlaprof run -- python train.py` sets) records the whole
 # program from here on, every record on disk as it happens. Where the host runs ahead of the
 # device (GPUs), the programs still running at exit are waited for, so the profile has them.

@@ -511,12 +511,32 @@ pub(crate) fn set_package_dir(dir: String) {
 /// fallback), at the caller's line, taking `seconds` in all.
 #[pyfunction]
 pub(crate) fn host_fallback(py: Python<'_>, op: &str, seconds: f64) {
-    let location = match location::current(py) {
+    xlaprof_core::events::host_fallback(op, here(py), nanoseconds(seconds));
+}
+
+/// Tells the profiler that the caller's loop waited `seconds` for the next batch of its input
+/// pipeline (the torch bridge's `DeviceLoader`).
+#[pyfunction]
+pub(crate) fn data_wait(py: Python<'_>, seconds: f64) {
+    xlaprof_core::events::data_wait(here(py), nanoseconds(seconds));
+}
+
+/// The caller's Python line, with the user's line that called into it when it is a library's
+/// (or this Rust line, when no Python frame runs).
+fn here(py: Python<'_>) -> xlaprof_core::location::SourceLocation {
+    match location::current_with_caller(py) {
         Some(l) => xlaprof_core::location::SourceLocation::External(l),
         None => xlaprof_core::location::SourceLocation::caller(),
-    };
-    let ns = (seconds.max(0.0) * 1e9) as u64;
-    xlaprof_core::events::host_fallback(op, location, ns);
+    }
+}
+
+fn nanoseconds(seconds: f64) -> u64 {
+    (seconds.max(0.0) * 1e9) as u64
+}
+
+#[pyfunction]
+pub(crate) fn add_library_dir(dir: String) {
+    location::add_library_dir(dir);
 }
 
 #[pyfunction]

@@ -15,6 +15,9 @@ use xlaprof_core::location::ExternalLocation;
 struct Code {
     /// Code of the `xlaprof` package itself: ops are located at its caller.
     internal: bool,
+    /// A library's code (installed packages, the standard library): a sync or fallback caused
+    /// there is reported at the user's line that called into it.
+    library: bool,
     file: Arc<str>,
     function: Arc<str>,
 }
@@ -25,11 +28,14 @@ struct Naming {
     /// libraries it drives (torch, for the torch bridge), so an op is located at the user's line
     /// and not inside `torch.nn`.
     internal_dirs: Vec<String>,
+    /// Folders of libraries' code (site-packages, the standard library).
+    library_dirs: Vec<String>,
     /// Maps a code object's file name to the name shown in profiles (notebook cells: `In[5]`).
     namer: Option<Py<PyAny>>,
 }
 
-static NAMING: Mutex<Naming> = Mutex::new(Naming { internal_dirs: Vec::new(), namer: None });
+static NAMING: Mutex<Naming> =
+    Mutex::new(Naming { internal_dirs: Vec::new(), library_dirs: Vec::new(), namer: None });
 /// Bumped when `NAMING` changes: names a thread interned before are stale.
 static NAMING_VERSION: AtomicU64 = AtomicU64::new(0);
 /// The real path behind each name shown, so views can show the text of a line.
@@ -78,6 +84,15 @@ pub(crate) fn add_internal_dir(dir: String) {
     NAMING_VERSION.fetch_add(1, Ordering::Relaxed);
 }
 
+/// Marks a folder as libraries' code (not the user's, but not hidden either: see `Code::library`).
+pub(crate) fn add_library_dir(dir: String) {
+    let mut naming = lock(&NAMING);
+    if !naming.library_dirs.contains(&dir) {
+        naming.library_dirs.push(dir);
+    }
+    NAMING_VERSION.fetch_add(1, Ordering::Relaxed);
+}
+
 pub(crate) fn set_file_namer(namer: Option<Py<PyAny>>) {
     // The old namer is dropped after the lock is released: its drop may run Python code.
     let _old = std::mem::replace(&mut lock(&NAMING).namer, namer);
@@ -91,6 +106,16 @@ pub(crate) fn source_files() -> HashMap<String, String> {
 
 /// The location of the user's code that called into the extension, if a Python frame runs.
 pub(crate) fn current(py: Python<'_>) -> Option<Arc<ExternalLocation>> {
+    locate(py, false)
+}
+
+/// [`current`], and when that line is a library's, the user's line that called into the library
+/// (for syncs, value reads and fallbacks: a walk further up the stack, too dear for every op).
+pub(crate) fn current_with_caller(py: Python<'_>) -> Option<Arc<ExternalLocation>> {
+    locate(py, true)
+}
+
+fn locate(py: Python<'_>, with_caller: bool) -> Option<Arc<ExternalLocation>> {
     let version = NAMING_VERSION.load(Ordering::Relaxed);
     INTERNED.with(|i| {
         let mut i = i.borrow_mut();
@@ -103,17 +128,17 @@ pub(crate) fn current(py: Python<'_>) -> Option<Arc<ExternalLocation>> {
     });
     // SAFETY: the GIL is held (`py`); PyEval_GetFrame returns a borrowed frame of this thread or
     // null.
-    let here = unsafe { user_frame(py, ffi::PyEval_GetFrame()) };
+    let here = unsafe { user_frame(py, ffi::PyEval_GetFrame(), with_caller) };
     if here.is_some() {
         return here;
     }
-    waiting_caller(py)
+    waiting_caller(py, with_caller)
 }
 
 /// Where the main thread waits, for an op recorded on a thread that runs no user code: torch's
 /// autograd runs a device's backward on a thread of its own while `loss.backward()` waits, and
 /// that line is where the backward's ops come from.
-fn waiting_caller(py: Python<'_>) -> Option<Arc<ExternalLocation>> {
+fn waiting_caller(py: Python<'_>, with_caller: bool) -> Option<Arc<ExternalLocation>> {
     let main = MAIN_IF_OTHER.with(|known| {
         if let Some(main) = known.get() {
             return main;
@@ -141,7 +166,7 @@ fn waiting_caller(py: Python<'_>) -> Option<Arc<ExternalLocation>> {
             if frame.is_null() {
                 return None;
             }
-            let found = user_frame(py, frame);
+            let found = user_frame(py, frame, with_caller);
             ffi::Py_DECREF(frame.cast());
             found
         };
@@ -165,7 +190,7 @@ fn waiting_caller(py: Python<'_>) -> Option<Arc<ExternalLocation>> {
         MAIN_IS_OLDEST.store(if same { YES } else { NO }, Ordering::Relaxed);
     }
     // SAFETY: the GIL is held; `frame` is a live frame object kept alive by `frame` for the call.
-    unsafe { user_frame(py, frame.as_ptr().cast()) }
+    unsafe { user_frame(py, frame.as_ptr().cast(), with_caller) }
 }
 
 /// Whether the main thread's state is the interpreter's oldest: not yet known, yes, no.
@@ -192,7 +217,9 @@ unsafe fn oldest_thread_frame() -> *mut ffi::PyFrameObject {
     }
 }
 
-/// The innermost frame from `frame` outwards that is not internal, as a location.
+/// The innermost frame from `frame` outwards that is not internal, as a location. With
+/// `with_caller`, when that frame is a library's, the location also names the user's frame that
+/// called into the library (the innermost one outwards that is neither internal nor a library's).
 ///
 /// # Safety
 /// The GIL is held and `frame` is a borrowed frame object or null. Every new reference (code,
@@ -200,58 +227,43 @@ unsafe fn oldest_thread_frame() -> *mut ffi::PyFrameObject {
 unsafe fn user_frame(
     py: Python<'_>,
     frame: *mut ffi::PyFrameObject,
+    with_caller: bool,
 ) -> Option<Arc<ExternalLocation>> {
     // SAFETY: the caller holds the GIL and passes a borrowed frame or null; the code objects
     // and back frames taken below are released before returning.
     unsafe {
         let mut frame = frame;
         let mut owned: Option<*mut ffi::PyFrameObject> = None;
-        let mut found = None;
+        let mut found: Option<Arc<ExternalLocation>> = None;
         for _ in 0..64 {
             if frame.is_null() {
                 break;
             }
             let code = ffi::PyFrame_GetCode(frame);
             let key = code as usize;
-            let known = INTERNED.with(|i| i.borrow().codes.get(&key).map(|c| c.internal));
-            let internal = match known {
-                Some(internal) => internal,
-                None => {
-                    // Described outside the borrow: the namer is Python code.
-                    let info = describe(py, code);
-                    let internal = info.internal;
-                    INTERNED.with(|i| {
-                        i.borrow_mut().codes.entry(key).or_insert_with(|| {
-                            // Keep the code object alive: its address is the cache key.
-                            ffi::Py_INCREF(code.cast());
-                            info
-                        });
-                    });
-                    internal
-                }
-            };
-            if !internal {
-                let lasti = ffi::PyFrame_GetLasti(frame);
-                found = Some(INTERNED.with(|i| {
-                    let mut i = i.borrow_mut();
-                    if let Some(loc) = i.sites.get(&(key, lasti)) {
-                        return loc.clone();
+            let (internal, library) = kinds(py, code, key);
+            if !internal && (found.is_none() || !library) {
+                let here = site(frame, key);
+                match found.take() {
+                    // The library's line, reached from this line of the user's.
+                    Some(inner) => {
+                        found = Some(Arc::new(ExternalLocation {
+                            caller: Some(here),
+                            ..(*inner).clone()
+                        }));
+                        ffi::Py_DECREF(code.cast());
+                        break;
                     }
-                    let line = ffi::PyFrame_GetLineNumber(frame).max(0) as u32;
-                    let info = &i.codes[&key];
-                    let loc = Arc::new(ExternalLocation {
-                        file: info.file.to_string(),
-                        line,
-                        function: info.function.to_string(),
-                    });
-                    i.sites.insert((key, lasti), loc.clone());
-                    loc
-                }));
+                    None => {
+                        found = Some(here);
+                        if !(with_caller && library) {
+                            ffi::Py_DECREF(code.cast());
+                            break;
+                        }
+                    }
+                }
             }
             ffi::Py_DECREF(code.cast());
-            if found.is_some() {
-                break;
-            }
             let back = ffi::PyFrame_GetBack(frame);
             if let Some(prev) = owned.take() {
                 ffi::Py_DECREF(prev.cast());
@@ -266,6 +278,57 @@ unsafe fn user_frame(
     }
 }
 
+/// Whether a code object is the package's own and whether it is a library's, from this
+/// thread's interned names (described on first sight).
+///
+/// # Safety
+/// The GIL is held and `code` is a live code object.
+unsafe fn kinds(py: Python<'_>, code: *mut ffi::PyCodeObject, key: usize) -> (bool, bool) {
+    let known = INTERNED.with(|i| i.borrow().codes.get(&key).map(|c| (c.internal, c.library)));
+    if let Some(kinds) = known {
+        return kinds;
+    }
+    // Described outside the borrow: the namer is Python code.
+    // SAFETY: as the caller guarantees.
+    let info = unsafe { describe(py, code) };
+    let kinds = (info.internal, info.library);
+    INTERNED.with(|i| {
+        i.borrow_mut().codes.entry(key).or_insert_with(|| {
+            // Keep the code object alive: its address is the cache key.
+            // SAFETY: `code` is live; the reference taken here is kept with the entry.
+            unsafe { ffi::Py_INCREF(code.cast()) };
+            info
+        });
+    });
+    kinds
+}
+
+/// The interned location of the instruction `frame` is at, in the code described under `key`.
+///
+/// # Safety
+/// The GIL is held and `frame` is a live frame whose code was described under `key`.
+unsafe fn site(frame: *mut ffi::PyFrameObject, key: usize) -> Arc<ExternalLocation> {
+    // SAFETY: as the caller guarantees.
+    let lasti = unsafe { ffi::PyFrame_GetLasti(frame) };
+    INTERNED.with(|i| {
+        let mut i = i.borrow_mut();
+        if let Some(loc) = i.sites.get(&(key, lasti)) {
+            return loc.clone();
+        }
+        // SAFETY: as the caller guarantees.
+        let line = unsafe { ffi::PyFrame_GetLineNumber(frame) }.max(0) as u32;
+        let info = &i.codes[&key];
+        let loc = Arc::new(ExternalLocation {
+            file: info.file.to_string(),
+            line,
+            function: info.function.to_string(),
+            caller: None,
+        });
+        i.sites.insert((key, lasti), loc.clone());
+        loc
+    })
+}
+
 /// Reads a code object's file and function names, and notes the real path behind the name.
 ///
 /// # Safety
@@ -278,10 +341,13 @@ unsafe fn describe(py: Python<'_>, code: *mut ffi::PyCodeObject) -> Code {
     };
     let path = text("co_filename");
     let function = text("co_qualname");
-    let (internal, namer) = {
+    let (internal, library, namer) = {
         let naming = lock(&NAMING);
+        let under =
+            |dirs: &[String]| dirs.iter().any(|d| !d.is_empty() && path.starts_with(d.as_str()));
         (
-            naming.internal_dirs.iter().any(|d| !d.is_empty() && path.starts_with(d.as_str())),
+            under(&naming.internal_dirs),
+            under(&naming.library_dirs) || path.starts_with('<') && path.contains("frozen"),
             naming.namer.as_ref().map(|n| n.clone_ref(py)),
         )
     };
@@ -296,5 +362,5 @@ unsafe fn describe(py: Python<'_>, code: *mut ffi::PyCodeObject) -> Code {
             .unwrap_or(path.clone())
     });
     lock(&PATHS).insert(file.clone(), path);
-    Code { internal, file: file.into(), function: function.into() }
+    Code { internal, library, file: file.into(), function: function.into() }
 }

@@ -55,7 +55,8 @@ pub(crate) fn traced_detached<R: Send>(
     what: &str,
     f: impl FnOnce() -> xlaprof_core::Result<R> + Send,
 ) -> PyResult<R> {
-    let (here, grad) = (location::current(py), grad_enabled());
+    // Syncs and reads: a library's line is reported with the user's line that called into it.
+    let (here, grad) = (location::current_with_caller(py), grad_enabled());
     guarded(what, || py.detach(move || in_mode(here, grad, f)).map_err(engine_error))
 }
 

@@ -18,6 +18,7 @@ fn hostile_profile(sizes: [i64; 2]) -> (Profile, Analysis) {
     let _one = RECORDING.lock().unwrap_or_else(|p| p.into_inner());
     let recording = Recording::start().expect("recording starts");
     let here = ExternalLocation {
+        caller: None,
         file: format!("{HOSTILE}.py"),
         line: 7,
         function: format!("</details>{HOSTILE}"),

@@ -3,6 +3,7 @@
 //! these; none recomputes them.
 
 mod devices;
+mod input;
 pub(crate) mod recompile;
 mod rules;
 mod steps;
@@ -45,6 +46,8 @@ pub enum Kind {
     HeavyCollectives,
     /// Devices of a partitioned execution finished far apart: the others waited.
     DeviceSkew,
+    /// The program waited for its input pipeline's next batch.
+    DataWait,
 }
 
 impl Kind {
@@ -64,6 +67,7 @@ impl Kind {
             Kind::Gather => "gathered shard",
             Kind::HeavyCollectives => "heavy collectives",
             Kind::DeviceSkew => "devices waiting",
+            Kind::DataWait => "waiting for data",
         }
     }
 }
@@ -111,6 +115,10 @@ pub struct Thresholds {
     /// Host reads after the step (no sync forced) are a finding only when they copy at least
     /// this many bytes per read: logging a scalar costs a few microseconds.
     pub host_read_bytes: u64,
+    /// A wait for the next batch counts when it is at least this fraction of the median step,
+    /// and at least `data_wait_min_ns`.
+    pub data_wait_fraction: f64,
+    pub data_wait_min_ns: u64,
 }
 
 impl Default for Thresholds {
@@ -122,6 +130,8 @@ impl Default for Thresholds {
             slow_step_factor: 2.0,
             idle_fraction: 0.5,
             host_read_bytes: 64 * 1024,
+            data_wait_fraction: 0.05,
+            data_wait_min_ns: 100_000,
         }
     }
 }
@@ -182,6 +192,7 @@ pub fn diagnose(
     all.extend(recompile::findings(p, t, recompiles));
     all.extend(steps::syncs_in_steps(p, t));
     all.extend(steps::host_fallbacks(p));
+    all.extend(input::data_waits(p, t));
     all.extend(steps::slow_compiles(p, t));
     all.extend(steps::slow_steps(p, t, phases));
     all.extend(steps::idle_device(p, t, phases));

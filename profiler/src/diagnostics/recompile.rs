@@ -801,17 +801,42 @@ fn recompiles(p: &Profile, location: u32, rs: &[&Recompile]) -> Diagnostic {
     Diagnostic { changes, ..d }
 }
 
+/// The one dimension in which `to` is larger than `from` (same dtype and rank otherwise).
+fn grown(from: &ShapeRec, to: &ShapeRec) -> Option<usize> {
+    if from.dtype != to.dtype || from.dims.len() != to.dims.len() {
+        return None;
+    }
+    let mut differing = from.dims.iter().zip(&to.dims).enumerate().filter(|(_, (a, b))| a != b);
+    match (differing.next(), differing.next()) {
+        (Some((d, (a, b))), None) if b > a => Some(d),
+        _ => None,
+    }
+}
+
+/// What to do about a tensor that grows step by step, `subject` naming it.
+fn growth_advice(subject: &str, dim: usize) -> String {
+    format!(
+        "dimension {dim} of {subject} grows step by step (a sequence concatenated to, a cache appended to), so every length is a new graph: preallocate it at its largest length and write into it, pad it to a fixed maximum, or use a static cache"
+    )
+}
+
 fn advice_for(changes: &[GraphChange]) -> Option<String> {
     changes.iter().find_map(|c| match c {
         GraphChange::InputShape { from, to, .. } if from.dtype != to.dtype => {
             Some("keep the input's dtype the same from step to step (cast it once where it is created)".to_string())
         }
-        GraphChange::InputShape { .. } => Some(
-            "keep input shapes fixed: pad or bucket the varying dimension so a few graphs serve every size (or drop the ragged last batch)".to_string(),
-        ),
-        GraphChange::NodeShape { location, .. } => Some(format!(
-            "the size of the tensor made at {location} comes from a Python number that changes; keep it fixed, or pad or bucket it so a few graphs serve every size"
-        )),
+        GraphChange::InputShape { input, from, to, created_at } => Some(match grown(from, to) {
+            Some(dim) => growth_advice(&format!("input {input} (created at {created_at})"), dim),
+            // Only the batch dimension, smaller: the last batch of an epoch.
+            None if grown(to, from) == Some(0) => "the batch got smaller (the ragged last batch of an epoch): drop it (`DataLoader(drop_last=True)`) or pad it to the full batch size".to_string(),
+            None => "keep input shapes fixed: pad or bucket the varying dimension so a few graphs serve every size".to_string(),
+        }),
+        GraphChange::NodeShape { op, from, to, location, .. } => Some(match grown(from, to) {
+            Some(dim) => growth_advice(&format!("the tensor made by `{op}` at {location}"), dim),
+            None => format!(
+                "the size of the tensor made at {location} comes from a Python number that changes; keep it fixed, or pad or bucket it so a few graphs serve every size"
+            ),
+        }),
         GraphChange::SyncedTensors { .. } => Some(
             "sync the same tensors every step: a tensor kept alive (or dropped) across the sync changes the graph's outputs".to_string(),
         ),
@@ -832,6 +857,8 @@ fn storm(p: &Profile, t: &Thresholds, location: u32, rs: &[&Recompile]) -> Diagn
     // The dimensions that vary, of device inputs (by the line that made them) and of
     // tensors made on the device from a Python number, with every value they took.
     let mut varying: BTreeMap<(String, usize), BTreeSet<i64>> = BTreeMap::new();
+    // Dimensions that only ever grew from one graph to the next.
+    let mut shrank: BTreeSet<(String, usize)> = BTreeSet::new();
     let mut attributes: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for c in rs.iter().flat_map(|r| r.changes.iter()) {
         if let GraphChange::Attribute { op, name, from, to, location, .. } = c {
@@ -848,6 +875,9 @@ fn storm(p: &Profile, t: &Thresholds, location: u32, rs: &[&Recompile]) -> Diagn
         for (d, (&x, &y)) in from.dims.iter().zip(&to.dims).enumerate() {
             if x != y {
                 varying.entry((subject.clone(), d)).or_default().extend([x, y]);
+            }
+            if y < x {
+                shrank.insert((subject.clone(), d));
             }
         }
     }
@@ -874,13 +904,20 @@ fn storm(p: &Profile, t: &Thresholds, location: u32, rs: &[&Recompile]) -> Diagn
                     values.len(),
                     seen.join(", ")
                 ),
-                format!(
-                    "pad or bucket dimension {dim} of {subject} to {{{}}}: {} graphs instead of {}, saving {saved} compiles (about {})",
-                    bucket_list.join(", "),
-                    buckets.len(),
-                    values.len(),
-                    format_ns((saved as u64 * mean) as f64)
-                ),
+                {
+                    let bucketing = format!(
+                        "pad or bucket dimension {dim} of {subject} to {{{}}}: {} graphs instead of {}, saving {saved} compiles (about {})",
+                        bucket_list.join(", "),
+                        buckets.len(),
+                        values.len(),
+                        format_ns((saved as u64 * mean) as f64)
+                    );
+                    if shrank.contains(&(subject.clone(), *dim)) {
+                        bucketing
+                    } else {
+                        format!("{}; or {bucketing}", growth_advice(subject, *dim))
+                    }
+                },
             )
         }
         (None, Some((subject, values))) => {

@@ -73,7 +73,8 @@ fn on_fixed_clock() -> &'static Path {
                 | Record::Executed { t, dur, .. }
                 | Record::SyncEnd { t, dur, .. }
                 | Record::ValueRead { t, dur, .. }
-                | Record::HostFallback { t, dur, .. } => {
+                | Record::HostFallback { t, dur, .. }
+                | Record::DataWait { t, dur, .. } => {
                     *t = at;
                     *dur = 500_000;
                 }

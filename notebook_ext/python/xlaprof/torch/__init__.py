@@ -46,6 +46,7 @@ def _let_autograd_threads_finish() -> None:
 _atexit.register(_let_autograd_threads_finish)
 
 from ._dispatch import fallbacks  # noqa: E402
+from ._loader import DeviceLoader  # noqa: E402
 from ._tensor import LazyTensor, value  # noqa: E402
 
 
@@ -95,6 +96,7 @@ def is_lazy(t: _torch.Tensor) -> bool:
 
 __all__ = [
     "DEVICE_TYPE",
+    "DeviceLoader",
     "LazyTensor",
     "device",
     "fallbacks",

@@ -1,0 +1,38 @@
+"""Hugging Face Trainer on the device (samples/torch/trainer.py): the Trainer's own loop and its
+default optimizer (fused AdamW) train a tied GPT-2 to CPU eager's losses, with nothing on the CPU
+fallback and one graph per step once warm."""
+
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("accelerate")
+
+SAMPLE = pathlib.Path(__file__).parents[2] / "samples" / "torch" / "trainer.py"
+STEP = re.compile(r"step (\d+): loss ([\d.]+)(?:, compiles so far (\d+))?$")
+
+
+def losses(*flags: str, cwd: pathlib.Path):
+    run = subprocess.run([sys.executable, str(SAMPLE), "--steps", "8", *flags], capture_output=True, text=True,
+                         cwd=cwd)
+    assert run.returncode == 0, run.stderr[-3000:]
+    steps = [STEP.match(line) for line in run.stdout.splitlines() if line.startswith("step ")]
+    assert len(steps) == 8 and all(steps), run.stdout
+    return steps, run.stdout
+
+
+def test_the_trainer_trains_on_the_device_as_on_the_cpu(tmp_path):
+    device, out = losses(cwd=tmp_path)
+    cpu, _ = losses("--cpu", cwd=tmp_path)
+    assert "device xlaprof:0; tied head kept: True" in out, out
+    assert "CPU fallbacks: none" in out, out
+    for d, c in zip(device, cpu):
+        assert float(d.group(2)) == pytest.approx(float(c.group(2)), rel=1e-4), (d.group(0), c.group(0))
+    # Warm: the first step's graph, the optimizer's state (step 2), and a buffer the Trainer stops
+    # sharing at step 3 (it can then be donated); from then on the step's one graph, cached.
+    compiles = [int(d.group(3)) for d in device]
+    assert compiles[3:] == [compiles[2]] * 5, compiles
+    assert (tmp_path / "trainer.xlaprof").exists()
