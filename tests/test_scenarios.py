@@ -135,7 +135,10 @@ def judge(s: Scenario, findings: list):
 
 def test_corpus(tmp_path, capsys):
     all_scenarios = scenarios()
-    assert len(all_scenarios) >= 30 and sum(s.clean for s in all_scenarios) >= 10
+    assert len(all_scenarios) >= 50 and sum(s.clean for s in all_scenarios) >= 10
+    # torch programs on the bridge: `t*` (a planted cause) and the clean ones that import torch.
+    torch_programs = [s for s in all_scenarios if "import torch" in s.path.read_text()]
+    assert len(torch_programs) >= 15, [s.name for s in torch_programs]
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(lambda s: (s, *run_or_error(s, tmp_path)), all_scenarios))
     rows, failures = [], []

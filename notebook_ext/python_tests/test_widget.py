@@ -60,7 +60,7 @@ def test_widget_sections():
         assert f"<summary>{section}" in html, section
     assert '<svg class="xp-flame"' in html and 'class="xp-timeline"' in html
     assert "ExecuteTime" in html
-    assert "a recompile" in html and "input 0 changed from f32[4,2] to f32[4,3]" in html
+    assert "a recompile" in html and "(input 0) changed from f32[4,2] to f32[4,3]" in html
     assert "<script" not in html
     # The text fallback is the short report.
     assert repr(p).startswith("xlaprof report")

@@ -47,7 +47,11 @@ fn a_batch_size_change_is_explained_with_the_input_and_where_it_was_created() {
     let d = a.of_kind(Kind::Recompile).next().expect("a recompile finding");
     assert_eq!(d.location, synced, "the sync's line");
     assert!(d.message.contains("changed from f32[16,8] to f32[24,8]"), "{}", d.message);
-    assert!(d.message.contains(&format!("created at {created}")), "{} / {created}", d.message);
+    assert!(
+        d.message.contains(&format!("the tensor made at {created}")),
+        "{} / {created}",
+        d.message
+    );
     assert!(
         matches!(&d.changes[0], GraphChange::InputShape { from, to, .. } if from.dims == [16, 8] && to.dims == [24, 8])
     );
@@ -286,7 +290,7 @@ fn a_storm_after_warm_up_names_the_varying_dimension_and_the_buckets() {
     });
     let a = analyze(&p, &Thresholds::default());
     let d = a.of_kind(Kind::RecompileStorm).next().expect("a storm finding");
-    assert!(d.message.contains("dimension 0 of input 0"), "{}", d.message);
+    assert!(d.message.contains("dimension 0 of the tensor made at"), "{}", d.message);
     assert!(d.message.contains("9, 17, 30"), "{}", d.message);
     let advice = d.advice.as_deref().unwrap();
     // Every size the site compiled counts, warm-up's 8 included: {8, 16, 32} serve them all.

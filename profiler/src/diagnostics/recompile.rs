@@ -40,7 +40,7 @@ impl GraphChange {
     pub fn sentence(&self) -> String {
         match self {
             GraphChange::InputShape { input, from, to, created_at } => format!(
-                "input {input} changed from {from} to {to} ({}; created at {created_at})",
+                "the tensor made at {created_at} (input {input}) changed from {from} to {to} ({})",
                 shape_difference(from, to)
             ),
             GraphChange::NodeShape { node, op, from, to, location } => format!(
@@ -159,6 +159,31 @@ fn same_but_scalar_operands(a: &GraphDef, b: &GraphDef) -> bool {
     x.len() == y.len() && x.iter().zip(&y).all(|(m, n)| same(m, n))
 }
 
+/// For each input of the new graph, the input of the old one it stands for: the one made at the
+/// same line (the k-th of that line for the k-th), else the next one left, in order. Inputs are
+/// ordered by when their tensors were made, so a batch made anew (another dtype) moves past the
+/// parameters: matched by position, a dtype change at one line read as inputs swapping shapes.
+fn paired_inputs(xs: &[&InputRec], ys: &[&InputRec]) -> Vec<usize> {
+    let mut by_line: HashMap<u32, std::collections::VecDeque<usize>> = HashMap::new();
+    for (i, x) in xs.iter().enumerate() {
+        by_line.entry(x.location).or_default().push_back(i);
+    }
+    let mut taken = vec![false; xs.len()];
+    let mut pairs: Vec<Option<usize>> = ys
+        .iter()
+        .map(|y| {
+            let i = by_line.get_mut(&y.location)?.pop_front()?;
+            taken[i] = true;
+            Some(i)
+        })
+        .collect();
+    let mut left = (0..xs.len()).filter(|&i| !taken[i]);
+    for pair in pairs.iter_mut().filter(|p| p.is_none()) {
+        *pair = left.next();
+    }
+    pairs.into_iter().enumerate().map(|(j, p)| p.unwrap_or(j)).collect()
+}
+
 /// What changed from graph `a` to graph `b`. Linear in the two graphs' sizes; each kind of
 /// change lists at most [`LISTED`] instances (the first ones say what to fix, and a crafted
 /// graph of a million inputs must not explain every recompile in a million lines).
@@ -172,10 +197,15 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
     let (na, nb) = (data(da).count(), data(db).count());
     let mut changes = Vec::new();
     if na == nb {
-        let changed = data(da).zip(data(db)).enumerate().filter(|(_, (x, y))| x.shape != y.shape);
-        for (i, (x, y)) in changed.take(LISTED) {
+        let (xs, ys): (Vec<&InputRec>, Vec<&InputRec>) = (data(da).collect(), data(db).collect());
+        let changed = paired_inputs(&xs, &ys)
+            .into_iter()
+            .enumerate()
+            .map(|(j, i)| (j, xs[i], ys[j]))
+            .filter(|(_, x, y)| x.shape != y.shape);
+        for (j, x, y) in changed.take(LISTED) {
             changes.push(GraphChange::InputShape {
-                input: i,
+                input: j,
                 from: x.shape.clone(),
                 to: y.shape.clone(),
                 created_at: p.location(y.location),
@@ -503,7 +533,7 @@ fn cause_of(changes: &[GraphChange]) -> String {
 fn reshaped(c: &GraphChange) -> Option<(String, &ShapeRec, &ShapeRec)> {
     match c {
         GraphChange::InputShape { input, from, to, created_at } => {
-            Some((format!("input {input} (created at {created_at})"), from, to))
+            Some((format!("the tensor made at {created_at} (input {input})"), from, to))
         }
         GraphChange::NodeShape { op, from, to, location, .. } => {
             Some((format!("the tensor made by `{op}` at {location}"), from, to))
@@ -826,7 +856,7 @@ fn advice_for(changes: &[GraphChange]) -> Option<String> {
             Some("keep the input's dtype the same from step to step (cast it once where it is created)".to_string())
         }
         GraphChange::InputShape { input, from, to, created_at } => Some(match grown(from, to) {
-            Some(dim) => growth_advice(&format!("input {input} (created at {created_at})"), dim),
+            Some(dim) => growth_advice(&format!("the tensor made at {created_at} (input {input})"), dim),
             // Only the batch dimension, smaller: the last batch of an epoch.
             None if grown(to, from) == Some(0) => "the batch got smaller (the ragged last batch of an epoch): drop it (`DataLoader(drop_last=True)`) or pad it to the full batch size".to_string(),
             None => "keep input shapes fixed: pad or bucket the varying dimension so a few graphs serve every size".to_string(),
@@ -885,10 +915,19 @@ fn storm(p: &Profile, t: &Thresholds, location: u32, rs: &[&Recompile]) -> Diagn
     let mean = cost_ns / rs.len().max(1) as u64;
     let site = p.location(location);
     // The widest-varying dimension is the one to fix.
-    let worst = varying.iter().max_by_key(|(_, v)| v.len());
+    // (The first made, of those that vary most.)
+    let worst = varying.iter().rev().max_by_key(|(_, v)| v.len());
     let worst_attribute = attributes.iter().max_by_key(|(_, v)| v.len());
     let (message, advice) = match (worst, worst_attribute) {
-        (Some(((subject, dim), values)), _) => {
+        (Some(((first, dim), values)), _) => {
+            // Tensors whose dimension took the same values vary for one cause (a batch and its
+            // labels): one finding names them all.
+            let alike: Vec<&str> = varying
+                .iter()
+                .filter(|((_, d), v)| d == dim && *v == values)
+                .map(|((s, _), _)| s.as_str())
+                .collect();
+            let subject = &if alike.len() > 1 { alike.join(" and of ") } else { first.clone() };
             let seen: Vec<String> = values.iter().map(|v| v.to_string()).collect();
             let buckets: BTreeSet<i64> =
                 values.iter().map(|&v| (v.max(1) as u64).next_power_of_two() as i64).collect();
@@ -912,7 +951,7 @@ fn storm(p: &Profile, t: &Thresholds, location: u32, rs: &[&Recompile]) -> Diagn
                         values.len(),
                         format_ns((saved as u64 * mean) as f64)
                     );
-                    if shrank.contains(&(subject.clone(), *dim)) {
+                    if alike.iter().any(|s| shrank.contains(&(s.to_string(), *dim))) {
                         bucketing
                     } else {
                         format!("{}; or {bucketing}", growth_advice(subject, *dim))

@@ -281,6 +281,8 @@ pub(super) fn idle_device(p: &Profile, t: &Thresholds, phases: &[StepPhases]) ->
     vec![Diagnostic::new(p, Kind::IdleDevice, location, message, advice, instances, Vec::new())]
 }
 
+const FALLBACK_START_SLACK_NS: u64 = 2_000_000;
+
 /// For each sync, the host fallback that forced it (a value read at the fallback's line inside
 /// its time span): one pass over both lists, which are in time order.
 fn fallback_of_each_sync(p: &Profile) -> Vec<Option<usize>> {
@@ -293,8 +295,11 @@ fn fallback_of_each_sync(p: &Profile) -> Vec<Option<usize>> {
                 next += 1;
             }
             let f = p.host_fallbacks.get(next)?;
-            (s.cause == Cause::ValueRead && f.location == s.location && s.start_ns >= f.start_ns)
-                .then_some(next)
+            // The front end times the fallback on its own clock and reports it when it ends, so
+            // its start is known to within the delay of that report (a thread switch, on a busy
+            // host): an operand read a little before it still belongs to it.
+            let starts = s.start_ns.saturating_add(FALLBACK_START_SLACK_NS) >= f.start_ns;
+            (s.cause == Cause::ValueRead && f.location == s.location && starts).then_some(next)
         })
         .collect()
 }

@@ -100,7 +100,7 @@ fn a_diagnostic_selects_its_syncs_and_graphs_and_shows_the_diff() {
     h.get_by_label("What changed");
     // The finding's latest recompile: an input changed shape, named with where it was created.
     h.get_by_label(
-        "- input 1 changed from f32[4,8] to f32[6,8] (dimension 0 went from 4 to 6; created at profiler/examples/make_golden.rs:18)",
+        "- the tensor made at profiler/examples/make_golden.rs:18 (input 1) changed from f32[4,8] to f32[6,8] (dimension 0 went from 4 to 6)",
     );
     // Its first recompile, picked from the list: the first diverging node, side by side with
     // its source line.

@@ -90,6 +90,7 @@ def _in_place(old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
         # share the new parameter instead.
         old.grad = old_grad
         new.grad = grad
+        vars(new).update(carried)
         return new
     old.grad = grad
     return old
