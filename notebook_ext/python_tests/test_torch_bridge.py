@@ -719,3 +719,16 @@ def test_fused_optimizers_run_on_the_device_and_compile_once(name):
     assert compiles[2:] == [compiles[2]] * 10, compiles
     for p, q in zip(cpu.parameters(), dev.parameters()):
         torch.testing.assert_close(q.cpu(), p.detach(), rtol=1e-5, atol=1e-6)
+
+
+def test_nonzero_reads_only_its_count_and_matches_the_cpu():
+    # DeBERTa's classification loss calls nonzero: the count is read (a sync, as on CUDA), the
+    # indices come from the device, and nothing runs on the CPU fallback.
+    before = dict(xt.fallbacks())
+    cases = [torch.tensor([0, 3, 0, 5]), torch.tensor([[1.0, 0, 2], [0, 0, 3]]), torch.zeros(3, 2),
+             torch.tensor(2.0), torch.randint(0, 2, (2, 3, 4)).bool(), torch.empty(0, 3)]
+    for t in cases:
+        torch.testing.assert_close(torch.nonzero(t.to(DEV)).cpu(), torch.nonzero(t))
+        for got, want in zip(t.to(DEV).nonzero(as_tuple=True), t.nonzero(as_tuple=True)):
+            torch.testing.assert_close(got.cpu(), want)
+    assert xt.fallbacks() == before

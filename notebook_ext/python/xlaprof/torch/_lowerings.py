@@ -2145,6 +2145,28 @@ def argsort(x: Any, *args: Any, **kwargs: Any) -> Any:
     return x.sort(dim, descending)[1]
 
 
+@lower(aten.nonzero.default)
+def nonzero(x: Any) -> Any:
+    """The indices of the nonzero elements, row-major. Their count is the result's length: data
+    that the graph's shape needs, read to the host here (a sync, as on CUDA, where the profiler
+    reports it as one); the indices themselves come from the device (a stable sort puts the
+    nonzero positions first, in order), so only one number crosses, not the tensor."""
+    flat = x.reshape(-1)
+    total = flat.shape[0]
+    mask = flat.ne(0)
+    count = int(mask.astype("int64").sum().item())
+    if x.ndim == 0 or total == 0 or count == 0:
+        return xp.zeros((count, x.ndim), dtype="int64")
+    positions = xp.arange(0, total, 1, dtype="int64")
+    first, _ = xp.where(mask, positions, positions + total).sort(0, False)
+    found = first[0:count]
+    coordinates, stride = [], 1
+    for size in reversed(x.shape):
+        coordinates.insert(0, (found // stride) % size)
+        stride *= size
+    return xp.stack(coordinates, 1)
+
+
 # ---- cumulative products and log-sum-exps, from the prefix sum -----------------------------------
 
 
