@@ -39,8 +39,12 @@ def test_the_trainer_trains_on_the_device_as_on_the_cpu(tmp_path):
     assert compiles[3:] == [compiles[2]] * 5, compiles
     findings = xp.load(str(tmp_path / "trainer.xlaprof")).diagnostics()
     kinds = {d["kind"] for d in findings}
-    # The optimizer's state, made by the first step inside accelerate's wrapper, is warm-up.
-    assert "LazyState" in kinds and not kinds & {"Recompile", "RecompileStorm", "HostFallback"}, kinds
+    # The optimizer's state, made by the first step inside accelerate's wrapper, is warm-up; a
+    # buffer the Trainer may hold until its third step can make that step's graph donate it.
+    assert "LazyState" in kinds and "HostFallback" not in kinds, kinds
+    late = [i["message"] for d in findings if d["kind"] in ("Recompile", "RecompileStorm")
+            for i in d["instances"] if i["step"] > 3]
+    assert not late, late
     # transformers reads a value in its masking utilities (no attention mask given): reported at
     # the sample's line that called the Trainer, the library's line kept.
     reads = [d["location"] for d in findings if d["kind"] == "HiddenSync"]
