@@ -9,7 +9,8 @@ use crate::profile::Profile;
 
 /// Waits for the next batch, per loop: the device had nothing to run meanwhile (the host could
 /// not record the next step without its inputs). A loop's first wait is the pipeline filling
-/// and is not counted; later ones count when they are a noticeable part of a step.
+/// and is not counted; later ones count when they are a noticeable part of a step, and a loop
+/// is a finding when it waited so at least twice.
 pub(super) fn data_waits(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
     let step = median(p.steps.iter().map(|s| s.duration_ns()).collect()) as f64;
     let noticeable = (t.data_wait_fraction * step).max(t.data_wait_min_ns as f64) as u64;
@@ -32,6 +33,9 @@ pub(super) fn data_waits(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
     }
     sites
         .into_iter()
+        // One wait is a hiccup (a pause of the collector, another process): a pipeline that
+        // cannot keep up waits again.
+        .filter(|(_, instances)| instances.len() >= 2)
         .map(|(location, instances)| {
             let cost = saturating_sum(instances.iter().map(|i| i.cost_ns));
             let message = format!(

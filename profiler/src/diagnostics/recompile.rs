@@ -623,6 +623,18 @@ impl GraphLines {
     }
 }
 
+/// Whether two graphs are one program but for which inputs they donate.
+fn same_but_donation(p: &Profile, a: u64, b: u64) -> bool {
+    let (Some(a), Some(b)) = (p.graphs.get(&a), p.graphs.get(&b)) else { return false };
+    let (a, b) = (&a.def, &b.def);
+    let inputs_alike = a.inputs.len() == b.inputs.len()
+        && a.inputs
+            .iter()
+            .zip(&b.inputs)
+            .all(|(x, y)| x.shape == y.shape && x.data == y.data && x.location == y.location);
+    inputs_alike && a.outputs == b.outputs && a.node_defs == b.node_defs
+}
+
 fn warm_up(
     p: &Profile,
     r: &Recompile,
@@ -630,12 +642,16 @@ fn warm_up(
     lines: &mut GraphLines,
 ) -> Option<WarmUp> {
     // Warm-up happens once: the first graph never runs again at this site, and the new one is
-    // the steady state (it runs again, or nothing else compiles there after it).
+    // the steady state (it runs again, or nothing else compiles there after it). The steady
+    // state may still change which inputs it donates, once what held them lets go (the
+    // Hugging Face Trainer keeps a buffer until its third step, or not, by the collector's
+    // timing): the same program otherwise.
     let later = || site_syncs.iter().filter(|s| s.id > r.sync);
     if later().any(|s| s.hash == Some(r.previous)) {
         return None;
     }
-    if !later().any(|s| s.hash == Some(r.hash)) && later().any(|s| s.compiled()) {
+    let steady = |h: Option<u64>| h.is_some_and(|h| h == r.hash || same_but_donation(p, h, r.hash));
+    if !later().any(|s| steady(s.hash)) && later().any(|s| s.compiled()) {
         return None;
     }
     let (a, b) = (&p.graphs.get(&r.previous)?.def, &p.graphs.get(&r.hash)?.def);
