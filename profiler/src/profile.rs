@@ -325,16 +325,15 @@ impl Profile {
     /// A location as findings name it: a library's line is named after the user's line that
     /// called into it (`train.py:20 in <module> (via masking_utils.py:761 in ...)`).
     pub fn location(&self, id: u32) -> String {
-        let text = |id: u32| {
-            self.locations
-                .get(id as usize)
-                .map(|l| l.to_string())
-                .unwrap_or_else(|| "?".to_string())
-        };
         match self.callers.get(&id) {
-            Some(&caller) => format!("{} (via {})", text(caller), text(id)),
-            None => text(id),
+            Some(&caller) => format!("{} (via {})", self.line(caller), self.line(id)),
+            None => self.line(id),
         }
+    }
+
+    /// The line `id` names itself (`masking_utils.py:761 in ...`), without its caller.
+    pub fn line(&self, id: u32) -> String {
+        self.locations.get(id as usize).map(|l| l.to_string()).unwrap_or_else(|| "?".to_string())
     }
 
     /// The last time anything happened, in ns since time zero.

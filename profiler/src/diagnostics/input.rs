@@ -1,6 +1,6 @@
 //! The input pipeline: steps that waited for their next batch.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::{plural, Diagnostic, Instance, Kind, Thresholds};
 use crate::analysis::saturating_sum;
@@ -15,9 +15,10 @@ pub(super) fn data_waits(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
     let step = median(p.steps.iter().map(|s| s.duration_ns()).collect()) as f64;
     let noticeable = (t.data_wait_fraction * step).max(t.data_wait_min_ns as f64) as u64;
     let mut sites: BTreeMap<u32, Vec<Instance>> = BTreeMap::new();
-    let mut first_seen: BTreeMap<u32, bool> = BTreeMap::new();
+    let mut seen: BTreeSet<u32> = BTreeSet::new();
     for w in &p.data_waits {
-        if first_seen.insert(w.location, true).is_none() || w.duration_ns < noticeable {
+        // `insert` is true for a loop's first wait.
+        if seen.insert(w.location) || w.duration_ns < noticeable {
             continue;
         }
         sites.entry(w.location).or_default().push(Instance {

@@ -73,7 +73,7 @@ pub(super) fn syncs_in_steps(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
             // Read by the library the line calls, not by the line itself.
             Some(_) => format!(
                 "the value is read inside the library code this line calls ({}), not by the line itself: make the call after step(), or give the library what spares it the read (a value already on the host for a message it formats; a mask, position ids or cache that let it skip a check of the data)",
-                p.locations.get(location as usize).map(|l| l.to_string()).unwrap_or_default()
+                p.line(location)
             ),
             None => "read the value after step() (it is then already on the device), or keep it as a tensor; avoid branching on tensor values inside the step".to_string(),
         };

@@ -21,10 +21,8 @@ from typing import Any, Callable, Dict, List, Tuple
 
 import torch
 
-from ._tensor import LazyTensor, value
+from ._tensor import BRIDGE_ATTRIBUTES, LazyTensor, value
 
-# Names the bridge keeps on a lazy tensor object: never carried over from the old parameter.
-_BRIDGE_ATTRIBUTES = frozenset(("_xp", "_root", "_fwd", "_bwd", "_gen", "_seen", "_complex"))
 
 _original_apply: Callable[..., Any] = torch.nn.Module._apply
 _converting = threading.local()
@@ -76,7 +74,7 @@ def _in_place(old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
     grad, old_grad = new.grad, old.grad
     # Attributes set on the parameter (`p._is_hf_initialized`, `p.sequence_parallel`) stay, as
     # `param.data = moved` keeps them on CUDA.
-    carried = {k: v for k, v in vars(old).items() if k not in _BRIDGE_ATTRIBUTES}
+    carried = {k: v for k, v in vars(old).items() if k not in BRIDGE_ATTRIBUTES}
     try:
         # A gradient held counts as a use of the tensor, which swap_tensors refuses.
         new.grad = None

@@ -128,6 +128,10 @@ class LazyTensor(torch.Tensor):
 # ---- values, views and writes ----------------------------------------------------------------
 
 
+# The attributes the bridge keeps on a lazy tensor object (the class's own state, never a user's).
+BRIDGE_ATTRIBUTES = frozenset(("_xp", "_root", "_fwd", "_bwd", "_gen", "_seen", "_complex"))
+
+
 def value(t: LazyTensor) -> Any:
     """The tensor's current engine value (a view recomputed if its root changed)."""
     root = t._root
