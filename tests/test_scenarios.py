@@ -28,7 +28,7 @@ import xlaprof as xp
 
 HERE = pathlib.Path(__file__).resolve().parent / "scenarios"
 JUDGED = {"Recompile", "RecompileStorm", "Warmup", "LazyState", "HiddenSync", "MidStepSync", "HostRead",
-          "HostFallback", "DataWait"}
+          "HostFallback", "DataWait", "GraphBreak", "RecompileLimit"}
 
 
 @dataclass
@@ -139,6 +139,9 @@ def test_corpus(tmp_path, capsys):
     # torch programs on the bridge: `t*` (a planted cause) and the clean ones that import torch.
     torch_programs = [s for s in all_scenarios if "import torch" in s.path.read_text()]
     assert len(torch_programs) >= 15, [s.name for s in torch_programs]
+    # torch.compile programs (inductor, torch's default backend), planted and clean.
+    compiled = [s for s in all_scenarios if "torch.compile" in s.path.read_text()]
+    assert len(compiled) >= 10 and sum(s.clean for s in compiled) >= 2, [s.name for s in compiled]
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(lambda s: (s, *run_or_error(s, tmp_path)), all_scenarios))
     rows, failures = [], []
@@ -151,15 +154,15 @@ def test_corpus(tmp_path, capsys):
         totals[1] += len(missed)
         totals[2] += len(false)
         expected = ", ".join(e.kind for e in s.expects) or "nothing"
-        rows.append(f"{s.name:<36} {expected:<16} {len(named):>5} {len(missed):>6} {len(false):>6}")
+        rows.append(f"{s.name:<44} {expected:<16} {len(named):>5} {len(missed):>6} {len(false):>6}")
         for e in missed:
             got = "\n    ".join(f"{d['kind']}: {d['message']}" for d in findings) or "no findings"
             failures.append(f"{s.name}: missed {e.kind} at line {e.line} {e.facts}; found:\n    {got}")
         for d in false:
             failures.append(f"{s.name}: false alarm {d['kind']}: {d['message']}")
     table = "\n".join(
-        [f"{'scenario':<36} {'expects':<16} {'named':>5} {'missed':>6} {'false':>6}", *rows,
-         f"{'total':<36} {'':<16} {totals[0]:>5} {totals[1]:>6} {totals[2]:>6}"]
+        [f"{'scenario':<44} {'expects':<16} {'named':>5} {'missed':>6} {'false':>6}", *rows,
+         f"{'total':<44} {'':<16} {totals[0]:>5} {totals[1]:>6} {totals[2]:>6}"]
     )
     with capsys.disabled():
         print("\n" + table)

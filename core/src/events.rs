@@ -197,6 +197,69 @@ pub enum Event {
         location: SourceLocation,
         duration_ns: u64,
     },
+    /// A graph a front end's own compiler captured (torch.compile: a graph Dynamo traced), as
+    /// the front end describes it; runs and compiles refer to it by `hash`.
+    CapturedGraph {
+        hash: u64,
+        graph: Arc<CapturedGraph>,
+    },
+    /// A front end's compiler compiled a function (torch.compile: Dynamo, then its backend).
+    FunctionCompiled(Arc<FunctionCompile>),
+    /// The front end's compiler could not capture a function whole: it split it at `location`
+    /// and ran what it could not capture without compiling (torch.compile's graph break).
+    GraphBreak {
+        /// The compile it happened in (torch.compile's id, `0/1`).
+        compile: Arc<str>,
+        reason: Arc<str>,
+        location: SourceLocation,
+    },
+    /// A run of a captured graph, compiled by the front end's compiler (ends at the event).
+    CapturedRun {
+        hash: u64,
+        duration_ns: u64,
+    },
+}
+
+/// A graph captured by a front end's compiler: its nodes in order, inputs first, each with the
+/// front end's op name, its result's dtype and dimensions, and the user's line that made it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CapturedGraph {
+    pub nodes: Vec<CapturedNode>,
+    /// How many of the first nodes are the graph's inputs.
+    pub inputs: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapturedNode {
+    pub op: Arc<str>,
+    /// Positions of its operands among the earlier nodes.
+    pub operands: Vec<u32>,
+    pub dtype: Arc<str>,
+    pub dims: Vec<i64>,
+    pub location: SourceLocation,
+}
+
+/// One compile of a function by a front end's compiler (ends at the event).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionCompile {
+    /// The compiler's name for this compile (torch.compile's `0/1`: the second of frame 0).
+    pub id: Arc<str>,
+    /// The compiled function's first line.
+    pub function: SourceLocation,
+    /// The user's line that called it.
+    pub caller: Option<SourceLocation>,
+    pub duration_ns: u64,
+    /// Where the time went, in order (`Dynamo`, `AOTAutograd`, `backend`).
+    pub phases: Vec<(Arc<str>, u64)>,
+    /// The graphs it produced (hashes of [`Event::CapturedGraph`]s).
+    pub graphs: Vec<u64>,
+    /// Why it compiled again: the check on the earlier compile's inputs that failed
+    /// (torch.compile's guard failure); None for a function's first compile.
+    pub reason: Option<Arc<str>>,
+    /// The user's line behind the failed check, where it is known (what set the value).
+    pub reason_location: Option<SourceLocation>,
+    /// The compiler gave up on the function (its recompile limit): it now runs uncompiled.
+    pub failure: Option<Arc<str>>,
 }
 
 /// Receives every event while registered. Called on the thread that runs the sync.
@@ -263,6 +326,34 @@ pub fn host_fallback(op: &str, location: SourceLocation, duration_ns: u64) {
 pub fn data_wait(location: SourceLocation, duration_ns: u64) {
     if enabled() {
         emit(Event::DataWait { location, duration_ns });
+    }
+}
+
+/// Reports a graph a front end's compiler captured (see [`Event::CapturedGraph`]).
+pub fn captured_graph(hash: u64, graph: CapturedGraph) {
+    if enabled() {
+        emit(Event::CapturedGraph { hash, graph: Arc::new(graph) });
+    }
+}
+
+/// Reports a compile by a front end's compiler (see [`Event::FunctionCompiled`]).
+pub fn function_compiled(compile: FunctionCompile) {
+    if enabled() {
+        emit(Event::FunctionCompiled(Arc::new(compile)));
+    }
+}
+
+/// Reports a graph break (see [`Event::GraphBreak`]).
+pub fn graph_break(compile: &str, reason: &str, location: SourceLocation) {
+    if enabled() {
+        emit(Event::GraphBreak { compile: compile.into(), reason: reason.into(), location });
+    }
+}
+
+/// Reports a run of a captured graph that took `duration_ns`.
+pub fn captured_run(hash: u64, duration_ns: u64) {
+    if enabled() {
+        emit(Event::CapturedRun { hash, duration_ns });
     }
 }
 

@@ -28,8 +28,8 @@ pub use autograd::no_grad;
 pub use dtype::{DType, NativeType};
 pub use error::{Error, PjrtErrorCode, Result};
 pub use exec::{
-    engine, engine_with_devices, request_devices, started_engine, step, sync, wait, CacheStats,
-    Engine,
+    engine, engine_with_devices, mark_step, request_devices, started_engine, step, sync, wait,
+    CacheStats, Engine,
 };
 pub use location::SourceLocation;
 pub use shape::Shape;

@@ -41,6 +41,62 @@ pub struct Summary {
     pub outside_syncs_ns: u64,
     /// The device's memory over the steps, where the plugin counts it (GPUs).
     pub device_memory: Option<MemorySummary>,
+    /// What torch.compile did, when the program used it.
+    pub torch_compile: Option<CompiledSummary>,
+}
+
+/// torch.compile's work in a profile: its compiles (and where their time went), the runs of
+/// the graphs it captured, its graph breaks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompiledSummary {
+    pub compiles: u64,
+    /// Distinct compiled functions (Dynamo's frames).
+    pub functions: u64,
+    pub compile_ns: u64,
+    /// Compile time by phase, in order of first appearance (`Dynamo`, `AOTAutograd`, `backend`).
+    pub phases: Vec<(String, u64)>,
+    pub runs: u64,
+    pub run_ns: u64,
+    pub graph_breaks: u64,
+}
+
+impl CompiledSummary {
+    /// `8 compiles of 6 functions (12.3s), 10 graph runs, 4 graph breaks`, as the viewers'
+    /// summaries show it.
+    pub fn text(&self) -> String {
+        format!(
+            "{} compiles of {} functions ({}), {} graph runs, {} graph breaks",
+            self.compiles,
+            self.functions,
+            crate::metrics::format_ns(self.compile_ns as f64),
+            self.runs,
+            self.graph_breaks
+        )
+    }
+}
+
+fn compiled_summary(p: &Profile) -> Option<CompiledSummary> {
+    if p.function_compiles.is_empty() && p.captured_runs.is_empty() {
+        return None;
+    }
+    let mut phases: Vec<(String, u64)> = Vec::new();
+    for (name, ns) in p.function_compiles.iter().flat_map(|c| &c.phases) {
+        match phases.iter_mut().find(|(n, _)| n == name) {
+            Some((_, total)) => *total = total.saturating_add(*ns),
+            None => phases.push((name.clone(), *ns)),
+        }
+    }
+    let frames: std::collections::BTreeSet<&str> =
+        p.function_compiles.iter().map(|c| c.frame()).collect();
+    Some(CompiledSummary {
+        compiles: p.function_compiles.len() as u64,
+        functions: frames.len() as u64,
+        compile_ns: saturating_sum(p.function_compiles.iter().map(|c| c.duration_ns)),
+        phases,
+        runs: p.captured_runs.len() as u64,
+        run_ns: saturating_sum(p.captured_runs.iter().map(|r| r.duration_ns)),
+        graph_breaks: p.graph_breaks.len() as u64,
+    })
 }
 
 /// The device's memory over the steps (the first device that reported it), in bytes.
@@ -158,6 +214,7 @@ pub fn analyze(p: &Profile, thresholds: &Thresholds) -> Analysis {
         execute_ns: sum(&|s| s.execute_ns),
         outside_syncs_ns: p.end_ns().saturating_sub(syncs_ns),
         device_memory: memory_summary(p, thresholds.warmup_steps),
+        torch_compile: compiled_summary(p),
     };
     let recompiles = find_recompiles(p);
     let steps = step_phases(p);

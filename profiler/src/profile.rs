@@ -68,6 +68,9 @@ pub struct Graph {
     pub execute_ns: u64,
     /// The first sync that built it.
     pub first_sync: u64,
+    /// For a graph a front end's compiler captured, the compiled function's line (it belongs
+    /// to no sync).
+    pub function: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -139,6 +142,55 @@ pub struct HostFallback {
 pub struct DataWait {
     /// The loop that asked for the batch.
     pub location: u32,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    pub step: u64,
+}
+
+/// One compile of a function by a front end's compiler (torch.compile: Dynamo, then its
+/// backend), with the graphs it captured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionCompile {
+    /// The compiler's name for it (torch.compile's `0/1`: frame 0's second compile).
+    pub id: String,
+    /// The compiled function's first line, and the user's line that called it.
+    pub function: u32,
+    pub caller: Option<u32>,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    /// Where the time went, in order (`Dynamo`, `AOTAutograd`, `backend`).
+    pub phases: Vec<(String, u64)>,
+    pub graphs: Vec<u64>,
+    /// The failed check that made it compile again (a guard failure); None for a first compile.
+    pub reason: Option<String>,
+    pub reason_location: Option<u32>,
+    /// Why the compiler gave up on the function (its recompile limit): it runs uncompiled.
+    pub failure: Option<String>,
+    pub step: u64,
+}
+
+impl FunctionCompile {
+    /// The compiler's frame number: `0` of `0/1`.
+    pub fn frame(&self) -> &str {
+        self.id.split('/').next().unwrap_or(&self.id)
+    }
+}
+
+/// A function torch.compile could not capture whole: split at `location`, the rest run
+/// uncompiled until the next captured part.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GraphBreak {
+    pub compile: String,
+    pub reason: String,
+    pub location: u32,
+    pub at_ns: u64,
+    pub step: u64,
+}
+
+/// A run of a graph captured and compiled by a front end's compiler.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapturedRun {
+    pub hash: u64,
     pub start_ns: u64,
     pub duration_ns: u64,
     pub step: u64,
@@ -282,6 +334,10 @@ pub struct Profile {
     /// Ops run on the host for want of a lowering, in order.
     pub host_fallbacks: Vec<HostFallback>,
     pub data_waits: Vec<DataWait>,
+    /// Compiles by a front end's compiler (torch.compile), its graph breaks and graph runs.
+    pub function_compiles: Vec<FunctionCompile>,
+    pub graph_breaks: Vec<GraphBreak>,
+    pub captured_runs: Vec<CapturedRun>,
     /// For a library's line where a sync or fallback happened, the user's line that called it.
     pub callers: BTreeMap<u32, u32>,
     pub steps: Vec<Step>,
@@ -435,6 +491,7 @@ impl Profile {
                     executions: 0,
                     execute_ns: 0,
                     first_sync: 0,
+                    function: None,
                 });
             }
             Record::StableHlo { hash, text } => {
@@ -641,6 +698,51 @@ impl Profile {
                     duration_ns: dur,
                     step,
                 });
+            }
+            Record::FunctionCompiled(c) => {
+                self.seen(c.t);
+                let step = self.current_step();
+                for hash in &c.graphs {
+                    if let Some(g) = self.graphs.get_mut(hash) {
+                        g.function = g.function.or(Some(c.function));
+                        g.compiles = g.compiles.saturating_add(1);
+                        g.compile_ns = g.compile_ns.saturating_add(c.dur);
+                    }
+                }
+                let c = *c;
+                self.function_compiles.push(FunctionCompile {
+                    id: clip_to(&c.id, 66).into_owned(),
+                    function: c.function,
+                    caller: c.caller,
+                    start_ns: c.t.saturating_sub(c.dur),
+                    duration_ns: c.dur,
+                    phases: c
+                        .phases
+                        .into_iter()
+                        .map(|(n, ns)| (clip_to(&n, 66).into_owned(), ns))
+                        .collect(),
+                    graphs: c.graphs,
+                    reason: c.reason,
+                    reason_location: c.reason_location,
+                    failure: c.failure,
+                    step,
+                });
+            }
+            Record::GraphBreak { t, compile, reason, location } => {
+                self.seen(t);
+                let step = self.current_step();
+                let compile = clip_to(&compile, 66).into_owned();
+                self.graph_breaks.push(GraphBreak { compile, reason, location, at_ns: t, step });
+            }
+            Record::CapturedRun { t, hash, dur } => {
+                self.seen(t);
+                let step = self.current_step();
+                if let Some(g) = self.graphs.get_mut(&hash) {
+                    g.executions = g.executions.saturating_add(1);
+                    g.execute_ns = g.execute_ns.saturating_add(dur);
+                }
+                let start_ns = t.saturating_sub(dur);
+                self.captured_runs.push(CapturedRun { hash, start_ns, duration_ns: dur, step });
             }
             Record::ValueRead { t, location, shape, bytes, dur } => {
                 self.seen(t);

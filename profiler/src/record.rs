@@ -388,6 +388,42 @@ pub enum Record {
         id: u32,
         caller: u32,
     },
+    /// A function compiled by a front end's own compiler (torch.compile). Ends at `t`.
+    FunctionCompiled(Box<FunctionCompileRec>),
+    /// torch.compile split a function at `location` (a graph break) in compile `compile`.
+    GraphBreak {
+        t: u64,
+        compile: String,
+        reason: String,
+        location: u32,
+    },
+    /// A run of graph `hash`, captured and compiled by a front end's compiler. Ends at `t`.
+    CapturedRun {
+        t: u64,
+        hash: u64,
+        dur: u64,
+    },
+}
+
+/// One compile of a function by a front end's compiler (torch.compile: Dynamo, then its
+/// backend); its graphs are `Graph` records written before it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionCompileRec {
+    pub t: u64,
+    /// The compiler's name for it (torch.compile's `0/1`).
+    pub id: String,
+    /// The compiled function's first line, and the user's line that called it.
+    pub function: u32,
+    pub caller: Option<u32>,
+    pub dur: u64,
+    /// Where the time went, in order (`Dynamo`, `AOTAutograd`, `backend`).
+    pub phases: Vec<(String, u64)>,
+    pub graphs: Vec<u64>,
+    /// The failed check that made it compile again (a guard failure); None for a first compile.
+    pub reason: Option<String>,
+    pub reason_location: Option<u32>,
+    /// Why the compiler gave up on the function (its recompile limit).
+    pub failure: Option<String>,
 }
 
 /// How a graph runs partitioned over a mesh of devices.

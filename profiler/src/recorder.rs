@@ -5,11 +5,12 @@
 //! or for a whole program with `XLAPROF_PROFILE=FILE` and [`init_from_env`] at the top of `main`.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use xlaprof_core::events::{
-    self, Counters, Direction, Event, GraphSummary, InputKind, Listener, SyncCause,
+    self, CapturedGraph, Counters, Direction, Event, GraphSummary, InputKind, Listener, SyncCause,
 };
 use xlaprof_core::ir::Attr;
 use xlaprof_core::{Shape, SourceLocation};
@@ -18,8 +19,8 @@ use crate::error::{Error, Result};
 use crate::file::Writer;
 use crate::profile::Profile;
 use crate::record::{
-    AttrValue, Cause, CollectiveRec, CostRec, GraphDef, InputRec, Location, MemoryRec, Meta,
-    NodeRec, PartitionRec, Record, ShapeRec,
+    AttrValue, Cause, CollectiveRec, CostRec, FunctionCompileRec, GraphDef, InputRec, Location,
+    MemoryRec, Meta, NodeRec, PartitionRec, Record, ShapeRec,
 };
 
 struct State {
@@ -56,7 +57,11 @@ impl State {
                 | Record::Step { .. }
                 | Record::DeviceMemory { .. }
                 | Record::Meta(_)
-                | Record::CacheLookup { hit: false, .. } => true,
+                | Record::CacheLookup { hit: false, .. }
+                // A front end's compiles and graph runs are its syncs: out as they happen.
+                | Record::FunctionCompiled(_)
+                | Record::GraphBreak { .. }
+                | Record::CapturedRun { .. } => true,
                 Record::Executed { sync, .. } => sync <= self.ended_sync,
                 _ => false,
             } || self.pending.len() > 64 << 10;
@@ -155,6 +160,60 @@ impl State {
             ops: summary.ops.iter().map(|(name, n)| (name.to_string(), *n as u32)).collect(),
             inputs,
             outputs: summary.outputs.iter().map(shape).collect(),
+            node_defs,
+        };
+        self.emit(Record::Graph(Box::new(def)));
+    }
+}
+
+impl State {
+    /// A graph a front end's compiler captured, as a graph of the profile: its nodes with the
+    /// front end's op names, each node's hash made from its op, type and operands' hashes.
+    fn captured_graph(&mut self, hash: u64, graph: &CapturedGraph) {
+        if !self.graphs.insert(hash) {
+            return;
+        }
+        let mut node_defs: Vec<NodeRec> = Vec::with_capacity(graph.nodes.len());
+        let mut ops: Vec<(String, u32)> = Vec::new();
+        for (at, n) in graph.nodes.iter().enumerate() {
+            let operands: Vec<u32> =
+                n.operands.iter().copied().filter(|&o| (o as usize) < at).collect();
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (&*n.op, &*n.dtype, &n.dims).hash(&mut h);
+            for &o in &operands {
+                node_defs[o as usize].hash.hash(&mut h);
+            }
+            if at >= graph.inputs {
+                match ops.iter_mut().find(|(name, _)| name.as_str() == &*n.op) {
+                    Some((_, count)) => *count += 1,
+                    None => ops.push((n.op.to_string(), 1)),
+                }
+            }
+            node_defs.push(NodeRec {
+                op: n.op.to_string(),
+                attrs: Vec::new(),
+                inputs: operands,
+                shape: ShapeRec { dtype: n.dtype.to_string(), dims: n.dims.clone() },
+                location: self.location(&n.location),
+                hash: h.finish(),
+            });
+        }
+        let inputs = node_defs
+            .iter()
+            .take(graph.inputs)
+            .map(|n| InputRec {
+                shape: n.shape.clone(),
+                data: true,
+                location: n.location,
+                donated: false,
+            })
+            .collect();
+        let def = GraphDef {
+            hash,
+            nodes: node_defs.len() as u32,
+            ops,
+            inputs,
+            outputs: Vec::new(),
             node_defs,
         };
         self.emit(Record::Graph(Box::new(def)));
@@ -330,6 +389,39 @@ impl Listener for Recorder {
             Event::DataWait { location, duration_ns } => {
                 let location = s.location(location);
                 Record::DataWait { t, location, dur: *duration_ns }
+            }
+            Event::CapturedGraph { hash, graph } => {
+                s.captured_graph(*hash, graph);
+                return;
+            }
+            Event::FunctionCompiled(c) => {
+                let function = s.location(&c.function);
+                let caller = c.caller.as_ref().map(|l| s.location(l));
+                let reason_location = c.reason_location.as_ref().map(|l| s.location(l));
+                Record::FunctionCompiled(Box::new(FunctionCompileRec {
+                    t,
+                    id: c.id.to_string(),
+                    function,
+                    caller,
+                    dur: c.duration_ns,
+                    phases: c.phases.iter().map(|(name, ns)| (name.to_string(), *ns)).collect(),
+                    graphs: c.graphs.clone(),
+                    reason: c.reason.as_ref().map(|r| r.to_string()),
+                    reason_location,
+                    failure: c.failure.as_ref().map(|f| f.to_string()),
+                }))
+            }
+            Event::GraphBreak { compile, reason, location } => {
+                let location = s.location(location);
+                Record::GraphBreak {
+                    t,
+                    compile: compile.to_string(),
+                    reason: reason.to_string(),
+                    location,
+                }
+            }
+            Event::CapturedRun { hash, duration_ns } => {
+                Record::CapturedRun { t, hash: *hash, dur: *duration_ns }
             }
             Event::ValueRead { location, shape: sh, bytes, duration_ns } => {
                 let location = s.location(location);

@@ -41,7 +41,10 @@ fn summary_text(a: &Analysis, out: &mut String) {
             a.thresholds.warmup_steps
         );
     }
-    let _ = writeln!(
+    // A torch.compile program on another backend has no syncs: the engine's lines say nothing.
+    let engine = s.syncs > 0 || s.torch_compile.is_none();
+    if engine {
+        let _ = writeln!(
         out,
         "  compiles       {} ({}), {} after warm-up; cache hits {} ({:.0}% of syncs served without compiling), persistent cache {}",
         s.compiles,
@@ -51,13 +54,33 @@ fn summary_text(a: &Analysis, out: &mut String) {
         s.hit_rate * 100.0,
         s.persistent_hits
     );
-    let _ = writeln!(
-        out,
-        "  transfers      {} to device, {} to host; {} hidden syncs",
-        format_bytes(s.bytes_to_device as f64),
-        format_bytes(s.bytes_to_host as f64),
-        s.hidden_syncs
-    );
+        let _ = writeln!(
+            out,
+            "  transfers      {} to device, {} to host; {} hidden syncs",
+            format_bytes(s.bytes_to_device as f64),
+            format_bytes(s.bytes_to_host as f64),
+            s.hidden_syncs
+        );
+    }
+    if let Some(c) = &s.torch_compile {
+        let phases: Vec<String> = c
+            .phases
+            .iter()
+            .filter(|(_, ns)| *ns > 0)
+            .map(|(name, ns)| format!("{name} {}", pct(*ns, c.compile_ns)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  torch.compile  {} compiles of {} functions ({}{}), captured graphs run {} times ({}), {} graph breaks",
+            c.compiles,
+            c.functions,
+            format_ns(c.compile_ns as f64),
+            if phases.is_empty() { String::new() } else { format!(": {}", phases.join(", ")) },
+            c.runs,
+            format_ns(c.run_ns as f64),
+            c.graph_breaks
+        );
+    }
     if let Some(m) = &s.device_memory {
         let bytes = |b: i64| format_bytes(b.max(0) as f64);
         let _ = writeln!(
@@ -76,6 +99,9 @@ fn summary_text(a: &Analysis, out: &mut String) {
         );
     }
     let d = s.duration_ns;
+    if !engine {
+        return;
+    }
     let _ = writeln!(
         out,
         "  time           compile {}, execute {}, transfer {}, graph build {}, lowering {}, outside syncs {}",

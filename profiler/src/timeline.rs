@@ -19,6 +19,11 @@ pub enum SpanKind {
     /// One device's part of a partitioned execution: from the launch to when that device
     /// finished, on the device's own lane.
     Device,
+    /// A function compiled by a front end's compiler (torch.compile), with its phases inside.
+    FunctionCompile,
+    CompilePhase,
+    /// A run of a graph a front end's compiler captured.
+    CapturedRun,
 }
 
 impl SpanKind {
@@ -34,6 +39,9 @@ impl SpanKind {
             SpanKind::TransferToDevice => "transfer to device",
             SpanKind::HostRead => "host read",
             SpanKind::Device => "device",
+            SpanKind::FunctionCompile => "torch.compile",
+            SpanKind::CompilePhase => "compile phase",
+            SpanKind::CapturedRun => "compiled graph",
         }
     }
 
@@ -48,7 +56,10 @@ impl SpanKind {
             | SpanKind::GraphBuild
             | SpanKind::Lower
             | SpanKind::Compile
-            | SpanKind::Execute => 2,
+            | SpanKind::Execute
+            | SpanKind::FunctionCompile
+            | SpanKind::CompilePhase
+            | SpanKind::CapturedRun => 2,
             SpanKind::TransferToDevice | SpanKind::HostRead => 3,
         }
     }
@@ -215,8 +226,53 @@ pub fn spans(p: &Profile) -> Vec<Span> {
         sp.bytes = Some(r.bytes);
         out.push(sp);
     }
+    captured_spans(p, &mut out);
     out.sort_by(|a, b| {
         a.start_ns.cmp(&b.start_ns).then(a.lane.cmp(&b.lane)).then(a.depth.cmp(&b.depth))
     });
     out
+}
+
+/// What a front end's compiler did (torch.compile), on the syncs' lane: each compile with its
+/// phases inside it (in order, from its start: the phases have no start times of their own),
+/// and each run of a captured graph.
+fn captured_spans(p: &Profile, out: &mut Vec<Span>) {
+    for c in &p.function_compiles {
+        let end = c.start_ns.saturating_add(c.duration_ns);
+        let function = p.line(c.function);
+        let mut sp = span(
+            SpanKind::FunctionCompile,
+            format!("torch.compile {} {function}", c.id),
+            c.start_ns,
+            end,
+            0,
+        );
+        sp.step = Some(c.step);
+        let hash = c.graphs.first().copied();
+        sp.hash = hash;
+        sp.location = Some(c.function);
+        out.push(sp);
+        let mut at = c.start_ns;
+        for (name, ns) in c.phases.iter().filter(|(_, ns)| *ns > 0) {
+            let phase_end = at.saturating_add(*ns).min(end);
+            let mut phase = span(SpanKind::CompilePhase, name.clone(), at, phase_end, 1);
+            phase.step = Some(c.step);
+            phase.hash = hash;
+            out.push(phase);
+            at = phase_end;
+        }
+    }
+    for r in &p.captured_runs {
+        let mut sp = span(
+            SpanKind::CapturedRun,
+            format!("compiled graph {:016x}", r.hash),
+            r.start_ns,
+            r.start_ns.saturating_add(r.duration_ns),
+            0,
+        );
+        sp.step = Some(r.step);
+        sp.hash = Some(r.hash);
+        sp.location = p.graphs.get(&r.hash).and_then(|g| g.function);
+        out.push(sp);
+    }
 }

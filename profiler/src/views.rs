@@ -62,6 +62,22 @@ pub fn step_phases(p: &Profile) -> Vec<StepPhases> {
             value_read_syncs: 0,
         })
         .collect();
+    // What a front end's compiler did (torch.compile) counts as the engine's compiles and
+    // executions do: compiling and running graphs, inside the step.
+    let captured = p
+        .function_compiles
+        .iter()
+        .map(|c| (c.step, c.duration_ns, 0, 1))
+        .chain(p.captured_runs.iter().map(|r| (r.step, 0, r.duration_ns, 0)));
+    for (step, compile_ns, execute_ns, compiles) in captured {
+        let Some(row) = (step as usize).checked_sub(1).and_then(|i| out.get_mut(i)) else {
+            continue;
+        };
+        row.other_ns = row.other_ns.saturating_add(compile_ns).saturating_add(execute_ns);
+        row.compile_ns = row.compile_ns.saturating_add(compile_ns);
+        row.execute_ns = row.execute_ns.saturating_add(execute_ns);
+        row.compiles = row.compiles.saturating_add(compiles);
+    }
     for s in &p.syncs {
         // Steps are 1-based; syncs after the last `step()` belong to no finished step.
         let Some(row) = (s.step as usize).checked_sub(1).and_then(|i| out.get_mut(i)) else {
@@ -116,17 +132,31 @@ pub struct GraphRow {
 /// Every graph of the profile, in the order they were first built. `recompiles` is the
 /// profile's [`crate::Analysis::recompiles`] (or [`crate::diagnostics::find_recompiles`] of it).
 pub fn graph_rows(p: &Profile, recompiles: &[Recompile]) -> Vec<GraphRow> {
+    let captured = crate::diagnostics::captured_recompiles(p);
     let mut replaced: BTreeMap<u64, (u64, &[GraphChange])> = BTreeMap::new();
     for r in recompiles {
         replaced.entry(r.hash).or_insert((r.previous, &r.changes));
     }
+    for (hash, previous, changes) in &captured {
+        replaced.entry(*hash).or_insert((*previous, changes));
+    }
+    // Graphs a front end's compiler captured belong to no sync: they go in the order compiled.
+    let compiled_order: BTreeMap<u64, usize> = p
+        .function_compiles
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| c.graphs.iter().map(move |&h| (h, i)))
+        .collect();
     let mut graphs: Vec<_> = p.graphs.values().collect();
-    graphs.sort_by_key(|g| (g.first_sync, g.def.hash));
+    graphs.sort_by_key(|g| {
+        (g.first_sync, compiled_order.get(&g.def.hash).copied().unwrap_or(0), g.def.hash)
+    });
     let mut versions: BTreeMap<u32, u32> = BTreeMap::new();
     graphs
         .into_iter()
         .map(|g| {
-            let site_id = p.sync(g.first_sync).map(|s| s.location).unwrap_or(u32::MAX);
+            let site_id =
+                p.sync(g.first_sync).map(|s| s.location).or(g.function).unwrap_or(u32::MAX);
             let version = versions.entry(site_id).or_default();
             *version = version.saturating_add(1);
             // Counted by id, so each distinct location is formatted once.

@@ -20,8 +20,8 @@ use proptest::prelude::*;
 use xlaprof_profiler::diagnostics::{check, GraphChange, Rule};
 use xlaprof_profiler::export::{self, Format};
 use xlaprof_profiler::record::{
-    AttrValue, Cause, CollectiveRec, CostRec, GraphDef, InputRec, Location, MemoryRec, Meta,
-    NodeRec, PartitionRec, Record, ShapeRec,
+    AttrValue, Cause, CollectiveRec, CostRec, FunctionCompileRec, GraphDef, InputRec, Location,
+    MemoryRec, Meta, NodeRec, PartitionRec, Record, ShapeRec,
 };
 use xlaprof_profiler::{analyze, file, load, report, timeline, views, Profile, Thresholds};
 
@@ -208,6 +208,39 @@ fn partition() -> impl Strategy<Value = PartitionRec> {
         })
 }
 
+/// A torch.compile compile: ids that look like Dynamo's and ones that do not, any phases.
+fn function_compile() -> impl Strategy<Value = FunctionCompileRec> {
+    (
+        (ns(), prop_oneof![3 => "[0-3]/[0-9]", 1 => string()], id32(), any::<Option<u32>>(), ns()),
+        (
+            prop::collection::vec((string(), ns()), 0..4),
+            prop::collection::vec(id64(), 0..3),
+            prop::option::of(prop_oneof![3 => "[a-z.]{1,6} == [0-9]", 1 => string()]),
+            any::<Option<u32>>(),
+            prop::option::of(prop_oneof![Just("recompile limit: hit".to_string()), string()]),
+        ),
+    )
+        .prop_map(
+            |(
+                (t, id, function, caller, dur),
+                (phases, graphs, reason, reason_location, failure),
+            )| {
+                FunctionCompileRec {
+                    t,
+                    id,
+                    function,
+                    caller,
+                    dur,
+                    phases,
+                    graphs,
+                    reason,
+                    reason_location,
+                    failure,
+                }
+            },
+        )
+}
+
 fn record() -> impl Strategy<Value = Record> {
     prop_oneof![
         1 => meta().prop_map(Record::Meta),
@@ -220,6 +253,11 @@ fn record() -> impl Strategy<Value = Record> {
         1 => (ns(), string(), id32(), ns()).prop_map(|(t, op, location, dur)| Record::HostFallback { t, op, location, dur }),
         1 => (ns(), id32(), ns()).prop_map(|(t, location, dur)| Record::DataWait { t, location, dur }),
         1 => (id32(), id32()).prop_map(|(id, caller)| Record::Called { id, caller }),
+        2 => function_compile().prop_map(|c| Record::FunctionCompiled(Box::new(c))),
+        1 => (ns(), string(), string(), id32()).prop_map(
+            |(t, compile, reason, location)| Record::GraphBreak { t, compile, reason, location }
+        ),
+        2 => (ns(), id64(), ns()).prop_map(|(t, hash, dur)| Record::CapturedRun { t, hash, dur }),
         1 => partition().prop_map(|p| Record::Partitioned(Box::new(p))),
         1 => (string(), string()).prop_map(|(platform, plugin)| Record::Platform { platform, plugin }),
         2 => (ns(), id64(), id32(), any::<i64>(), any::<Option<i64>>(), any::<Option<i64>>()).prop_map(

@@ -264,6 +264,14 @@ pub fn sync() -> Result<()> {
 pub fn step() -> Result<()> {
     let location = SourceLocation::caller();
     sync_all(SyncCause::StepEnd, location.clone())?;
+    mark_step(location);
+    Ok(())
+}
+
+/// Ends a training step without a sync: for a front end whose steps the engine does not run (a
+/// `torch.compile` program on another backend, its steps told by its optimizer). It does not
+/// start the engine.
+pub fn mark_step(location: SourceLocation) {
     let step = STEPS.fetch_add(1, Ordering::Relaxed) + 1;
     if events::enabled() {
         events::emit(Event::StepMarker { step, location });
@@ -273,7 +281,6 @@ pub fn step() -> Result<()> {
             engine.note_memory(step);
         }
     }
-    Ok(())
 }
 
 /// Waits until every program launched so far has finished on the device (torch_xla's

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins as _builtins
 import os as _os
+import sys as _sys
 
 from ._plugin import ensure_plugin as _ensure_plugin
 
@@ -72,6 +73,12 @@ if _native.record_from_env():
             pass
 
     _atexit.register(_wait_at_exit)
+    # torch.compile is watched too; a program that imports torch later is watched from torch's
+    # import on (`_autoload`).
+    if "torch" in _sys.modules:
+        from . import _torch_compile
+
+        _torch_compile.install()
 
 from ._api import (  # noqa: E402
     arange,

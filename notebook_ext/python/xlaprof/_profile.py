@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import linecache
+import sys
 from typing import Any, Dict, List, Optional, Sequence
 
 from . import _native
@@ -33,6 +34,10 @@ class Profile:
             raise RuntimeError("a profile records once; make a new one with xp.profile()")
         self._recording = _native._Recording()
         _active = self
+        if "torch" in sys.modules:
+            from . import _torch_compile
+
+            _torch_compile.install()
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -161,6 +166,11 @@ class Profile:
             for o in self.check(*self.rules):
                 text += f"\nrule {'passed' if o['passed'] else 'FAILED'}: {o['message']}"
         return text
+
+
+def recording() -> bool:
+    """Whether a ``with xp.profile()`` block records now."""
+    return _active is not None
 
 
 def profile(title: str = "", rules: Sequence[str] = ()) -> Profile:

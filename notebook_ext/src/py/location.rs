@@ -329,6 +329,56 @@ unsafe fn site(frame: *mut ffi::PyFrameObject, key: usize) -> Arc<ExternalLocati
     })
 }
 
+/// A line given by path (a front end's record of a stack, torch.compile's): the innermost frame
+/// of `frames` (innermost first) outside the package, named as the frame reader names it; when
+/// it is a library's, with the user's line that called into it.
+pub(crate) fn from_stack(
+    py: Python<'_>,
+    frames: &[(String, u32, String)],
+) -> Option<Arc<ExternalLocation>> {
+    let mut found: Option<Arc<ExternalLocation>> = None;
+    for (path, line, function) in frames {
+        let (internal, library, namer) = {
+            let naming = lock(&NAMING);
+            let under = |dirs: &[String]| {
+                dirs.iter().any(|d| !d.is_empty() && path.starts_with(d.as_str()))
+            };
+            (
+                under(&naming.internal_dirs),
+                under(&naming.library_dirs) || path.starts_with('<') && path.contains("frozen"),
+                naming.namer.as_ref().map(|n| n.clone_ref(py)),
+            )
+        };
+        if internal || (found.is_some() && library) {
+            continue;
+        }
+        let named = namer
+            .and_then(|n| n.call1(py, (path.as_str(),)).ok())
+            .and_then(|v| v.extract::<String>(py).ok());
+        let file = named.unwrap_or_else(|| {
+            std::path::Path::new(path)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or(path.clone())
+        });
+        lock(&PATHS).insert(file.clone(), path.clone());
+        let here = Arc::new(ExternalLocation {
+            file,
+            line: *line,
+            function: function.clone(),
+            caller: None,
+        });
+        match found.take() {
+            Some(inner) => {
+                return Some(Arc::new(ExternalLocation { caller: Some(here), ..(*inner).clone() }))
+            }
+            None if library => found = Some(here),
+            None => return Some(here),
+        }
+    }
+    found
+}
+
 /// Reads a code object's file and function names, and notes the real path behind the name.
 ///
 /// # Safety

@@ -1,6 +1,7 @@
 //! The `xlaprof._native` extension module. The Python package `xlaprof` re-exports it with a
 //! few pure-Python parts (the IPython extension, `nn.Module`, context managers).
 
+mod captured;
 mod device;
 mod dtype;
 mod errors;
@@ -76,6 +77,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(add_library_dir, m)?,
         wrap_pyfunction!(host_fallback, m)?,
         wrap_pyfunction!(data_wait, m)?,
+        wrap_pyfunction!(captured::captured_graph, m)?,
+        wrap_pyfunction!(captured::function_compiled, m)?,
+        wrap_pyfunction!(captured::graph_break, m)?,
+        wrap_pyfunction!(captured::captured_run, m)?,
+        wrap_pyfunction!(captured::mark_step, m)?,
         wrap_pyfunction!(set_file_namer, m)?,
         wrap_pyfunction!(source_files, m)?,
         wrap_pyfunction!(_trace_cost_probe, m)?,

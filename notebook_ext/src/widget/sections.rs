@@ -55,6 +55,10 @@ pub(crate) fn summary(out: &mut String, a: &Analysis) {
     card(&mut body, &format_ns(s.outside_syncs_ns as f64), "outside syncs (tracing, host)", "");
     card(&mut body, &format_bytes(s.bytes_to_device as f64), "to device", "");
     card(&mut body, &format_bytes(s.bytes_to_host as f64), "to host", "");
+    if let Some(c) = &s.torch_compile {
+        let breaks = if c.graph_breaks > 0 { "xp-bad" } else { "" };
+        card(&mut body, &c.text(), "torch.compile", breaks);
+    }
     if let Some(m) = &s.device_memory {
         let growing = if m.steady_growth_bytes > 0 { "xp-bad" } else { "" };
         card(&mut body, &m.in_use_and_peak(), "device memory after the last step", growing);

@@ -27,6 +27,9 @@ fn color(kind: SpanKind) -> &'static str {
         SpanKind::TransferToDevice => "#bf8700",
         SpanKind::HostRead => "#fb8f44",
         SpanKind::Device => "#2da44e",
+        SpanKind::FunctionCompile => "#a40e26",
+        SpanKind::CompilePhase => "#fa4549",
+        SpanKind::CapturedRun => "#116329",
     }
 }
 

@@ -2,6 +2,7 @@
 //! line and what it cost, aggregated per call site and ranked by time lost. Every view shows
 //! these; none recomputes them.
 
+mod compiled;
 mod devices;
 mod input;
 pub(crate) mod recompile;
@@ -10,6 +11,7 @@ mod steps;
 
 use serde::Serialize;
 
+pub use compiled::captured_recompiles;
 pub use recompile::{diff_graphs, find_recompiles, GraphChange, Recompile};
 pub use rules::{check, Rule, RuleOutcome};
 
@@ -48,6 +50,11 @@ pub enum Kind {
     DeviceSkew,
     /// The program waited for its input pipeline's next batch.
     DataWait,
+    /// torch.compile could not capture a function whole: it split it, and ran the rest
+    /// uncompiled.
+    GraphBreak,
+    /// torch.compile gave up on a function at its recompile limit: it runs uncompiled.
+    RecompileLimit,
 }
 
 impl Kind {
@@ -68,6 +75,8 @@ impl Kind {
             Kind::HeavyCollectives => "heavy collectives",
             Kind::DeviceSkew => "devices waiting",
             Kind::DataWait => "waiting for data",
+            Kind::GraphBreak => "graph break",
+            Kind::RecompileLimit => "recompile limit",
         }
     }
 }
@@ -193,6 +202,7 @@ pub fn diagnose(
     all.extend(steps::syncs_in_steps(p, t));
     all.extend(steps::host_fallbacks(p));
     all.extend(input::data_waits(p, t));
+    all.extend(compiled::findings(p));
     all.extend(steps::slow_compiles(p, t));
     all.extend(steps::slow_steps(p, t, phases));
     all.extend(steps::idle_device(p, t, phases));

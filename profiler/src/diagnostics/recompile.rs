@@ -962,7 +962,7 @@ fn storm(p: &Profile, t: &Thresholds, location: u32, rs: &[&Recompile]) -> Diagn
                     "{site} compiled {} more graphs, {} of them after warm-up (step {}+), {}: dimension {dim} of {subject} took {} values ({})",
                     rs.len(),
                     late,
-                    t.warmup_steps + 1,
+                    t.warmup_steps.saturating_add(1),
                     format_ns(cost_ns as f64),
                     values.len(),
                     seen.join(", ")
@@ -989,7 +989,7 @@ fn storm(p: &Profile, t: &Thresholds, location: u32, rs: &[&Recompile]) -> Diagn
                     "{site} compiled {} more graphs, {} of them after warm-up (step {}+), {}: {subject} took {} values ({})",
                     rs.len(),
                     late,
-                    t.warmup_steps + 1,
+                    t.warmup_steps.saturating_add(1),
                     format_ns(cost_ns as f64),
                     values.len(),
                     values.iter().cloned().collect::<Vec<_>>().join(", ")
@@ -1002,7 +1002,7 @@ fn storm(p: &Profile, t: &Thresholds, location: u32, rs: &[&Recompile]) -> Diagn
                 "{site} compiled {} more graphs, {} of them after warm-up (step {}+), {}",
                 rs.len(),
                 late,
-                t.warmup_steps + 1,
+                t.warmup_steps.saturating_add(1),
                 format_ns(cost_ns as f64)
             ),
             "see the recompile explanations for what changes between these graphs".to_string(),

@@ -239,6 +239,12 @@ pub(super) fn slow_steps(p: &Profile, t: &Thresholds, phases: &[StepPhases]) -> 
 }
 
 pub(super) fn idle_device(p: &Profile, t: &Thresholds, phases: &[StepPhases]) -> Vec<Diagnostic> {
+    // A program whose graphs the engine did not run (torch.compile on another backend) shows
+    // its compiled graphs' runs but not what autograd runs of them in `backward()`: its device
+    // time is not known, so neither is its idle time.
+    if p.syncs.is_empty() {
+        return Vec::new();
+    }
     let mut instances = Vec::new();
     let mut busy_fractions = Vec::new();
     for (s, ph) in p.steps.iter().zip(phases).filter(|(s, _)| s.index > t.warmup_steps) {

@@ -438,6 +438,9 @@ impl GuiApp {
             row("cache hit rate", format!("{:.1}%", s.hit_rate * 100.0));
             row("step median", format_ns(s.step_median_ns as f64));
             row("hidden syncs", s.hidden_syncs.to_string());
+            if let Some(c) = &s.torch_compile {
+                row("torch.compile", c.text());
+            }
             if let Some(m) = &s.device_memory {
                 row("device memory", m.in_use_and_peak());
             }

@@ -325,3 +325,19 @@ fn a_partitioned_run_has_a_lane_per_device_and_a_sharding_table() {
         "the all-reduce of the gradients is listed"
     );
 }
+
+/// The golden torch.compile profile: its summary row, and its compiles (with their phases) and
+/// graph runs on the timeline.
+#[test]
+fn a_torch_compile_profile_shows_its_compiles_and_runs() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../profiler/tests/data/profile-torch-compile.xlaprof");
+    let h = opened(&path);
+    h.get_by_label("torch.compile");
+    h.get_by_label_contains("6 compiles of 2 functions");
+    let model = h.state().model.as_ref().unwrap();
+    let count = |kind: SpanKind| model.analysis.spans.iter().filter(|s| s.kind == kind).count();
+    assert_eq!(count(SpanKind::FunctionCompile), 6);
+    assert!(count(SpanKind::CompilePhase) >= 6);
+    assert_eq!(count(SpanKind::CapturedRun), 8);
+}

@@ -48,6 +48,9 @@ pub fn kind_color(kind: SpanKind) -> Color32 {
         SpanKind::TransferToDevice => Color32::from_rgb(200, 150, 60),
         SpanKind::HostRead => Color32::from_rgb(230, 120, 180),
         SpanKind::Device => Color32::from_rgb(60, 150, 160),
+        SpanKind::FunctionCompile => Color32::from_rgb(180, 60, 50),
+        SpanKind::CompilePhase => Color32::from_rgb(240, 130, 100),
+        SpanKind::CapturedRun => Color32::from_rgb(50, 160, 170),
     }
 }
 

@@ -404,3 +404,23 @@ fn following_a_growing_file_shows_new_steps() {
     assert!(redrawn, "new records redraw");
     assert!(before < 6);
 }
+
+/// The golden torch.compile profile (a real run: a print in `forward`, a batch that shrinks):
+/// its compiles in the overview, its findings at the program's lines, its captured graphs in
+/// the graphs view and its compiles and runs on the timeline.
+#[test]
+fn a_torch_compile_program_shows_its_compiles_breaks_and_graphs() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../profiler/tests/data/profile-torch-compile.xlaprof");
+    let mut app = App::new(Source::open(&golden), Thresholds::default());
+    let screen = render(&app, 140, 40);
+    assert!(screen.contains("torch.compile 6 compiles of 2 functions"), "{screen}");
+    assert!(screen.contains("graph break"), "{screen}");
+    assert!(screen.contains("torch_compile.py:18"), "the print's line: {screen}");
+    app.tab = Tab::Graphs;
+    let screen = render(&app, 140, 40);
+    assert!(screen.contains("torch_compile.py:16"), "graphs at `forward`: {screen}");
+    app.tab = Tab::Timeline;
+    let screen = render(&app, 140, 40);
+    assert!(screen.contains("syncs"), "{screen}");
+}

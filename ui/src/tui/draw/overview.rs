@@ -15,8 +15,10 @@ use crate::tui::app::App;
 const PHASES: [&str; 6] = ["trace", "build", "lower", "compile", "transfer", "execute"];
 
 pub fn draw(f: &mut Frame, app: &App, area: Rect) {
+    // A line more for a torch.compile program's compiles.
+    let compiled = app.model.analysis.summary.torch_compile.is_some() as u16;
     let [summary, sparks, phases, findings] = Layout::vertical([
-        Constraint::Length(3),
+        Constraint::Length(3 + compiled),
         Constraint::Length(4),
         Constraint::Length(phases_height(app, area)),
         Constraint::Min(3),
@@ -74,7 +76,7 @@ fn summary_text(f: &mut Frame, app: &App, area: Rect) {
         format!("{} hidden", s.hidden_syncs),
         if s.hidden_syncs == 0 { GOOD } else { BAD },
     );
-    let lines = vec![
+    let mut lines = vec![
         Line::from(vec![
             Span::styled(" steps ", DIM),
             Span::styled(s.steps.to_string(), BOLD),
@@ -101,6 +103,13 @@ fn summary_text(f: &mut Frame, app: &App, area: Rect) {
             Span::raw(")"),
         ]),
     ];
+    if let Some(c) = &s.torch_compile {
+        let style = if c.graph_breaks == 0 { GOOD } else { WARN };
+        lines.push(Line::from(vec![
+            Span::styled(" torch.compile ", DIM),
+            Span::styled(c.text(), style),
+        ]));
+    }
     f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
 }
 

@@ -115,8 +115,10 @@ fn color(s: &TimeSpan) -> Color {
         SpanKind::Sync => Color::DarkGray,
         SpanKind::GraphBuild => phase_color("build"),
         SpanKind::Lower => phase_color("lower"),
-        SpanKind::Compile => phase_color("compile"),
-        SpanKind::Execute | SpanKind::Device => phase_color("execute"),
+        SpanKind::Compile | SpanKind::FunctionCompile | SpanKind::CompilePhase => {
+            phase_color("compile")
+        }
+        SpanKind::Execute | SpanKind::Device | SpanKind::CapturedRun => phase_color("execute"),
         SpanKind::TransferToDevice | SpanKind::HostRead => phase_color("transfer"),
     }
 }

@@ -1,0 +1,337 @@
+//! Programs compiled by torch.compile (any backend): graph breaks, recompiles caused by failed
+//! guards, and functions given up on at the recompile limit. Each is named at the user's line
+//! torch reports (the break, or the line behind the failed guard), with what it cost.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use super::{diff_graphs, plural, times, Diagnostic, GraphChange, Instance, Kind};
+use crate::metrics::format_ns;
+use crate::profile::{FunctionCompile, Profile};
+
+/// Every torch.compile finding of a profile.
+pub(super) fn findings(p: &Profile) -> Vec<Diagnostic> {
+    let mut all = graph_breaks(p);
+    all.extend(guard_failures(p));
+    all.extend(recompile_limits(p));
+    all
+}
+
+/// For each captured graph compiled again for the same function, the graph of the compile
+/// before it and what changed: `(graph, previous, changes)`.
+pub fn captured_recompiles(p: &Profile) -> Vec<(u64, u64, Vec<GraphChange>)> {
+    let mut last: HashMap<&str, u64> = HashMap::new();
+    let mut out = Vec::new();
+    for c in &p.function_compiles {
+        let Some(&graph) = c.graphs.first() else { continue };
+        if let Some(previous) = last.insert(c.frame(), graph) {
+            if let (Some(a), Some(b)) = (p.graphs.get(&previous), p.graphs.get(&graph)) {
+                if previous != graph {
+                    out.push((graph, previous, diff_graphs(p, a, b)));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `forward` (the compiled function's name) and its line, as findings name it.
+fn function_name(p: &Profile, c: &FunctionCompile) -> String {
+    match p.locations.get(c.function as usize) {
+        Some(l) => {
+            let name = l.function.rsplit('.').next().unwrap_or(&l.function);
+            format!("`{}` ({}:{})", crate::record::clip(name), crate::record::clip(&l.file), l.line)
+        }
+        None => "a compiled function".to_string(),
+    }
+}
+
+/// Dynamo's reason, its first line (the kind of break and what it says), and its first hint.
+fn reason_and_hint(reason: &str) -> (&str, Option<&str>) {
+    match reason.split_once("\nHint: ") {
+        Some((reason, hint)) => (reason.trim(), Some(hint.lines().next().unwrap_or(hint).trim())),
+        None => (reason.trim(), None),
+    }
+}
+
+fn graph_break_advice(reason: &str, hint: Option<&str>) -> String {
+    let has = |words: &[&str]| words.iter().any(|w| reason.contains(w));
+    if has(&["`print`", "logging", "logger"]) {
+        "print or log after the compiled call returns (return the value), or let Dynamo move the call out of the graph: add it to `torch._dynamo.config.reorderable_logging_functions`".into()
+    } else if has(&[".item()", "Tensor.item", "tolist", "scalar output"]) {
+        "keep the value on the device (`torch.where`, tensor arithmetic) and read it after the compiled call, or let Dynamo capture it: `torch._dynamo.config.capture_scalar_outputs = True`".into()
+    } else if has(&["Data-dependent", "data-dependent", "data dependent", "generic_jump"]) {
+        "branch on the device instead of in Python: `torch.where(cond, a, b)` for values, `torch.cond(pred, true_fn, false_fn, operands)` for code".into()
+    } else if has(&["skip", "not supported", "unsupported", "Unsupported"]) {
+        "keep the call out of the compiled function, or make it an op Dynamo can keep in the graph (`torch.library.custom_op`)".into()
+    } else {
+        match hint {
+            Some(h) => format!("Dynamo's hint: {h}"),
+            None => "move the code Dynamo cannot trace out of the compiled function".into(),
+        }
+    }
+}
+
+/// Graph breaks, one finding per line and reason. A break costs the compiles of the functions
+/// Dynamo resumes in after it, and the uncompiled time between the graph before the break and
+/// the graph after it, at every call.
+fn graph_breaks(p: &Profile) -> Vec<Diagnostic> {
+    // One line, one finding: a line can break twice (a `.item()` inside a `print`).
+    let mut sites: BTreeMap<u32, Vec<&crate::profile::GraphBreak>> = BTreeMap::new();
+    for b in &p.graph_breaks {
+        sites.entry(b.location).or_default().push(b);
+    }
+    let frame_of: HashMap<u64, &str> = p
+        .function_compiles
+        .iter()
+        .flat_map(|c| c.graphs.iter().map(move |&h| (h, c.frame())))
+        .collect();
+    let at = |id: u32| p.locations.get(id as usize).map(|l| (l.file.as_str(), l.line));
+    // Compile time between two moments, from compiles sorted by start and their running sums.
+    let mut starts: Vec<(u64, u64)> =
+        p.function_compiles.iter().map(|c| (c.start_ns, c.duration_ns)).collect();
+    starts.sort_unstable();
+    let sums: Vec<u64> = std::iter::once(0)
+        .chain(starts.iter().scan(0u64, |total, &(_, ns)| {
+            *total = total.saturating_add(ns);
+            Some(*total)
+        }))
+        .collect();
+    let compiling_between = |from: u64, to: u64| {
+        let lo = starts.partition_point(|&(s, _)| s < from);
+        let hi = starts.partition_point(|&(s, _)| s < to).max(lo);
+        sums[hi].saturating_sub(sums[lo])
+    };
+    sites
+        .into_iter()
+        .map(|(location, breaks)| {
+            let mut reasons: Vec<&str> = breaks.iter().map(|b| b.reason.as_str()).collect();
+            reasons.sort_unstable();
+            reasons.dedup();
+            let broken: HashSet<&str> =
+                breaks.iter().map(|b| b.compile.split('/').next().unwrap_or("")).collect();
+            // Dynamo resumes in a function of its own that starts at the break's line.
+            let resumed: Vec<&FunctionCompile> = p
+                .function_compiles
+                .iter()
+                .filter(|c| at(c.function) == at(location) && !broken.contains(c.frame()))
+                .collect();
+            let resumed_frames: HashSet<&str> = resumed.iter().map(|c| c.frame()).collect();
+            let mut eager_ns = 0u64;
+            let mut calls = 0usize;
+            for pair in p.captured_runs.windows(2) {
+                let (before, after) = (&pair[0], &pair[1]);
+                let (Some(fb), Some(fa)) = (frame_of.get(&before.hash), frame_of.get(&after.hash))
+                else {
+                    continue;
+                };
+                if broken.contains(fb) && resumed_frames.contains(fa) {
+                    let end = before.start_ns.saturating_add(before.duration_ns);
+                    // A call that compiled what follows the break waited for that compile: it
+                    // is counted as the compile's, not as uncompiled time.
+                    let compiling = compiling_between(end, after.start_ns);
+                    let gap = after.start_ns.saturating_sub(end).saturating_sub(compiling);
+                    eager_ns = eager_ns.saturating_add(gap);
+                    calls += 1;
+                }
+            }
+            let first_lines: Vec<&str> = reasons
+                .iter()
+                .map(|r| reason_and_hint(r).0)
+                .map(|r| r.lines().next().unwrap_or(r))
+                .collect();
+            // Dynamo's work on the broken functions that captured nothing (a break in a call
+            // it inlined leaves the caller with no graph: each frame down to the break is
+            // traced, given up on, and compiled again on its own) is the break's too.
+            let ids: HashSet<&str> = breaks.iter().map(|b| b.compile.as_str()).collect();
+            let wasted = p
+                .function_compiles
+                .iter()
+                .filter(|c| ids.contains(c.id.as_str()) && c.graphs.is_empty());
+            let compile_ns = resumed
+                .iter()
+                .copied()
+                .chain(wasted)
+                .fold(0u64, |n, c| n.saturating_add(c.duration_ns));
+            let mut instances: Vec<Instance> = breaks
+                .iter()
+                .map(|b| Instance {
+                    message: format!("compile {}: the graph breaks at {}", b.compile, p.line(location)),
+                    sync: None,
+                    step: Some(b.step),
+                    cost_ns: 0,
+                })
+                .collect();
+            if let Some(first) = instances.first_mut() {
+                first.cost_ns = eager_ns.saturating_add(compile_ns);
+            }
+            let function = breaks
+                .first()
+                .and_then(|b| p.function_compiles.iter().find(|c| c.id == b.compile))
+                .map(|c| function_name(p, c))
+                .unwrap_or_else(|| "a compiled function".into());
+            let message = format!(
+                "torch.compile could not capture {function} whole: the graph breaks at {} ({}). The code after it runs uncompiled until Dynamo resumes, at every call{}",
+                p.location(location),
+                first_lines.join("; then "),
+                if calls > 0 {
+                    format!(
+                        ": {} of uncompiled time between graphs in {}, and {} compiling around the break",
+                        format_ns(eager_ns as f64),
+                        plural(calls, "call"),
+                        format_ns(compile_ns as f64)
+                    )
+                } else if compile_ns > 0 {
+                    format!(": {} compiling around the break", format_ns(compile_ns as f64))
+                } else {
+                    String::new()
+                }
+            );
+            let graphs = resumed.iter().flat_map(|c| c.graphs.iter().copied()).collect();
+            let advice = Some(
+                reasons
+                    .iter()
+                    .map(|r| reason_and_hint(r))
+                    .map(|(r, h)| graph_break_advice(r, h))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            );
+            Diagnostic::new(p, Kind::GraphBreak, location, message, advice, instances, graphs)
+        })
+        .collect()
+}
+
+fn guard_advice(guard: &str) -> String {
+    if guard.contains("param_groups") {
+        "a scheduler changes the optimizer's learning rate, a Python number the compiled step reads: give the optimizer a tensor learning rate (`AdamW(params, lr=torch.tensor(1e-3))`), which the scheduler updates in place".into()
+    } else if guard.contains("size mismatch") || guard.contains("stride mismatch") {
+        "a tensor came with a new size: Dynamo compiles again, then treats the size as dynamic. Give every call one size (pad, or drop the smaller last batch: `drop_last=True`), or mark the dimension dynamic before the first call (`torch._dynamo.mark_dynamic(x, 0)`)".into()
+    } else if guard.contains("dtype mismatch") {
+        "give the input one dtype at every call (cast it where it is made)".into()
+    } else if guard.contains("requires_grad mismatch") {
+        "call the compiled function with inputs that require grad alike, or compile the inference path separately (under `torch.no_grad()`)".into()
+    } else if guard.contains(".training") {
+        "each switch between `train()` and `eval()` is a guard: compile once per mode (a compiled function for evaluation), or keep one mode inside the compiled loop".into()
+    } else if guard.contains("==") || guard.contains("!=") {
+        "a Python value read inside the compiled function is a constant of its graph: each new value compiles again. Keep it in a tensor (updated in place with `.fill_()` or `.copy_()`), or pass it as an argument".into()
+    } else {
+        "find what changes between calls at the line named and keep it constant, or pass it as a tensor".into()
+    }
+}
+
+/// Recompiles caused by failed guards, one finding per function and guard, at the line behind
+/// the guard where it is known (what set the value, or made the tensor).
+fn guard_failures(p: &Profile) -> Vec<Diagnostic> {
+    // A function that hit the recompile limit is one finding with the recompiles of its cause.
+    let given_up: HashSet<(&str, String)> = p
+        .function_compiles
+        .iter()
+        .filter(|c| gave_up(c))
+        .map(|c| (c.frame(), guard_kind(c.reason.as_deref().unwrap_or(""))))
+        .collect();
+    let mut sites: BTreeMap<(u32, String), Vec<&FunctionCompile>> = BTreeMap::new();
+    for c in &p.function_compiles {
+        if let (Some(reason), None) = (&c.reason, &c.failure) {
+            if given_up.contains(&(c.frame(), guard_kind(reason))) {
+                continue;
+            }
+            let at = c.reason_location.or(c.caller).unwrap_or(c.function);
+            sites.entry((at, guard_kind(reason))).or_default().push(c);
+        }
+    }
+    sites
+        .into_iter()
+        .map(|((location, _), compiles)| {
+            let guard = compiles.last().and_then(|c| c.reason.as_deref()).unwrap_or("?");
+            let instances: Vec<Instance> = compiles
+                .iter()
+                .map(|c| Instance {
+                    message: format!(
+                        "compile {} took {}: guard `{}` failed",
+                        c.id,
+                        format_ns(c.duration_ns as f64),
+                        c.reason.as_deref().unwrap_or("?")
+                    ),
+                    sync: None,
+                    step: Some(c.step),
+                    cost_ns: c.duration_ns,
+                })
+                .collect();
+            let function = function_name(p, compiles[0]);
+            let cause = match compiles[0].reason_location {
+                Some(at) => format!(", and what it checks comes from {}", p.location(at)),
+                None => String::new(),
+            };
+            let varied = compiles.iter().any(|c| c.reason.as_deref() != Some(guard));
+            let guard_text = match varied {
+                true => format!("`{}` failed, for a new value each time", guard_kind(guard)),
+                false => format!("`{guard}` failed"),
+            };
+            let message = format!(
+                "torch.compile compiled {function} again {}: its guard {guard_text}{cause}",
+                times(compiles.len()),
+            );
+            let graphs = compiles.iter().flat_map(|c| c.graphs.iter().copied()).collect();
+            let advice = Some(guard_advice(guard));
+            Diagnostic::new(p, Kind::Recompile, location, message, advice, instances, graphs)
+        })
+        .collect()
+}
+
+/// A guard without the value it compared with: `s.depth == 5` and `s.depth == 6` are one cause.
+fn guard_kind(guard: &str) -> String {
+    for op in [" == ", " != ", " is not ", " is ", " <= ", " >= ", " < ", " > "] {
+        if let Some((lhs, _)) = guard.split_once(op) {
+            return format!("{}{op}…", lhs.trim());
+        }
+    }
+    match guard.find(". expected") {
+        Some(at) => guard[..at].to_string(),
+        None => guard.to_string(),
+    }
+}
+
+fn gave_up(c: &FunctionCompile) -> bool {
+    c.failure.as_deref().is_some_and(|f| f.contains("recompile limit"))
+}
+
+/// Functions torch.compile gave up on: past its recompile limit a function runs uncompiled,
+/// silently. The cost is the recompiles that led there.
+fn recompile_limits(p: &Profile) -> Vec<Diagnostic> {
+    p.function_compiles
+        .iter()
+        .filter(|c| gave_up(c))
+        .map(|c| {
+            let cause = guard_kind(c.reason.as_deref().unwrap_or(""));
+            let all = p.function_compiles.iter().filter(|o| o.frame() == c.frame()).count();
+            let recompiles: Vec<&FunctionCompile> = p
+                .function_compiles
+                .iter()
+                .filter(|o| o.frame() == c.frame() && o.failure.is_none())
+                .filter(|o| o.reason.as_deref().is_some_and(|r| guard_kind(r) == cause))
+                .collect();
+            let instances = recompiles
+                .iter()
+                .map(|o| Instance {
+                    message: format!("compile {} took {}", o.id, format_ns(o.duration_ns as f64)),
+                    sync: None,
+                    step: Some(o.step),
+                    cost_ns: o.duration_ns,
+                })
+                .collect();
+            let location = c.reason_location.or(c.caller).unwrap_or(c.function);
+            let last = match (&c.reason, c.reason_location) {
+                (Some(r), Some(at)) => format!(" The guard that kept failing: `{r}`, from {}", p.location(at)),
+                (Some(r), None) => format!(" The guard that kept failing: `{r}`"),
+                _ => String::new(),
+            };
+            let message = format!(
+                "torch.compile gave up on {} after {}: it hit the recompile limit, and from then on the function runs uncompiled (eagerly), without a warning in the results.{last}",
+                function_name(p, c),
+                plural(all.saturating_sub(1), "compile"),
+            );
+            let advice = Some("fix what the guard checks (keep it constant, or make it a tensor); raising `torch._dynamo.config.recompile_limit` only moves the cliff".to_string());
+            let graphs = recompiles.iter().flat_map(|o| o.graphs.iter().copied()).collect();
+            Diagnostic::new(p, Kind::RecompileLimit, location, message, advice, instances, graphs)
+        })
+        .collect()
+}
