@@ -99,6 +99,10 @@ pub enum Error {
     #[error("{message} (at {location})")]
     Autograd { message: String, location: SourceLocation },
 
+    /// A graph ran or a value was read inside `forbid_syncs()`.
+    #[error("{what} at {location}, inside forbid_sync(): the block was not to run graphs or read values")]
+    SyncForbidden { what: String, location: SourceLocation },
+
     /// A mesh or sharding that cannot be: the message names the mesh, the spec and the dims;
     /// the location is the user's line, where one is known (`mark_sharding`).
     #[error("{message}{}", location.as_ref().map(|l| format!(" (at {l})")).unwrap_or_default())]

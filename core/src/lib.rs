@@ -28,9 +28,9 @@ pub use autograd::no_grad;
 pub use dtype::{DType, NativeType};
 pub use error::{Error, PjrtErrorCode, Result};
 pub use exec::{
-    engine, engine_with_devices, mark_step, request_devices, started_engine, step, sync, wait,
-    CacheStats, Engine,
+    engine, engine_with_devices, forbid_syncs, mark_step, request_devices, started_engine, step,
+    sync, wait, CacheStats, Engine, Explanation, SyncsForbidden,
 };
 pub use location::SourceLocation;
 pub use shape::Shape;
-pub use tensor::Tensor;
+pub use tensor::{explain, Tensor};

@@ -189,6 +189,7 @@ impl Tensor {
     pub fn to_vec<T: NativeType>(&self) -> Result<Vec<T>> {
         let location = SourceLocation::caller();
         let data = self.data_at(location.clone())?;
+        exec::check_sync_allowed("a value was read", &location)?;
         let start = events::now_ns();
         let out = data.to_vec::<T>()?;
         note_value_read(&location, self.shape(), data.size_bytes() as u64, start);
@@ -203,6 +204,7 @@ impl Tensor {
 
     fn read_f64_at(&self, location: SourceLocation) -> Result<Vec<f64>> {
         let data = self.data_at(location.clone())?;
+        exec::check_sync_allowed("a value was read", &location)?;
         let start = events::now_ns();
         let bytes = data.to_bytes()?;
         note_value_read(&location, self.shape(), bytes.len() as u64, start);
@@ -222,6 +224,13 @@ impl Tensor {
         }
         self.read_f64_at(location).map(|v| v[0])
     }
+}
+
+/// The graph that computing `tensors` would run now, described without compiling, running or
+/// reading anything: each node's op, shape and line, and the graph's inputs.
+pub fn explain(tensors: &[&Tensor]) -> Result<exec::Explanation> {
+    let roots: Vec<_> = tensors.iter().map(|t| t.node()).collect();
+    exec::explain(&roots)
 }
 
 pub(crate) fn note_transfer(direction: Direction, bytes: u64, start: u64, sync_id: Option<u64>) {

@@ -374,7 +374,9 @@ OWN = {
          "metrics_report", "profile", "profile_scope", "step", "sync", "wait", "bool_",
          # Many devices, PyTorch/XLA's names (`xs.Mesh`, `xs.mark_sharding`, ...).
          "Mesh", "ShardingError", "devices", "get_1d_mesh", "get_global_mesh", "mark_sharding",
-         "set_global_mesh"],
+         "set_global_mesh",
+         # Debugging tools: a block that may not sync, and the pending graph described.
+         "SyncError", "explain", "forbid_sync"],
     "Tensor": ["astype", "is_pending", "graph_size", "one_hot", "gelu", "silu", "pad", "sharding"],
     "nn": [],
     "nn.Module": [],

@@ -5,6 +5,8 @@
 mod cache;
 mod collectives;
 mod disk_cache;
+mod explain;
+mod forbid;
 mod partition;
 mod scalars;
 mod summary;
@@ -14,6 +16,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 pub use cache::CacheStats;
 use cache::{CachedGraph, GraphCache};
+pub(crate) use explain::explain;
+pub use explain::Explanation;
+pub(crate) use forbid::check as check_sync_allowed;
+pub use forbid::{forbid_syncs, SyncsForbidden};
 
 use crate::config::EngineConfig;
 use crate::error::Result;
@@ -298,10 +304,22 @@ static STEPS: AtomicU64 = AtomicU64::new(0);
 
 static NEXT_SYNC: AtomicU64 = AtomicU64::new(1);
 
+fn sync_what(cause: SyncCause) -> &'static str {
+    match cause {
+        SyncCause::Explicit => "sync() ran a graph",
+        SyncCause::ValueRead => "a value read ran a graph",
+        SyncCause::StepEnd => "step() ran a graph",
+    }
+}
+
 /// Computes every live pending tensor, from the trace that recorded them (see `trace`).
 fn sync_all(cause: SyncCause, location: SourceLocation) -> Result<()> {
     let engine = engine()?;
     let _serial = trace::serialize();
+    // Checked before the trace is taken: what is pending stays pending.
+    if trace::has_pending() {
+        forbid::check(sync_what(cause), &location)?;
+    }
     trace::free_small_graveyard();
     let (holders, mut trace) = trace::take();
     let tensors: Vec<&Value> = holders.iter().map(|h| h.value()).collect();
@@ -328,6 +346,7 @@ pub(crate) fn sync_tensors(
     if tensors.is_empty() {
         return Ok(());
     }
+    forbid::check(sync_what(cause), &location)?;
     trace::free_small_graveyard();
     run(engine, &tensors, None, cause, location)
 }

@@ -305,6 +305,11 @@ pub(crate) fn take() -> (Vec<Arc<dyn Holder>>, Trace) {
     (live, reg.restart())
 }
 
+/// Whether any live tensor is pending (what a full sync would compute).
+pub(crate) fn has_pending() -> bool {
+    registry().pending.values().any(|w| w.strong_count() > 0)
+}
+
 /// Hands a synced trace's nodes to the graveyard.
 pub(crate) fn bury(trace: Trace) {
     registry().bury(trace);

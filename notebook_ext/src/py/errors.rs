@@ -19,6 +19,7 @@ pub(crate) enum Class {
     Shape,
     Sharding,
     Autograd,
+    Sync,
     Plugin,
     Xla,
     Profile,
@@ -29,10 +30,11 @@ pub(crate) enum Class {
 static CLASSES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
 
 impl Class {
-    const ALL: [Class; 7] = [
+    const ALL: [Class; 8] = [
         Class::Shape,
         Class::Sharding,
         Class::Autograd,
+        Class::Sync,
         Class::Plugin,
         Class::Xla,
         Class::Profile,
@@ -56,6 +58,11 @@ impl Class {
                 py.get_type::<PyValueError>(),
             ),
             Class::Autograd => ("AutogradError", "backward() cannot run as asked.", runtime),
+            Class::Sync => (
+                "SyncError",
+                "A graph ran or a value was read inside `forbid_sync()` (raised at that line).",
+                runtime,
+            ),
             Class::Plugin => {
                 ("PluginError", "The PJRT plugin could not be found, loaded or started.", runtime)
             }
@@ -106,6 +113,7 @@ pub(crate) fn engine_error(e: xlaprof_core::Error) -> PyErr {
         E::Shape { .. } => Class::Shape.err(message),
         E::Sharding { .. } => Class::Sharding.err(message),
         E::Autograd { .. } => Class::Autograd.err(message),
+        E::SyncForbidden { .. } => Class::Sync.err(message),
         E::PluginNotFound { .. }
         | E::DevicePluginNotFound { .. }
         | E::UnknownDevice { .. }

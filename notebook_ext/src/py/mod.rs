@@ -2,6 +2,7 @@
 //! few pure-Python parts (the IPython extension, `nn.Module`, context managers).
 
 mod captured;
+mod debugging;
 mod device;
 mod dtype;
 mod errors;
@@ -22,6 +23,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
+    m.add_class::<debugging::PyForbidSync>()?;
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<nn::PyLinear>()?;
     m.add_class::<nn::PyConv2d>()?;
@@ -82,6 +84,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(captured::graph_break, m)?,
         wrap_pyfunction!(captured::captured_run, m)?,
         wrap_pyfunction!(captured::mark_step, m)?,
+        wrap_pyfunction!(debugging::explain, m)?,
         wrap_pyfunction!(set_file_namer, m)?,
         wrap_pyfunction!(source_files, m)?,
         wrap_pyfunction!(_trace_cost_probe, m)?,

@@ -45,6 +45,8 @@ def _let_autograd_threads_finish() -> None:
 
 _atexit.register(_let_autograd_threads_finish)
 
+from .._debug import explain, forbid_sync  # noqa: E402
+from ._compare import compare_with_eager  # noqa: E402
 from ._dispatch import fallbacks  # noqa: E402
 from ._loader import DeviceLoader  # noqa: E402
 from ._tensor import LazyTensor, value  # noqa: E402
@@ -98,8 +100,11 @@ __all__ = [
     "DEVICE_TYPE",
     "DeviceLoader",
     "LazyTensor",
+    "compare_with_eager",
     "device",
+    "explain",
     "fallbacks",
+    "forbid_sync",
     "is_lazy",
     "mark_sharding",
     "step",

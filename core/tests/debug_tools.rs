@@ -1,0 +1,54 @@
+//! `forbid_syncs()` and `explain()`: a block that may not run graphs or read values, and the
+//! pending graph described without running it.
+
+use std::sync::Mutex;
+
+use xlaprof_core::{explain, forbid_syncs, sync, Error, Tensor};
+
+/// One at a time: a sync in one test would compute another's pending tensors.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+#[test]
+fn inside_forbid_syncs_a_sync_or_a_read_is_an_error_at_its_line_and_nothing_is_lost() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let a = Tensor::from_slice(&[1f32, 2.0, 3.0], &[3]).unwrap();
+    let b;
+    {
+        let _outer = forbid_syncs();
+        b = a.mul(&a).unwrap().sum(&[], false).unwrap();
+        let line = line!() + 1;
+        let err = sync().unwrap_err();
+        assert!(matches!(err, Error::SyncForbidden { .. }), "{err}");
+        assert!(err.to_string().contains(&format!("debug_tools.rs:{line}")), "{err}");
+        {
+            let _inner = forbid_syncs(); // blocks nest
+        }
+        let err = b.item().unwrap_err();
+        assert!(err.to_string().starts_with("a value read ran a graph"), "{err}");
+    }
+    // The block is over: the pending value computes as it would have.
+    assert_eq!(b.item().unwrap(), 14.0);
+    // Another thread is not inside the block.
+    let _block = forbid_syncs();
+    let c = a.add(&a).unwrap();
+    let on_another = std::thread::spawn(move || c.to_vec::<f32>().unwrap());
+    assert_eq!(on_another.join().unwrap(), vec![2.0, 4.0, 6.0]);
+    assert!(matches!(a.to_vec::<f32>(), Err(Error::SyncForbidden { .. })));
+}
+
+#[test]
+fn explain_describes_the_pending_graph_and_runs_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let x = Tensor::from_slice(&[1f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+    let line = line!() + 1;
+    let y = x.matmul(&x).unwrap().relu().unwrap();
+    let before = xlaprof_core::events::counters();
+    let e = explain(&[&y]).unwrap();
+    assert_eq!(xlaprof_core::events::counters().syncs, before.syncs);
+    let text = e.to_string();
+    assert!(text.starts_with("pending graph of 1 tensor:"), "{text}");
+    assert!(text.contains("1 device data"), "{text}");
+    assert!(text.contains("dot_general"), "{text}");
+    assert!(text.contains(&format!("debug_tools.rs:{line}")), "{text}");
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![7.0, 10.0, 15.0, 22.0]);
+}

@@ -1,0 +1,108 @@
+"""`forbid_sync()` and `explain()`, on the engine's own tensors and on torch's through the
+bridge: each names the user's line; nothing pending is lost or run by them."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import xlaprof as xp
+
+
+def line_of(marker: str, fn) -> int:
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, l in enumerate(lines) if marker in l)
+
+
+def test_forbid_sync_names_the_read_and_the_sync_and_keeps_what_is_pending():
+    a = xp.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3))
+    with xp.forbid_sync():
+        b = (a * 2).sum()  # recording is allowed
+        assert "f32" in repr(b) or "float32" in repr(b)  # repr never reads
+        with pytest.raises(xp.SyncError) as read:
+            b.item()  # READ
+        with pytest.raises(xp.SyncError) as sync:
+            xp.sync()  # SYNC
+        with pytest.raises(RuntimeError):  # SyncError is a RuntimeError too
+            xp.step()
+    here = "test_debug_tools.py"
+    fn = test_forbid_sync_names_the_read_and_the_sync_and_keeps_what_is_pending
+    assert f"a value read ran a graph at {here}:{line_of('# READ', fn)}" in str(read.value)
+    assert f"sync() ran a graph at {here}:{line_of('# SYNC', fn)}" in str(sync.value)
+    # Nothing ran, nothing was lost: the value is computed after the block.
+    assert b.item() == 30.0
+    with xp.forbid_sync():
+        with pytest.raises(xp.SyncError, match="a value was read"):
+            b.numpy()  # already computed: still a read
+    assert float(b.numpy()) == 30.0
+
+
+def test_explain_describes_the_pending_graph_without_running_it():
+    x = xp.from_numpy(np.ones((4, 8), dtype=np.float32))
+    w = xp.from_numpy(np.ones((8, 2), dtype=np.float32))
+    before = xp.counters()
+    y = (x @ w).relu() * 0.5  # PENDING
+    text = xp.explain(y)
+    after = xp.counters()
+    assert after["syncs"] == before["syncs"] and after["compiles"] == before["compiles"]
+    line = line_of("# PENDING", test_explain_describes_the_pending_graph_without_running_it)
+    assert text.startswith("pending graph of 1 tensor:"), text
+    assert "2 device data" in text and "host scalars" in text, text
+    assert "dot_general" in text and f"test_debug_tools.py:{line}" in text, text
+    assert repr(text) == str(text)  # shown as is in a notebook
+    np.testing.assert_allclose(y.numpy(), np.full((4, 2), 4.0))
+
+
+def test_the_torch_bridge_has_both_tools():
+    torch = pytest.importorskip("torch")
+    import xlaprof.torch as xt
+
+    dev = xt.device()
+    model = torch.nn.Linear(4, 2).to(dev)
+    loss = model(torch.randn(3, 4).to(dev)).square().mean()
+    text = xt.explain(loss)
+    assert "dot_general" in text and "test_debug_tools.py:" in text, text
+    with xt.forbid_sync():
+        loss.backward()  # recorded, not run
+        with pytest.raises(xp.SyncError, match=r"a value read ran a graph at test_debug_tools.py:\d+"):
+            print(loss.item())
+    assert loss.item() >= 0.0
+
+
+def test_compare_with_eager_names_a_deliberately_wrong_op_at_its_line():
+    torch = pytest.importorskip("torch")
+    import xlaprof.torch as xt
+    from xlaprof.torch._lowerings import lower
+
+    @torch.library.custom_op("xptest::doubled", mutates_args=())
+    def doubled(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    @doubled.register_fake
+    def _(x):
+        return torch.empty_like(x)
+
+    # The device's lowering of the op is off by half a percent: a planted divergence.
+    lower(torch.ops.xptest.doubled.default)(lambda x: x * 2.01)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+
+    def step(m, x):
+        loss = m(x).square().mean()
+        loss.backward()
+        return loss
+
+    x = torch.randn(4, 8)
+    clean = xt.compare_with_eager(step, model, x)
+    assert clean.first is None and clean.compared >= 10, clean  # forward and backward agree
+
+    def planted(m, x):
+        return doubled(m(x)).sum()  # WRONG OP
+
+    found = xt.compare_with_eager(planted, model, x)
+    line = line_of("# WRONG OP", test_compare_with_eager_names_a_deliberately_wrong_op_at_its_line)
+    assert found.first is not None and found.first.op == "xptest.doubled", found
+    assert found.first.line.startswith(f"test_debug_tools.py:{line} "), found
+    assert "first divergence is `xptest.doubled`" in str(found)
+    # The model was copied: the caller's parameters have no gradient from either run.
+    assert all(p.grad is None for p in model.parameters())
