@@ -1,4 +1,4 @@
-//! Every environment variable xlaprof reads, in one table ([`VARS`], which the README's table
+//! Every environment variable xlaprof reads, in one table ([`VARS`], which the table of `docs/environment.md`
 //! mirrors and a test holds it to), and the engine's settings, read from them when it starts.
 
 use std::path::PathBuf;
@@ -23,7 +23,7 @@ pub const RUN_AHEAD: &str = "XLAPROF_RUN_AHEAD";
 /// Read by the torch bridge (`xlaprof.torch`), listed here so that one table has every variable.
 pub const STRICT: &str = "XLAPROF_STRICT";
 
-/// Every variable, in the order the README lists them.
+/// Every variable, in the order `docs/environment.md` lists them.
 pub const VARS: &[Var] = &[
     Var { name: PJRT_PLUGIN, effect: "path of the PJRT plugin to load (any plugin: CPU, CUDA, ...)" },
     Var { name: DEVICE, effect: "the device whose plugin is looked for when XLAPROF_PJRT_PLUGIN is unset: cpu (default) or cuda" },

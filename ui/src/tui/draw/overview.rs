@@ -46,8 +46,10 @@ pub fn draw(f: &mut Frame, app: &App, area: Rect) {
     let recent_c =
         &app.model.analysis.steps[app.model.analysis.steps.len().saturating_sub(shown)..];
     let counts: Vec<u64> = recent_c.iter().map(|s| s.compiles as u64).collect();
-    // The summary's count, as the figures beside it: compiles outside any step count too.
-    let total = app.model.analysis.summary.compiles;
+    // The summary's count, as the figures beside it: compiles outside any step count too, and
+    // torch.compile's with the engine's.
+    let summary = &app.model.analysis.summary;
+    let total = summary.compiles + summary.torch_compile.as_ref().map_or(0, |c| c.compiles);
     f.render_widget(
         Sparkline::default()
             .block(Block::bordered().title(format!(" compiles per step ({total}) ")))
