@@ -28,16 +28,49 @@ pub struct StepPhases {
     pub value_read_syncs: u32,
 }
 
+/// Where a step's time goes: the one list of phases every view draws and names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum Phase {
+    /// Outside syncs: tracing ops, the program's own work.
+    Trace,
+    Build,
+    Lower,
+    Compile,
+    Transfer,
+    Execute,
+}
+
+impl Phase {
+    /// Every phase, in drawing order.
+    pub const ALL: [Phase; 6] =
+        [Phase::Trace, Phase::Build, Phase::Lower, Phase::Compile, Phase::Transfer, Phase::Execute];
+
+    /// The phases inside a sync (every phase but tracing).
+    pub const OF_SYNCS: [Phase; 5] =
+        [Phase::Build, Phase::Lower, Phase::Compile, Phase::Transfer, Phase::Execute];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Trace => "trace",
+            Phase::Build => "build",
+            Phase::Lower => "lower",
+            Phase::Compile => "compile",
+            Phase::Transfer => "transfer",
+            Phase::Execute => "execute",
+        }
+    }
+}
+
 impl StepPhases {
-    /// The phases in drawing order, with their names.
-    pub fn phases(&self) -> [(&'static str, u64); 6] {
+    /// The phases in drawing order, with their time.
+    pub fn phases(&self) -> [(Phase, u64); 6] {
         [
-            ("trace", self.other_ns),
-            ("build", self.build_ns),
-            ("lower", self.lower_ns),
-            ("compile", self.compile_ns),
-            ("transfer", self.transfer_ns),
-            ("execute", self.execute_ns),
+            (Phase::Trace, self.other_ns),
+            (Phase::Build, self.build_ns),
+            (Phase::Lower, self.lower_ns),
+            (Phase::Compile, self.compile_ns),
+            (Phase::Transfer, self.transfer_ns),
+            (Phase::Execute, self.execute_ns),
         ]
     }
 }

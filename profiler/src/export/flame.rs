@@ -7,6 +7,7 @@ use crate::analysis::saturating_sum;
 use crate::error::{Error, Result};
 use crate::profile::Profile;
 use crate::record::clip;
+use crate::views::Phase;
 
 /// One stack of the flamegraph: its frames, outermost first, and the time spent in it.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,16 +17,14 @@ pub struct Stack {
 }
 
 /// A sync's stack before its frames are spelled out: many syncs share one, and each is
-/// formatted once. `phase` is an index into `PHASES`, or `None` for the time in no phase.
+/// formatted once. `phase` is `None` for the time in no phase.
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct Key {
     in_steps: bool,
     location: u32,
-    phase: Option<usize>,
+    phase: Option<Phase>,
     hash: Option<u64>,
 }
-
-const PHASES: [&str; 5] = ["graph build", "lower", "compile", "transfer", "execute"];
 
 /// A name from the profile as a frame: in the folded form `;` separates frames and a line break
 /// ends a stack, so `;` becomes `,` and every control character `\u{fffd}`; a name of any length
@@ -51,7 +50,7 @@ pub fn stacks(p: &Profile) -> Vec<Stack> {
     let mut synced_in_steps_ns = 0;
     for s in &p.syncs {
         let in_steps = s.step as usize <= p.steps.len();
-        let mut add = |phase: Option<usize>, hash: Option<u64>, ns: u64| {
+        let mut add = |phase: Option<Phase>, hash: Option<u64>, ns: u64| {
             if ns > 0 {
                 let key = Key { in_steps, location: s.location, phase, hash };
                 let total = ns_by_key.entry(key).or_default();
@@ -59,7 +58,7 @@ pub fn stacks(p: &Profile) -> Vec<Stack> {
             }
         };
         let phases = [s.build_ns, s.lower_ns, s.compile_ns, s.transfer_ns, s.execute_ns];
-        for (phase, ns) in phases.into_iter().enumerate() {
+        for (phase, ns) in Phase::OF_SYNCS.into_iter().zip(phases) {
             add(Some(phase), s.hash, ns);
         }
         add(None, None, s.duration_ns().saturating_sub(s.phases_ns()));
@@ -80,7 +79,7 @@ pub fn stacks(p: &Profile) -> Vec<Stack> {
             Some(phase) => {
                 let graph =
                     key.hash.map_or_else(|| "graph ?".to_string(), |h| format!("graph {h:016x}"));
-                frames.extend([PHASES[phase].to_string(), graph]);
+                frames.extend([phase.name().to_string(), graph]);
             }
             None => frames.push("other".to_string()),
         }

@@ -9,6 +9,7 @@
 use eframe::egui::{self, Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, StrokeKind, Vec2};
 use xlaprof_profiler::metrics::{format_bytes, format_ns};
 use xlaprof_profiler::timeline::{Span, SpanKind};
+use xlaprof_profiler::views::Phase;
 
 use super::model::Model;
 use super::Selection;
@@ -275,18 +276,18 @@ fn step_phases_ui(ui: &mut egui::Ui, model: &Model, selection: &Selection) {
     let painter = ui.painter_at(rect);
     let total = step.duration_ns.max(1) as f32;
     let mut x = rect.left();
-    for (name, ns) in step.phases() {
+    for (phase, ns) in step.phases() {
         let width = rect.width() * ns as f32 / total;
         if width <= 0.0 {
             continue;
         }
         let r = Rect::from_min_size(Pos2::new(x, rect.top()), Vec2::new(width, rect.height()));
-        painter.rect_filled(r, 0.0, phase_color(name));
+        painter.rect_filled(r, 0.0, phase_color(phase));
         if width > 60.0 {
             painter.text(
                 r.left_center() + Vec2::new(4.0, 0.0),
                 Align2::LEFT_CENTER,
-                name,
+                phase.name(),
                 FontId::proportional(12.0),
                 Color32::BLACK,
             );
@@ -294,10 +295,11 @@ fn step_phases_ui(ui: &mut egui::Ui, model: &Model, selection: &Selection) {
         x += width;
     }
     ui.horizontal_wrapped(|ui| {
-        for (name, ns) in step.phases() {
-            ui.label(egui::RichText::new("    ").background_color(phase_color(name)));
+        for (phase, ns) in step.phases() {
+            ui.label(egui::RichText::new("    ").background_color(phase_color(phase)));
             ui.label(format!(
-                "{name} {} ({:.0}%)",
+                "{} {} ({:.0}%)",
+                phase.name(),
                 format_ns(ns as f64),
                 ns as f32 / total * 100.0
             ));
@@ -305,14 +307,14 @@ fn step_phases_ui(ui: &mut egui::Ui, model: &Model, selection: &Selection) {
     });
 }
 
-fn phase_color(phase: &str) -> Color32 {
+fn phase_color(phase: Phase) -> Color32 {
     match phase {
-        "build" => kind_color(SpanKind::GraphBuild),
-        "lower" => kind_color(SpanKind::Lower),
-        "compile" => kind_color(SpanKind::Compile),
-        "transfer" => kind_color(SpanKind::TransferToDevice),
-        "execute" => kind_color(SpanKind::Execute),
-        _ => Color32::from_rgb(150, 150, 150),
+        Phase::Build => kind_color(SpanKind::GraphBuild),
+        Phase::Lower => kind_color(SpanKind::Lower),
+        Phase::Compile => kind_color(SpanKind::Compile),
+        Phase::Transfer => kind_color(SpanKind::TransferToDevice),
+        Phase::Execute => kind_color(SpanKind::Execute),
+        Phase::Trace => Color32::from_rgb(150, 150, 150),
     }
 }
 

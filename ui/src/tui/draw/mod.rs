@@ -13,6 +13,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph, Tabs, Wrap};
 use ratatui::Frame;
 
+use xlaprof_profiler::views::Phase;
+
 use super::app::{App, Tab};
 use super::tables::{DIAGNOSTIC_COLUMNS, GRAPH_COLUMNS, METRIC_COLUMNS};
 
@@ -23,16 +25,15 @@ pub(super) const WARN: Style = Style::new().fg(Color::Yellow);
 pub(super) const BAD: Style = Style::new().fg(Color::Red);
 pub(super) const GOOD: Style = Style::new().fg(Color::Green);
 
-/// The color of each phase of a step, by the name `StepPhases::phases` gives it.
-pub(super) fn phase_color(name: &str) -> Color {
-    match name {
-        "trace" => Color::Gray,
-        "build" => Color::Cyan,
-        "lower" => Color::Blue,
-        "compile" => Color::Red,
-        "transfer" => Color::Yellow,
-        "execute" => Color::Green,
-        _ => Color::Magenta,
+/// The color of each phase of a step.
+pub(super) fn phase_color(phase: Phase) -> Color {
+    match phase {
+        Phase::Trace => Color::Gray,
+        Phase::Build => Color::Cyan,
+        Phase::Lower => Color::Blue,
+        Phase::Compile => Color::Red,
+        Phase::Transfer => Color::Yellow,
+        Phase::Execute => Color::Green,
     }
 }
 

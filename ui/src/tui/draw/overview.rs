@@ -7,12 +7,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, List, ListItem, ListState, Paragraph, Sparkline, Wrap};
 use ratatui::Frame;
 use xlaprof_profiler::metrics::format_ns;
+use xlaprof_profiler::views::Phase;
 
 use super::{phase_color, BAD, BOLD, DIM, GOOD, SELECTED, WARN};
 use crate::tui::app::App;
-
-/// The phases in the order `StepPhases::phases` gives them.
-const PHASES: [&str; 6] = ["trace", "build", "lower", "compile", "transfer", "execute"];
 
 pub fn draw(f: &mut Frame, app: &App, area: Rect) {
     // A line more for a torch.compile program's compiles.
@@ -124,9 +122,9 @@ fn phase_bars(f: &mut Frame, app: &App, area: Rect) {
         return;
     }
     let mut legend = vec![];
-    for name in PHASES {
-        legend.push(Span::styled("█", Style::new().fg(phase_color(name))));
-        legend.push(Span::raw(format!("{name} ")));
+    for phase in Phase::ALL {
+        legend.push(Span::styled("█", Style::new().fg(phase_color(phase))));
+        legend.push(Span::raw(format!("{} ", phase.name())));
     }
     let rows = inner.height as usize - 1;
     let recent = &app.model.analysis.steps[app.model.analysis.steps.len().saturating_sub(rows)..];
@@ -143,14 +141,14 @@ fn phase_bars(f: &mut Frame, app: &App, area: Rect) {
         ))];
         let mut drawn = 0usize;
         let mut acc = 0u64;
-        for (name, ns) in s.phases() {
+        for (phase, ns) in s.phases() {
             acc += ns;
             // Cells up to the cumulative end, so rounding never adds up past the bar.
             let end = (acc as f64 / scale as f64 * bar_width as f64).round() as usize;
             if end > drawn {
                 spans.push(Span::styled(
                     "█".repeat(end - drawn),
-                    Style::new().fg(phase_color(name)),
+                    Style::new().fg(phase_color(phase)),
                 ));
                 drawn = end;
             }

@@ -11,6 +11,7 @@ use ratatui::widgets::{Block, Paragraph};
 use ratatui::Frame;
 use xlaprof_profiler::metrics::format_ns;
 use xlaprof_profiler::timeline::{Span as TimeSpan, SpanKind};
+use xlaprof_profiler::views::Phase;
 
 use super::{phase_color, BOLD, DIM, SELECTED};
 use crate::tui::app::{App, Window};
@@ -113,13 +114,13 @@ fn color(s: &TimeSpan) -> Color {
         SpanKind::Step => Color::Gray,
         SpanKind::Scope => Color::Magenta,
         SpanKind::Sync => Color::DarkGray,
-        SpanKind::GraphBuild => phase_color("build"),
-        SpanKind::Lower => phase_color("lower"),
+        SpanKind::GraphBuild => phase_color(Phase::Build),
+        SpanKind::Lower => phase_color(Phase::Lower),
         SpanKind::Compile | SpanKind::FunctionCompile | SpanKind::CompilePhase => {
-            phase_color("compile")
+            phase_color(Phase::Compile)
         }
-        SpanKind::Execute | SpanKind::Device | SpanKind::CapturedRun => phase_color("execute"),
-        SpanKind::TransferToDevice | SpanKind::HostRead => phase_color("transfer"),
+        SpanKind::Execute | SpanKind::Device | SpanKind::CapturedRun => phase_color(Phase::Execute),
+        SpanKind::TransferToDevice | SpanKind::HostRead => phase_color(Phase::Transfer),
     }
 }
 
@@ -152,9 +153,9 @@ fn step_details(f: &mut Frame, app: &App, area: Rect) {
                     s.compiles
                 )),
             ];
-            for (name, ns) in s.phases() {
-                spans.push(Span::styled("█", Style::new().fg(phase_color(name))));
-                spans.push(Span::raw(format!("{name} {}  ", format_ns(ns as f64))));
+            for (phase, ns) in s.phases() {
+                spans.push(Span::styled("█", Style::new().fg(phase_color(phase))));
+                spans.push(Span::raw(format!("{} {}  ", phase.name(), format_ns(ns as f64))));
             }
             lines.push(Line::from(spans));
             let p = &app.model.profile;
