@@ -77,3 +77,20 @@ def test_a_cell_of_torch_code_is_profiled_at_the_cells_lines(ip):
     hidden = [d for d in p.diagnostics() if d["kind"] == "HiddenSync"]
     assert hidden and hidden[0]["location"].endswith(":6 in <module>"), p.report()
     assert "torch" not in " ".join(f for f, _, _ in p._data().locations())
+
+
+def test_a_torch_compile_cell_is_profiled_unchanged(ip):
+    torch = pytest.importorskip("torch")
+    ip.user_ns["torch"] = torch
+    cell = (
+        "torch._dynamo.reset()\n"
+        "f = torch.compile(lambda x: (x * 2).sin().sum(), backend='aot_eager')\n"
+        "for n in (4, 4, 6):\n"
+        "    f(torch.randn(n))\n"
+    )
+    p = ip.run_cell_magic("xla_profile", "--no-widget", cell)
+    c = p.summary()["torch_compile"]
+    assert c["compiles"] == 2 and c["runs"] == 3, c
+    # Named at the cell's line that passed the new size (the cell's first line is the magic's).
+    (rec,) = [d for d in p.diagnostics() if d["kind"] == "Recompile"]
+    assert "size mismatch" in rec["message"] and ":5 in <module>" in rec["location"], rec
