@@ -106,3 +106,31 @@ def test_compare_with_eager_names_a_deliberately_wrong_op_at_its_line():
     assert "first divergence is `xptest.doubled`" in str(found)
     # The model was copied: the caller's parameters have no gradient from either run.
     assert all(p.grad is None for p in model.parameters())
+
+
+def test_xlaprof_check_makes_an_out_of_range_index_an_index_error_at_its_line(tmp_path):
+    pytest.importorskip("torch")
+    import subprocess
+    import sys
+    import textwrap
+
+    program = tmp_path / "vocab.py"
+    program.write_text(textwrap.dedent(
+        """
+        import torch
+        import xlaprof.torch as xt
+
+        emb = torch.nn.Embedding(10, 4).to(xt.device())
+        ids = torch.tensor([[1, 2, 12]]).to(xt.device())  # a token id past the vocabulary
+        print(emb(ids).sum().item())
+        """
+    ))
+    import os
+
+    clamped = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=300)
+    assert clamped.returncode == 0, clamped.stderr  # XLA clamps: the known silent case
+    env = dict(os.environ, XLAPROF_CHECK="1")
+    checked = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=300, env=env)
+    assert checked.returncode != 0
+    assert "IndexError: index 12 is out of bounds for dimension 0 with size 10" in checked.stderr, checked.stderr
+    assert "vocab.py:7" in checked.stderr, checked.stderr

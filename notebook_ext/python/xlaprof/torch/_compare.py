@@ -12,8 +12,6 @@ seen by one run only is skipped), and the first pair beyond tolerance is the div
 from __future__ import annotations
 
 import copy
-import os
-import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional, Tuple
 
@@ -21,15 +19,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
-_SKIP = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _user_line() -> str:
-    """`file.py:12 in fn`: the innermost frame outside torch and this package."""
-    for frame in reversed(traceback.extract_stack()):
-        if not frame.filename.startswith(_SKIP):
-            return f"{os.path.basename(frame.filename)}:{frame.lineno} in {frame.name}"
-    return "?"
+from ._dispatch import _user_line
 
 
 class _Op:

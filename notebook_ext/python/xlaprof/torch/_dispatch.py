@@ -26,6 +26,7 @@ from torch.utils._pytree import tree_map
 
 from .. import _native
 from ._device import DEVICE_TYPE, TO_ENGINE, engine_dtype
+from . import _check
 from ._complex import COMPLEX_SAFE
 from ._lowerings import FUNCTIONAL, RAW, _Unsupported
 from . import _tensor as _tensor_module
@@ -177,7 +178,12 @@ _ENGINE_OPERATORS = {aten.add.Tensor: 1, aten.sub.Tensor: 2, aten.mul.Tensor: 3,
 def dispatch(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
     route = _ROUTES.get(func)
     if route is None:
-        route = _ROUTES[func] = _route(func)
+        route = _route(func)
+        if _check.ENABLED and func in _check.CHECKED:
+            # Every call through the check: the native dispatcher does not take the op.
+            _NATIVE.pop(func, None)
+            route = _check.bounds_checked(route, func, _user_line)
+        _ROUTES[func] = route
     return route(args, kwargs)
 
 
@@ -584,6 +590,16 @@ def _user_frame() -> Tuple[str, int]:
             return path, frame.f_lineno
         frame = frame.f_back  # type: ignore[assignment]
     return "<unknown>", 0
+
+
+def _user_line() -> str:
+    """`train.py:12 in step`: the user's line, as errors and tools name it."""
+    frame = sys._getframe(1)
+    path, line = _user_frame()
+    while frame is not None and (frame.f_code.co_filename != path or frame.f_lineno != line):
+        frame = frame.f_back  # type: ignore[assignment]
+    function = f" in {frame.f_code.co_name}" if frame is not None else ""
+    return f"{os.path.basename(path)}:{line}{function}"
 
 
 def _tensors(args: Any, kwargs: Any) -> List[torch.Tensor]:
