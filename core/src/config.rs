@@ -24,6 +24,7 @@ pub const RUN_AHEAD: &str = "XLAPROF_RUN_AHEAD";
 pub const STRICT: &str = "XLAPROF_STRICT";
 /// Read by the torch bridge, likewise.
 pub const CHECK: &str = "XLAPROF_CHECK";
+pub const DEBUG_NANS: &str = "XLAPROF_DEBUG_NANS";
 
 /// Every variable, in the order `docs/environment.md` lists them.
 pub const VARS: &[Var] = &[
@@ -39,6 +40,7 @@ pub const VARS: &[Var] = &[
     Var { name: PROFILE, effect: "record the whole program to this profile file" },
     Var { name: RUN_AHEAD, effect: "1: a sync returns once its program is queued on the device, and the host traces the next step while it runs (the default on GPUs); 0: a sync waits for its program (the default on the CPU)" },
     Var { name: STRICT, effect: "torch bridge: 1 makes an aten op with no lowering an error instead of a CPU fallback" },
+    Var { name: DEBUG_NANS, effect: "1: every sync is checked for NaN and Inf, and the op that made the first is named (detect_anomaly() for the whole program)" },
     Var { name: CHECK, effect: "torch bridge: 1 checks the bounds of every index (a sync per indexing op); out of range is an IndexError at the user's line" },
 ];
 

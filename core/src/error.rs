@@ -99,6 +99,11 @@ pub enum Error {
     #[error("{message} (at {location})")]
     Autograd { message: String, location: SourceLocation },
 
+    /// A sync inside `detect_anomalies()` computed a NaN or an Inf: the message names the op that
+    /// made the first; `location` is the sync's line.
+    #[error("detect_anomaly: {message} (found by the sync at {location})")]
+    Anomaly { message: String, location: SourceLocation },
+
     /// A graph ran or a value was read inside `forbid_syncs()`.
     #[error("{what} at {location}, inside forbid_sync(): the block was not to run graphs or read values")]
     SyncForbidden { what: String, location: SourceLocation },

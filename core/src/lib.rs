@@ -6,6 +6,7 @@
 //! StableHLO and compiled on a miss, and executed through PJRT. Every step emits an
 //! [`events::Event`].
 
+mod anomaly;
 pub mod autograd;
 pub mod config;
 mod debug;
@@ -24,12 +25,13 @@ pub mod spmd;
 mod tensor;
 mod trace;
 
+pub use anomaly::{detect_anomalies, step, sync, DetectingAnomalies};
 pub use autograd::no_grad;
 pub use dtype::{DType, NativeType};
 pub use error::{Error, PjrtErrorCode, Result};
 pub use exec::{
-    engine, engine_with_devices, forbid_syncs, mark_step, request_devices, started_engine, step,
-    sync, wait, CacheStats, Engine, Explanation, SyncsForbidden,
+    engine, engine_with_devices, forbid_syncs, mark_step, request_devices, started_engine, wait,
+    CacheStats, Engine, Explanation, SyncsForbidden,
 };
 pub use location::SourceLocation;
 pub use shape::Shape;

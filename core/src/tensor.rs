@@ -175,6 +175,7 @@ impl Tensor {
             return Ok(data.clone());
         }
         exec::sync_tensors(&[&self.0.value], SyncCause::ValueRead, location)?;
+        crate::anomaly::after_sync()?;
         match &self.node().op {
             Op::Data(data) => Ok(data.clone()),
             _ => Err(crate::Error::Unsupported(format!(

@@ -52,3 +52,32 @@ fn explain_describes_the_pending_graph_and_runs_nothing() {
     assert!(text.contains(&format!("debug_tools.rs:{line}")), "{text}");
     assert_eq!(y.to_vec::<f32>().unwrap(), vec![7.0, 10.0, 15.0, 22.0]);
 }
+
+#[test]
+fn detect_anomalies_names_the_op_that_made_the_first_nan_and_its_line() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let x = Tensor::from_slice(&[1f32, 0.5, -2.0, 4.0], &[4]).unwrap();
+    // Clean: nothing to say, and the values are as without the check.
+    {
+        let _on = xlaprof_core::detect_anomalies();
+        let y = x.mul(&x).unwrap().add(&x).unwrap();
+        sync().unwrap();
+        assert_eq!(y.to_vec::<f32>().unwrap(), vec![2.0, 0.75, 2.0, 20.0]);
+    }
+    let _on = xlaprof_core::detect_anomalies();
+    let shifted = x.add_scalar(1.0).unwrap(); // [2, 1.5, -1, 5]
+    let line = line!() + 1;
+    let logs = shifted.log().unwrap(); // log(-1) is NaN
+    let out = logs.mul_scalar(2.0).unwrap().sum(&[], false).unwrap();
+    let sync_line = line!() + 1;
+    let err = sync().unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, Error::Anomaly { .. }), "{text}");
+    assert!(text.contains("`log` (f32[4])"), "{text}");
+    assert!(text.contains(&format!("debug_tools.rs:{line}")), "the op's line: {text}");
+    assert!(text.contains(&format!("debug_tools.rs:{sync_line}")), "the sync's line: {text}");
+    assert!(text.contains("f32[4] in [-1, 5]"), "its input's range: {text}");
+    // The sync itself ran: the values are there, NaN included (a read of computed values runs
+    // no graph, and checks nothing).
+    assert!(out.item().unwrap().is_nan());
+}

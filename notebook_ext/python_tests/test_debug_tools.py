@@ -134,3 +134,40 @@ def test_xlaprof_check_makes_an_out_of_range_index_an_index_error_at_its_line(tm
     assert checked.returncode != 0
     assert "IndexError: index 12 is out of bounds for dimension 0 with size 10" in checked.stderr, checked.stderr
     assert "vocab.py:7" in checked.stderr, checked.stderr
+
+
+def test_detect_anomaly_names_the_op_that_made_the_first_nan_in_a_language_model():
+    torch = pytest.importorskip("torch")
+    import xlaprof.torch as xt
+
+    class TinyLM(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(32, 16)
+            self.mix = torch.nn.Linear(16, 16)
+            self.head = torch.nn.Linear(16, 32)
+
+        def forward(self, ids):
+            h = self.mix(self.embed(ids))
+            h = torch.sqrt(h)  # NAN: a negative activation has no square root
+            return self.head(h)
+
+    dev = xt.device()
+    torch.manual_seed(0)
+    model = TinyLM().to(dev)
+    ids = torch.randint(0, 32, (2, 8)).to(dev)
+    loss = torch.nn.functional.cross_entropy(model(ids).flatten(0, 1), ids.flatten())
+    with xt.detect_anomaly():
+        with pytest.raises(xp.AnomalyError) as found:
+            xt.step()  # STEP
+    text = str(found.value)
+    nan_line = line_of("# NAN", TinyLM)
+    step_line = line_of("# STEP", test_detect_anomaly_names_the_op_that_made_the_first_nan_in_a_language_model)
+    assert "`sqrt`" in text and f"test_debug_tools.py:{nan_line}" in text, text
+    assert f"test_debug_tools.py:{step_line}" in text, text  # the sync that found it
+    assert "its inputs: f32[2,8,16] in [-" in text, text
+    # A clean step says nothing.
+    with xt.detect_anomaly():
+        ok = model.head(torch.ones(2, 16).to(dev)).sum()
+        xt.step()
+    assert ok.item() == ok.item()

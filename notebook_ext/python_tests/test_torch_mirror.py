@@ -376,7 +376,7 @@ OWN = {
          "Mesh", "ShardingError", "devices", "get_1d_mesh", "get_global_mesh", "mark_sharding",
          "set_global_mesh",
          # Debugging tools: a block that may not sync, and the pending graph described.
-         "SyncError", "explain", "forbid_sync"],
+         "SyncError", "AnomalyError", "explain", "forbid_sync", "detect_anomaly"],
     "Tensor": ["astype", "is_pending", "graph_size", "one_hot", "gelu", "silu", "pad", "sharding"],
     "nn": [],
     "nn.Module": [],

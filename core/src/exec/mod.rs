@@ -10,6 +10,7 @@ mod forbid;
 mod partition;
 mod scalars;
 mod summary;
+pub(crate) mod watch;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -20,6 +21,7 @@ pub(crate) use explain::explain;
 pub use explain::Explanation;
 pub(crate) use forbid::check as check_sync_allowed;
 pub use forbid::{forbid_syncs, SyncsForbidden};
+pub use watch::{detect_anomalies, DetectingAnomalies};
 
 use crate::config::EngineConfig;
 use crate::error::Result;
@@ -375,7 +377,9 @@ fn run(
     let t = events::now_ns();
     // Donating is only safe when every live pending tensor is in this graph: a value read computes
     // a part, and a node it shares with a tensor left pending would still need the donated input.
-    let full = cause != SyncCause::ValueRead;
+    // Nor while anomalies are looked for: the graph may have to run again on the same inputs.
+    let detecting = watch::detecting();
+    let full = cause != SyncCause::ValueRead && !detecting;
     let (mut graph, trace) = build_graph(&roots, trace, epoch, full);
 
     // 3: cache lookup (memory, then disk), 4-5: lower and compile on a miss.
@@ -431,6 +435,7 @@ fn run(
         }
         Some(p) => execute_partitioned(engine, &graph, &compiled, p, sync_id, listening)?,
     };
+    let mut synced = Vec::new();
     for (tensor, &slot) in tensors.iter().zip(&graph.root_outputs) {
         let root = tensor.node();
         let data = Node::new(
@@ -439,7 +444,17 @@ fn run(
             Inputs::new(),
             root.location.clone(),
         );
+        if detecting {
+            synced.push(data.clone());
+        }
         tensor.set_data(data);
+    }
+    if detecting {
+        watch::keep(watch::Synced {
+            roots: roots.clone(),
+            outputs: synced,
+            location: location.clone(),
+        });
     }
     drop(graph);
     drop(roots);

@@ -30,6 +30,7 @@ from ._native import (  # noqa: E402
     ShapeError,
     ShardingError,
     SyncError,
+    AnomalyError,
     Tensor,
     XlaError,
     XlaprofError,
@@ -111,7 +112,7 @@ from ._api import (  # noqa: E402
     zeros,
 )
 from ._device import device  # noqa: E402
-from ._debug import explain, forbid_sync  # noqa: E402
+from ._debug import detect_anomaly, explain, forbid_sync  # noqa: E402
 from ._profile import Profile, load, metrics_report, profile  # noqa: E402
 from . import nn, optim, return_types  # noqa: E402
 
@@ -164,7 +165,7 @@ _name_notebook_cells()
 
 __all__ = [
     "AutogradError", "InternalError", "Mesh", "PluginError", "ProfileError", "ShapeError",
-    "ShardingError", "SyncError", "Tensor", "explain", "forbid_sync", "devices", "get_1d_mesh", "get_global_mesh", "mark_sharding",
+    "ShardingError", "SyncError", "AnomalyError", "Tensor", "detect_anomaly", "explain", "forbid_sync", "devices", "get_1d_mesh", "get_global_mesh", "mark_sharding",
     "set_global_mesh",
     "XlaError", "XlaprofError", "Profile", "arange", "as_tensor", "avg_pool2d", "bfloat16",
     "bool_", "cat", "conv2d", "counters", "cross_entropy", "device", "double", "dropout", "eye",

@@ -1,4 +1,5 @@
-"""Debugging tools that name the user's line: ``forbid_sync()`` and ``explain()``.
+"""Debugging tools that name the user's line: ``forbid_sync()``, ``detect_anomaly()`` and
+``explain()``.
 
 ``forbid_sync()`` is a block that promises not to touch the device's values: inside it, running
 a graph (``sync()``, ``step()``, reading a pending value) or reading a value (``.item()``,
@@ -23,6 +24,14 @@ from . import _native
 def forbid_sync() -> Any:
     """A block in which running a graph or reading a value is a ``SyncError`` at its line."""
     return _native._ForbidSync()
+
+
+def detect_anomaly() -> Any:
+    """A block whose syncs are checked for NaN and Inf on the device (one scalar read per sync);
+    a hit is an ``AnomalyError`` naming the op that made the first, its line and its inputs'
+    ranges (the graph runs again with every intermediate checked). ``XLAPROF_DEBUG_NANS=1`` does
+    the same for the whole program."""
+    return _native._DetectAnomaly()
 
 
 class Explanation(str):

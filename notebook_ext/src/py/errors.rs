@@ -20,6 +20,7 @@ pub(crate) enum Class {
     Sharding,
     Autograd,
     Sync,
+    Anomaly,
     Plugin,
     Xla,
     Profile,
@@ -30,11 +31,12 @@ pub(crate) enum Class {
 static CLASSES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
 
 impl Class {
-    const ALL: [Class; 8] = [
+    const ALL: [Class; 9] = [
         Class::Shape,
         Class::Sharding,
         Class::Autograd,
         Class::Sync,
+        Class::Anomaly,
         Class::Plugin,
         Class::Xla,
         Class::Profile,
@@ -58,6 +60,12 @@ impl Class {
                 py.get_type::<PyValueError>(),
             ),
             Class::Autograd => ("AutogradError", "backward() cannot run as asked.", runtime),
+            Class::Anomaly => (
+                "AnomalyError",
+                "A sync inside `detect_anomaly()` computed a NaN or an Inf; the message names the op \
+                 that made the first, its line and its inputs' ranges.",
+                runtime,
+            ),
             Class::Sync => (
                 "SyncError",
                 "A graph ran or a value was read inside `forbid_sync()` (raised at that line).",
@@ -114,6 +122,7 @@ pub(crate) fn engine_error(e: xlaprof_core::Error) -> PyErr {
         E::Sharding { .. } => Class::Sharding.err(message),
         E::Autograd { .. } => Class::Autograd.err(message),
         E::SyncForbidden { .. } => Class::Sync.err(message),
+        E::Anomaly { .. } => Class::Anomaly.err(message),
         E::PluginNotFound { .. }
         | E::DevicePluginNotFound { .. }
         | E::UnknownDevice { .. }

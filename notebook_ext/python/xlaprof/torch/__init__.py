@@ -45,7 +45,7 @@ def _let_autograd_threads_finish() -> None:
 
 _atexit.register(_let_autograd_threads_finish)
 
-from .._debug import explain, forbid_sync  # noqa: E402
+from .._debug import detect_anomaly, explain, forbid_sync  # noqa: E402
 from ._compare import compare_with_eager  # noqa: E402
 from ._dispatch import fallbacks  # noqa: E402
 from ._loader import DeviceLoader  # noqa: E402
@@ -101,6 +101,7 @@ __all__ = [
     "DeviceLoader",
     "LazyTensor",
     "compare_with_eager",
+    "detect_anomaly",
     "device",
     "explain",
     "fallbacks",
