@@ -108,8 +108,11 @@ def _compile_id(metadata: Dict[str, Any]) -> Optional[str]:
 def _on_record(metadata: Dict[str, Any], payload: Any) -> None:
     if "dynamo_start" in metadata:
         cid = _compile_id(metadata)
-        if cid is not None and cid not in _compiles:
+        # Compile ids start again after `torch._dynamo.reset()`: an id whose compile ended is
+        # a new compile (a restart within one compile keeps its entry).
+        if cid is not None and (cid not in _compiles or _compiles[cid].get("done")):
             _patch_backend_call()
+            _breaks_seen.difference_update({k for k in _breaks_seen if k[0] == cid})
             # Dynamo compiles as the call starts: the frames below this handler are the
             # program's, the caller's among them (Dynamo's own record of the stack can stop at
             # the compiled function).
@@ -228,11 +231,16 @@ def _on_compiled(m: Dict[str, Any], backward: bool) -> None:
     function = _function_of(m, info["graphs"])
     if function[0] == "?" and frame in _frame_functions:
         function = _frame_functions[frame]
-    _frame_functions.setdefault(frame, function)
+    # A frame's first compile names it (ids start again after `torch._dynamo.reset()`).
+    if cid.endswith("/0") or frame not in _frame_functions:
+        _frame_functions[frame] = function
     info["function"] = function
+    info["done"] = True
     # The stack may end in the compiled function itself: its caller is the frame outside it.
     code = (m.get("co_filename"), m.get("co_name"))
-    info["caller"] = [f for f in info.get("stack", []) if (f[0], f[2]) != code] or _frame_callers.get(frame, [])
+    info["caller"] = [f for f in info.get("stack", []) if (f[0], f[2]) != code] or (
+        [] if cid.endswith("/0") else _frame_callers.get(frame, [])
+    )
     _frame_callers[frame] = info["caller"]
     _compiles[cid] = info
     failure = m.get("fail_reason")
