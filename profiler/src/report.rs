@@ -45,15 +45,15 @@ fn summary_text(a: &Analysis, out: &mut String) {
     let engine = s.syncs > 0 || s.torch_compile.is_none();
     if engine {
         let _ = writeln!(
-        out,
-        "  compiles       {} ({}), {} after warm-up; cache hits {} ({:.0}% of syncs served without compiling), persistent cache {}",
-        s.compiles,
-        format_ns(s.compile_ns as f64),
-        s.compiles_after_warmup,
-        s.cache_hits,
-        s.hit_rate * 100.0,
-        s.persistent_hits
-    );
+            out,
+            "  compiles       {} ({}), {} after warm-up; cache hits {} ({:.0}% of syncs served without compiling), persistent cache {}",
+            s.compiles,
+            format_ns(s.compile_ns as f64),
+            s.compiles_after_warmup,
+            s.cache_hits,
+            s.hit_rate * 100.0,
+            s.persistent_hits
+        );
         let _ = writeln!(
             out,
             "  transfers      {} to device, {} to host; {} hidden syncs",
@@ -98,20 +98,19 @@ fn summary_text(a: &Analysis, out: &mut String) {
             ),
         );
     }
-    let d = s.duration_ns;
-    if !engine {
-        return;
+    if engine {
+        let d = s.duration_ns;
+        let _ = writeln!(
+            out,
+            "  time           compile {}, execute {}, transfer {}, graph build {}, lowering {}, outside syncs {}",
+            pct(s.compile_ns, d),
+            pct(s.execute_ns, d),
+            pct(s.transfer_ns, d),
+            pct(s.build_ns, d),
+            pct(s.lower_ns, d),
+            pct(s.outside_syncs_ns, d)
+        );
     }
-    let _ = writeln!(
-        out,
-        "  time           compile {}, execute {}, transfer {}, graph build {}, lowering {}, outside syncs {}",
-        pct(s.compile_ns, d),
-        pct(s.execute_ns, d),
-        pct(s.transfer_ns, d),
-        pct(s.build_ns, d),
-        pct(s.lower_ns, d),
-        pct(s.outside_syncs_ns, d)
-    );
 }
 
 /// The devices of partitioned programs: each one's time and lag, each graph's mesh, shardings

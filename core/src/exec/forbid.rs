@@ -29,9 +29,14 @@ impl Drop for SyncsForbidden {
     }
 }
 
+/// Whether a `forbid_syncs()` block is open on this thread.
+pub(crate) fn is_open() -> bool {
+    FORBIDDEN.with(|f| f.get()) > 0
+}
+
 /// An error if a `forbid_syncs()` block is open on this thread: `what` happened at `location`.
 pub(crate) fn check(what: &str, location: &SourceLocation) -> Result<()> {
-    if FORBIDDEN.with(|f| f.get()) == 0 {
+    if !is_open() {
         return Ok(());
     }
     Err(Error::SyncForbidden { what: what.to_string(), location: location.clone() })

@@ -318,8 +318,9 @@ fn sync_what(cause: SyncCause) -> &'static str {
 fn sync_all(cause: SyncCause, location: SourceLocation) -> Result<()> {
     let engine = engine()?;
     let _serial = trace::serialize();
-    // Checked before the trace is taken: what is pending stays pending.
-    if trace::has_pending() {
+    // Checked before the trace is taken: what is pending stays pending. The pending tensors
+    // are looked at only inside a block.
+    if forbid::is_open() && trace::has_pending() {
         forbid::check(sync_what(cause), &location)?;
     }
     trace::free_small_graveyard();

@@ -23,7 +23,7 @@ from . import _native
 
 def forbid_sync() -> Any:
     """A block in which running a graph or reading a value is a ``SyncError`` at its line."""
-    return _native._ForbidSync()
+    return _native._Block("forbid_sync")
 
 
 def detect_anomaly() -> Any:
@@ -31,7 +31,7 @@ def detect_anomaly() -> Any:
     a hit is an ``AnomalyError`` naming the op that made the first, its line and its inputs'
     ranges (the graph runs again with every intermediate checked). ``XLAPROF_DEBUG_NANS=1`` does
     the same for the whole program."""
-    return _native._DetectAnomaly()
+    return _native._Block("detect_anomaly")
 
 
 class Explanation(str):

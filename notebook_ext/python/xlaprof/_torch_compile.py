@@ -164,14 +164,14 @@ def _traceback_frames(text: str) -> List[Frame]:
 def _on_graph_break(cid: str, text: str) -> None:
     # The user's traceback, then Dynamo's own: only the first is the program's.
     user_part = text.split("User code traceback:", 1)[-1].split("Traceback (most recent call last)", 1)[0]
-    frames = [f for f in _traceback_frames(user_part) if not _in_torch(f[0]) or "/optim/" in f[0] or "/nn/" in f[0]]
+    all_frames = _traceback_frames(user_part)
+    frames = [f for f in all_frames if not _in_torch(f[0]) or "/optim/" in f[0] or "/nn/" in f[0]]
     lines = [l.strip() for l in text.splitlines()]
     kind = next((l for i, l in enumerate(lines) if i > 0 and lines[i - 1] == "" and l and not l.startswith("Graph Break")), "")
     explanation = next((l[len("Explanation:"):].strip() for l in lines if l.startswith("Explanation:")), "")
     hint = next((l[len("Hint:"):].strip() for l in lines if l.startswith("Hint:")), None)
     # PyTorch breaks its own graphs on purpose (the optimizer's step, around `no_grad`): not the
     # program's to fix.
-    all_frames = _traceback_frames(user_part)
     if all_frames and _in_torch(all_frames[0][0]) and "torch._dynamo.graph_break()" in kind:
         return
     # ... and compiles some of its own functions apart (an optimizer's `step`, in a frame of its
@@ -370,16 +370,15 @@ def _describe(gm: Any, cid: str) -> Dict[str, Any]:
 _TENSOR_GUARD = re.compile(r"tensor '([^']+)' (\w+) mismatch")
 
 
-def _clean_guard(text: str) -> Tuple[str, Optional[str]]:
-    """`0/1: s.scale == 1.0  # y = ... # file.py:12 in forward` -> (`s.scale == 1.0`, source)."""
+def _clean_guard(text: str) -> str:
+    """`0/1: s.scale == 1.0  # y = ... # file.py:12 in forward` -> `s.scale == 1.0`."""
     first = text.strip().splitlines()[0] if text.strip() else ""
     first = re.sub(r"^\d+/\d+: ", "", first)
-    guard, _, rest = first.partition("  # ")
-    return guard.strip(), rest.strip() or None
+    return first.partition("  # ")[0].strip()
 
 
 def _guard(text: str, function: Frame, caller: List[Frame]) -> Tuple[str, Optional[List[Frame]]]:
-    guard, _ = _clean_guard(text)
+    guard = _clean_guard(text)
     try:
         return guard, _guard_line(guard, function, caller)
     except Exception:  # source that cannot be read or parsed: the guard alone is still told
@@ -450,30 +449,19 @@ def _attribute_set_at(guard: str, caller: List[Frame]) -> Optional[Frame]:
     expr = re.split(r"\s*(?:==|!=|\bis\b|<=|>=|<|>)\s*", guard)[0]
     expr = re.sub(r"^___\w+\((.*?)[,)].*$", r"\1", expr)
     root, attrs = _source_name(expr)
-    if root is None or not caller:
+    source = _caller_source(caller)
+    if root is None or source is None:
         return None
-    path, at_line, fn = caller[0]
-    tree = _tree(path)
-    if tree is None:
-        return None
-    scope = _enclosing(tree, at_line)
+    path, at_line, fn, tree = source
     hits: List[int] = []
-    for node in ast.walk(scope):
+    for node in ast.walk(_enclosing(tree, at_line)):
         if attrs:
-            target_attr = attrs[-1]
-            targets: List[ast.AST] = []
-            if isinstance(node, ast.Assign):
-                targets = node.targets
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-                targets = [node.target]
-            if any(isinstance(t, ast.Attribute) and t.attr == target_attr for t in targets):
+            if any(isinstance(t, ast.Attribute) and t.attr == attrs[-1] for t in _targets(node)):
                 hits.append(node.lineno)
-            if target_attr == "training" and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("train", "eval"):
+            if attrs[-1] == "training" and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("train", "eval"):
                 hits.append(node.lineno)
-        elif isinstance(node, (ast.Assign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id == root for t in targets):
-                hits.append(node.lineno)
+        elif any(isinstance(t, ast.Name) and t.id == root for t in _targets(node)):
+            hits.append(node.lineno)
     if not hits:
         return None
     # The setting nearest before the call (the loop's own), else the first one.
@@ -486,13 +474,11 @@ def _tensor_made_at(name: str, what: str, function: Frame, caller: List[Frame]) 
     """Where the caller made the tensor it passed as parameter `name` of the compiled function:
     the last assignment of the variable it passed (for `requires_grad`, the last line that set
     it), or the call itself when it passed an expression."""
-    root, attrs = _source_name(name)
-    if root is None or not caller:
+    root, _ = _source_name(name)
+    source = _caller_source(caller)
+    if root is None or source is None:
         return None
-    path, at_line, fn = caller[0]
-    tree = _tree(path)
-    if tree is None:
-        return None
+    path, at_line, fn, tree = source
     params = _parameters(function)
     # The call on that line that calls the compiled function: by its name where it has it
     # (`f(x)`), else the innermost call that takes as many arguments (`model(x)` inside
@@ -548,19 +534,33 @@ def _tensor_made_at(name: str, what: str, function: Frame, caller: List[Frame]) 
     made = [
         n.lineno
         for n in ast.walk(scope)
-        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For))
-        and n.lineno <= at_line
+        if getattr(n, "lineno", at_line + 1) <= at_line
         and any(isinstance(t, ast.Name) and t.id == variable for t in _assigned(n))
     ]
     return (path, max(made), fn) if made else (path, at_line, fn)
 
 
+def _caller_source(caller: List[Frame]) -> Optional[Tuple[str, int, str, ast.AST]]:
+    """The innermost user frame of `caller`, with its file's syntax tree."""
+    if not caller:
+        return None
+    path, line, fn = caller[0]
+    tree = _tree(path)
+    return None if tree is None else (path, line, fn, tree)
+
+
+def _targets(node: ast.AST) -> List[ast.AST]:
+    """What an assignment (or a `for`) assigns to; nothing for another node."""
+    if isinstance(node, ast.Assign):
+        return list(node.targets)
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
+        return [node.target]
+    return []
+
+
 def _assigned(node: ast.AST) -> List[ast.AST]:
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
-    out: List[ast.AST] = []
-    for t in targets:
-        out.extend(ast.walk(t))
-    return out
+    """Every name an assignment binds, tuple targets unpacked."""
+    return [n for t in _targets(node) for n in ast.walk(t)]
 
 
 def _parameters(function: Frame) -> List[str]:

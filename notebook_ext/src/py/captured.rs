@@ -9,16 +9,13 @@ use pyo3::prelude::*;
 use xlaprof_core::events::{self, CapturedGraph, CapturedNode, FunctionCompile};
 use xlaprof_core::location::SourceLocation;
 
+use super::functions::nanoseconds;
 use super::location;
 
 type Frame = (String, u32, String);
 
 fn at(py: Python<'_>, stack: &[Frame]) -> Option<SourceLocation> {
     location::from_stack(py, stack).map(SourceLocation::External)
-}
-
-fn nanoseconds(seconds: f64) -> u64 {
-    (seconds.max(0.0) * 1e9) as u64
 }
 
 /// A graph Dynamo captured: `nodes` in order, inputs first, each `(op, operands, dtype, dims,

@@ -2,58 +2,52 @@
 //! error at its line), `detect_anomaly()` (a block whose syncs are checked for NaN and Inf) and
 //! `explain()` (the graph pending tensors would run, without running it).
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use xlaprof_core::{DetectingAnomalies, SyncsForbidden};
 
 use super::tensor::PyTensor;
 use super::trace::traced;
 
-/// The block of `xp.forbid_sync()`: open while entered, on the thread that entered it.
-#[pyclass(name = "_ForbidSync", module = "xlaprof", unsendable)]
-pub(crate) struct PyForbidSync(Option<SyncsForbidden>);
-
-#[pymethods]
-impl PyForbidSync {
-    #[new]
-    fn new() -> Self {
-        PyForbidSync(None)
-    }
-
-    fn __enter__(mut slf: PyRefMut<'_, Self>) -> PyRefMut<'_, Self> {
-        if slf.0.is_none() {
-            slf.0 = Some(xlaprof_core::forbid_syncs());
-        }
-        slf
-    }
-
-    #[pyo3(signature = (*_exc))]
-    fn __exit__(&mut self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
-        self.0 = None;
-        false
-    }
+/// What an open block holds: the engine's guard, dropped when the block ends.
+enum Guard {
+    ForbidSync(SyncsForbidden),
+    DetectAnomaly(DetectingAnomalies),
 }
 
-/// The block of `xp.detect_anomaly()`: every sync inside it is checked for NaN and Inf.
-#[pyclass(name = "_DetectAnomaly", module = "xlaprof", unsendable)]
-pub(crate) struct PyDetectAnomaly(Option<DetectingAnomalies>);
+/// The block of `xp.forbid_sync()` (`kind="forbid_sync"`) or `xp.detect_anomaly()`
+/// (`"detect_anomaly"`): open while entered, on the thread that entered it.
+#[pyclass(name = "_Block", module = "xlaprof", unsendable)]
+pub(crate) struct PyBlock {
+    kind: String,
+    guard: Option<Guard>,
+}
 
 #[pymethods]
-impl PyDetectAnomaly {
+impl PyBlock {
     #[new]
-    fn new() -> Self {
-        PyDetectAnomaly(None)
+    fn new(kind: String) -> PyResult<Self> {
+        match kind.as_str() {
+            "forbid_sync" | "detect_anomaly" => Ok(PyBlock { kind, guard: None }),
+            _ => Err(PyValueError::new_err(format!(
+                "no debugging block {kind:?}: forbid_sync or detect_anomaly"
+            ))),
+        }
     }
 
     fn __enter__(mut slf: PyRefMut<'_, Self>) -> PyRefMut<'_, Self> {
-        if slf.0.is_none() {
-            slf.0 = Some(xlaprof_core::detect_anomalies());
+        if slf.guard.is_none() {
+            slf.guard = Some(match slf.kind.as_str() {
+                "forbid_sync" => Guard::ForbidSync(xlaprof_core::forbid_syncs()),
+                _ => Guard::DetectAnomaly(xlaprof_core::detect_anomalies()),
+            });
         }
         slf
     }
 
     #[pyo3(signature = (*_exc))]
     fn __exit__(&mut self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
-        self.0 = None;
+        self.guard = None;
         false
     }
 }

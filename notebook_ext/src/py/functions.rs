@@ -530,7 +530,8 @@ fn here(py: Python<'_>) -> xlaprof_core::location::SourceLocation {
     }
 }
 
-fn nanoseconds(seconds: f64) -> u64 {
+/// Seconds from Python as the engine's nanoseconds (a negative duration is none).
+pub(crate) fn nanoseconds(seconds: f64) -> u64 {
     (seconds.max(0.0) * 1e9) as u64
 }
 

@@ -338,32 +338,12 @@ pub(crate) fn from_stack(
 ) -> Option<Arc<ExternalLocation>> {
     let mut found: Option<Arc<ExternalLocation>> = None;
     for (path, line, function) in frames {
-        let (internal, library, namer) = {
-            let naming = lock(&NAMING);
-            let under = |dirs: &[String]| {
-                dirs.iter().any(|d| !d.is_empty() && path.starts_with(d.as_str()))
-            };
-            (
-                under(&naming.internal_dirs),
-                under(&naming.library_dirs) || path.starts_with('<') && path.contains("frozen"),
-                naming.namer.as_ref().map(|n| n.clone_ref(py)),
-            )
-        };
+        let (internal, library) = kinds_of(path);
         if internal || (found.is_some() && library) {
             continue;
         }
-        let named = namer
-            .and_then(|n| n.call1(py, (path.as_str(),)).ok())
-            .and_then(|v| v.extract::<String>(py).ok());
-        let file = named.unwrap_or_else(|| {
-            std::path::Path::new(path)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or(path.clone())
-        });
-        lock(&PATHS).insert(file.clone(), path.clone());
         let here = Arc::new(ExternalLocation {
-            file,
+            file: shown_name(py, path),
             line: *line,
             function: function.clone(),
             caller: None,
@@ -391,26 +371,35 @@ unsafe fn describe(py: Python<'_>, code: *mut ffi::PyCodeObject) -> Code {
     };
     let path = text("co_filename");
     let function = text("co_qualname");
-    let (internal, library, namer) = {
-        let naming = lock(&NAMING);
-        let under =
-            |dirs: &[String]| dirs.iter().any(|d| !d.is_empty() && path.starts_with(d.as_str()));
-        (
-            under(&naming.internal_dirs),
-            under(&naming.library_dirs) || path.starts_with('<') && path.contains("frozen"),
-            naming.namer.as_ref().map(|n| n.clone_ref(py)),
-        )
-    };
-    let named = namer
-        .and_then(|n| n.call1(py, (path.as_str(),)).ok())
-        .and_then(|v| v.extract::<String>(py).ok());
+    let (internal, library) = kinds_of(&path);
+    Code { internal, library, file: shown_name(py, &path).into(), function: function.into() }
+}
+
+/// Whether code in the file at `path` is the package's own, and whether it is a library's.
+fn kinds_of(path: &str) -> (bool, bool) {
+    let naming = lock(&NAMING);
+    let under =
+        |dirs: &[String]| dirs.iter().any(|d| !d.is_empty() && path.starts_with(d.as_str()));
+    (
+        under(&naming.internal_dirs),
+        under(&naming.library_dirs) || path.starts_with('<') && path.contains("frozen"),
+    )
+}
+
+/// The name the file at `path` is shown by (the namer's, else the file's own name), noting the
+/// real path behind it.
+fn shown_name(py: Python<'_>, path: &str) -> String {
+    // The namer is Python code: called after the lock is released.
+    let namer = lock(&NAMING).namer.as_ref().map(|n| n.clone_ref(py));
+    let named =
+        namer.and_then(|n| n.call1(py, (path,)).ok()).and_then(|v| v.extract::<String>(py).ok());
     // Profiles are shared: keep the file's name, not this machine's folders.
     let file = named.unwrap_or_else(|| {
-        std::path::Path::new(&path)
+        std::path::Path::new(path)
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or(path.clone())
+            .unwrap_or_else(|| path.to_string())
     });
-    lock(&PATHS).insert(file.clone(), path);
-    Code { internal, library, file: file.into(), function: function.into() }
+    lock(&PATHS).insert(file.clone(), path.to_string());
+    file
 }

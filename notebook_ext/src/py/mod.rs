@@ -23,8 +23,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
-    m.add_class::<debugging::PyForbidSync>()?;
-    m.add_class::<debugging::PyDetectAnomaly>()?;
+    m.add_class::<debugging::PyBlock>()?;
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<nn::PyLinear>()?;
     m.add_class::<nn::PyConv2d>()?;

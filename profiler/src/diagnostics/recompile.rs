@@ -40,7 +40,8 @@ impl GraphChange {
     pub fn sentence(&self) -> String {
         match self {
             GraphChange::InputShape { input, from, to, created_at } => format!(
-                "the tensor made at {created_at} (input {input}) changed from {from} to {to} ({})",
+                "{} changed from {from} to {to} ({})",
+                input_name(*input, created_at),
                 shape_difference(from, to)
             ),
             GraphChange::NodeShape { node, op, from, to, location } => format!(
@@ -157,6 +158,11 @@ fn same_but_scalar_operands(a: &GraphDef, b: &GraphDef) -> bool {
     };
     let (x, y) = (without_scalars(a), without_scalars(b));
     x.len() == y.len() && x.iter().zip(&y).all(|(m, n)| same(m, n))
+}
+
+/// A graph input as findings name it: by the line that made its tensor, then its position.
+fn input_name(input: usize, created_at: &str) -> String {
+    format!("the tensor made at {created_at} (input {input})")
 }
 
 /// For each input of the new graph, the input of the old one it stands for: the one made at the
@@ -533,7 +539,7 @@ fn cause_of(changes: &[GraphChange]) -> String {
 fn reshaped(c: &GraphChange) -> Option<(String, &ShapeRec, &ShapeRec)> {
     match c {
         GraphChange::InputShape { input, from, to, created_at } => {
-            Some((format!("the tensor made at {created_at} (input {input})"), from, to))
+            Some((input_name(*input, created_at), from, to))
         }
         GraphChange::NodeShape { op, from, to, location, .. } => {
             Some((format!("the tensor made by `{op}` at {location}"), from, to))
@@ -880,7 +886,7 @@ fn advice_for(changes: &[GraphChange]) -> Option<String> {
             Some("keep the input's dtype the same from step to step (cast it once where it is created)".to_string())
         }
         GraphChange::InputShape { input, from, to, created_at } => Some(match grown(from, to) {
-            Some(dim) => growth_advice(&format!("the tensor made at {created_at} (input {input})"), dim),
+            Some(dim) => growth_advice(&input_name(*input, created_at), dim),
             // Only the batch dimension, smaller: the last batch of an epoch.
             None if grown(to, from) == Some(0) => "the batch got smaller (the ragged last batch of an epoch): drop it (`DataLoader(drop_last=True)`) or pad it to the full batch size".to_string(),
             None => "keep input shapes fixed: pad or bucket the varying dimension so a few graphs serve every size".to_string(),
@@ -938,8 +944,7 @@ fn storm(p: &Profile, t: &Thresholds, location: u32, rs: &[&Recompile]) -> Diagn
     let cost_ns = saturating_sum(rs.iter().map(|r| r.cost_ns));
     let mean = cost_ns / rs.len().max(1) as u64;
     let site = p.location(location);
-    // The widest-varying dimension is the one to fix.
-    // (The first made, of those that vary most.)
+    // The widest-varying dimension is the one to fix (the first made, of those that vary most).
     let worst = varying.iter().rev().max_by_key(|(_, v)| v.len());
     let worst_attribute = attributes.iter().max_by_key(|(_, v)| v.len());
     let (message, advice) = match (worst, worst_attribute) {

@@ -127,6 +127,9 @@ def compare_with_eager(fn: Callable[..., Any], *args: Any, rtol: float = 1e-4, a
     with _Recorder() as lazy:
         fn(*dev_args, **dev_kwargs)
     sync()  # every recorded output computed in one graph
+    for op in lazy.ops:  # and read once
+        if op.values is not None:
+            op.values = [t.cpu() for t in op.values]
     # The runs start from the same values: each module's parameters and buffers, each tensor.
     roots = {id(e): d for e, d in zip(_leaves(cpu_args, cpu_kwargs), _leaves(dev_args, dev_kwargs))}
     return _compare(eager.ops, lazy.ops, roots, rtol, atol)
@@ -171,7 +174,7 @@ def _compare(eager: List[_Op], lazy: List[_Op], roots: dict, rtol: float, atol: 
             # paired by data flow, never by a guess.
             if op.values is not None:
                 candidates = [o for o in candidates if o.values is not None
-                              and _errors(op.values, [t.cpu() for t in o.values], rtol, atol)[0] == 0]
+                              and _errors(op.values, o.values, rtol, atol)[0] == 0]
             found = candidates[0] if candidates else None
             if found is not None:
                 for e, d in zip(op.inputs, found.inputs):
@@ -184,7 +187,7 @@ def _compare(eager: List[_Op], lazy: List[_Op], roots: dict, rtol: float, atol: 
             pair[id(e)] = d
         if op.values is None or found.values is None:
             continue
-        over, worst, divergence = _errors(op.values, [t.cpu() for t in found.values], rtol, atol)
+        over, worst, divergence = _errors(op.values, found.values, rtol, atol)
         if divergence is None:
             continue
         result.compared += 1

@@ -579,7 +579,7 @@ def _unaliased_view(t: LazyTensor, op: str) -> LazyTensor:
     return make_view(t, lambda r: r, no_write)
 
 
-def _user_frame() -> Tuple[str, int]:
+def _user_code_frame() -> Any:
     """The innermost frame outside torch and xlaprof: where the user called the op."""
     torch_dir = os.path.dirname(torch.__file__)
     ours = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -587,19 +587,23 @@ def _user_frame() -> Tuple[str, int]:
     while frame is not None:
         path = frame.f_code.co_filename
         if not (path.startswith(torch_dir) or path.startswith(ours)):
-            return path, frame.f_lineno
+            return frame
         frame = frame.f_back  # type: ignore[assignment]
-    return "<unknown>", 0
+    return None
+
+
+def _user_frame() -> Tuple[str, int]:
+    """Where the user called the op: its file's path and line."""
+    frame = _user_code_frame()
+    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("<unknown>", 0)
 
 
 def _user_line() -> str:
     """`train.py:12 in step`: the user's line, as errors and tools name it."""
-    frame = sys._getframe(1)
-    path, line = _user_frame()
-    while frame is not None and (frame.f_code.co_filename != path or frame.f_lineno != line):
-        frame = frame.f_back  # type: ignore[assignment]
-    function = f" in {frame.f_code.co_name}" if frame is not None else ""
-    return f"{os.path.basename(path)}:{line}{function}"
+    frame = _user_code_frame()
+    if frame is None:
+        return "<unknown>"
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno} in {frame.f_code.co_name}"
 
 
 def _tensors(args: Any, kwargs: Any) -> List[torch.Tensor]:
