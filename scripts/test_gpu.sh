@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # The engine on a GPU: the engine's tests, the samples, the demo and `xlaprof bench` (with JAX's
-# and PyTorch's figures beside ours when they are installed), against a CUDA PJRT plugin.
+# and PyTorch's figures beside ours when they are installed), against a CUDA PJRT plugin; and,
+# where the Python given has torch with CUDA and transformers, PyTorch on the GPU: the torch
+# bridge's parity with CUDA eager, GPT-2 lazy against CUDA eager and inductor, and the OpInfo
+# sweep on the GPU (notebook_ext/bench/torch_gpu.py, tests/opinfo/opinfo_sweep.py), with the
+# xlaprof wheel for that Python (packed, or built here).
 # CI has no GPU and does not run this; run it on a machine with an NVIDIA GPU and a CUDA plugin
 # (`XLAPROF_PJRT_PLUGIN=/path/to/plugin.so`, or one installed where `XLAPROF_DEVICE=cuda` finds it:
 # `pip install xla-cuda13-pjrt`, or JAX's `jax-cuda13-pjrt`).
 #
 #   bash scripts/test_gpu.sh                  build with cargo, then run everything
-#   bash scripts/test_gpu.sh --pack DIR       build, and copy the binaries the run needs into DIR
+#   bash scripts/test_gpu.sh --pack DIR       build, and copy the binaries the run needs into DIR,
+#                                             with the wheels for CPython 3.10-3.13
 #   bash scripts/test_gpu.sh --prebuilt DIR   run binaries packed elsewhere (a GPU machine without
 #                                             a Rust toolchain, same processor and a newer libc)
 # Options: --python PY (a Python with jax and torch, for the figures beside ours; default python3),
@@ -67,6 +72,9 @@ EOF
   if [ "$mode" = pack ]; then
     mkdir -p "$pack" && cp -r "$prebuilt"/. "$pack"/
     command -v strip >/dev/null && strip "$pack"/tests/* "$pack"/bin/* 2>/dev/null
+    bash scripts/build_wheels.sh --out "$pack/wheels" || exit 1
+    # The OpInfo database imports expecttest, which a GPU machine's torch may lack.
+    python3 -m pip download -q --disable-pip-version-check --no-deps -d "$pack/wheels/extra" expecttest || exit 1
     say "packed into $pack ($(du -sh "$pack" | cut -f1)); run: bash scripts/test_gpu.sh --prebuilt $pack"
     exit 0
   fi
@@ -118,6 +126,31 @@ fi
 run_step "xlaprof bench" bash -c "'$prebuilt/bin/xlaprof' ${bench_args[*]}"
 if "$python" -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
   run_step "PyTorch on the same GPU" "$python" scripts/bench_torch_mlp.py 30
+fi
+
+# --- PyTorch on the GPU -----------------------------------------------------------------------
+if "$python" -c 'import torch, transformers, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
+  tag="$("$python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')"
+  wheel="$(ls "$prebuilt"/wheels/xlaprof-*-"$tag"-*.whl 2>/dev/null | head -n 1)"
+  if [ -z "$wheel" ] && [ "$mode" = build ]; then
+    bash scripts/build_wheels.sh --out "$prebuilt/wheels" "$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" >/dev/null
+    wheel="$(ls "$prebuilt"/wheels/xlaprof-*-"$tag"-*.whl 2>/dev/null | head -n 1)"
+  fi
+  if [ -n "$wheel" ]; then
+    # Beside the Python's own packages: its torch, transformers and the CUDA plugin stay.
+    "$python" -m pip install -q --disable-pip-version-check --no-deps --no-index --target "$work/site" \
+      "$wheel" "$prebuilt"/wheels/extra/*.whl 2>/dev/null || "$python" -m pip install -q --no-deps --target "$work/site" "$wheel"
+    export PYTHONPATH="$work/site${PYTHONPATH:+:$PYTHONPATH}"
+    run_step "torch bridge on the GPU: parity with CUDA eager, GPT-2 against eager and inductor" \
+      "$python" notebook_ext/bench/torch_gpu.py --out "$work/torch"
+    for dtype in float32 bfloat16; do
+      run_step "OpInfo sweep on the GPU ($dtype, 1 sample each)" \
+        "$python" tests/opinfo/opinfo_sweep.py --samples 1 --dtype "$dtype"
+    done
+  else
+    say "no xlaprof wheel for $tag in $prebuilt/wheels: PyTorch on the GPU was not run"
+    failed+=("torch on the GPU (no wheel)")
+  fi
 fi
 rm -rf "$work"
 

@@ -732,3 +732,22 @@ def test_nonzero_reads_only_its_count_and_matches_the_cpu():
         for got, want in zip(t.to(DEV).nonzero(as_tuple=True), t.nonzero(as_tuple=True)):
             torch.testing.assert_close(got.cpu(), want)
     assert xt.fallbacks() == before
+
+
+def test_a_backward_before_the_import_is_a_clear_error_at_the_first_backward_on_the_device():
+    # torch's autograd engine makes its per-device queues at its first backward, once: a device
+    # registered later has none, which torch reports as an internal assert.
+    code = (
+        "import torch\n"
+        "x = torch.randn(3, requires_grad=True); (x * 2).sum().backward()\n"
+        "import xlaprof.torch as xt\n"
+        "m = torch.nn.Linear(3, 2).to(xt.device())\n"
+        "try:\n"
+        "    m(torch.randn(4, 3).to(xt.device())).sum().backward()\n"
+        "except RuntimeError as e:\n"
+        "    print(e)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ})
+    assert run.returncode == 0, run.stderr
+    assert "a backward() ran before `import xlaprof.torch`" in run.stdout, run.stdout
+    assert "Import xlaprof.torch (or call xt.device()) before the first backward()" in run.stdout

@@ -25,6 +25,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -150,7 +151,8 @@ def sweep(samples: int = 3, dtype_name: str = "float32", names: Optional[List[st
                "--dtype", dtype_name, "--db", db]
         if names:
             cmd += ["--ops", ",".join(names)]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        errors = tempfile.TemporaryFile("w+")  # the worker's stderr: the last line says why it died early
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errors, text=True,
                                 env={**os.environ, "XLAPROF_STRICT": ""})
         current = None
         assert proc.stdout is not None
@@ -169,8 +171,10 @@ def sweep(samples: int = 3, dtype_name: str = "float32", names: Optional[List[st
         rc = proc.wait()
         if current is None:
             if rc != 0 and not results:
+                errors.seek(0)
+                last = (errors.read().strip().splitlines() or ["(nothing on stderr)"])[-1]
                 raise SystemExit(f"the sweep's worker failed before its first OpInfo (exit status {rc}): "
-                                 f"run `{' '.join(cmd)}` to see why")
+                                 f"{last}; run `{' '.join(cmd)}` to see more")
             break
         # The child died inside `current`: record it and go on after it.
         results[current["op"]] = ("crash", f"the process died (exit status {rc})")

@@ -4,10 +4,11 @@ init (nothing downloaded), trained with AdamW on the xlaprof device beside torch
 
     .venv/bin/python tests/zoo/zoo.py                 # every model, the table
     .venv/bin/python tests/zoo/zoo.py gpt2 t5 --steps 20
+    XLAPROF_DEVICE=cuda python tests/zoo/zoo.py --reference cuda    # on a GPU, beside CUDA eager
 
 Each model runs in a process of its own (compiles and fallbacks counted for it alone). Its row:
 the largest relative loss gap over the steps and the largest parameter gap at the end (both
-against CPU eager, dropout off), compiles after the two warm-up steps (the first step's graph,
+against torch's eager, dropout off), compiles after the two warm-up steps (the first step's graph,
 then the one with the optimizer's state), aten ops that ran on the CPU fallback, the median
 step against eager's, and the first step's time (XLA's compiles included). A model is at parity
 when the loss gap is under 1e-4, nothing compiles after warm-up and nothing falls back.
@@ -16,7 +17,6 @@ when the loss gap is under 1e-4, nothing compiles after warm-up and nothing fall
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import os
 import pathlib
@@ -197,54 +197,93 @@ MODELS: Dict[str, Tuple[str, Callable[[], Any], Callable[[Any], Batch], Callable
 # ---- one model -----------------------------------------------------------------------------
 
 
-def run_one(name: str, steps: int) -> Dict[str, Any]:
-    """Trains ``name`` on the device and on the CPU, step by step; its row of the table."""
+def train_eager(name: str, steps: int, device: str) -> Dict[str, Any]:
+    """Trains ``name`` in torch's eager on ``device``: each step's loss and time, the parameters
+    at the end (on the CPU), and how many there are."""
     import torch
 
-    import xlaprof as xp
-    import xlaprof.torch as xt
-
-    family, build, make_batch, loss_of = MODELS[name]
+    if device == "cuda":
+        # f32 against f32: torch's cuDNN convolutions default to TF32, the engine's are f32.
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+    _, build, make_batch, loss_of = MODELS[name]
     torch.manual_seed(0)
-    eager = build()
-    lazy = copy.deepcopy(eager).to(xt.device())  # deepcopy keeps tied weights tied
-    count = (len(list(eager.parameters())), len(list(lazy.parameters())))
-    opt_eager = torch.optim.AdamW(eager.parameters(), lr=1e-3)
-    opt_lazy = torch.optim.AdamW(lazy.parameters(), lr=1e-3)
-    dev = xt.device()
+    model = build().to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     g = torch.Generator().manual_seed(1)
-    gaps, times, eager_times, compiles = [], [], [], []
+    losses, times = [], []
     for _ in range(steps):
         batch = make_batch(g)
         start = time.perf_counter()
-        ref = loss_of(eager, batch)
-        ref.backward()
-        opt_eager.step()
-        opt_eager.zero_grad()
-        ref = ref.item()
-        eager_times.append(time.perf_counter() - start)
+        loss = loss_of(model, {k: v.to(device) for k, v in batch.items()})
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        losses.append(loss.item())
+        times.append(time.perf_counter() - start)
+    return {"losses": losses, "times": times, "count": len(list(model.parameters())),
+            "params": [p.detach().cpu() for p in model.parameters()]}
 
+
+def train_eager_elsewhere(name: str, steps: int, device: str) -> Dict[str, Any]:
+    """`train_eager` in a process that never imports xlaprof: once a PrivateUse1 device is
+    registered, torch's autograd engine cannot run a CUDA backward (pytorch/pytorch#161129)."""
+    import tempfile
+
+    import torch
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "eager.pt")
+        cmd = [sys.executable, __file__, "--eager-only", out, "--one", name, "--steps", str(steps),
+               "--reference", device]
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        if run.returncode:
+            raise RuntimeError(f"eager on {device}: " + (run.stderr.strip().splitlines() or ["?"])[-1])
+        return torch.load(out)
+
+
+def run_one(name: str, steps: int, reference: str = "cpu") -> Dict[str, Any]:
+    """Trains ``name`` in torch's eager on ``reference`` ("cpu", or "cuda" beside the engine on a
+    CUDA plugin), then on the device, step by step; its row of the table."""
+    import torch
+
+    import xlaprof as xp
+    import xlaprof.torch as xt  # before any backward(): torch's autograd engine must know the device
+
+    # Eager first: after the device's steps, torch's CPU kernels run slower in the same process.
+    ref = train_eager(name, steps, "cpu") if reference == "cpu" else train_eager_elsewhere(name, steps, reference)
+
+    family, build, make_batch, loss_of = MODELS[name]
+    torch.manual_seed(0)
+    lazy = build().to(xt.device())
+    opt = torch.optim.AdamW(lazy.parameters(), lr=1e-3)
+    dev = xt.device()
+    g = torch.Generator().manual_seed(1)
+    gaps, times, compiles = [], [], []
+    for expected in ref["losses"]:
+        batch = make_batch(g)
         start = time.perf_counter()
         loss = loss_of(lazy, {k: v.to(dev) for k, v in batch.items()})
         loss.backward()
-        opt_lazy.step()
-        opt_lazy.zero_grad()
+        opt.step()
+        opt.zero_grad()
         xt.step()
         ours = loss.item()
         times.append(time.perf_counter() - start)
         compiles.append(xp.counters()["compiles"])
-        gaps.append(abs(ours - ref) / max(abs(ref), 1e-12))
+        gaps.append(abs(ours - expected) / max(abs(expected), 1e-12))
     # The largest difference of any parameter element, relative to the largest element of the
     # model (per parameter, a bias whose true gradient is zero, such as attention's key bias,
     # moves by AdamW's lr times the sign of rounding noise, on either side).
     diff = scale = 0.0
     with torch.no_grad():
-        for p, q in zip(eager.parameters(), lazy.parameters()):
+        for p, q in zip(ref["params"], lazy.parameters()):
             diff = max(diff, (q.cpu() - p).abs().max().item())
             scale = max(scale, p.abs().max().item())
     param_gap = diff / max(scale, 1e-12)
+    eager_times = ref["times"]
     return {
-        "model": name, "family": family, "steps": steps, "parameters": count,
+        "model": name, "family": family, "steps": steps, "parameters": (ref["count"], len(list(lazy.parameters()))),
         "loss_gap": max(gaps), "param_gap": param_gap,
         "compiles_after_warmup": compiles[-1] - compiles[min(1, steps - 1)],
         "fallbacks": sorted(xt.fallbacks()),
@@ -259,10 +298,10 @@ def at_parity(row: Dict[str, Any]) -> bool:
             and not row["fallbacks"] and row["parameters"][0] == row["parameters"][1])
 
 
-def measure(names: List[str], steps: int, timeout: float = 600) -> Iterator[Dict[str, Any]]:
+def measure(names: List[str], steps: int, timeout: float = 600, reference: str = "cpu") -> Iterator[Dict[str, Any]]:
     """Each model in a process of its own: its row, or the error that stopped it."""
     for name in names:
-        cmd = [sys.executable, __file__, "--one", name, "--steps", str(steps)]
+        cmd = [sys.executable, __file__, "--one", name, "--steps", str(steps), "--reference", reference]
         try:
             run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                                  env={**os.environ, "PYTHONWARNINGS": "ignore"})
@@ -303,17 +342,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("models", nargs="*", help=f"any of: {' '.join(MODELS)}")
     ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--reference", choices=("cpu", "cuda"), default="cpu",
+                    help="where torch's eager runs beside the engine (cuda: with XLAPROF_DEVICE=cuda)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
+    ap.add_argument("--eager-only", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.eager_only:
+        import torch
+
+        torch.save(train_eager(args.one, args.steps, args.reference), args.eager_only)
+        return
     if args.one:
-        print(json.dumps(run_one(args.one, args.steps)))
+        print(json.dumps(run_one(args.one, args.steps, args.reference)))
         return
     unknown = [m for m in args.models if m not in MODELS]
     if unknown:
         ap.error(f"unknown models {unknown}; the zoo has: {' '.join(MODELS)}")
     print(HEADER + "\n" + "-" * len(HEADER), flush=True)
     rows = []
-    for r in measure(args.models or list(MODELS), args.steps):
+    for r in measure(args.models or list(MODELS), args.steps, reference=args.reference):
         rows.append(r)
         print(row(r), flush=True)
     print(summary(rows))

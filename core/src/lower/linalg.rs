@@ -1,7 +1,20 @@
 //! Linear algebra: `dot_general`, `fft` and `convolution` (NCHW input, OIHW kernel).
 
 use super::{array, list, Ctx};
-use crate::ir::Op;
+use crate::dtype::DType;
+use crate::ir::{Node, Op};
+
+/// The precision attribute of a product of `f32` operands: full `f32`. XLA's default precision
+/// lets a GPU multiply `f32` in TF32 (10-bit mantissas), where torch (CPU, and CUDA unless
+/// `torch.backends.cuda.matmul.allow_tf32` is set) and NumPy multiply in `f32`: with the default
+/// a model's loss drifts from theirs by 1e-3 on a GPU. The CPU plugin computes `f32` either way.
+pub(super) fn f32_precision(operand: &Node) -> &'static str {
+    if operand.shape.dtype == DType::F32 {
+        ", precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]"
+    } else {
+        ""
+    }
+}
 
 pub(super) fn lower(c: &mut Ctx) {
     let node = c.node;
@@ -9,11 +22,12 @@ pub(super) fn lower(c: &mut Ctx) {
     Op::DotGeneral { lhs_batch, rhs_batch, lhs_contract, rhs_contract } => c.generic(
         "dot_general",
         &format!(
-            "dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = {}, rhs_batching_dimensions = {}, lhs_contracting_dimensions = {}, rhs_contracting_dimensions = {}>",
+            "dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = {}, rhs_batching_dimensions = {}, lhs_contracting_dimensions = {}, rhs_contracting_dimensions = {}>{}",
             list(lhs_batch),
             list(rhs_batch),
             list(lhs_contract),
-            list(rhs_contract)
+            list(rhs_contract),
+            f32_precision(&node.inputs[0])
         ),
     ),
     Op::Fft { kind, lengths } => c.generic(
@@ -32,12 +46,13 @@ pub(super) fn lower(c: &mut Ctx) {
                  dimension_numbers = #stablehlo.conv<raw input_batch_dimension = 0, input_feature_dimension = 1, input_spatial_dimensions = {s}, \
                  kernel_input_feature_dimension = 1, kernel_output_feature_dimension = 0, kernel_spatial_dimensions = {s}, \
                  output_batch_dimension = 0, output_feature_dimension = 1, output_spatial_dimensions = {s}>, \
-                 feature_group_count = {groups} : i64, batch_group_count = 1 : i64",
+                 feature_group_count = {groups} : i64, batch_group_count = 1 : i64{}",
                 array(stride),
                 pad.join(", "),
                 spatial.len(),
                 array(lhs_dilation),
-                array(rhs_dilation)
+                array(rhs_dilation),
+                f32_precision(&node.inputs[0])
             ),
         );
     }

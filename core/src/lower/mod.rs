@@ -151,11 +151,12 @@ fn transposed_dot(
     }
     let (a, b) = (&dot.inputs[0], &dot.inputs[1]);
     Some(format!(
-        "\"stablehlo.dot_general\"({}, {}) {{dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = [], rhs_batching_dimensions = [], lhs_contracting_dimensions = [{}], rhs_contracting_dimensions = [{}]>}} : ({}, {}) -> {}",
+        "\"stablehlo.dot_general\"({}, {}) {{dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = [], rhs_batching_dimensions = [], lhs_contracting_dimensions = [{}], rhs_contracting_dimensions = [{}]>{}}} : ({}, {}) -> {}",
         name(index_of(b)),
         name(index_of(a)),
         rhs_contract[0],
         lhs_contract[0],
+        linalg::f32_precision(a),
         b.shape.mlir(),
         a.shape.mlir(),
         node.shape.mlir()

@@ -64,7 +64,49 @@ def register() -> None:
     from .. import _native
 
     _native.add_internal_dir(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
+    _explain_autograd_failures()
     _registered = True
+
+
+# Two ways torch's autograd engine fails once a PrivateUse1 device is registered, each with an
+# internal assert that names neither the cause nor the way out.
+_ENGINE_FAILURES = (
+    ("device_ready_queues_",
+     "torch's autograd engine started before the xlaprof device was registered (a backward() ran "
+     "before `import xlaprof.torch`): it makes one queue per device it knows at its first "
+     "backward and never again, so it cannot run this device's backward in this process. Import "
+     "xlaprof.torch (or call xt.device()) before the first backward()."),
+    ("opt_ready_stream && opt_parent_stream",
+     "torch cannot run a CUDA backward in a process where a PrivateUse1 device (here xlaprof) is "
+     "registered: its autograd engine then takes the streams of that device alone "
+     "(pytorch/pytorch#161129). Run CUDA training in a process that does not import "
+     "xlaprof.torch; XLAPROF_DEVICE=cuda runs the engine itself on the GPU."),
+)
+
+
+def _explain_autograd_failures() -> None:
+    """Wraps the one function every backward() and autograd.grad() runs the engine through, so
+    that the engine failures above surface as errors that say what happened and what to do."""
+    import torch.autograd
+    import torch.autograd.graph
+
+    run = torch.autograd.graph._engine_run_backward
+    if getattr(run, "_xlaprof", False):
+        return
+
+    def engine_run_backward(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return run(*args, **kwargs)
+        except RuntimeError as e:
+            text = str(e)
+            for sign, explanation in _ENGINE_FAILURES:
+                if sign in text:
+                    raise RuntimeError(explanation) from e
+            raise
+
+    engine_run_backward._xlaprof = True  # type: ignore[attr-defined]
+    torch.autograd.graph._engine_run_backward = engine_run_backward
+    torch.autograd._engine_run_backward = engine_run_backward
 
 
 def _device_guard() -> Any:

@@ -132,6 +132,40 @@ def adaptive_avg_pool3d_backward(grad: Any, x: Any) -> Any:
     return _vjp(lambda v: adaptive_avg_pool3d(v, grad.shape[-3:]), [x], grad)[0]
 
 
+@lower(aten.max_pool2d_with_indices.default)
+def max_pool2d_with_indices(x: Any, kernel: Sequence[int], stride: Sequence[int] = (), padding: Sequence[int] = (0,),
+                            dilation: Sequence[int] = (1,), ceil_mode: bool = False) -> Any:
+    """``(values, indices)``: each window's maximum (the engine's window reduction) and its flat
+    position ``h * W + w`` in the input plane, the first in the window's row-major scan among
+    equal maxima, a NaN winning as in torch's kernel. The positions come from one strided view
+    of the padded input per kernel offset; XLA drops them when nothing reads them."""
+    k = _spread(kernel, 2, kernel)
+    s = _spread(stride, 2, k)
+    p = _spread(padding, 2, [0])
+    if any(d != 1 for d in _spread(dilation, 2, [1])) or ceil_mode or x.ndim not in (3, 4):
+        raise _Unsupported("max_pool2d with dilation or ceil_mode")
+    values = xp.max_pool2d(x if x.ndim == 4 else x.unsqueeze(0), tuple(k), tuple(s), tuple(p))
+    if x.ndim == 3:
+        values = values.squeeze(0)
+    H, W = x.shape[-2], x.shape[-1]
+    h_out, w_out = values.shape[-2], values.shape[-1]
+    lead = [(0, 0)] * (x.ndim - 2)
+    padded = x.pad(lead + [(p[0], p[0]), (p[1], p[1])], value=-math.inf)
+    best = index = None
+    for i in range(k[0]):
+        for j in range(k[1]):
+            cand = padded[..., i:i + s[0] * (h_out - 1) + 1:s[0], j:j + s[1] * (w_out - 1) + 1:s[1]]
+            where = xp.tensor([[(oh * s[0] + i - p[0]) * W + (ow * s[1] + j - p[1]) for ow in range(w_out)]
+                               for oh in range(h_out)], dtype="int64")
+            if best is None:
+                best, index = cand, where + xp.zeros(list(cand.shape), dtype="int64")
+                continue
+            take = (cand > best) | (cand != cand)
+            best = xp.where(take, cand, best)
+            index = xp.where(take, where, index)
+    return values, index
+
+
 @lower(aten.adaptive_max_pool2d.default)
 def adaptive_max_pool2d(x: Any, output_size: Sequence[int]) -> Any:
     """``(values, indices)``: each window's maximum and its flat position ``h * W + w`` in the
