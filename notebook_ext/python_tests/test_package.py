@@ -78,3 +78,19 @@ def test_an_unknown_device_finds_nothing_and_leaves_the_error_to_the_engine(tmp_
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("PluginError XLAPROF_DEVICE=\"tpu9\" is not a device"), out.stdout
+
+
+def test_the_xlaprof_command_is_a_console_entry_point_that_says_when_the_build_lacks_it():
+    from importlib.metadata import entry_points
+
+    from xlaprof import _command
+
+    (script,) = [e for e in entry_points(group="console_scripts") if e.name == "xlaprof"]
+    assert script.value == "xlaprof._command:main"
+    # The development build that the tests install carries no binary (release wheels do:
+    # scripts/build_wheels.sh); the script then says what to do instead of failing obscurely.
+    assert _command.binary() is None
+    run = subprocess.run([sys.executable, "-c", "from xlaprof._command import main; main()"],
+                         capture_output=True, text=True)
+    assert run.returncode == 1
+    assert "has no `xlaprof` command" in run.stderr and "scripts/build_wheels.sh" in run.stderr
