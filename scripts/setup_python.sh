@@ -45,7 +45,7 @@ sources_hash() {
   find notebook_ext/src notebook_ext/python core/src core/build.rs profiler/src -type f \
        \( -name '*.rs' -o -name '*.py' -o -name '*.pyi' -o -name '*.css' -o -name 'py.typed' \) \
        -print0 2>/dev/null | sort -z | xargs -0 sha256sum
-  sha256sum Cargo.lock Cargo.toml notebook_ext/Cargo.toml notebook_ext/pyproject.toml core/Cargo.toml \
+  sha256sum Cargo.lock Cargo.toml notebook_ext/Cargo.toml notebook_ext/build.rs notebook_ext/pyproject.toml core/Cargo.toml \
     profiler/Cargo.toml
 }
 current="$(sources_hash | sha256sum | cut -d' ' -f1)"

@@ -15,6 +15,8 @@ def stub_names():
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             top.add(node.name)
+        if isinstance(node, ast.AnnAssign):  # a constant: `DISPATCH_CODES: Dict[...]`
+            top.add(node.target.id)
         if isinstance(node, ast.ClassDef):
             classes[node.name] = {
                 n.name for n in node.body if isinstance(n, ast.FunctionDef)

@@ -409,6 +409,8 @@ def source_files() -> Dict[str, str]: ...
 def _trace_cost_probe() -> None: ...
 
 # The torch bridge's native dispatcher (xlaprof.torch registers it; `LazyTensor.__torch_dispatch__`).
+# The numbers of its table, by name: {"routes": {...}, "views": {...}, "operators": {...}}.
+DISPATCH_CODES: Dict[str, Dict[str, int]]
 def torch_bridge_init(
     lazy: type,
     routes: Dict[Any, Tuple[int, Callable[..., Any]]],

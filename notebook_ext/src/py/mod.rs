@@ -45,6 +45,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(profile::record_from_env, m)?)?;
     m.add_function(wrap_pyfunction!(profile::progress_html, m)?)?;
     m.add_function(wrap_pyfunction!(profile::validate_rules, m)?)?;
+    m.add("DISPATCH_CODES", torch_dispatch::dispatch_codes(m.py())?)?;
     use functions::*;
     for f in [
         wrap_pyfunction!(manual_seed, m)?,

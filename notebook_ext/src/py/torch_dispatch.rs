@@ -27,12 +27,12 @@ use super::ops::{binary, squeezed, with_alpha};
 use super::tensor::PyTensor;
 use super::trace::record;
 
-/// The route kinds in the table (`_dispatch.py` writes them with the same numbers).
+/// The route kinds in the table, exported to `_dispatch.py` as `DISPATCH_CODES` (see
+/// [`dispatch_codes`]): one numbering, defined here.
 const FUNCTIONAL: u8 = 0;
 const RAW: u8 = 1;
 const IN_PLACE: u8 = 2;
-/// A view made here (the table's third number says which, as `_dispatch._NATIVE_VIEWS` does),
-/// else by its raw lowering.
+/// A view made here (the table's third number says which), else by its raw lowering.
 const VIEW: u8 = 3;
 const VIEW_RESHAPE: u8 = 1;
 const VIEW_ALIAS: u8 = 2;
@@ -40,17 +40,53 @@ const VIEW_PERMUTE: u8 = 3;
 const VIEW_TRANSPOSE: u8 = 4;
 const VIEW_T: u8 = 5;
 const VIEW_UNSQUEEZE: u8 = 6;
-
 /// Functional lowerings that are one engine operator on a tensor and a tensor or number
-/// (`a + b`, `a - b`, `a * b`, `a / b`), numbered as `_dispatch.py` notes them: called here
-/// without the lowering's Python frame.
+/// (`a + b`, `a - b`, `a * b`, `a / b`): called here without the lowering's Python frame.
+const OP_ADD: u8 = 1;
+const OP_SUB: u8 = 2;
+const OP_MUL: u8 = 3;
+const OP_DIV: u8 = 4;
+
+/// The numbers the Python dispatcher writes into the table, by name: `{"routes": {...},
+/// "views": {...}, "operators": {...}}`, the module's `DISPATCH_CODES`.
+pub(crate) fn dispatch_codes(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let group = |entries: &[(&str, u8)]| -> PyResult<Bound<'_, PyDict>> {
+        let d = PyDict::new(py);
+        for (name, code) in entries {
+            d.set_item(name, code)?;
+        }
+        Ok(d)
+    };
+    let codes = PyDict::new(py);
+    codes.set_item(
+        "routes",
+        group(&[("functional", FUNCTIONAL), ("raw", RAW), ("in_place", IN_PLACE), ("view", VIEW)])?,
+    )?;
+    codes.set_item(
+        "views",
+        group(&[
+            ("reshape", VIEW_RESHAPE),
+            ("alias", VIEW_ALIAS),
+            ("permute", VIEW_PERMUTE),
+            ("transpose", VIEW_TRANSPOSE),
+            ("t", VIEW_T),
+            ("unsqueeze", VIEW_UNSQUEEZE),
+        ])?,
+    )?;
+    codes.set_item(
+        "operators",
+        group(&[("add", OP_ADD), ("sub", OP_SUB), ("mul", OP_MUL), ("div", OP_DIV)])?,
+    )?;
+    Ok(codes)
+}
+
 fn engine_operator<'py>(op: u8, a: &PyTensor, b: &Bound<'py, PyAny>) -> Option<PyResult<PyTensor>> {
     let py = b.py();
     Some(match op {
-        1 => with_alpha(py, "add", &a.t, b, 1.0, Tensor::add, Tensor::add_scalar),
-        2 => with_alpha(py, "sub", &a.t, b, 1.0, Tensor::sub, Tensor::sub_scalar),
-        3 => binary(py, "mul", &a.t, b, Tensor::mul, Tensor::mul_scalar),
-        4 => binary(py, "div", &a.t, b, Tensor::div, Tensor::div_scalar),
+        OP_ADD => with_alpha(py, "add", &a.t, b, 1.0, Tensor::add, Tensor::add_scalar),
+        OP_SUB => with_alpha(py, "sub", &a.t, b, 1.0, Tensor::sub, Tensor::sub_scalar),
+        OP_MUL => binary(py, "mul", &a.t, b, Tensor::mul, Tensor::mul_scalar),
+        OP_DIV => binary(py, "div", &a.t, b, Tensor::div, Tensor::div_scalar),
         _ => return None,
     })
 }

@@ -155,24 +155,31 @@ def _is_device(d: Any) -> bool:
 Route = Callable[[Tuple[Any, ...], Dict[str, Any]], Any]
 # Each op's route, found on its first call: the lookups below run once per op, not per call.
 _ROUTES: Dict[Any, Route] = {}
-# The native dispatcher's table (`src/py/torch_dispatch.rs`, which reads these kinds by number):
-# an op whose route is a functional lowering, a raw one, or the in-place form of a functional
-# one, noted here when its route is found; from then on the native dispatcher runs it itself
-# when its arguments are plain, and hands it here otherwise.
+# The native dispatcher's table (`src/py/torch_dispatch.rs`, which defines the numbers written
+# here: `_native.DISPATCH_CODES`): an op whose route is a functional lowering, a raw one, or the
+# in-place form of a functional one, noted here when its route is found; from then on the
+# native dispatcher runs it itself when its arguments are plain, and hands it here otherwise.
 _NATIVE: Dict[Any, Tuple[int, Callable[..., Any], int]] = {}
-_NATIVE_FUNCTIONAL, _NATIVE_RAW, _NATIVE_IN_PLACE, _NATIVE_VIEW = 0, 1, 2, 3
+_CODES = _native.DISPATCH_CODES
+_NATIVE_FUNCTIONAL, _NATIVE_RAW, _NATIVE_IN_PLACE, _NATIVE_VIEW = (
+    _CODES["routes"][kind] for kind in ("functional", "raw", "in_place", "view"))
 # Raw lowerings of the commonest views (`_lowerings.view`, `alias`, `permute`, `transpose`, `t_`,
 # `unsqueeze`): the native dispatcher makes these views itself, the same way, and calls the
-# lowering only for arguments it does not take (numbered as in torch_dispatch.rs).
+# lowering only for arguments it does not take.
+_VIEW = _CODES["views"]
 _NATIVE_VIEWS = {
-    aten.view.default: 1, aten._unsafe_view.default: 1, aten.reshape.default: 1,
-    aten.alias.default: 2, aten.detach.default: 2, aten.lift_fresh.default: 2,
-    aten.permute.default: 3, aten.transpose.int: 4, aten.t.default: 5, aten.unsqueeze.default: 6,
+    aten.view.default: _VIEW["reshape"], aten._unsafe_view.default: _VIEW["reshape"],
+    aten.reshape.default: _VIEW["reshape"], aten.alias.default: _VIEW["alias"],
+    aten.detach.default: _VIEW["alias"], aten.lift_fresh.default: _VIEW["alias"],
+    aten.permute.default: _VIEW["permute"], aten.transpose.int: _VIEW["transpose"],
+    aten.t.default: _VIEW["t"], aten.unsqueeze.default: _VIEW["unsqueeze"],
 }
 # Functional lowerings that are one engine operator when their first argument is a tensor
 # (`_lowerings.add`: `a.add(b)`, `sub`, `mul`: `a * b`, `div`: `a / b`): the native dispatcher
-# calls the operator itself, without the lowering's frame (numbered as in torch_dispatch.rs).
-_ENGINE_OPERATORS = {aten.add.Tensor: 1, aten.sub.Tensor: 2, aten.mul.Tensor: 3, aten.div.Tensor: 4}
+# calls the operator itself, without the lowering's frame.
+_OPERATOR = _CODES["operators"]
+_ENGINE_OPERATORS = {aten.add.Tensor: _OPERATOR["add"], aten.sub.Tensor: _OPERATOR["sub"],
+                     aten.mul.Tensor: _OPERATOR["mul"], aten.div.Tensor: _OPERATOR["div"]}
 
 
 def dispatch(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
