@@ -166,6 +166,46 @@ fn an_updated_parameter_donates_its_old_buffer_unless_someone_still_holds_it() {
     assert_eq!(*seen.0.lock().unwrap(), vec![1, 0]);
 }
 
+#[derive(Default)]
+struct Compiles(Mutex<usize>);
+
+impl Listener for Compiles {
+    fn on_event(&self, _: u64, e: &Event) {
+        if let Event::Compiled { .. } = e {
+            *self.0.lock().unwrap() += 1;
+        }
+    }
+}
+
+#[test]
+fn an_input_that_becomes_donatable_runs_the_executable_compiled_without_donating_it() {
+    let _serial = serial();
+    let p = Tensor::from_slice(&[1f32, 2.0, 3.0], &[3]).unwrap();
+    let seen = Arc::new(Donations::default());
+    let compiles = Arc::new(Compiles::default());
+    let ids = [events::add_listener(seen.clone()), events::add_listener(compiles.clone())];
+    let update = |p: &Tensor| {
+        let updated = p.mul_scalar(5.0).unwrap().add_scalar(1.0).unwrap();
+        p.set_value(&updated).unwrap();
+        drop(updated);
+        sync().unwrap();
+    };
+
+    // First while the old value is held elsewhere (nothing donatable), then once it is not.
+    let kept = p.detach();
+    update(&p);
+    drop(kept);
+    update(&p);
+    update(&p);
+    for id in ids {
+        events::remove_listener(id);
+    }
+    let want = [1f32, 2.0, 3.0].map(|v| ((v * 5.0 + 1.0) * 5.0 + 1.0) * 5.0 + 1.0);
+    assert_eq!(p.to_vec::<f32>().unwrap(), want.to_vec());
+    assert_eq!(*compiles.0.lock().unwrap(), 1, "the donation alone compiles nothing");
+    assert_eq!(*seen.0.lock().unwrap(), vec![0, 0, 0], "the executable's donations, none");
+}
+
 #[test]
 fn reading_one_value_never_donates_an_input_another_pending_tensor_needs() {
     let _serial = serial();

@@ -25,6 +25,9 @@ pub struct CacheStats {
 
 pub(crate) struct GraphCache {
     entries: HashMap<u64, (CachedGraph, u64)>,
+    /// The graphs compiled with inputs donated, by the key they have with none donated: each
+    /// one's key and its donations `(parameter, output)`. See [`GraphCache::get_donating_fewer`].
+    donating: HashMap<u64, Vec<(u64, Vec<(usize, usize)>)>>,
     capacity: usize,
     clock: u64,
     evictions: u64,
@@ -32,7 +35,13 @@ pub(crate) struct GraphCache {
 
 impl GraphCache {
     pub fn new(capacity: usize) -> GraphCache {
-        GraphCache { entries: HashMap::new(), capacity: capacity.max(1), clock: 0, evictions: 0 }
+        GraphCache {
+            entries: HashMap::new(),
+            donating: HashMap::new(),
+            capacity: capacity.max(1),
+            clock: 0,
+            evictions: 0,
+        }
     }
 
     pub fn get(&mut self, key: u64) -> Option<CachedGraph> {
@@ -44,10 +53,46 @@ impl GraphCache {
         })
     }
 
-    pub fn insert(&mut self, key: u64, graph: CachedGraph) {
+    /// Caches `graph` under `key`; `undonated_key` and `donated` say what it donates (see
+    /// [`GraphCache::get_donating_fewer`]).
+    pub fn insert(&mut self, key: u64, graph: CachedGraph, undonated_key: u64, donated: &[(usize, usize)]) {
         self.clock += 1;
         self.entries.insert(key, (graph, self.clock));
+        if !donated.is_empty() {
+            let same = self.donating.entry(undonated_key).or_default();
+            same.retain(|(k, _)| *k != key);
+            same.push((key, donated.to_vec()));
+        }
         self.evict();
+    }
+
+    /// The same graph compiled to donate fewer inputs than `donatable` allows: every input it
+    /// donates is donatable now (the one that donates most, with its key and donations). Not
+    /// donating an input is always correct; it only keeps that buffer until the tensor goes. A
+    /// graph whose inputs become donatable later (a reference elsewhere dropped, as Hugging
+    /// Face's Trainer drops one after a few steps) then runs the executable it has, instead of
+    /// compiling again for the donation alone.
+    pub fn get_donating_fewer(
+        &mut self,
+        undonated_key: u64,
+        donatable: &[(usize, usize)],
+    ) -> Option<(u64, Vec<(usize, usize)>, CachedGraph)> {
+        let allowed = |d: &[(usize, usize)]| d.iter().all(|(p, _)| donatable.iter().any(|(q, _)| q == p));
+        let mut best: Option<(u64, Vec<(usize, usize)>)> = None;
+        if self.entries.contains_key(&undonated_key) {
+            best = Some((undonated_key, Vec::new()));
+        }
+        let entries = &self.entries;
+        if let Some(same) = self.donating.get_mut(&undonated_key) {
+            same.retain(|(k, _)| entries.contains_key(k)); // evicted since
+            for (k, d) in same.iter() {
+                if allowed(d) && best.as_ref().is_none_or(|(_, b)| d.len() > b.len()) {
+                    best = Some((*k, d.clone()));
+                }
+            }
+        }
+        let (key, donated) = best?;
+        self.get(key).map(|graph| (key, donated, graph))
     }
 
     pub fn set_capacity(&mut self, capacity: usize) {

@@ -384,7 +384,16 @@ fn run(
     let (mut graph, trace) = build_graph(&roots, trace, epoch, full);
 
     // 3: cache lookup (memory, then disk), 4-5: lower and compile on a miss.
-    let cached = engine.cache.lock().unwrap_or_else(|p| p.into_inner()).get(graph.key);
+    let cached = {
+        let mut cache = engine.cache.lock().unwrap_or_else(|p| p.into_inner());
+        cache.get(graph.key).or_else(|| {
+            // Compiled before with fewer inputs donatable: run that, donating what it donates.
+            let (key, donated, c) = cache.get_donating_fewer(graph.undonated_key, &graph.donated)?;
+            graph.key = key;
+            graph.donated = donated;
+            Some(c)
+        })
+    };
     let summary = match (&cached, listening) {
         (Some(c), true) => Some(c.summary.clone()),
         (None, _) => {
@@ -421,7 +430,8 @@ fn run(
             bump(&counter::cache_misses, 1);
             let summary = summary.unwrap_or_default();
             let c = compile(engine, &graph, summary, sync_id, listening)?;
-            engine.cache.lock().unwrap_or_else(|p| p.into_inner()).insert(graph.key, c.clone());
+            let mut cache = engine.cache.lock().unwrap_or_else(|p| p.into_inner());
+            cache.insert(graph.key, c.clone(), graph.undonated_key, &graph.donated);
             c
         }
     };

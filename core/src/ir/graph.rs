@@ -81,6 +81,8 @@ pub(crate) struct Graph<'a> {
     pub slot: Vec<u32>,
     /// The structural key: ops, attributes, shapes, and how nodes connect; never data.
     pub key: u64,
+    /// The key the graph has with no input donated (`key` itself when none is).
+    pub undonated_key: u64,
     /// Device buffers fed as parameters 0..n, in order.
     pub data: Vec<Arc<DeviceData>>,
     /// Host scalars, one 0-d parameter each in its own dtype, fed after the buffers.
@@ -229,6 +231,7 @@ impl<'a> Graph<'a> {
                 .collect(),
             root_outputs,
             donated: Vec::new(),
+            undonated_key: 0,
         };
         if donate {
             let shapes: Vec<&Shape> =
@@ -240,8 +243,12 @@ impl<'a> Graph<'a> {
                 .map(|(p, node)| (p, &***node, edges[p] == Arc::strong_count(node)));
             g.donated = donations(candidates, &shapes);
         }
-        let param_hashes = params.iter().map(|p| p.hash);
-        g.key = key(sum, param_hashes, g.scalars.len(), &outputs, &g.root_outputs, &g.donated);
+        let param_hashes = || params.iter().map(|p| p.hash);
+        g.undonated_key = key(sum, param_hashes(), g.scalars.len(), &outputs, &g.root_outputs, &[]);
+        g.key = match g.donated.is_empty() {
+            true => g.undonated_key,
+            false => key(sum, param_hashes(), g.scalars.len(), &outputs, &g.root_outputs, &g.donated),
+        };
         g
     }
 }

@@ -232,13 +232,19 @@ impl Trace {
             outputs: outputs.positions,
             root_outputs: outputs.of_root,
             donated: Vec::new(),
+            undonated_key: 0,
         };
         if donate {
             self.donate(&mut g, roots);
         }
         let outputs: Vec<u64> = g.outputs.iter().map(|&o| o as u64).collect();
-        let params = self.params.iter().map(|p| p.hash);
-        g.key = key(self.sum, params, self.scalars.len(), &outputs, &g.root_outputs, &g.donated);
+        let params = || self.params.iter().map(|p| p.hash);
+        let scalars = self.scalars.len();
+        g.undonated_key = key(self.sum, params(), scalars, &outputs, &g.root_outputs, &[]);
+        g.key = match g.donated.is_empty() {
+            true => g.undonated_key,
+            false => key(self.sum, params(), scalars, &outputs, &g.root_outputs, &g.donated),
+        };
         g
     }
 
