@@ -773,6 +773,10 @@ pub(super) fn findings(p: &Profile, t: &Thresholds, all: &[Recompile]) -> Vec<Di
     }
     let mut lines = GraphLines::default();
     let mut out = Vec::new();
+    // One cause is one finding: sites whose recompiles have the same causes (a batch of another
+    // size makes both the value read inside the step and the step's end compile anew) are
+    // reported together. Each entry: the causes, the sites, their recompiles.
+    let mut by_cause: Vec<(Vec<String>, Vec<u32>, Vec<&Recompile>)> = Vec::new();
     for (location, mut rs) in by_site(all.iter()) {
         let at = syncs_at.get(&location).map_or(&[][..], |v| &v[..]);
         if let Some(w) = warm_up(p, rs[0], at, &mut lines) {
@@ -783,17 +787,53 @@ pub(super) fn findings(p: &Profile, t: &Thresholds, all: &[Recompile]) -> Vec<Di
             continue;
         }
         let late = rs.iter().filter(|r| r.step > t.warmup_steps).count() as u64;
-        out.push(if late >= t.storm_compiles {
-            storm(p, t, location, &rs)
-        } else {
-            recompiles(p, location, &rs)
-        });
+        if late >= t.storm_compiles {
+            out.push(storm(p, t, location, &rs));
+            continue;
+        }
+        let mut causes: Vec<String> = rs.iter().map(|r| without_input_numbers(&cause_of(&r.changes))).collect();
+        causes.sort();
+        causes.dedup();
+        match by_cause.iter_mut().find(|g| g.0 == causes) {
+            Some((_, sites, same)) => {
+                sites.push(location);
+                same.extend(rs);
+            }
+            None => by_cause.push((causes, vec![location], rs)),
+        }
+    }
+    for (_, sites, mut rs) in by_cause {
+        rs.sort_by_key(|r| r.sync);
+        out.push(recompiles(p, &sites, &rs));
     }
     out
 }
 
-/// A site's recompiles, grouped by cause.
-fn recompiles(p: &Profile, location: u32, rs: &[&Recompile]) -> Diagnostic {
+/// A cause as two sites' graphs share it: a graph input is numbered in each graph apart, the
+/// same tensor often under two numbers ("the tensor made at x.py:9 (input 1)").
+fn without_input_numbers(cause: &str) -> String {
+    let mut out = String::with_capacity(cause.len());
+    let mut rest = cause;
+    while let Some(at) = rest.find(" (input ") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + " (input ".len()..];
+        let digits = after.chars().take_while(char::is_ascii_digit).count();
+        if digits > 0 && after[digits..].starts_with(')') {
+            rest = &after[digits + 1..];
+        } else {
+            out.push_str(" (input ");
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The recompiles of one or more sites, of the same causes, grouped by cause. The finding is at
+/// the site whose recompiles cost most; the others are named in its message.
+fn recompiles(p: &Profile, sites: &[u32], rs: &[&Recompile]) -> Diagnostic {
+    let cost_at = |l: u32| saturating_sum(rs.iter().filter(|r| r.location == l).map(|r| r.cost_ns));
+    let location = sites.iter().copied().max_by_key(|&l| (cost_at(l), std::cmp::Reverse(l))).unwrap_or(0);
     let cost_ns = saturating_sum(rs.iter().map(|r| r.cost_ns));
     let mut changes: Vec<GraphChange> = Vec::new();
     for c in rs.iter().flat_map(|r| r.changes.iter()) {
@@ -814,10 +854,17 @@ fn recompiles(p: &Profile, location: u32, rs: &[&Recompile]) -> Diagnostic {
             cost_ns: r.cost_ns,
         })
         .collect();
-    let site = p.location(location);
+    let mut named = vec![location];
+    named.extend(sites.iter().copied().filter(|&l| l != location));
+    let site = named.iter().map(|&l| p.location(l)).collect::<Vec<_>>().join(" and ");
+    let first = because(&rs[0].changes);
+    // One recompile at each site, for the same change: said once, with its shapes.
+    let one_each = rs.len() == sites.len()
+        && rs.iter().all(|r| without_input_numbers(&because(&r.changes)) == without_input_numbers(&first));
     let message = if rs.len() == 1 {
-        let first = because(&rs[0].changes);
         format!("{site} compiled another graph ({}) {first}", format_ns(cost_ns as f64))
+    } else if one_each {
+        format!("{site} each compiled another graph ({}) {first}", format_ns(cost_ns as f64))
     } else {
         // Grouped by cause, most frequent first, each with the values it took.
         let mut groups: Vec<(String, usize, Vec<String>)> = Vec::new();
@@ -1076,7 +1123,19 @@ mod tests {
             "the latest earlier graph"
         );
         let site: Vec<&Recompile> = unexplained.iter().collect();
-        let finding = recompiles(&p, site[0].location, &site);
+        let finding = recompiles(&p, &[site[0].location], &site);
         assert!(finding.message.contains("not compared"), "{}", finding.message);
+    }
+
+    #[test]
+    fn a_cause_reads_the_same_whatever_number_its_input_has_in_each_graph() {
+        let at = |n: usize| format!("because the tensor made at x.py:9 in batches (input {n}) changed its dimension 0");
+        assert_eq!(without_input_numbers(&at(1)), without_input_numbers(&at(3)));
+        assert_eq!(
+            without_input_numbers(&at(12)),
+            "because the tensor made at x.py:9 in batches changed its dimension 0"
+        );
+        // Anything else in parentheses stays.
+        assert_eq!(without_input_numbers("a (input x) b (input 2"), "a (input x) b (input 2");
     }
 }
