@@ -38,6 +38,19 @@ def test_batches_arrive_on_the_device_in_order_with_their_structure():
     assert len(xt.DeviceLoader(data)) == 6
 
 
+def test_the_loader_thread_records_no_op_a_sync_of_the_training_thread_could_take():
+    # `t.to(device)` makes an empty device tensor (a pending op) and copies into it: a step's
+    # sync on the training thread in between took that tensor into its graph, which then
+    # differed from the step before (another compile). The loader uploads straight to data.
+    data = [(torch.randn(4, 3), torch.randint(0, 10, (4,)), torch.ones(2, dtype=torch.bool))] * 3
+    before = xp.counters()["ops_traced"]
+    seen = list(xt.DeviceLoader(data, mark_step=False))
+    assert xp.counters()["ops_traced"] == before
+    x, y, mask = seen[-1]
+    assert (x.dtype, y.dtype, mask.dtype) == (torch.float32, torch.int64, torch.bool)
+    assert x.device == DEV and torch.equal(y.cpu(), data[0][1]) and mask.cpu().all()
+
+
 def test_each_batch_after_the_first_ends_a_step():
     data = [(torch.randn(4, 3), torch.randn(4, 1)) for _ in range(6)]
     model = torch.nn.Linear(3, 1).to(DEV)

@@ -20,7 +20,8 @@ from typing import Any, Iterable, Iterator, Optional
 import torch
 
 from .. import _native
-from ._device import device as _device
+from ._device import DEVICE_TYPE, device as _device
+from ._tensor import to_engine, wrap
 
 _DONE = object()
 
@@ -94,6 +95,11 @@ class DeviceLoader:
 
 def _to_device(batch: Any, dev: torch.device) -> Any:
     if isinstance(batch, torch.Tensor):
+        if batch.device.type == "cpu" and batch.layout == torch.strided and torch.device(dev).type == DEVICE_TYPE:
+            # Straight to device data. `batch.to(dev)` makes an empty device tensor first (a
+            # pending `zeros`) and copies into it: a step's sync on the training thread in
+            # between would take that pending tensor into its graph (another graph, compiled).
+            return wrap(to_engine(batch))
         return batch.to(dev)
     if isinstance(batch, Mapping):  # a dict, or transformers' BatchEncoding
         moved = {k: _to_device(v, dev) for k, v in batch.items()}
