@@ -55,7 +55,13 @@ impl GraphCache {
 
     /// Caches `graph` under `key`; `undonated_key` and `donated` say what it donates (see
     /// [`GraphCache::get_donating_fewer`]).
-    pub fn insert(&mut self, key: u64, graph: CachedGraph, undonated_key: u64, donated: &[(usize, usize)]) {
+    pub fn insert(
+        &mut self,
+        key: u64,
+        graph: CachedGraph,
+        undonated_key: u64,
+        donated: &[(usize, usize)],
+    ) {
         self.clock += 1;
         self.entries.insert(key, (graph, self.clock));
         if !donated.is_empty() {
@@ -77,7 +83,8 @@ impl GraphCache {
         undonated_key: u64,
         donatable: &[(usize, usize)],
     ) -> Option<(u64, Vec<(usize, usize)>, CachedGraph)> {
-        let allowed = |d: &[(usize, usize)]| d.iter().all(|(p, _)| donatable.iter().any(|(q, _)| q == p));
+        let allowed =
+            |d: &[(usize, usize)]| d.iter().all(|(p, _)| donatable.iter().any(|(q, _)| q == p));
         let mut best: Option<(u64, Vec<(usize, usize)>)> = None;
         if self.entries.contains_key(&undonated_key) {
             best = Some((undonated_key, Vec::new()));

@@ -388,7 +388,8 @@ fn run(
         let mut cache = engine.cache.lock().unwrap_or_else(|p| p.into_inner());
         cache.get(graph.key).or_else(|| {
             // Compiled before with fewer inputs donatable: run that, donating what it donates.
-            let (key, donated, c) = cache.get_donating_fewer(graph.undonated_key, &graph.donated)?;
+            let (key, donated, c) =
+                cache.get_donating_fewer(graph.undonated_key, &graph.donated)?;
             graph.key = key;
             graph.donated = donated;
             Some(c)

@@ -247,7 +247,9 @@ impl<'a> Graph<'a> {
         g.undonated_key = key(sum, param_hashes(), g.scalars.len(), &outputs, &g.root_outputs, &[]);
         g.key = match g.donated.is_empty() {
             true => g.undonated_key,
-            false => key(sum, param_hashes(), g.scalars.len(), &outputs, &g.root_outputs, &g.donated),
+            false => {
+                key(sum, param_hashes(), g.scalars.len(), &outputs, &g.root_outputs, &g.donated)
+            }
         };
         g
     }

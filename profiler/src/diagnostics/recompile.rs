@@ -791,7 +791,8 @@ pub(super) fn findings(p: &Profile, t: &Thresholds, all: &[Recompile]) -> Vec<Di
             out.push(storm(p, t, location, &rs));
             continue;
         }
-        let mut causes: Vec<String> = rs.iter().map(|r| without_input_numbers(&cause_of(&r.changes))).collect();
+        let mut causes: Vec<String> =
+            rs.iter().map(|r| without_input_numbers(&cause_of(&r.changes))).collect();
         causes.sort();
         causes.dedup();
         match by_cause.iter_mut().find(|g| g.0 == causes) {
@@ -833,7 +834,8 @@ fn without_input_numbers(cause: &str) -> String {
 /// the site whose recompiles cost most; the others are named in its message.
 fn recompiles(p: &Profile, sites: &[u32], rs: &[&Recompile]) -> Diagnostic {
     let cost_at = |l: u32| saturating_sum(rs.iter().filter(|r| r.location == l).map(|r| r.cost_ns));
-    let location = sites.iter().copied().max_by_key(|&l| (cost_at(l), std::cmp::Reverse(l))).unwrap_or(0);
+    let location =
+        sites.iter().copied().max_by_key(|&l| (cost_at(l), std::cmp::Reverse(l))).unwrap_or(0);
     let cost_ns = saturating_sum(rs.iter().map(|r| r.cost_ns));
     let mut changes: Vec<GraphChange> = Vec::new();
     for c in rs.iter().flat_map(|r| r.changes.iter()) {
@@ -860,7 +862,9 @@ fn recompiles(p: &Profile, sites: &[u32], rs: &[&Recompile]) -> Diagnostic {
     let first = because(&rs[0].changes);
     // One recompile at each site, for the same change: said once, with its shapes.
     let one_each = rs.len() == sites.len()
-        && rs.iter().all(|r| without_input_numbers(&because(&r.changes)) == without_input_numbers(&first));
+        && rs
+            .iter()
+            .all(|r| without_input_numbers(&because(&r.changes)) == without_input_numbers(&first));
     let message = if rs.len() == 1 {
         format!("{site} compiled another graph ({}) {first}", format_ns(cost_ns as f64))
     } else if one_each {
@@ -1129,7 +1133,11 @@ mod tests {
 
     #[test]
     fn a_cause_reads_the_same_whatever_number_its_input_has_in_each_graph() {
-        let at = |n: usize| format!("because the tensor made at x.py:9 in batches (input {n}) changed its dimension 0");
+        let at = |n: usize| {
+            format!(
+                "because the tensor made at x.py:9 in batches (input {n}) changed its dimension 0"
+            )
+        };
         assert_eq!(without_input_numbers(&at(1)), without_input_numbers(&at(3)));
         assert_eq!(
             without_input_numbers(&at(12)),
