@@ -62,8 +62,11 @@ for v in "${versions[@]}"; do
 done
 [ ${#built[@]} -gt 0 ] || { say "no wheel was built"; exit 1; }
 
-printf '%-60s %10s %10s\n' wheel size installed
-for w in "${built[@]}"; do
-  installed="$(python3 -c 'import sys, zipfile; print(sum(i.file_size for i in zipfile.ZipFile(sys.argv[1]).infolist()))' "$w")"
-  printf '%-60s %9.1fM %9.1fM\n' "$(basename "$w")" "$(($(stat -c %s "$w") / 1000))e-3" "${installed}e-6"
-done
+# Each wheel's size, and its size installed (the sum of its files).
+python3 - "${built[@]}" <<'PY'
+import os, sys, zipfile
+print(f"{'wheel':<60} {'size':>9} {'installed':>10}")
+for w in sys.argv[1:]:
+    installed = sum(i.file_size for i in zipfile.ZipFile(w).infolist())
+    print(f"{os.path.basename(w):<60} {os.path.getsize(w) / 1e6:>8.1f}M {installed / 1e6:>9.1f}M")
+PY

@@ -197,6 +197,27 @@ MODELS: Dict[str, Tuple[str, Callable[[], Any], Callable[[Any], Batch], Callable
 # ---- one model -----------------------------------------------------------------------------
 
 
+def train(name: str, model: Any, device: Any, steps: int, end_step: Callable[[], None] = lambda: None
+          ) -> Iterator[Tuple[float, float]]:
+    """Trains ``model`` (``name``'s, on ``device``) ``steps`` AdamW steps on the zoo's batches
+    (the same in every process): each step's loss and its time."""
+    import torch
+
+    _, _, make_batch, loss_of = MODELS[name]
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    g = torch.Generator().manual_seed(1)
+    for _ in range(steps):
+        batch = make_batch(g)
+        start = time.perf_counter()
+        loss = loss_of(model, {k: v.to(device) for k, v in batch.items()})
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        end_step()
+        value = loss.item()
+        yield value, time.perf_counter() - start
+
+
 def train_eager(name: str, steps: int, device: str) -> Dict[str, Any]:
     """Trains ``name`` in torch's eager on ``device``: each step's loss and time, the parameters
     at the end (on the CPU), and how many there are."""
@@ -206,22 +227,10 @@ def train_eager(name: str, steps: int, device: str) -> Dict[str, Any]:
         # f32 against f32: torch's cuDNN convolutions default to TF32, the engine's are f32.
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False
-    _, build, make_batch, loss_of = MODELS[name]
     torch.manual_seed(0)
-    model = build().to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    g = torch.Generator().manual_seed(1)
-    losses, times = [], []
-    for _ in range(steps):
-        batch = make_batch(g)
-        start = time.perf_counter()
-        loss = loss_of(model, {k: v.to(device) for k, v in batch.items()})
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        losses.append(loss.item())
-        times.append(time.perf_counter() - start)
-    return {"losses": losses, "times": times, "count": len(list(model.parameters())),
+    model = MODELS[name][1]().to(device)
+    losses, times = zip(*train(name, model, device, steps))
+    return {"losses": list(losses), "times": list(times), "count": len(list(model.parameters())),
             "params": [p.detach().cpu() for p in model.parameters()]}
 
 
@@ -253,23 +262,12 @@ def run_one(name: str, steps: int, reference: str = "cpu") -> Dict[str, Any]:
     # Eager first: after the device's steps, torch's CPU kernels run slower in the same process.
     ref = train_eager(name, steps, "cpu") if reference == "cpu" else train_eager_elsewhere(name, steps, reference)
 
-    family, build, make_batch, loss_of = MODELS[name]
+    family, build, _, _ = MODELS[name]
     torch.manual_seed(0)
     lazy = build().to(xt.device())
-    opt = torch.optim.AdamW(lazy.parameters(), lr=1e-3)
-    dev = xt.device()
-    g = torch.Generator().manual_seed(1)
     gaps, times, compiles = [], [], []
-    for expected in ref["losses"]:
-        batch = make_batch(g)
-        start = time.perf_counter()
-        loss = loss_of(lazy, {k: v.to(dev) for k, v in batch.items()})
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        xt.step()
-        ours = loss.item()
-        times.append(time.perf_counter() - start)
+    for (ours, took), expected in zip(train(name, lazy, xt.device(), steps, xt.step), ref["losses"]):
+        times.append(took)
         compiles.append(xp.counters()["compiles"])
         gaps.append(abs(ours - expected) / max(abs(expected), 1e-12))
     # The largest difference of any parameter element, relative to the largest element of the

@@ -611,7 +611,7 @@ fn note_scalar_upload(uploaded: u64, start: u64, sync_id: u64, listening: bool) 
 }
 
 /// The graph under `roots`: from the trace when it recorded exactly the nodes they need (no
-/// walk; laid out only for a compile), else by walking it. Both give the same key (`graph::key`).
+/// walk; laid out only for a compile), else by walking it. Both give the same key (`graph::keys`).
 fn build_graph<'a>(
     roots: &'a [NodeRef],
     trace: Option<&'a mut Trace>,

@@ -46,14 +46,14 @@ pub(crate) fn share(node: &Node, position: u32, refs: &[u64]) -> u64 {
 /// sum is the same sum when the sync found every recorded node needed (see `trace`), and is not
 /// used otherwise. A sum of shares (not a running hash) is what lets the trace add nodes as they
 /// are recorded and take unneeded ones off.
-pub(crate) fn key(
+pub(crate) fn keys(
     sum: u64,
     params: impl Iterator<Item = u64>,
     scalars: usize,
     outputs: &[u64],
     root_outputs: &[usize],
     donated: &[(usize, usize)],
-) -> u64 {
+) -> Keys {
     let mut h = FastHasher::default();
     h.write_u64(sum);
     for p in params {
@@ -67,10 +67,18 @@ pub(crate) fn key(
     for &o in root_outputs {
         h.write_u64(o as u64);
     }
+    // The donations come last, so the key without them is the state before them.
+    let undonated = h.finish();
     for &(param, output) in donated {
         h.write_u64(((param as u64) << 32) | output as u64);
     }
-    h.finish()
+    Keys { key: h.finish(), undonated }
+}
+
+/// A graph's key (see [`keys`]), and the key it has with no input donated.
+pub(crate) struct Keys {
+    pub key: u64,
+    pub undonated: u64,
 }
 
 pub(crate) struct Graph<'a> {
@@ -97,7 +105,7 @@ pub(crate) struct Graph<'a> {
 
 impl<'a> Graph<'a> {
     /// Walks the graph under `roots` (iteratively: chains can be 100,000 deep) and lays it out
-    /// the one canonical way (see [`key`]): the nodes the roots need in recording order, device
+    /// the one canonical way (see [`keys`]): the nodes the roots need in recording order, device
     /// data numbered by first use in that order. `epoch` is this sync's mark; a node already
     /// marked with it was visited. `donate`: whether inputs only this graph refers to may be
     /// donated (see [`donations`]).
@@ -243,14 +251,9 @@ impl<'a> Graph<'a> {
                 .map(|(p, node)| (p, &***node, edges[p] == Arc::strong_count(node)));
             g.donated = donations(candidates, &shapes);
         }
-        let param_hashes = || params.iter().map(|p| p.hash);
-        g.undonated_key = key(sum, param_hashes(), g.scalars.len(), &outputs, &g.root_outputs, &[]);
-        g.key = match g.donated.is_empty() {
-            true => g.undonated_key,
-            false => {
-                key(sum, param_hashes(), g.scalars.len(), &outputs, &g.root_outputs, &g.donated)
-            }
-        };
+        let param_hashes = params.iter().map(|p| p.hash);
+        let k = keys(sum, param_hashes, g.scalars.len(), &outputs, &g.root_outputs, &g.donated);
+        (g.key, g.undonated_key) = (k.key, k.undonated);
         g
     }
 }

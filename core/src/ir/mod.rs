@@ -16,7 +16,7 @@ use std::sync::Arc;
 pub use data::{DeviceData, OnMesh};
 pub use def::{Attr, NodeDef};
 pub(crate) use graph::{
-    donations, key, scalar_key, share, Graph, References, ScalarKey, PARAMETER, SCALAR_SLOT,
+    donations, keys, scalar_key, share, Graph, References, ScalarKey, PARAMETER, SCALAR_SLOT,
 };
 pub use op::{qr_taus, BinaryOp, CompareOp, FftKind, LuOutput, Op, OpKind, ReduceKind, UnaryOp};
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::dtype::DType;
 use crate::ir::{
-    donations, key, scalar_key, share, FastHasher, Graph, Inputs, Node, NodeRef, Op, References,
+    donations, keys, scalar_key, share, FastHasher, Graph, Inputs, Node, NodeRef, Op, References,
     ScalarKey, PARAMETER, SCALAR_SLOT,
 };
 use crate::location::SourceLocation;
@@ -238,13 +238,9 @@ impl Trace {
             self.donate(&mut g, roots);
         }
         let outputs: Vec<u64> = g.outputs.iter().map(|&o| o as u64).collect();
-        let params = || self.params.iter().map(|p| p.hash);
-        let scalars = self.scalars.len();
-        g.undonated_key = key(self.sum, params(), scalars, &outputs, &g.root_outputs, &[]);
-        g.key = match g.donated.is_empty() {
-            true => g.undonated_key,
-            false => key(self.sum, params(), scalars, &outputs, &g.root_outputs, &g.donated),
-        };
+        let params = self.params.iter().map(|p| p.hash);
+        let k = keys(self.sum, params, self.scalars.len(), &outputs, &g.root_outputs, &g.donated);
+        (g.key, g.undonated_key) = (k.key, k.undonated);
         g
     }
 
