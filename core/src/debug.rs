@@ -52,6 +52,7 @@ fn cause_text(cause: SyncCause) -> &'static str {
         SyncCause::Explicit => "explicit sync()",
         SyncCause::ValueRead => "a tensor value was read on the host (to_vec, item, print)",
         SyncCause::StepEnd => "step() at the end of a training step",
+        SyncCause::CompiledGraph => "a compiled graph ran (torch.compile)",
     }
 }
 

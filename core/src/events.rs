@@ -22,6 +22,9 @@ pub enum SyncCause {
     ValueRead,
     /// The end of a training step (`step()`).
     StepEnd,
+    /// A front end's compiled graph ran (torch.compile's, through `Replay`), computing its
+    /// pending arguments first.
+    CompiledGraph,
 }
 
 /// One input of a compiled graph, in parameter order.

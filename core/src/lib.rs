@@ -30,9 +30,10 @@ pub use autograd::no_grad;
 pub use dtype::{DType, NativeType};
 pub use error::{Error, PjrtErrorCode, Result};
 pub use exec::{
-    engine, engine_with_devices, forbid_syncs, mark_step, request_devices, started_engine, wait,
+    materialize, Replay, engine, engine_with_devices, forbid_syncs, mark_step, request_devices, started_engine, wait,
     CacheStats, Engine, Explanation, SyncsForbidden,
 };
 pub use location::SourceLocation;
+pub use ops::{manual_seed, next_seed};
 pub use shape::Shape;
 pub use tensor::{explain, Tensor};

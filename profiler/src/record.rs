@@ -63,6 +63,8 @@ pub enum Cause {
     Explicit,
     ValueRead,
     StepEnd,
+    /// A compiled graph ran (torch.compile with backend="xlaprof").
+    CompiledGraph,
 }
 
 impl Cause {
@@ -71,6 +73,7 @@ impl Cause {
             Cause::Explicit => "explicit sync()",
             Cause::ValueRead => "a value read on the host",
             Cause::StepEnd => "end of step",
+            Cause::CompiledGraph => "a compiled graph ran",
         }
     }
 }

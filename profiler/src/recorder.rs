@@ -239,6 +239,7 @@ fn cause(c: SyncCause) -> Cause {
         SyncCause::Explicit => Cause::Explicit,
         SyncCause::ValueRead => Cause::ValueRead,
         SyncCause::StepEnd => Cause::StepEnd,
+        SyncCause::CompiledGraph => Cause::CompiledGraph,
     }
 }
 

@@ -197,21 +197,26 @@ MODELS: Dict[str, Tuple[str, Callable[[], Any], Callable[[Any], Batch], Callable
 # ---- one model -----------------------------------------------------------------------------
 
 
-def train(name: str, model: Any, device: Any, steps: int, end_step: Callable[[], None] = lambda: None
-          ) -> Iterator[Tuple[float, float]]:
+def train(name: str, model: Any, device: Any, steps: int, end_step: Callable[[], None] = lambda: None,
+          backend: str = "") -> Iterator[Tuple[float, float]]:
     """Trains ``model`` (``name``'s, on ``device``) ``steps`` AdamW steps on the zoo's batches
-    (the same in every process): each step's loss and its time."""
+    (the same in every process): each step's loss and its time. With ``backend``, the model and
+    the optimizer's step run under ``torch.compile(backend=backend)``, as PyTorch recommends."""
     import torch
 
     _, _, make_batch, loss_of = MODELS[name]
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    forward, opt_step = model, opt.step
+    if backend:
+        forward = torch.compile(model, backend=backend)
+        opt_step = torch.compile(opt.step, backend=backend)
     g = torch.Generator().manual_seed(1)
     for _ in range(steps):
         batch = make_batch(g)
         start = time.perf_counter()
-        loss = loss_of(model, {k: v.to(device) for k, v in batch.items()})
+        loss = loss_of(forward, {k: v.to(device) for k, v in batch.items()})
         loss.backward()
-        opt.step()
+        opt_step()
         opt.zero_grad()
         end_step()
         value = loss.item()
@@ -251,9 +256,10 @@ def train_eager_elsewhere(name: str, steps: int, device: str) -> Dict[str, Any]:
         return torch.load(out)
 
 
-def run_one(name: str, steps: int, reference: str = "cpu") -> Dict[str, Any]:
+def run_one(name: str, steps: int, reference: str = "cpu", compiled: bool = False) -> Dict[str, Any]:
     """Trains ``name`` in torch's eager on ``reference`` ("cpu", or "cuda" beside the engine on a
-    CUDA plugin), then on the device, step by step; its row of the table."""
+    CUDA plugin), then on the device, step by step (lazily, or with ``compiled`` under
+    ``torch.compile(backend="xlaprof")``); its row of the table."""
     import torch
 
     import xlaprof as xp
@@ -266,7 +272,9 @@ def run_one(name: str, steps: int, reference: str = "cpu") -> Dict[str, Any]:
     torch.manual_seed(0)
     lazy = build().to(xt.device())
     gaps, times, compiles = [], [], []
-    for (ours, took), expected in zip(train(name, lazy, xt.device(), steps, xt.step), ref["losses"]):
+    end_step = (lambda: None) if compiled else xt.step
+    backend = "xlaprof" if compiled else ""
+    for (ours, took), expected in zip(train(name, lazy, xt.device(), steps, end_step, backend), ref["losses"]):
         times.append(took)
         compiles.append(xp.counters()["compiles"])
         gaps.append(abs(ours - expected) / max(abs(expected), 1e-12))

@@ -8,6 +8,7 @@ mod disk_cache;
 mod explain;
 mod forbid;
 mod partition;
+mod replay;
 mod scalars;
 mod summary;
 pub(crate) mod watch;
@@ -16,6 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub use cache::CacheStats;
+pub use replay::{materialize, Replay};
 use cache::{CachedGraph, GraphCache};
 pub(crate) use explain::explain;
 pub use explain::Explanation;
@@ -311,6 +313,7 @@ fn sync_what(cause: SyncCause) -> &'static str {
         SyncCause::Explicit => "sync() ran a graph",
         SyncCause::ValueRead => "a value read ran a graph",
         SyncCause::StepEnd => "step() ran a graph",
+        SyncCause::CompiledGraph => "a compiled graph ran",
     }
 }
 
@@ -477,7 +480,7 @@ fn run(
 }
 
 /// Runs a one-device graph: its outputs, in order.
-fn execute(
+pub(crate) fn execute(
     engine: &Engine,
     graph: &Graph,
     compiled: &CachedGraph,
@@ -633,7 +636,7 @@ fn build_graph<'a>(
     (Graph::build(roots, epoch, donate), None)
 }
 
-fn compile(
+pub(crate) fn compile(
     engine: &Engine,
     graph: &Graph,
     summary: Arc<events::GraphSummary>,

@@ -1,6 +1,5 @@
 //! Module-level functions: creating tensors, functional ops, sync and step, scopes, counters.
 
-use std::sync::atomic::{AtomicI64, Ordering};
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -17,16 +16,13 @@ fn dtype_or(dtype: Option<&Bound<'_, PyAny>>, default: DType) -> PyResult<DType>
     dtype.map(extract_dtype).transpose().map(|d| d.unwrap_or(default))
 }
 
-/// The seed of the next `rand`/`randn` without one (`manual_seed` sets it).
-static NEXT_SEED: AtomicI64 = AtomicI64::new(0);
-
 fn next_seed(seed: Option<i64>) -> i64 {
-    seed.unwrap_or_else(|| NEXT_SEED.fetch_add(1, Ordering::Relaxed))
+    seed.unwrap_or_else(xlaprof_core::next_seed)
 }
 
 #[pyfunction]
 pub(crate) fn manual_seed(seed: i64) {
-    NEXT_SEED.store(seed, Ordering::Relaxed);
+    xlaprof_core::manual_seed(seed);
 }
 
 #[pyfunction]

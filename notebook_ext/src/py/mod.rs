@@ -13,6 +13,7 @@ mod location;
 mod nn;
 mod ops;
 mod profile;
+mod replay;
 mod spmd;
 mod tensor;
 mod torch_dispatch;
@@ -35,6 +36,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<profile::PyProfile>()?;
     m.add_class::<functions::PyScope>()?;
     m.add_class::<spmd::PyMesh>()?;
+    m.add_class::<replay::PyReplay>()?;
+    m.add_function(wrap_pyfunction!(replay::materialize, m)?)?;
     m.add_function(wrap_pyfunction!(spmd::get_1d_mesh, m)?)?;
     m.add_function(wrap_pyfunction!(spmd::mark_sharding, m)?)?;
     m.add_function(wrap_pyfunction!(spmd::set_global_mesh, m)?)?;

@@ -50,6 +50,9 @@ from ._compare import compare_with_eager  # noqa: E402
 from ._dispatch import fallbacks  # noqa: E402
 from ._loader import DeviceLoader  # noqa: E402
 from ._tensor import LazyTensor, value  # noqa: E402
+from . import _compile  # noqa: E402
+
+_compile.register()  # torch.compile(..., backend="xlaprof")
 
 
 def sync() -> None:

@@ -26,7 +26,7 @@ from torch.utils._pytree import tree_map
 
 from .. import _native
 from ._device import DEVICE_TYPE, TO_ENGINE, engine_dtype
-from . import _check
+from . import _check, _compile
 from ._complex import COMPLEX_SAFE
 from ._lowerings import FUNCTIONAL, RAW, _Unsupported
 from . import _tensor as _tensor_module
@@ -183,6 +183,8 @@ _ENGINE_OPERATORS = {aten.add.Tensor: _OPERATOR["add"], aten.sub.Tensor: _OPERAT
 
 
 def dispatch(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    if _compile.tracing and any(t._traced for t in _tensors(args, kwargs) if isinstance(t, LazyTensor)):
+        return _compile.traced_dispatch(func, args, kwargs)
     route = _ROUTES.get(func)
     if route is None:
         route = _route(func)

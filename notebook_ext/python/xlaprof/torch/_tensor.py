@@ -47,6 +47,8 @@ class LazyTensor(torch.Tensor):
     # Whether the dtype is complex, kept beside it: `is_complex()` on a wrapper subclass costs
     # a third of a microsecond, and dispatch asks it of every argument (see `_dispatch`).
     _complex: bool = False
+    # A tensor as torch.compile traces it: no engine value, its ops run on a fake (`_compile`).
+    _traced: bool = False
 
     @staticmethod
     def __new__(cls, value: Any, requires_grad: bool = False) -> "LazyTensor":
@@ -66,6 +68,22 @@ class LazyTensor(torch.Tensor):
         return r
 
     __torch_function__ = torch._C._disabled_torch_function_impl
+
+    # torch.compile: the traceable-subclass protocol, one shape-only inner tensor (`_compile`).
+    def __tensor_flatten__(self) -> Any:
+        return ["_compile_meta"], None
+
+    @staticmethod
+    def __tensor_unflatten__(inner: Any, ctx: Any, size: Any, stride: Any) -> "LazyTensor":
+        from . import _compile
+
+        return _compile.unflatten(inner, ctx, size, stride)
+
+    @property
+    def _compile_meta(self) -> torch.Tensor:
+        from . import _compile
+
+        return _compile.meta_of(self)
 
     # Native (no Python frame per op): it takes the common case and hands the rest to
     # `_dispatch.dispatch`.
@@ -129,7 +147,9 @@ class LazyTensor(torch.Tensor):
 
 
 # The attributes the bridge keeps on a lazy tensor object (the class's own state, never a user's).
-BRIDGE_ATTRIBUTES = frozenset(("_xp", "_root", "_fwd", "_bwd", "_gen", "_seen", "_complex"))
+BRIDGE_ATTRIBUTES = frozenset(
+    ("_xp", "_root", "_fwd", "_bwd", "_gen", "_seen", "_complex", "_traced", "_meta")
+)
 
 
 def value(t: LazyTensor) -> Any:

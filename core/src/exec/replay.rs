@@ -1,0 +1,319 @@
+//! A graph captured once and run again on new inputs with nothing recorded: how a front end's
+//! own compiler (torch.compile) runs its graphs on the engine.
+//!
+//! The front end records its graph lazily once, on real inputs, as any program would; the
+//! capture lays out the graph under the outputs, compiles it (through the same compiled-graph
+//! and persistent caches as a sync) and notes where each input of the program comes from: an
+//! argument of the function (matched by its device buffer), a constant the recording made, a
+//! host scalar (a fixed value), or a random seed (drawn afresh at every run, or every run would
+//! repeat the first one's random numbers). A run then costs the launch alone: no node is
+//! recorded, hashed or walked.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::cache::CachedGraph;
+use super::{compile, engine, execute, summary, sync_tensors, NEXT_SYNC};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::events::{self, bump, counter, Event, SyncCause};
+use crate::ir::{DeviceData, Graph, Node, Op};
+use crate::location::SourceLocation;
+use crate::shape::Shape;
+use crate::tensor::Tensor;
+use crate::trace;
+
+/// A captured graph (see the module's comment).
+pub struct Replay {
+    compiled: CachedGraph,
+    key: u64,
+    /// The shape each argument had at the capture: a run checks its arguments against them.
+    arguments: Vec<Shape>,
+    /// Where each device-data parameter of the program comes from.
+    inputs: Vec<Source>,
+    /// Each host-scalar parameter: its value, or `None` for a seed drawn at every run.
+    scalars: Vec<(Option<f64>, DType)>,
+    outputs: Vec<(Source, Shape)>,
+    location: SourceLocation,
+}
+
+#[derive(Clone)]
+enum Source {
+    /// An argument of the function, by position.
+    Argument(usize),
+    /// Data the recording made (a constant): the same at every run.
+    Constant(Arc<DeviceData>),
+    /// An output of the compiled program, by position.
+    Computed(usize),
+}
+
+/// Makes the pending tensors among `tensors` device data (a sync of what they need): a captured
+/// graph's arguments must be data, before the capture records on them and before each run.
+pub fn materialize(tensors: &[&Tensor], location: &SourceLocation) -> Result<()> {
+    let pending: Vec<_> =
+        tensors.iter().filter(|t| !t.is_materialized()).map(|t| &t.0.value).collect();
+    if pending.is_empty() {
+        return Ok(());
+    }
+    sync_tensors(&pending, SyncCause::CompiledGraph, location.clone())
+}
+
+impl Replay {
+    /// Captures the graph that computes `outputs` from `arguments` (device data: see
+    /// [`materialize`]) and runs it once: the replay and the outputs' values.
+    pub fn capture(
+        arguments: &[&Tensor],
+        outputs: &[&Tensor],
+        location: SourceLocation,
+    ) -> Result<(Replay, Vec<Tensor>)> {
+        let engine = engine()?;
+        let by_buffer: HashMap<*const DeviceData, usize> = arguments
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| match &a.node().op {
+                Op::Data(d) => Some((Arc::as_ptr(d), i)),
+                _ => None,
+            })
+            .collect();
+        if by_buffer.len() < arguments.iter().filter(|a| !a.is_materialized()).count() {
+            return Err(Error::Unsupported(
+                "a captured graph's arguments must be device data".into(),
+            ));
+        }
+        let source_of = |d: &Arc<DeviceData>| match by_buffer.get(&Arc::as_ptr(d)) {
+            Some(&i) => Source::Argument(i),
+            None => Source::Constant(d.clone()),
+        };
+
+        let _serial = trace::serialize();
+        let listening = events::enabled();
+        let sync_id = NEXT_SYNC.fetch_add(1, Ordering::Relaxed);
+        let sync_start = events::now_ns();
+        bump(&counter::syncs, 1);
+        if listening {
+            events::emit(Event::SyncBegin {
+                sync_id,
+                cause: SyncCause::CompiledGraph,
+                location: location.clone(),
+                tensors: outputs.len(),
+            });
+        }
+        let nodes: Vec<_> = outputs.iter().map(|t| t.node()).collect();
+        let roots: Vec<_> = nodes.iter().filter(|n| !matches!(n.op, Op::Data(_))).cloned().collect();
+        let epoch = engine.epoch.fetch_add(1, Ordering::Relaxed);
+        let t = events::now_ns();
+        let graph = Graph::build(&roots, epoch, false);
+        if graph.data.iter().any(|d| d.sharding().is_some()) {
+            return Err(Error::Unsupported(
+                "a compiled graph over a mesh (sharded inputs): run it lazily instead".into(),
+            ));
+        }
+        let summary = Arc::new(summary::summary(&graph));
+        if listening {
+            events::emit(Event::GraphBuilt {
+                sync_id,
+                hash: graph.key,
+                summary: summary.clone(),
+                duration_ns: events::now_ns() - t,
+            });
+        }
+        let cached = engine.cache.lock().unwrap_or_else(|p| p.into_inner()).get(graph.key);
+        if listening {
+            events::emit(Event::CacheLookup {
+                sync_id,
+                hash: graph.key,
+                hit: cached.is_some(),
+                persistent_hit: false,
+            });
+        }
+        let compiled = match cached {
+            Some(c) => {
+                bump(&counter::cache_hits, 1);
+                c
+            }
+            None => {
+                bump(&counter::cache_misses, 1);
+                let c = compile(engine, &graph, summary, sync_id, listening)?;
+                let mut cache = engine.cache.lock().unwrap_or_else(|p| p.into_inner());
+                cache.insert(graph.key, c.clone(), graph.key, &[]);
+                c
+            }
+        };
+
+        let seeds: HashSet<*const Node> = graph
+            .order
+            .iter()
+            .filter(|n| matches!(n.op, Op::Random { .. }))
+            .map(|n| Arc::as_ptr(&n.inputs[0]))
+            .collect();
+        let mut seed_slots = HashSet::new();
+        for (node, &slot) in graph.order.iter().zip(&graph.slot) {
+            if matches!(node.op, Op::Scalar(_)) && seeds.contains(&(*node as *const Node)) {
+                seed_slots.insert(slot as usize);
+            }
+        }
+        let scalars = graph
+            .scalars
+            .iter()
+            .enumerate()
+            .map(|(slot, &(v, dtype))| (if seed_slots.contains(&slot) { None } else { Some(v) }, dtype))
+            .collect();
+        let mut computed = graph.root_outputs.iter();
+        let outputs = nodes
+            .iter()
+            .map(|n| {
+                let source = match &n.op {
+                    Op::Data(d) => source_of(d),
+                    _ => Source::Computed(*computed.next().expect("one output per root")),
+                };
+                (source, n.shape.clone())
+            })
+            .collect();
+        let replay = Replay {
+            key: graph.key,
+            arguments: arguments.iter().map(|a| a.shape().clone()).collect(),
+            inputs: graph.data.iter().map(source_of).collect(),
+            scalars,
+            outputs,
+            location,
+            compiled,
+        };
+        drop(graph);
+        drop(roots);
+        // The first run: the capture's own, on the same arguments (its seeds as recorded).
+        let data: Vec<Arc<DeviceData>> = replay.data(arguments)?;
+        let scalars: Vec<(f64, DType)> = {
+            let g = &replay.scalars;
+            g.iter().map(|&(v, d)| (v.unwrap_or_else(|| crate::ops::next_seed() as f64), d)).collect()
+        };
+        let location = replay.location.clone();
+        let results =
+            replay.launch(engine, arguments, data, scalars, sync_id, &location, listening)?;
+        if listening {
+            events::emit(Event::SyncEnd { sync_id, duration_ns: events::now_ns() - sync_start });
+        }
+        Ok((replay, results))
+    }
+
+    /// The structural key of the captured graph (its compiled-graph cache key).
+    pub fn key(&self) -> u64 {
+        self.key
+    }
+
+    /// Runs the captured graph on `arguments` (shaped as at the capture; pending ones are
+    /// computed first), at `location`: the outputs' values, in the capture's order.
+    pub fn run(&self, arguments: &[&Tensor], location: SourceLocation) -> Result<Vec<Tensor>> {
+        if arguments.len() != self.arguments.len()
+            || arguments.iter().zip(&self.arguments).any(|(a, s)| a.shape() != s)
+        {
+            let given: Vec<String> = arguments.iter().map(|a| a.shape().to_string()).collect();
+            let captured: Vec<String> = self.arguments.iter().map(|s| s.to_string()).collect();
+            return Err(Error::Shape {
+                op: "compiled graph",
+                message: format!(
+                    "arguments ({}) differ from those it was captured with ({})",
+                    given.join(", "),
+                    captured.join(", ")
+                ),
+                location,
+            });
+        }
+        materialize(arguments, &location)?;
+        let engine = engine()?;
+        let _serial = trace::serialize();
+        let listening = events::enabled();
+        let sync_id = NEXT_SYNC.fetch_add(1, Ordering::Relaxed);
+        let sync_start = events::now_ns();
+        bump(&counter::syncs, 1);
+        bump(&counter::cache_hits, 1);
+        if listening {
+            events::emit(Event::SyncBegin {
+                sync_id,
+                cause: SyncCause::CompiledGraph,
+                location: location.clone(),
+                tensors: self.outputs.len(),
+            });
+            events::emit(Event::GraphBuilt {
+                sync_id,
+                hash: self.key,
+                summary: self.compiled.summary.clone(),
+                duration_ns: 0,
+            });
+            events::emit(Event::CacheLookup {
+                sync_id,
+                hash: self.key,
+                hit: true,
+                persistent_hit: false,
+            });
+        }
+        let data = self.data(arguments)?;
+        let scalars = self
+            .scalars
+            .iter()
+            .map(|&(v, d)| (v.unwrap_or_else(|| crate::ops::next_seed() as f64), d))
+            .collect();
+        let results = self.launch(engine, arguments, data, scalars, sync_id, &location, listening)?;
+        if listening {
+            events::emit(Event::SyncEnd { sync_id, duration_ns: events::now_ns() - sync_start });
+        }
+        Ok(results)
+    }
+
+    fn data(&self, arguments: &[&Tensor]) -> Result<Vec<Arc<DeviceData>>> {
+        self.inputs.iter().map(|s| self.resolve(s, arguments)).collect()
+    }
+
+    fn resolve(&self, source: &Source, arguments: &[&Tensor]) -> Result<Arc<DeviceData>> {
+        match source {
+            Source::Argument(i) => match &arguments[*i].node().op {
+                Op::Data(d) => Ok(d.clone()),
+                _ => Err(Error::Unsupported(format!("argument {i} of a compiled graph is pending"))),
+            },
+            Source::Constant(d) => Ok(d.clone()),
+            Source::Computed(_) => unreachable!("inputs are arguments or constants"),
+        }
+    }
+
+    fn launch(
+        &self,
+        engine: &super::Engine,
+        arguments: &[&Tensor],
+        data: Vec<Arc<DeviceData>>,
+        scalars: Vec<(f64, DType)>,
+        sync_id: u64,
+        location: &SourceLocation,
+        listening: bool,
+    ) -> Result<Vec<Tensor>> {
+        let graph = Graph {
+            order: Vec::new(),
+            slot: Vec::new(),
+            key: self.key,
+            undonated_key: self.key,
+            data,
+            scalars,
+            outputs: Vec::new(),
+            root_outputs: Vec::new(),
+            donated: Vec::new(),
+        };
+        let computed = execute(
+            engine,
+            &graph,
+            &self.compiled,
+            sync_id,
+            location,
+            listening,
+            engine.run_ahead,
+        )?;
+        self.outputs
+            .iter()
+            .map(|(source, _)| {
+                let data = match source {
+                    Source::Computed(slot) => computed[*slot].clone(),
+                    other => self.resolve(other, arguments)?,
+                };
+                Ok(Tensor::from_data(data, location.clone()))
+            })
+            .collect()
+    }
+}

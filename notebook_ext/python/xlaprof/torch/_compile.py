@@ -1,0 +1,434 @@
+"""``torch.compile(model, backend="xlaprof")``: Dynamo's graphs run on the engine.
+
+How Dynamo sees the device's tensors. Dynamo traces only tensors it can fake; a ``LazyTensor``
+is a wrapper subclass whose value lives in the engine, so it follows torch's traceable-subclass
+protocol (``__tensor_flatten__``/``__tensor_unflatten__``, as DTensor does) with one inner tensor:
+a shape-only tensor on the meta device. Dynamo and AOTAutograd fake that inner tensor and run the
+subclass's ops on it, so the graphs the backend receives are plain aten graphs over meta values;
+at run time AOTAutograd unwraps each lazy argument into that same meta tensor, which names the
+lazy tensor it stands for, and wraps each meta result back into a lazy tensor.
+
+How a graph runs. Each graph AOTAutograd hands over (forward, backward, inference; an optimizer
+step is one more) is recorded once, on its first call, by running it on the real lazy tensors
+through the bridge's own dispatcher: one lowering path, the same one eager code takes. The
+recorded graph is then captured (`_native.Replay`): compiled once through the compiled-graph and
+persistent caches, and from then on each call is one launch on the arguments' device buffers,
+with nothing recorded. Values on the CPU (an optimizer's step count) are computed by torch on
+the CPU at each call and fed to the device graph as arguments, never baked into it.
+
+What cannot be captured. A graph whose recording had to read values on the host (an op with no
+lowering runs on the CPU: the graph splits there) is recorded anew at every call, lazily: it
+gives the same results, pays the recording, and the split is reported where it happens (the
+op, its line, ``xt.fallbacks()``); ``XLAPROF_STRICT=1`` makes such an op an error instead.
+Dynamo's symbolic sizes are specialized: each new size is a new capture.
+"""
+
+from __future__ import annotations
+
+import operator
+import weakref
+from typing import Any, Dict, List, Optional, Tuple
+
+import torch
+from torch.utils._pytree import tree_map
+
+from .. import _native
+from ._device import DEVICE_TYPE
+from ._tensor import LazyTensor, _DEVICE, assign, to_cpu, to_engine, value
+
+aten = torch.ops.aten
+_META = torch.device("meta")
+
+# True once Dynamo has traced a lazy tensor: only then does the dispatcher look for traced ones.
+tracing = False
+
+
+# ---- the traceable-subclass protocol (installed on LazyTensor by `_tensor`) -----------------
+
+
+def meta_of(t: LazyTensor) -> torch.Tensor:
+    """The shape-only tensor that stands for ``t`` in Dynamo's graphs (one per tensor, kept; a
+    traced tensor's is the fake it was made from). AOTAutograd unwraps a compiled graph's
+    arguments just before the call and may drop the lazy tensor itself (a gradient passed to a
+    backward graph), so the stand-in carries the tensor's value until the graph has read it."""
+    if t._traced:
+        return t.__dict__["_meta"]
+    m = t.__dict__.get("_meta")
+    if m is None or m.shape != t.shape or m.dtype != t.dtype:
+        m = torch.empty(t.shape, dtype=t.dtype, device=_META)
+        m._xlaprof_owner = weakref.ref(t)
+        t.__dict__["_meta"] = m
+    m._xlaprof_value = value(t)
+    return m
+
+
+def unflatten(inner: Dict[str, torch.Tensor], ctx: Any, size: Any, stride: Any) -> LazyTensor:
+    m = inner["_compile_meta"]
+    if type(m) is torch.Tensor:
+        made = m.__dict__.get("_xlaprof_value")
+        if made is not None:  # a result of a compiled graph
+            return LazyTensor(made)
+    return traced(m)
+
+
+def traced(inner: torch.Tensor) -> LazyTensor:
+    """A lazy tensor as Dynamo and AOTAutograd trace it: its ops run on ``inner`` (a fake)."""
+    global tracing
+    tracing = True
+    # The fake's strides too: torch's decompositions check them (a view of a transpose).
+    t = torch.Tensor._make_wrapper_subclass(
+        LazyTensor, inner.shape, strides=inner.stride(), storage_offset=inner.storage_offset(),
+        dtype=inner.dtype, device=_DEVICE, requires_grad=inner.requires_grad,
+    )
+    t._xp = None
+    t._traced = True
+    # Complex to the native dispatcher: it hands every op to the Python one (`_dispatch`).
+    t._complex = True
+    t.__dict__["_meta"] = inner
+    return t
+
+
+def traced_dispatch(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    """An op while tracing: run on the inner fakes; a plain tensor on the device (a factory's)
+    meets them on the meta device, which the backend reads as the device again."""
+
+    def inner(a: Any) -> Any:
+        if isinstance(a, LazyTensor) and a._traced:
+            return a.__dict__["_meta"]
+        if isinstance(a, LazyTensor):
+            # A real one made while tracing (`torch.tensor([], device=dev)` inside the compiled
+            # code): a constant of the graph, by its values.
+            return aten.lift_fresh_copy.default(to_cpu(a)).to(_META)
+        if isinstance(a, torch.Tensor) and a.device.type == DEVICE_TYPE:
+            return a.to(_META)
+        return a
+
+    out = func(*tree_map(inner, args), **tree_map(inner, kwargs))
+    return tree_map(
+        lambda r: traced(r) if isinstance(r, torch.Tensor) and r.device.type == "meta" else r, out
+    )
+
+
+# ---- the backend ----------------------------------------------------------------------------
+
+
+def backend(gm: torch.fx.GraphModule, example_inputs: List[Any], **options: Any) -> Any:
+    """The ``xlaprof`` backend: AOTAutograd's forward, backward and inference graphs, each run
+    on the engine (see the module's comment)."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    def compiler(kind: str) -> Any:
+        def compile_graph(g: torch.fx.GraphModule, inputs: List[Any]) -> Any:
+            graph = CompiledGraph(g, kind)
+
+            def run(args: List[Any]) -> List[Any]:
+                return graph(args)
+
+            run._boxed_call = True  # type: ignore[attr-defined]  (takes the argument list)
+            run.graph = graph  # type: ignore[attr-defined]
+            return run
+
+        return compile_graph
+
+    return aot_autograd(
+        fw_compiler=compiler("forward"),
+        bw_compiler=compiler("backward"),
+        inference_compiler=compiler("inference"),
+        # An optimizer's step writes every parameter and state: written inside the graph (a
+        # `copy_` node) the writes cost nothing per tensor, where AOTAutograd's own epilogue
+        # would dispatch one `copy_` per tensor after each call.
+        keep_inference_input_mutations=True,
+    )(gm, example_inputs)
+
+
+def register() -> None:
+    """Registers ``backend="xlaprof"`` with Dynamo (idempotent)."""
+    from torch._dynamo.backends.registry import _BACKENDS, register_backend
+
+    if _BACKENDS.get("xlaprof") is not backend:
+        _BACKENDS.pop("xlaprof", None)
+        register_backend(backend, name="xlaprof")
+
+
+# What the backend did, for tests and the bench: graphs captured, graphs recorded at each call
+# for want of a capture (and why), runs of captured graphs.
+STATS = {"captured": 0, "uncaptured": 0, "replays": 0, "recorded_runs": 0}
+
+
+def stats() -> Dict[str, int]:
+    return dict(STATS)
+
+
+def _where(node: torch.fx.Node) -> str:
+    """Where a value lives (a foreach op's list of them), from the fakes tracing gave it."""
+    val = node.meta.get("val")
+    vals = val if isinstance(val, (list, tuple)) else [val]
+    devices = {v.device.type for v in vals if isinstance(v, torch.Tensor)}
+    if not devices:
+        return "other"
+    return "host" if devices == {"cpu"} else "device"
+
+
+def _writes_input(node: torch.fx.Node) -> bool:
+    return node.target is aten.copy_.default and node.args[0].op == "placeholder"
+
+
+class CompiledGraph:
+    """One graph from AOTAutograd: captured on its first call (per set of sizes), replayed after."""
+
+    def __init__(self, gm: torch.fx.GraphModule, kind: str) -> None:
+        self.gm = gm
+        self.kind = kind
+        nodes = list(gm.graph.nodes)
+        self.placeholders = [n for n in nodes if n.op == "placeholder"]
+        self.outputs = list(nodes[-1].args[0])
+        self.constants = {n: getattr(gm, n.target) for n in nodes if n.op == "get_attr"}
+        # A graph of CPU tensors alone (a function called with CPU tensors): all of it runs on
+        # the device, its arguments uploaded and its results read back at each call. Else the
+        # graph's CPU part (CPU values made from CPU values only: an optimizer's step counts)
+        # is computed by torch at each call, the rest on the device.
+        on_device = any(_where(n) == "device" for n in nodes)
+        host = set()
+        if on_device:
+            host = {n for n in self.placeholders if _where(n) == "host"}
+            host.update(n for n, v in self.constants.items()
+                        if isinstance(v, torch.Tensor) and v.device.type == "cpu")
+        self.host_nodes: List[torch.fx.Node] = []
+        for n in nodes if on_device else ():
+            if n.op == "call_function" and _where(n) == "host" and set(n.all_input_nodes) <= host:
+                host.add(n)
+                self.host_nodes.append(n)
+        self.host = host
+        # Writes into CPU arguments wait until the device part has read the values it needs.
+        self.host_writes = [n for n in self.host_nodes if _writes_input(n)]
+        self.host_nodes = [n for n in self.host_nodes if not _writes_input(n)]
+        self.host_inputs = [n for n in nodes if n in host and n.op != "call_function"]
+        self.host_part = _subgraph(gm, self.host_inputs, self.host_nodes)
+        self.host_write_part = _subgraph(gm, self.host_inputs + self.host_nodes, self.host_writes)
+        # Per tuple of the integer arguments (symbolic sizes, specialized): the capture, or
+        # None where the graph is recorded anew at each call (see the module's comment).
+        self.captures: Dict[Tuple[int, ...], Optional[Capture]] = {}
+
+    def __call__(self, args: List[Any]) -> List[Any]:
+        env: Dict[torch.fx.Node, Any] = dict(self.constants)
+        for node, a in zip(self.placeholders, args):
+            env[node] = _argument(a)
+        args.clear()  # the boxed convention: the graph owns its arguments now
+        key = tuple(v for n, v in env.items() if type(v) is int)
+        if self.host_nodes:
+            env.update(zip(self.host_nodes, self.host_part(*[env[n] for n in self.host_inputs])))
+        capture = self.captures.get(key, _MISSING)
+        if capture is _MISSING:
+            capture = self.captures[key] = Capture.record(self, env)
+            if capture is not None:
+                out = capture.first_outputs
+                capture.first_outputs = []
+            else:
+                out = self._recorded(env)
+        elif capture is None:
+            out = self._recorded(env)
+        else:
+            out = capture.run(self, env)
+        if self.host_writes:
+            self.host_write_part(*[env[n] for n in self.host_inputs + self.host_nodes])
+        return out
+
+    def _recorded(self, env: Dict[torch.fx.Node, Any]) -> List[Any]:
+        """The graph recorded on the lazy device and run, as eager code would be."""
+        STATS["recorded_runs"] += 1
+        outs = _interpret(self, env, {})
+        _native.sync()
+        return [_result(n, outs[n] if isinstance(n, torch.fx.Node) else n) for n in self.outputs]
+
+
+_MISSING: Any = object()
+
+
+class Capture:
+    """A graph recorded once and captured: where the replay's arguments come from, which lazy
+    arguments it writes, and how its results make the graph's outputs."""
+
+    def __init__(self, replay: Any, arguments: List[torch.fx.Node], fed: List[List[torch.fx.Node]],
+                 writes: List[torch.fx.Node], outputs: List[Tuple[str, Any]]) -> None:
+        self.replay = replay
+        # The lazy arguments, then the CPU values the device part reads, packed per dtype.
+        self.arguments = arguments
+        self.fed = fed
+        # Lazy arguments the graph writes: the replay's results after the outputs' ones.
+        self.writes = writes
+        # Per graph output: ("device", i) the replay's i-th result, ("node", n) a CPU value or
+        # a non-tensor of the graph, ("const", v) a constant.
+        self.outputs = outputs
+        self.first_outputs: List[Any] = []
+
+    @staticmethod
+    def record(graph: CompiledGraph, env: Dict[torch.fx.Node, Any]) -> Optional["Capture"]:
+        lazy_args = [n for n in graph.placeholders if isinstance(env[n], LazyTensor)]
+        _native.materialize([value(env[n]) for n in lazy_args])
+        before = {n: value(env[n]) for n in lazy_args}
+        syncs = _native.counters()["syncs"]
+        fed = _fed(graph)
+        uploads: Dict[torch.fx.Node, LazyTensor] = {}
+        packed = []
+        for group in fed:
+            whole = _pack(group, env)
+            packed.append(value(whole))
+            at = 0
+            for n in group:
+                size = env[n].numel()
+                piece = value(whole)[at:at + size].reshape(*env[n].shape)
+                uploads[n] = LazyTensor(piece)
+                at += size
+        outs = _interpret(graph, env, uploads)
+        if _native.counters()["syncs"] != syncs:
+            # Recording it read values on the host (an op ran on the CPU, see `_dispatch`): the
+            # graph splits there, so it is recorded anew at each call.
+            STATS["uncaptured"] += 1
+            _native.sync()
+            return None
+        STATS["captured"] += 1
+        writes = [n for n in lazy_args if value(env[n]) is not before[n]]
+        device_outs: List[Any] = []
+        layout: List[Tuple[str, Any]] = []
+        for n in graph.outputs:
+            v = outs.get(n) if isinstance(n, torch.fx.Node) else n
+            if isinstance(v, LazyTensor):
+                layout.append(("device", len(device_outs)))
+                device_outs.append(value(v))
+            elif isinstance(n, torch.fx.Node) and n in graph.host:
+                layout.append(("node", n))
+            else:
+                layout.append(("const", v))
+        written = [value(env[n]) for n in writes]
+        arg_values = [before[n] for n in lazy_args] + packed
+        replay, results = _native.Replay.capture(arg_values, device_outs + written)
+        capture = Capture(replay, lazy_args, fed, writes, layout)
+        capture.first_outputs = capture._finish(graph, env, results)
+        return capture
+
+    def run(self, graph: CompiledGraph, env: Dict[torch.fx.Node, Any]) -> List[Any]:
+        STATS["replays"] += 1
+        args = [value(env[n]) for n in self.arguments]
+        args += [value(_pack(group, env)) for group in self.fed]
+        return self._finish(graph, env, self.replay.run(args))
+
+    def _finish(self, graph: CompiledGraph, env: Dict[torch.fx.Node, Any], results: List[Any]) -> List[Any]:
+        """Writes the lazy arguments the graph writes; the graph's outputs."""
+        n_out = len(results) - len(self.writes)
+        for node, new in zip(self.writes, results[n_out:]):
+            assign(env[node], new)
+        out = []
+        for (kind, what), n in zip(self.outputs, graph.outputs):
+            if kind == "device":
+                out.append(_result(n, LazyTensor(results[what])))
+            elif kind == "node":
+                out.append(env[what])
+            else:
+                out.append(what)
+        return out
+
+
+def _subgraph(gm: torch.fx.GraphModule, inputs: List[torch.fx.Node],
+              nodes: List[torch.fx.Node]) -> Any:
+    """``nodes`` of ``gm`` as a function of ``inputs`` returning their values: torch's own code
+    generation, so a call costs the ops themselves."""
+    g = torch.fx.Graph()
+    remap = {n: g.placeholder(n.name) for n in inputs}
+    for n in nodes:
+        remap[n] = g.node_copy(n, lambda a: remap[a])
+    g.output(tuple(remap[n] for n in nodes))
+    return torch.fx.GraphModule(gm, g)
+
+
+def _fed(graph: CompiledGraph) -> List[List[torch.fx.Node]]:
+    """The CPU values the device part reads, grouped by dtype (one upload per group a call)."""
+    groups: Dict[torch.dtype, List[torch.fx.Node]] = {}
+    for node in graph.gm.graph.nodes:
+        if node.op != "call_function" or node in graph.host or node in graph.host_writes:
+            continue
+        for inp in node.all_input_nodes:
+            val = inp.meta.get("val")
+            if inp in graph.host and isinstance(val, torch.Tensor):
+                group = groups.setdefault(val.dtype, [])
+                if inp not in group:
+                    group.append(inp)
+    return list(groups.values())
+
+
+def _pack(group: List[torch.fx.Node], env: Dict[torch.fx.Node, Any]) -> LazyTensor:
+    """One upload of a group's values, end to end."""
+    flat = torch.cat([env[n].reshape(-1) for n in group]) if len(group) > 1 else env[group[0]].reshape(-1)
+    return LazyTensor(to_engine(flat))
+
+
+def _argument(a: Any) -> Any:
+    """A runtime argument as the graph takes it: a meta stand-in becomes its lazy tensor (the
+    user's own, which the graph may write), or a lazy tensor of the value it carries when
+    AOTAutograd has let go of the tensor (see `meta_of`)."""
+    if type(a) is torch.Tensor and a.device.type == "meta":
+        d = a.__dict__
+        owner = d.get("_xlaprof_owner")
+        t = owner() if owner is not None else None
+        if t is not None:
+            d.pop("_xlaprof_value", None)
+            return t
+        x = d.pop("_xlaprof_value") if owner is not None else d.get("_xlaprof_value")
+        if x is None:
+            raise RuntimeError("xlaprof: a compiled graph was given a meta tensor, not a lazy one")
+        return LazyTensor(x)
+    return a
+
+
+def _result(node: Any, v: Any) -> Any:
+    """A result as AOTAutograd expects it: a meta stand-in where tracing saw a lazy tensor, a
+    CPU tensor where it saw one (a graph of CPU tensors run on the device)."""
+    if isinstance(node, torch.fx.Node) and isinstance(v, LazyTensor):
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor) and val.device.type == "meta":
+            m = torch.empty(v.shape, dtype=v.dtype, device=_META)
+            m._xlaprof_value = value(v)
+            return m
+        if isinstance(val, torch.Tensor) and val.device.type == "cpu":
+            return to_cpu(v)
+    return v
+
+
+def _load(node: torch.fx.Node, env: Dict[torch.fx.Node, Any],
+          uploads: Optional[Dict[torch.fx.Node, LazyTensor]] = None) -> Tuple[Any, Any]:
+    def get(a: Any) -> Any:
+        if isinstance(a, torch.fx.Node):
+            return uploads[a] if uploads and a in uploads else env[a]
+        if isinstance(a, torch.device) and a.type == "meta":
+            return _DEVICE
+        return a
+
+    return (torch.fx.node.map_aggregate(node.args, get),
+            torch.fx.node.map_aggregate(node.kwargs, get))
+
+
+def _run(node: torch.fx.Node, env: Dict[torch.fx.Node, Any],
+         uploads: Optional[Dict[torch.fx.Node, LazyTensor]] = None) -> Any:
+    args, kwargs = _load(node, env, uploads)
+    if node.target is operator.getitem:
+        return args[0][args[1]]
+    if node.target is aten._to_copy.default and kwargs.get("device") == _DEVICE:
+        # A device value that met traced ones on the meta device, or an uploaded CPU value:
+        # on the device already.
+        kwargs = {k: v for k, v in kwargs.items() if k != "device"}
+    return node.target(*args, **kwargs)
+
+
+def _interpret(graph: CompiledGraph, env: Dict[torch.fx.Node, Any],
+               uploads: Dict[torch.fx.Node, LazyTensor]) -> Dict[torch.fx.Node, Any]:
+    """Records the graph's device part on the lazy device (the CPU part is in ``env`` already);
+    the CPU values it reads are uploaded, into ``uploads`` (a capture's arguments)."""
+    env = dict(env)
+    for node in graph.gm.graph.nodes:
+        if node.op != "call_function" or node in env or node in graph.host_writes:
+            continue
+        for inp in node.all_input_nodes:
+            v = env[inp]
+            if inp not in uploads and isinstance(v, torch.Tensor) and not isinstance(v, LazyTensor):
+                uploads[inp] = LazyTensor(to_engine(v))
+        env[node] = _run(node, env, uploads)
+    return env
