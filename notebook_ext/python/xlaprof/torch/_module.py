@@ -32,6 +32,17 @@ def register() -> None:
     """Wraps ``torch.nn.Module._apply`` (idempotent)."""
     if torch.nn.Module._apply is not _apply:
         torch.nn.Module._apply = _apply  # type: ignore[method-assign]
+    # A lazy tensor is a traceable subclass (for torch.compile, `_compile`), which `_apply`
+    # takes as a reason to swap each moved parameter for a new `Parameter` of it (attributes
+    # lost, the parameter a view of the moved tensor); the swap here is the one that keeps them.
+    module_code = torch.nn.modules.module
+    traceable = module_code.is_traceable_wrapper_subclass
+    if not getattr(traceable, "_xlaprof", False):
+        def is_traceable_wrapper_subclass(t: Any) -> bool:
+            return not isinstance(t, LazyTensor) and traceable(t)
+
+        is_traceable_wrapper_subclass._xlaprof = True  # type: ignore[attr-defined]
+        module_code.is_traceable_wrapper_subclass = is_traceable_wrapper_subclass
 
 
 def _apply(self: torch.nn.Module, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> Any:

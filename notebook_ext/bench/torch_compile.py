@@ -1,0 +1,166 @@
+"""torch.compile(backend="xlaprof") beside torch's CPU eager, inductor and the lazy path: one
+AdamW training step of each workload, each mode in a process of its own, eager first (medians of
+the steady steps, and the first step: tracing and compiles included).
+
+- mlp: the MLP 784-512-512-10, batch 64;
+- gpt2: the Hugging Face GPT-2 of samples/torch (2 layers, d=64, sequence 32, batch 4);
+- llama: a Hugging Face Llama, 4 layers, hidden 256, sequence 256, batch 8 (compute-bound: the
+  host hardly matters), beside the same model written in JAX (`llama_jax.py`, with --jax PYTHON),
+  which tells our lowering from XLA's code generation.
+
+The compiled step compiles the model and the optimizer's step (`torch.compile(opt.step)`), as
+PyTorch recommends. Also: one call of a compiled `x + 1` on f32[4] (Dynamo's guards, the wrappers
+and the engine's launch), beside the same call under inductor.
+
+    .venv/bin/python notebook_ext/bench/torch_compile.py [mlp gpt2 llama] [--jax /path/to/python]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any, Callable, Dict, Tuple
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1] / "samples" / "torch"))
+
+MODES = ("eager", "inductor", "lazy", "xlaprof")
+STEPS = {"mlp": (5, 20), "gpt2": (5, 20), "llama": (2, 5)}  # warm-up, measured
+LLAMA = dict(vocab_size=1024, hidden_size=256, intermediate_size=1024, num_hidden_layers=4,
+             num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=256)
+LLAMA_BATCH, LLAMA_SEQ = 8, 256
+
+
+def workload(name: str) -> Tuple[Any, Callable[[Any], Dict[str, Any]], Callable[[Any, Dict[str, Any]], Any]]:
+    """The model (random init), a batch maker and the loss."""
+    import torch
+
+    torch.manual_seed(0)
+    if name == "mlp":
+        model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+                                    torch.nn.ReLU(), torch.nn.Linear(512, 10))
+        return (model,
+                lambda g: {"x": torch.randn(64, 784, generator=g), "y": torch.randint(0, 10, (64,), generator=g)},
+                lambda m, b: torch.nn.functional.cross_entropy(m(b["x"]), b["y"]))
+    if name == "gpt2":
+        import models
+
+        return models.gpt2(), models.gpt2_batch, models.hf_loss
+    if name == "llama":
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        model = LlamaForCausalLM(LlamaConfig(**LLAMA))
+
+        def batch(g: Any) -> Dict[str, Any]:
+            ids = torch.randint(0, LLAMA["vocab_size"], (LLAMA_BATCH, LLAMA_SEQ), generator=g)
+            return {"input_ids": ids, "labels": ids}
+
+        return model, batch, lambda m, b: m(**b).loss
+    raise ValueError(name)
+
+
+def run_one(name: str, mode: str) -> Dict[str, Any]:
+    """Trains ``name`` in ``mode``: the steady step's median, the first step, the losses."""
+    import torch
+
+    device: Any = "cpu"
+    end_step: Callable[[], None] = lambda: None
+    if mode in ("lazy", "xlaprof"):
+        import xlaprof.torch as xt
+
+        device = xt.device()
+        if mode == "lazy":
+            end_step = xt.step
+    model, make_batch, loss_of = workload(name)
+    model.to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    forward, opt_step = model, opt.step
+    if mode in ("inductor", "xlaprof"):
+        forward = torch.compile(model, backend=mode)
+        opt_step = torch.compile(opt.step, backend=mode)
+    warm, measured = STEPS[name]
+    g = torch.Generator().manual_seed(1)
+    times, losses = [], []
+    for _ in range(warm + measured):
+        batch = {k: v.to(device) for k, v in make_batch(g).items()}
+        start = time.perf_counter()
+        loss = loss_of(forward, batch)
+        loss.backward()
+        opt_step()
+        opt.zero_grad()
+        end_step()
+        losses.append(loss.item())
+        times.append(time.perf_counter() - start)
+    row = {"workload": name, "mode": mode, "step_ms": statistics.median(times[warm:]) * 1e3,
+           "first_s": times[0], "loss": losses[-1]}
+    if mode in ("inductor", "xlaprof"):
+        row["call_us"] = tiny_call_us(mode, device)
+    return row
+
+
+def tiny_call_us(backend: str, device: Any) -> float:
+    """One call of a compiled ``x + 1`` on f32[4] (result computed), in µs: the median of 2,000."""
+    import torch
+
+    f = torch.compile(lambda x: x + 1, backend=backend)
+    x = torch.zeros(4, device=device)
+    for _ in range(20):
+        x = f(x)
+    times = []
+    for _ in range(2000):
+        t = time.perf_counter()
+        x = f(x)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1e6
+
+
+def in_process(name: str, mode: str) -> Dict[str, Any]:
+    cmd = [sys.executable, __file__, "--one", name, mode]
+    run = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
+    if run.returncode or not lines:
+        return {"workload": name, "mode": mode, "error": (run.stderr.strip().splitlines() or ["?"])[-1][:100]}
+    return json.loads(lines[-1])
+
+
+def jax_llama(python: str) -> Dict[str, Any]:
+    run = subprocess.run([python, str(HERE / "llama_jax.py")], capture_output=True, text=True)
+    lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
+    if run.returncode or not lines:
+        return {"workload": "llama", "mode": "jax", "error": (run.stderr.strip().splitlines() or ["?"])[-1][:100]}
+    return json.loads(lines[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("workloads", nargs="*", default=list(STEPS))
+    ap.add_argument("--jax", help="a Python with JAX, for the Llama written in JAX")
+    ap.add_argument("--one", nargs=2, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(run_one(*args.one)))
+        return
+    print(f"{'workload':<9} {'mode':<9} {'step ms':>9} {'vs eager':>8} {'first s':>8} {'x+1 call us':>11}  loss")
+    for name in args.workloads:
+        rows = [in_process(name, mode) for mode in MODES]
+        if name == "llama" and args.jax:
+            rows.append(jax_llama(args.jax))
+        eager = rows[0].get("step_ms")
+        for r in rows:
+            if "error" in r:
+                print(f"{name:<9} {r['mode']:<9} error: {r['error']}")
+                continue
+            ratio = f"{r['step_ms'] / eager:>7.2f}x" if eager else "       -"
+            call = f"{r['call_us']:>11.1f}" if "call_us" in r else " " * 11
+            print(f"{name:<9} {r['mode']:<9} {r['step_ms']:>9.2f} {ratio} {r['first_s']:>8.2f} {call}  "
+                  f"{r['loss']:.6f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""torch.compile(backend="xlaprof"): Dynamo's graphs captured once on the engine and replayed,
+checked against torch's CPU eager (training many steps, parameters too), and the ways a graph
+can leave the fast path: random ops, lazy code around compiled code, an op with no lowering,
+new shapes, CPU tensors, a program that never imports xlaprof."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import xlaprof as xp  # noqa: E402
+import xlaprof.torch as xt  # noqa: E402
+from xlaprof.torch import _compile  # noqa: E402
+
+DEV = xt.device()
+
+
+def _mlp():
+    return torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.GELU(), torch.nn.LayerNorm(32),
+                               torch.nn.Linear(32, 5))
+
+
+def test_a_compiled_model_and_optimizer_train_like_cpu_eager():
+    torch.manual_seed(0)
+    eager = _mlp()
+    ours = _mlp()
+    ours.load_state_dict(eager.state_dict())
+    ours.to(DEV)
+    opt_e = torch.optim.AdamW(eager.parameters(), lr=1e-2)
+    opt = torch.optim.AdamW(ours.parameters(), lr=1e-2)
+    model = torch.compile(ours, backend="xlaprof")
+    step = torch.compile(opt.step, backend="xlaprof")
+    g = torch.Generator().manual_seed(3)
+    before = dict(xt.fallbacks())
+    compiles = []
+    for i in range(20):
+        x, y = torch.randn(16, 12, generator=g), torch.randint(0, 5, (16,), generator=g)
+        loss_e = torch.nn.functional.cross_entropy(eager(x), y)
+        loss_e.backward()
+        opt_e.step()
+        opt_e.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x.to(DEV)), y.to(DEV))
+        loss.backward()
+        step()
+        opt.zero_grad()
+        assert loss.item() == pytest.approx(loss_e.item(), rel=1e-5), f"step {i}"
+        compiles.append(xp.counters()["compiles"])
+    for p, q in zip(eager.parameters(), ours.parameters()):
+        torch.testing.assert_close(q.cpu(), p.detach(), rtol=1e-5, atol=1e-5)
+    assert compiles[-1] == compiles[2], "the engine compiled again after warm-up"
+    assert xt.fallbacks() == before
+    s = _compile.stats()
+    assert s["replays"] >= 3 * 17 and s["uncaptured"] == 0
+
+
+def test_each_run_of_a_compiled_graph_draws_new_random_numbers():
+    f = torch.compile(lambda x: torch.nn.functional.dropout(x, 0.5, training=True), backend="xlaprof")
+    x = torch.ones(4000, device=DEV)
+    a, b = f(x).cpu(), f(x).cpu()
+    assert not torch.equal(a, b)
+    for r in (a, b):
+        assert set(r.unique().tolist()) == {0.0, 2.0}
+        assert 0.45 < (r == 0).float().mean().item() < 0.55
+
+
+def test_lazy_code_before_and_after_a_compiled_function():
+    f = torch.compile(lambda x, w: torch.tanh(x @ w) + 1, backend="xlaprof")
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(6, 4, generator=g), torch.randn(4, 3, generator=g)
+    pending = x.to(DEV) * 2  # lazy: computed when the compiled graph needs it
+    got = (f(pending, w.to(DEV)) * 3).sum(0)  # lazy again after it
+    torch.testing.assert_close(got.cpu(), ((torch.tanh((x * 2) @ w) + 1) * 3).sum(0), rtol=1e-5, atol=1e-5)
+
+
+def test_an_op_with_no_lowering_splits_the_graph_and_strict_mode_refuses_it(monkeypatch):
+    def f(x):
+        return torch.special.bessel_j0(x * 2) + 1  # no lowering: the CPU fallback
+
+    x = torch.linspace(0, 3, 7)
+    before = _compile.stats()["uncaptured"]
+    got = torch.compile(f, backend="xlaprof")(x.to(DEV))
+    torch.testing.assert_close(got.cpu(), f(x))
+    assert _compile.stats()["uncaptured"] == before + 1
+    assert "special_bessel_j0" in xt.fallbacks()
+    monkeypatch.setenv("XLAPROF_STRICT", "1")
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="bessel_j0"):
+        torch.compile(f, backend="xlaprof")(x.to(DEV) + 1)
+
+
+def test_a_new_size_is_a_new_capture_with_the_right_values():
+    f = torch.compile(lambda x: (x * x).sum(-1), backend="xlaprof")
+    for n in (3, 5, 8, 5):
+        x = torch.arange(n * 2, dtype=torch.float32).reshape(2, n)
+        torch.testing.assert_close(f(x.to(DEV)).cpu(), (x * x).sum(-1))
+
+
+def test_a_function_of_cpu_tensors_runs_on_the_engine():
+    f = torch.compile(lambda a, b: torch.relu(a @ b).mean(0), backend="xlaprof")
+    g = torch.Generator().manual_seed(1)
+    a, b = torch.randn(5, 4, generator=g), torch.randn(4, 3, generator=g)
+    runs = xp.counters()["executions"]
+    got = f(a, b)
+    assert got.device.type == "cpu"
+    torch.testing.assert_close(got, torch.relu(a @ b).mean(0), rtol=1e-5, atol=1e-6)
+    assert xp.counters()["executions"] > runs
+
+
+def test_the_backend_is_found_without_importing_xlaprof(tmp_path):
+    program = tmp_path / "plain.py"
+    program.write_text(
+        "import torch\n"
+        "f = torch.compile(lambda x: torch.sin(x) * 2, backend='xlaprof')\n"
+        "x = torch.linspace(0, 1, 5)\n"
+        "assert torch.allclose(f(x), torch.sin(x) * 2)\n"
+        "import sys; print('xlaprof' in sys.modules)\n"
+    )
+    run = subprocess.run([sys.executable, str(program)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip().endswith("True")
