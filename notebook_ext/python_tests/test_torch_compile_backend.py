@@ -122,3 +122,18 @@ def test_the_backend_is_found_without_importing_xlaprof(tmp_path):
                          env={**os.environ, "PYTHONWARNINGS": "ignore"})
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip().endswith("True")
+
+
+def test_grouped_products_of_mixture_of_experts_layers_stay_on_the_device():
+    moe = pytest.importorskip("transformers.integrations.moe")
+    g = torch.Generator().manual_seed(0)
+    x, w, grad = torch.randn(9, 3, generator=g), torch.randn(4, 3, 5, generator=g), torch.randn(9, 5, generator=g)
+    offs = torch.tensor([2, 2, 6, 9])  # an empty group among them
+    before = dict(xt.fallbacks())
+    got = torch.ops.transformers.grouped_mm_fallback(x.to(DEV), w.to(DEV), offs.to(DEV))
+    torch.testing.assert_close(got.cpu(), moe._grouped_mm_fallback(x, w, offs), rtol=1e-5, atol=1e-5)
+    gx, gw = torch.ops.transformers.grouped_mm_fallback_backward(x.to(DEV), w.to(DEV), offs.to(DEV), grad.to(DEV))
+    rx, rw = moe._grouped_mm_fallback_bwd(x, w, offs, grad)
+    torch.testing.assert_close(gx.cpu(), rx, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(gw.cpu(), rw, rtol=1e-5, atol=1e-5)
+    assert xt.fallbacks() == before

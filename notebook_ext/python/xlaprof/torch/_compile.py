@@ -144,10 +144,25 @@ def backend(gm: torch.fx.GraphModule, example_inputs: List[Any], **options: Any)
 def register() -> None:
     """Registers ``backend="xlaprof"`` with Dynamo (idempotent)."""
     from torch._dynamo.backends.registry import _BACKENDS, register_backend
+    from torch._subclasses.fake_tensor import FakeTensorMode
 
     if _BACKENDS.get("xlaprof") is not backend:
         _BACKENDS.pop("xlaprof", None)
         register_backend(backend, name="xlaprof")
+    # Dynamo must never trace the bridge: where it runs an op eagerly (after a graph break) the
+    # op's dispatch through our Python would otherwise be compiled as the user's code.
+    torch._dynamo.trace_rules.add("xlaprof")
+    # Fake tensors fold ops on small constants by running them for real; one that moves a
+    # constant onto the device (`torch.tensor(0).to(dev)`) makes a real lazy tensor, which torch
+    # would then make a constant fake of, and a lazy tensor's fake is a traced lazy tensor, not
+    # a FakeTensor. Such results stay values of the graph instead.
+    may_turn_const = FakeTensorMode.may_turn_const
+    if not getattr(may_turn_const, "_xlaprof", False):
+        def lazy_never_const(self: Any, t: torch.Tensor) -> bool:
+            return not isinstance(t, LazyTensor) and may_turn_const(self, t)
+
+        lazy_never_const._xlaprof = True  # type: ignore[attr-defined]
+        FakeTensorMode.may_turn_const = lazy_never_const  # type: ignore[method-assign]
 
 
 # What the backend did, for tests and the bench: graphs captured, graphs recorded at each call

@@ -28,7 +28,7 @@ from .. import _native
 from ._device import DEVICE_TYPE, TO_ENGINE, engine_dtype
 from . import _check, _compile
 from ._complex import COMPLEX_SAFE
-from ._lowerings import FUNCTIONAL, RAW, _Unsupported
+from ._lowerings import FUNCTIONAL, NAMED, RAW, _Unsupported
 from . import _tensor as _tensor_module
 from ._tensor import LazyTensor, assign, make_view, to_cpu, to_engine, value
 
@@ -205,7 +205,7 @@ def _route(func: Any) -> Route:
         view = _NATIVE_VIEWS.get(func)
         _NATIVE[func] = (_NATIVE_VIEW, raw, view) if view else (_NATIVE_RAW, raw, 0)
         return _real_only(_or_else(lambda a, k: raw(*a, **k), func), func)
-    fn = FUNCTIONAL.get(func)
+    fn = FUNCTIONAL.get(func) or NAMED.get(func.name())
     if fn is not None:
         _NATIVE[func] = (_NATIVE_FUNCTIONAL, fn, _ENGINE_OPERATORS.get(func, 0))
         unwrap = _unwrap_uploading if func in _TAKE_CPU_TENSORS else _unwrap

@@ -28,12 +28,24 @@ aten = torch.ops.aten
 
 FUNCTIONAL: Dict[Any, Callable[..., Any]] = {}
 RAW: Dict[Any, Callable[..., Any]] = {}
+NAMED: Dict[str, Callable[..., Any]] = {}
 
 
 def lower(*ops: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         for op in ops:
             FUNCTIONAL[op] = fn
+        return fn
+
+    return register
+
+
+def lower_named(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A functional lowering of ops by name (``namespace::op``): ops that other libraries
+    define (``transformers::grouped_mm_fallback``), which exist only once those are imported."""
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for name in names:
+            NAMED[name] = fn
         return fn
 
     return register
@@ -324,6 +336,14 @@ def to_copy(x: Any, dtype: Any = None, layout: Any = None, device: Any = None, p
 @lower(aten.clone.default)
 def clone(x: Any, memory_format: Any = None) -> Any:
     return x.clone()
+
+
+@lower(aten.copy.default)
+def copy(dst: Any, src: Any, non_blocking: bool = False) -> Any:
+    # `copy_` made functional (torch.compile's graphs): `src` in `dst`'s dtype and shape.
+    if src.dtype != dst.dtype:
+        src = src.astype(dst.dtype)
+    return _expand_to(src, dst.shape) if list(src.shape) != list(dst.shape) else src.clone()
 
 
 # ---- backward of elementwise ops ---------------------------------------------------------------
@@ -2471,4 +2491,4 @@ def narrow_copy(t: LazyTensor, dim: int, start: int, length: int) -> LazyTensor:
 
 
 # The lowerings of whole families, each in its own module.
-from . import _complex, _linalg, _optim, _pooling, _scatter, _special, _statistics  # noqa: E402,F401
+from . import _complex, _grouped, _linalg, _optim, _pooling, _scatter, _special, _statistics  # noqa: E402,F401
