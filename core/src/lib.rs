@@ -30,8 +30,8 @@ pub use autograd::no_grad;
 pub use dtype::{DType, NativeType};
 pub use error::{Error, PjrtErrorCode, Result};
 pub use exec::{
-    materialize, Replay, engine, engine_with_devices, forbid_syncs, mark_step, request_devices, started_engine, wait,
-    CacheStats, Engine, Explanation, SyncsForbidden,
+    engine, engine_with_devices, forbid_syncs, mark_step, materialize, request_devices,
+    started_engine, wait, CacheStats, Engine, Explanation, Replay, SyncsForbidden,
 };
 pub use location::SourceLocation;
 pub use ops::{manual_seed, next_seed};

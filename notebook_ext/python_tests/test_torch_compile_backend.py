@@ -137,3 +137,43 @@ def test_grouped_products_of_mixture_of_experts_layers_stay_on_the_device():
     torch.testing.assert_close(gx.cpu(), rx, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(gw.cpu(), rw, rtol=1e-5, atol=1e-5)
     assert xt.fallbacks() == before
+
+
+def test_the_profile_shows_dynamo_findings_and_the_engine_runs_of_each_compiled_graph(tmp_path):
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 4)
+            self.scale = 1.0
+
+        def forward(self, x):
+            y = self.lin(x) * self.scale
+            print("", end="")  # a graph break
+            return y.relu()
+
+    torch._dynamo.reset()
+    model = Net().to(DEV)
+    compiled = torch.compile(model, backend="xlaprof")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with xp.profile() as p:
+        for _ in range(4):
+            compiled(torch.randn(4, 8, device=DEV)).sum().backward()
+            opt.step()
+            opt.zero_grad()
+            xt.step()
+        model.scale = 0.5
+        compiled(torch.randn(4, 8, device=DEV))
+        xt.sync()
+    kinds = [d["kind"] for d in p.diagnostics()]
+    assert "GraphBreak" in kinds
+    recompiles = [d for d in p.diagnostics() if d["kind"] == "Recompile"]
+    # Dynamo's guard explains the one recompile; the graphs captured at one call (forward,
+    # backward, the pieces around the break) are not the engine's recompiles.
+    assert len(recompiles) == 1 and "self.scale == 1.0" in recompiles[0]["message"], recompiles
+    p.export(str(tmp_path / "p.json"), "json")
+    import json
+
+    data = json.loads((tmp_path / "p.json").read_text())
+    ran = [s for s in data["profile"]["syncs"] if s["cause"] == "CompiledGraph"]
+    assert len(ran) >= 4 * 3, "each call's forward pieces and backward run as the engine's syncs"
+    assert all(s.get("hash") for s in ran)

@@ -129,7 +129,12 @@ fn graph() -> impl Strategy<Value = GraphDef> {
 }
 
 fn cause() -> impl Strategy<Value = Cause> {
-    prop_oneof![Just(Cause::Explicit), Just(Cause::ValueRead), Just(Cause::StepEnd), Just(Cause::CompiledGraph)]
+    prop_oneof![
+        Just(Cause::Explicit),
+        Just(Cause::ValueRead),
+        Just(Cause::StepEnd),
+        Just(Cause::CompiledGraph)
+    ]
 }
 
 fn counters() -> impl Strategy<Value = Vec<u64>> {

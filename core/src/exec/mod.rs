@@ -17,12 +17,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub use cache::CacheStats;
-pub use replay::{materialize, Replay};
 use cache::{CachedGraph, GraphCache};
 pub(crate) use explain::explain;
 pub use explain::Explanation;
 pub(crate) use forbid::check as check_sync_allowed;
 pub use forbid::{forbid_syncs, SyncsForbidden};
+pub use replay::{materialize, Replay};
 pub use watch::{detect_anomalies, DetectingAnomalies};
 
 use crate::config::EngineConfig;
@@ -48,6 +48,9 @@ pub struct Engine {
     epoch: AtomicU64,
     /// A sync returns once its program is queued (`XLAPROF_RUN_AHEAD`; GPUs by default).
     run_ahead: bool,
+    /// A captured graph's run returns once its program is queued (`replay.rs`): unless
+    /// `XLAPROF_RUN_AHEAD=0`, on every device, the CPU's included.
+    replay_ahead: bool,
     /// Programs launched by a sync that returned before they finished, oldest first.
     in_flight: Mutex<std::collections::VecDeque<InFlight>>,
     /// False once the plugin said it keeps no memory figures (the CPU plugin): not asked again.
@@ -147,6 +150,7 @@ pub fn engine() -> Result<&'static Engine> {
         run_ahead: config
             .run_ahead
             .unwrap_or(client.plugin().kind() != crate::runtime::PluginKind::Cpu),
+        replay_ahead: config.run_ahead.unwrap_or(true),
         in_flight: Mutex::default(),
         memory_figures: std::sync::atomic::AtomicBool::new(true),
         client,

@@ -100,7 +100,8 @@ impl Replay {
             });
         }
         let nodes: Vec<_> = outputs.iter().map(|t| t.node()).collect();
-        let roots: Vec<_> = nodes.iter().filter(|n| !matches!(n.op, Op::Data(_))).cloned().collect();
+        let roots: Vec<_> =
+            nodes.iter().filter(|n| !matches!(n.op, Op::Data(_))).cloned().collect();
         let epoch = engine.epoch.fetch_add(1, Ordering::Relaxed);
         let t = events::now_ns();
         let graph = Graph::build(&roots, epoch, false);
@@ -157,7 +158,9 @@ impl Replay {
             .scalars
             .iter()
             .enumerate()
-            .map(|(slot, &(v, dtype))| (if seed_slots.contains(&slot) { None } else { Some(v) }, dtype))
+            .map(|(slot, &(v, dtype))| {
+                (if seed_slots.contains(&slot) { None } else { Some(v) }, dtype)
+            })
             .collect();
         let mut computed = graph.root_outputs.iter();
         let outputs = nodes
@@ -185,7 +188,9 @@ impl Replay {
         let data: Vec<Arc<DeviceData>> = replay.data(arguments)?;
         let scalars: Vec<(f64, DType)> = {
             let g = &replay.scalars;
-            g.iter().map(|&(v, d)| (v.unwrap_or_else(|| crate::ops::next_seed() as f64), d)).collect()
+            g.iter()
+                .map(|&(v, d)| (v.unwrap_or_else(|| crate::ops::next_seed() as f64), d))
+                .collect()
         };
         let location = replay.location.clone();
         let results =
@@ -253,7 +258,8 @@ impl Replay {
             .iter()
             .map(|&(v, d)| (v.unwrap_or_else(|| crate::ops::next_seed() as f64), d))
             .collect();
-        let results = self.launch(engine, arguments, data, scalars, sync_id, &location, listening)?;
+        let results =
+            self.launch(engine, arguments, data, scalars, sync_id, &location, listening)?;
         if listening {
             events::emit(Event::SyncEnd { sync_id, duration_ns: events::now_ns() - sync_start });
         }
@@ -268,7 +274,9 @@ impl Replay {
         match source {
             Source::Argument(i) => match &arguments[*i].node().op {
                 Op::Data(d) => Ok(d.clone()),
-                _ => Err(Error::Unsupported(format!("argument {i} of a compiled graph is pending"))),
+                _ => {
+                    Err(Error::Unsupported(format!("argument {i} of a compiled graph is pending")))
+                }
             },
             Source::Constant(d) => Ok(d.clone()),
             Source::Computed(_) => unreachable!("inputs are arguments or constants"),
@@ -303,7 +311,11 @@ impl Replay {
             sync_id,
             location,
             listening,
-            engine.run_ahead,
+            // A compiled step is several graphs (forward, backward, the optimizer's), each with
+            // the host's work of its call around it: launched without waiting, that work overlaps
+            // the device's, on the CPU too (where a sync of the lazy path waits: one graph a step
+            // leaves nothing to overlap).
+            engine.replay_ahead,
         )?;
         self.outputs
             .iter()

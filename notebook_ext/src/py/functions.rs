@@ -1,6 +1,5 @@
 //! Module-level functions: creating tensors, functional ops, sync and step, scopes, counters.
 
-
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use xlaprof_core::{events, DType, Tensor};

@@ -51,7 +51,11 @@ impl PyReplay {
     }
 
     /// Runs the graph on `arguments`: its outputs, in the capture's order.
-    fn run(&self, py: Python<'_>, arguments: Vec<PyRef<'_, PyTensor>>) -> PyResult<Vec<Py<PyTensor>>> {
+    fn run(
+        &self,
+        py: Python<'_>,
+        arguments: Vec<PyRef<'_, PyTensor>>,
+    ) -> PyResult<Vec<Py<PyTensor>>> {
         let arguments = tensors(&arguments);
         let values = traced_detached(py, "compiled graph", || {
             let a: Vec<&Tensor> = arguments.iter().collect();

@@ -437,7 +437,10 @@ fn find_recompiles_within(p: &Profile, mut budget: Budget) -> Vec<Recompile> {
     // again after its cache entry was evicted).
     let mut diffs: HashMap<(u64, u64), Arc<[GraphChange]>> = HashMap::new();
     let mut out = Vec::new();
-    for s in p.syncs.iter().filter(|s| s.compiled() || s.persistent_hit) {
+    // A torch.compile graph's compile is Dynamo's to explain (a guard that failed, `compiled.rs`):
+    // graphs captured at one call are its forward, backward and the pieces between breaks.
+    let engine_compiles = p.syncs.iter().filter(|s| s.cause != crate::record::Cause::CompiledGraph);
+    for s in engine_compiles.filter(|s| s.compiled() || s.persistent_hit) {
         let Some(hash) = s.hash else { continue };
         let site = sites.entry(s.location).or_default();
         if p.graphs.contains_key(&hash) {

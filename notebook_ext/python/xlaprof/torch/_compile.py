@@ -146,8 +146,9 @@ def register() -> None:
     from torch._dynamo.backends.registry import _BACKENDS, register_backend
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    if _BACKENDS.get("xlaprof") is not backend:
-        _BACKENDS.pop("xlaprof", None)
+    # Registered here unless torch knows it already: from its entry point, which torch loads
+    # itself (this import may be that load: registering twice is an error).
+    if "xlaprof" not in _BACKENDS:
         register_backend(backend, name="xlaprof")
     # Dynamo must never trace the bridge: where it runs an op eagerly (after a graph break) the
     # op's dispatch through our Python would otherwise be compiled as the user's code.
