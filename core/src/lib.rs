@@ -19,6 +19,7 @@ pub mod location;
 mod lower;
 pub mod nn;
 mod ops;
+mod replay;
 pub mod runtime;
 pub mod shape;
 pub mod spmd;
@@ -30,10 +31,11 @@ pub use autograd::no_grad;
 pub use dtype::{DType, NativeType};
 pub use error::{Error, PjrtErrorCode, Result};
 pub use exec::{
-    engine, engine_with_devices, forbid_syncs, mark_step, materialize, request_devices,
-    started_engine, wait, CacheStats, Engine, Explanation, Replay, SyncsForbidden,
+    engine, engine_with_devices, forbid_syncs, mark_step, request_devices, started_engine, wait,
+    CacheStats, Engine, Explanation, SyncsForbidden,
 };
+pub use ir::{manual_seed, next_seed};
 pub use location::SourceLocation;
-pub use ops::{manual_seed, next_seed};
+pub use replay::{materialize, Replay};
 pub use shape::Shape;
 pub use tensor::{explain, Tensor};

@@ -22,7 +22,7 @@ pub(crate) use explain::explain;
 pub use explain::Explanation;
 pub(crate) use forbid::check as check_sync_allowed;
 pub use forbid::{forbid_syncs, SyncsForbidden};
-pub use replay::{materialize, Replay};
+pub(crate) use replay::{materialize, Replay};
 pub use watch::{detect_anomalies, DetectingAnomalies};
 
 use crate::config::EngineConfig;

@@ -21,11 +21,10 @@ use crate::events::{self, bump, counter, Event, SyncCause};
 use crate::ir::{DeviceData, Graph, Node, Op};
 use crate::location::SourceLocation;
 use crate::shape::Shape;
-use crate::tensor::Tensor;
-use crate::trace;
+use crate::trace::{self, Value};
 
 /// A captured graph (see the module's comment).
-pub struct Replay {
+pub(crate) struct Replay {
     compiled: CachedGraph,
     key: u64,
     /// The shape each argument had at the capture: a run checks its arguments against them.
@@ -48,11 +47,10 @@ enum Source {
     Computed(usize),
 }
 
-/// Makes the pending tensors among `tensors` device data (a sync of what they need): a captured
+/// Makes the pending values among `values` device data (a sync of what they need): a captured
 /// graph's arguments must be data, before the capture records on them and before each run.
-pub fn materialize(tensors: &[&Tensor], location: &SourceLocation) -> Result<()> {
-    let pending: Vec<_> =
-        tensors.iter().filter(|t| !t.is_materialized()).map(|t| &t.0.value).collect();
+pub(crate) fn materialize(values: &[&Value], location: &SourceLocation) -> Result<()> {
+    let pending: Vec<&Value> = values.iter().copied().filter(|v| !v.is_data()).collect();
     if pending.is_empty() {
         return Ok(());
     }
@@ -63,10 +61,10 @@ impl Replay {
     /// Captures the graph that computes `outputs` from `arguments` (device data: see
     /// [`materialize`]) and runs it once: the replay and the outputs' values.
     pub fn capture(
-        arguments: &[&Tensor],
-        outputs: &[&Tensor],
+        arguments: &[&Value],
+        outputs: &[&Value],
         location: SourceLocation,
-    ) -> Result<(Replay, Vec<Tensor>)> {
+    ) -> Result<(Replay, Vec<Arc<DeviceData>>)> {
         let engine = engine()?;
         let by_buffer: HashMap<*const DeviceData, usize> = arguments
             .iter()
@@ -76,7 +74,7 @@ impl Replay {
                 _ => None,
             })
             .collect();
-        if by_buffer.len() < arguments.iter().filter(|a| !a.is_materialized()).count() {
+        if arguments.iter().any(|a| !a.is_data()) {
             return Err(Error::Unsupported(
                 "a captured graph's arguments must be device data".into(),
             ));
@@ -175,7 +173,7 @@ impl Replay {
             .collect();
         let replay = Replay {
             key: graph.key,
-            arguments: arguments.iter().map(|a| a.shape().clone()).collect(),
+            arguments: arguments.iter().map(|a| a.node().shape.clone()).collect(),
             inputs: graph.data.iter().map(source_of).collect(),
             scalars,
             outputs,
@@ -189,7 +187,7 @@ impl Replay {
         let scalars: Vec<(f64, DType)> = {
             let g = &replay.scalars;
             g.iter()
-                .map(|&(v, d)| (v.unwrap_or_else(|| crate::ops::next_seed() as f64), d))
+                .map(|&(v, d)| (v.unwrap_or_else(|| crate::ir::next_seed() as f64), d))
                 .collect()
         };
         let location = replay.location.clone();
@@ -208,11 +206,15 @@ impl Replay {
 
     /// Runs the captured graph on `arguments` (shaped as at the capture; pending ones are
     /// computed first), at `location`: the outputs' values, in the capture's order.
-    pub fn run(&self, arguments: &[&Tensor], location: SourceLocation) -> Result<Vec<Tensor>> {
+    pub fn run(
+        &self,
+        arguments: &[&Value],
+        location: SourceLocation,
+    ) -> Result<Vec<Arc<DeviceData>>> {
         if arguments.len() != self.arguments.len()
-            || arguments.iter().zip(&self.arguments).any(|(a, s)| a.shape() != s)
+            || arguments.iter().zip(&self.arguments).any(|(a, s)| a.node().shape != *s)
         {
-            let given: Vec<String> = arguments.iter().map(|a| a.shape().to_string()).collect();
+            let given: Vec<String> = arguments.iter().map(|a| a.node().shape.to_string()).collect();
             let captured: Vec<String> = self.arguments.iter().map(|s| s.to_string()).collect();
             return Err(Error::Shape {
                 op: "compiled graph",
@@ -256,7 +258,7 @@ impl Replay {
         let scalars = self
             .scalars
             .iter()
-            .map(|&(v, d)| (v.unwrap_or_else(|| crate::ops::next_seed() as f64), d))
+            .map(|&(v, d)| (v.unwrap_or_else(|| crate::ir::next_seed() as f64), d))
             .collect();
         let results =
             self.launch(engine, arguments, data, scalars, sync_id, &location, listening)?;
@@ -266,11 +268,11 @@ impl Replay {
         Ok(results)
     }
 
-    fn data(&self, arguments: &[&Tensor]) -> Result<Vec<Arc<DeviceData>>> {
+    fn data(&self, arguments: &[&Value]) -> Result<Vec<Arc<DeviceData>>> {
         self.inputs.iter().map(|s| self.resolve(s, arguments)).collect()
     }
 
-    fn resolve(&self, source: &Source, arguments: &[&Tensor]) -> Result<Arc<DeviceData>> {
+    fn resolve(&self, source: &Source, arguments: &[&Value]) -> Result<Arc<DeviceData>> {
         match source {
             Source::Argument(i) => match &arguments[*i].node().op {
                 Op::Data(d) => Ok(d.clone()),
@@ -286,13 +288,13 @@ impl Replay {
     fn launch(
         &self,
         engine: &super::Engine,
-        arguments: &[&Tensor],
+        arguments: &[&Value],
         data: Vec<Arc<DeviceData>>,
         scalars: Vec<(f64, DType)>,
         sync_id: u64,
         location: &SourceLocation,
         listening: bool,
-    ) -> Result<Vec<Tensor>> {
+    ) -> Result<Vec<Arc<DeviceData>>> {
         let graph = Graph {
             order: Vec::new(),
             slot: Vec::new(),
@@ -319,12 +321,9 @@ impl Replay {
         )?;
         self.outputs
             .iter()
-            .map(|(source, _)| {
-                let data = match source {
-                    Source::Computed(slot) => computed[*slot].clone(),
-                    other => self.resolve(other, arguments)?,
-                };
-                Ok(Tensor::from_data(data, location.clone()))
+            .map(|(source, _)| match source {
+                Source::Computed(slot) => Ok(computed[*slot].clone()),
+                other => self.resolve(other, arguments),
             })
             .collect()
     }

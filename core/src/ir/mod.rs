@@ -14,6 +14,18 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub use data::{DeviceData, OnMesh};
+
+/// The seed of the next random draw that names none (`manual_seed` sets it): one stream for the
+/// process, which the runs of a captured graph draw from too (`exec::replay`).
+static NEXT_SEED: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+pub fn next_seed() -> i64 {
+    NEXT_SEED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+pub fn manual_seed(seed: i64) {
+    NEXT_SEED.store(seed, std::sync::atomic::Ordering::Relaxed);
+}
 pub use def::{Attr, NodeDef};
 pub(crate) use graph::{
     donations, keys, scalar_key, share, Graph, References, ScalarKey, PARAMETER, SCALAR_SLOT,

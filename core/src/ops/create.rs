@@ -125,18 +125,6 @@ impl Tensor {
     }
 }
 
-/// The seed of the next random draw that names none (`manual_seed` sets it): one stream for the
-/// whole process, which a captured graph's runs draw from too (`exec::replay`).
-static NEXT_SEED: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
-
-pub fn next_seed() -> i64 {
-    NEXT_SEED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
-
-pub fn manual_seed(seed: i64) {
-    NEXT_SEED.store(seed, std::sync::atomic::Ordering::Relaxed);
-}
-
 fn random(
     dims: &[i64],
     seed: i64,

@@ -13,7 +13,6 @@ mod reduce;
 mod shard;
 
 pub(crate) use create::full_like_at;
-pub use create::{manual_seed, next_seed};
 
 use crate::error::Error;
 use crate::location::SourceLocation;
