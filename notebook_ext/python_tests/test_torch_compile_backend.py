@@ -66,6 +66,14 @@ def test_each_run_of_a_compiled_graph_draws_new_random_numbers():
         assert 0.45 < (r == 0).float().mean().item() < 0.55
 
 
+def test_random_factories_draw_anew_even_where_they_run_on_the_cpu():
+    # randn is lowered (a seed per run); randint.low falls back to the CPU, whose result must not
+    # become a constant of the captured graph.
+    for make in (lambda: torch.randn(64, device=DEV), lambda: torch.randint(0, 1000, (64,), device=DEV)):
+        f = torch.compile(make, backend="xlaprof")
+        assert not torch.equal(f().cpu(), f().cpu())
+
+
 def test_lazy_code_before_and_after_a_compiled_function():
     f = torch.compile(lambda x, w: torch.tanh(x @ w) + 1, backend="xlaprof")
     g = torch.Generator().manual_seed(0)

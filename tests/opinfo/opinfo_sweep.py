@@ -16,6 +16,14 @@ shape and dtype only). `--dtype int64` and `--dtype bfloat16` sweep the OpInfos 
     python tests/opinfo/opinfo_sweep.py               # every OpInfo, 3 samples each: the table
     python tests/opinfo/opinfo_sweep.py --samples 1 --ops add,mul --verbose
     python tests/opinfo/opinfo_sweep.py --db foreach  # the multi-tensor ops (`torch._foreach_*`)
+    python tests/opinfo/opinfo_sweep.py --compiled    # each op under torch.compile(backend="xlaprof")
+
+Under `--compiled` each sample runs as `torch.compile(op, backend="xlaprof")` on the device's
+tensors, and an OpInfo passes only if the backend captured its graphs (none recorded at each call
+for want of a capture) and nothing fell back; one whose samples Dynamo ran without handing the
+backend a graph ends as
+
+    uncompiled  Dynamo ran it eagerly (a graph break before any op, or an op it does not trace)
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 RANDOM = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "empty", "randint",
           "cauchy", "exponential", "geometric", "log_normal", "poisson")
-OUTCOMES = ("passed", "fallback", "mismatch", "dtype", "unsupported", "error", "crash")
+OUTCOMES = ("passed", "fallback", "uncompiled", "mismatch", "dtype", "unsupported", "error", "crash")
 
 
 def _ops(dtype_name: str, db: str = "ops") -> List[Any]:
@@ -48,12 +56,23 @@ def _key(op: Any) -> str:
     return op.name + (("." + op.variant_test_name) if op.variant_test_name else "")
 
 
-def _run_one(op: Any, samples: int, dtype_name: str) -> Tuple[str, str]:
+def _run_one(op: Any, samples: int, dtype_name: str, compiled: bool = False) -> Tuple[str, str]:
     import torch
     import xlaprof.torch as xt
     from torch.utils._pytree import tree_map
+    from xlaprof.torch import _compile
 
     dev = xt.device()
+    run = op
+    if compiled:
+        torch._dynamo.reset()  # a fresh cache: every OpInfo's lambda shares one code object
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return op(*args, **kwargs)
+
+        run = torch.compile(call, backend="xlaprof")
+        captured = _compile.stats()["captured"]
+        uncaptured = _compile.stats()["uncaptured"]
     dtype = getattr(torch, dtype_name)
     random = any(r in op.name for r in RANDOM)
     before = sum(c for c, _ in xt.fallbacks().values())
@@ -76,7 +95,7 @@ def _run_one(op: Any, samples: int, dtype_name: str) -> Tuple[str, str]:
             continue
         try:
             args = tree_map(to_dev, (sample.input, sample.args, sample.kwargs))
-            got = op(args[0], *args[1], **args[2])
+            got = run(args[0], *args[1], **args[2])
             got = tree_map(cpu, got)
         except (TypeError, NotImplementedError) as e:
             if "not supported on the xlaprof device" in str(e) or "not lowered" in str(e):
@@ -110,6 +129,10 @@ def _run_one(op: Any, samples: int, dtype_name: str) -> Tuple[str, str]:
     if used:
         names = ",".join(sorted(xt.fallbacks()))
         return "fallback", f"CPU fallback: {names}"[:160]
+    if compiled and _compile.stats()["uncaptured"] != uncaptured:
+        return "fallback", "a graph recorded at each call (not captured)"
+    if compiled and _compile.stats()["captured"] == captured:
+        return "uncompiled", "Dynamo handed the backend no graph"
     return "passed", ""
 
 
@@ -121,7 +144,8 @@ def _flatten(x: Any) -> Iterator[Any]:
         yield x
 
 
-def worker(start: int, samples: int, dtype_name: str, names: Optional[List[str]], db: str) -> None:
+def worker(start: int, samples: int, dtype_name: str, names: Optional[List[str]], db: str,
+           compiled: bool = False) -> None:
     """Runs OpInfos from index ``start`` on, one JSON line each, flushing as it goes."""
     warnings.simplefilter("ignore")
     import xlaprof.torch  # noqa: F401
@@ -135,15 +159,16 @@ def worker(start: int, samples: int, dtype_name: str, names: Optional[List[str]]
 
         _dispatch._FALLBACKS.clear()
         t = time.perf_counter()
-        outcome, why = _run_one(op, samples, dtype_name)
+        outcome, why = _run_one(op, samples, dtype_name, compiled)
         print(json.dumps({"index": i, "op": _key(op), "outcome": outcome, "why": why,
                           "seconds": round(time.perf_counter() - t, 3)}), flush=True)
 
 
 def sweep(samples: int = 3, dtype_name: str = "float32", names: Optional[List[str]] = None,
-          verbose: bool = False, db: str = "ops") -> Dict[str, Tuple[str, str]]:
+          verbose: bool = False, db: str = "ops", compiled: bool = False) -> Dict[str, Tuple[str, str]]:
     """Every OpInfo's outcome, each batch of OpInfos in a child process so a crash costs one.
-    ``db``: ``ops`` (torch's ``op_db``) or ``foreach`` (its ``foreach_op_db``)."""
+    ``db``: ``ops`` (torch's ``op_db``) or ``foreach`` (its ``foreach_op_db``); ``compiled``:
+    each op under ``torch.compile(backend="xlaprof")``."""
     results: Dict[str, Tuple[str, str]] = {}
     start = 0
     while True:
@@ -151,6 +176,8 @@ def sweep(samples: int = 3, dtype_name: str = "float32", names: Optional[List[st
                "--dtype", dtype_name, "--db", db]
         if names:
             cmd += ["--ops", ",".join(names)]
+        if compiled:
+            cmd.append("--compiled")
         errors = tempfile.TemporaryFile("w+")  # the worker's stderr: the last line says why it died early
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errors, text=True,
                                 env={**os.environ, "XLAPROF_STRICT": ""})
@@ -206,15 +233,16 @@ def main() -> None:
     ap.add_argument("--ops", default="")
     ap.add_argument("--db", choices=("ops", "foreach"), default="ops",
                     help="torch's op_db (default) or its foreach_op_db")
+    ap.add_argument("--compiled", action="store_true", help='each op under torch.compile(backend="xlaprof")')
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--json", default="", help="also write every OpInfo's outcome to this file")
     ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     names = [n for n in a.ops.split(",") if n] or None
     if a.worker is not None:
-        worker(a.worker, a.samples, a.dtype, names, a.db)
+        worker(a.worker, a.samples, a.dtype, names, a.db, a.compiled)
         return
-    results = sweep(a.samples, a.dtype, names, a.verbose, a.db)
+    results = sweep(a.samples, a.dtype, names, a.verbose, a.db, a.compiled)
     if not a.verbose:
         for name, (outcome, why) in sorted(results.items()):
             print(f"{name:40} {outcome:12} {why}")

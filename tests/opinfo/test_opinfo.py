@@ -1,6 +1,6 @@
 """PyTorch's OpInfo database on the xlaprof device: a capped sweep (the first sample of every
-float32 OpInfo, and of every multi-tensor `torch._foreach_*` OpInfo) held to the floor in
-opinfo_floor.json. Raise the floor as coverage grows; never
+float32 OpInfo, and of every multi-tensor `torch._foreach_*` OpInfo; the float32 ones again under
+torch.compile(backend="xlaprof")) held to the floor in opinfo_floor.json. Raise the floor as coverage grows; never
 lower it. The whole sweep (3 samples, the per-op table): python tests/opinfo/opinfo_sweep.py"""
 
 import json
@@ -37,3 +37,16 @@ def test_foreach_opinfo_coverage_holds_its_floor():
     others = {name: outcome for name, outcome in results.items() if outcome[0] != "passed"}
     assert len(results) >= floor["opinfos"], f"only {len(results)} foreach OpInfos ran"
     assert len(native) >= floor["native"], f"{len(native)} pass natively, floor {floor['native']}: {others}"
+
+
+def test_opinfo_coverage_under_torch_compile_holds_its_floor():
+    floor = json.loads((HERE / "opinfo_floor.json").read_text())["compiled"]
+    results = opinfo_sweep.sweep(samples=floor["samples"], dtype_name="float32", compiled=True)
+    print("\n" + opinfo_sweep.table(results))
+    outcomes = [o for o, _ in results.values()]
+    crashed = sorted(name for name, (o, _) in results.items() if o == "crash")
+    assert not crashed, f"OpInfos that killed the process: {crashed}"
+    native = outcomes.count("passed")
+    assert len(results) >= floor["opinfos"], f"only {len(results)} OpInfos ran"
+    assert native >= floor["native"], f"{native} OpInfos pass natively compiled, floor {floor['native']}"
+    assert native + outcomes.count("fallback") >= floor["with_fallback"]

@@ -25,7 +25,8 @@ use crate::trace::{self, Value};
 
 /// A captured graph (see the module's comment).
 pub(crate) struct Replay {
-    compiled: CachedGraph,
+    /// None when every output is an argument or a constant: nothing to run.
+    compiled: Option<CachedGraph>,
     key: u64,
     /// The shape each argument had at the capture: a run checks its arguments against them.
     arguments: Vec<Shape>,
@@ -84,6 +85,30 @@ impl Replay {
             None => Source::Constant(d.clone()),
         };
 
+        let nodes: Vec<_> = outputs.iter().map(|t| t.node()).collect();
+        let roots: Vec<_> =
+            nodes.iter().filter(|n| !matches!(n.op, Op::Data(_))).cloned().collect();
+        if roots.is_empty() {
+            // A graph that computes nothing: its outputs are its arguments or constants.
+            let outputs = nodes
+                .iter()
+                .map(|n| match &n.op {
+                    Op::Data(d) => (source_of(d), n.shape.clone()),
+                    _ => unreachable!("every output is data"),
+                })
+                .collect();
+            let replay = Replay {
+                compiled: None,
+                key: 0,
+                arguments: arguments.iter().map(|a| a.node().shape.clone()).collect(),
+                inputs: Vec::new(),
+                scalars: Vec::new(),
+                outputs,
+                location,
+            };
+            let results = replay.passed_through(arguments)?;
+            return Ok((replay, results));
+        }
         let _serial = trace::serialize();
         let listening = events::enabled();
         let sync_id = NEXT_SYNC.fetch_add(1, Ordering::Relaxed);
@@ -97,9 +122,6 @@ impl Replay {
                 tensors: outputs.len(),
             });
         }
-        let nodes: Vec<_> = outputs.iter().map(|t| t.node()).collect();
-        let roots: Vec<_> =
-            nodes.iter().filter(|n| !matches!(n.op, Op::Data(_))).cloned().collect();
         let epoch = engine.epoch.fetch_add(1, Ordering::Relaxed);
         let t = events::now_ns();
         let graph = Graph::build(&roots, epoch, false);
@@ -178,7 +200,7 @@ impl Replay {
             scalars,
             outputs,
             location,
-            compiled,
+            compiled: Some(compiled),
         };
         drop(graph);
         drop(roots);
@@ -227,6 +249,9 @@ impl Replay {
             });
         }
         materialize(arguments, &location)?;
+        let Some(compiled) = &self.compiled else {
+            return self.passed_through(arguments);
+        };
         let engine = engine()?;
         let _serial = trace::serialize();
         let listening = events::enabled();
@@ -244,7 +269,7 @@ impl Replay {
             events::emit(Event::GraphBuilt {
                 sync_id,
                 hash: self.key,
-                summary: self.compiled.summary.clone(),
+                summary: compiled.summary.clone(),
                 duration_ns: 0,
             });
             events::emit(Event::CacheLookup {
@@ -266,6 +291,11 @@ impl Replay {
             events::emit(Event::SyncEnd { sync_id, duration_ns: events::now_ns() - sync_start });
         }
         Ok(results)
+    }
+
+    /// The outputs of a replay with nothing to run.
+    fn passed_through(&self, arguments: &[&Value]) -> Result<Vec<Arc<DeviceData>>> {
+        self.outputs.iter().map(|(source, _)| self.resolve(source, arguments)).collect()
     }
 
     fn data(&self, arguments: &[&Value]) -> Result<Vec<Arc<DeviceData>>> {
@@ -306,10 +336,13 @@ impl Replay {
             root_outputs: Vec::new(),
             donated: Vec::new(),
         };
+        let Some(compiled) = &self.compiled else {
+            return self.passed_through(arguments);
+        };
         let computed = execute(
             engine,
             &graph,
-            &self.compiled,
+            compiled,
             sync_id,
             location,
             listening,

@@ -109,6 +109,22 @@ pub(crate) fn current(py: Python<'_>) -> Option<Arc<ExternalLocation>> {
     locate(py, false)
 }
 
+thread_local! {
+    /// A location every op recorded on this thread takes instead of its Python caller's, while
+    /// set (`pin_location`): torch.compile's graphs are recorded by the backend's own loop, each
+    /// op at the user's line that its graph node came from.
+    static PINNED: std::cell::RefCell<Option<Arc<ExternalLocation>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Records this thread's ops at `frames` (a stack, innermost first) until called with `None`.
+#[pyfunction]
+#[pyo3(signature = (frames=None))]
+pub(crate) fn pin_location(py: Python<'_>, frames: Option<Vec<(String, u32, String)>>) {
+    let pinned = frames.and_then(|f| from_stack(py, &f));
+    PINNED.with(|p| *p.borrow_mut() = pinned);
+}
+
 /// [`current`], and when that line is a library's, the user's line that called into the library
 /// (for syncs, value reads and fallbacks: a walk further up the stack, too dear for every op).
 pub(crate) fn current_with_caller(py: Python<'_>) -> Option<Arc<ExternalLocation>> {
@@ -116,6 +132,9 @@ pub(crate) fn current_with_caller(py: Python<'_>) -> Option<Arc<ExternalLocation
 }
 
 fn locate(py: Python<'_>, with_caller: bool) -> Option<Arc<ExternalLocation>> {
+    if let Some(pinned) = PINNED.with(|p| p.borrow().clone()) {
+        return Some(pinned);
+    }
     let version = NAMING_VERSION.load(Ordering::Relaxed);
     INTERNED.with(|i| {
         let mut i = i.borrow_mut();

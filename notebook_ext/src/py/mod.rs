@@ -38,6 +38,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<spmd::PyMesh>()?;
     m.add_class::<replay::PyReplay>()?;
     m.add_function(wrap_pyfunction!(replay::materialize, m)?)?;
+    m.add_function(wrap_pyfunction!(location::pin_location, m)?)?;
     m.add_function(wrap_pyfunction!(spmd::get_1d_mesh, m)?)?;
     m.add_function(wrap_pyfunction!(spmd::mark_sharding, m)?)?;
     m.add_function(wrap_pyfunction!(spmd::set_global_mesh, m)?)?;

@@ -221,6 +221,10 @@ class CompiledGraph:
         self.host_inputs = [n for n in nodes if n in host and n.op != "call_function"]
         self.host_part = _subgraph(gm, self.host_inputs, self.host_nodes)
         self.host_write_part = _subgraph(gm, self.host_inputs + self.host_nodes, self.host_writes)
+        from .._torch_compile import _traceback_frames
+
+        self.stacks = {n: _traceback_frames(n.meta["stack_trace"]) or None
+                       for n in nodes if n.meta.get("stack_trace")}
         # Per tuple of the integer arguments (symbolic sizes, specialized): the capture, or
         # None where the graph is recorded anew at each call (see the module's comment).
         self.captures: Dict[Tuple[int, ...], Optional[Capture]] = {}
@@ -282,8 +286,9 @@ class Capture:
         lazy_args = [n for n in graph.placeholders if isinstance(env[n], LazyTensor)]
         _native.materialize([value(env[n]) for n in lazy_args])
         before = {n: value(env[n]) for n in lazy_args}
-        syncs = _native.counters()["syncs"]
-        fed = _fed(graph)
+        syncs, fallbacks = _native.counters()["syncs"], _fallback_calls()
+        # (AOTAutograd's effect tokens are CPU values of the graph that hold no tensor.)
+        fed = [g for g in ([n for n in group if isinstance(env[n], torch.Tensor)] for group in _fed(graph)) if g]
         uploads: Dict[torch.fx.Node, LazyTensor] = {}
         packed = []
         for group in fed:
@@ -296,9 +301,10 @@ class Capture:
                 uploads[n] = LazyTensor(piece)
                 at += size
         outs = _interpret(graph, env, uploads)
-        if _native.counters()["syncs"] != syncs:
-            # Recording it read values on the host (an op ran on the CPU, see `_dispatch`): the
-            # graph splits there, so it is recorded anew at each call.
+        if _native.counters()["syncs"] != syncs or _fallback_calls() != fallbacks:
+            # Recording it read values on the host, or an op ran on the CPU (see `_dispatch`;
+            # a factory's result, random numbers perhaps, would be a constant of the capture):
+            # the graph splits there, so it is recorded anew at each call.
             STATS["uncaptured"] += 1
             _native.sync()
             return None
@@ -342,6 +348,12 @@ class Capture:
             else:
                 out.append(what)
         return out
+
+
+def _fallback_calls() -> int:
+    from ._dispatch import fallbacks
+
+    return sum(calls for calls, _ in fallbacks().values())
 
 
 def _subgraph(gm: torch.fx.GraphModule, inputs: List[torch.fx.Node],
@@ -427,6 +439,10 @@ def _run(node: torch.fx.Node, env: Dict[torch.fx.Node, Any],
     args, kwargs = _load(node, env, uploads)
     if node.target is operator.getitem:
         return args[0][args[1]]
+    if node.target is torch.ops.higher_order.with_effects:
+        # AOTAutograd's ordering of ops with side effects (an assert): the token, then the op.
+        token, op, *rest = args
+        return (token, op(*rest, **kwargs))
     if node.target is aten._to_copy.default and kwargs.get("device") == _DEVICE:
         # A device value that met traced ones on the meta device, or an uploaded CPU value:
         # on the device already.
@@ -439,12 +455,18 @@ def _interpret(graph: CompiledGraph, env: Dict[torch.fx.Node, Any],
     """Records the graph's device part on the lazy device (the CPU part is in ``env`` already);
     the CPU values it reads are uploaded, into ``uploads`` (a capture's arguments)."""
     env = dict(env)
-    for node in graph.gm.graph.nodes:
-        if node.op != "call_function" or node in env or node in graph.host_writes:
-            continue
-        for inp in node.all_input_nodes:
-            v = env[inp]
-            if inp not in uploads and isinstance(v, torch.Tensor) and not isinstance(v, LazyTensor):
-                uploads[inp] = LazyTensor(to_engine(v))
-        env[node] = _run(node, env, uploads)
+    try:
+        for node in graph.gm.graph.nodes:
+            if node.op != "call_function" or node in env or node in graph.host_writes:
+                continue
+            for inp in node.all_input_nodes:
+                v = env[inp]
+                if inp not in uploads and isinstance(v, torch.Tensor) and not isinstance(v, LazyTensor):
+                    uploads[inp] = LazyTensor(to_engine(v))
+            # Each op at the user's line its node came from (the profile's graph view, a
+            # fallback's finding), not at the backend's loop.
+            _native.pin_location(graph.stacks.get(node))
+            env[node] = _run(node, env, uploads)
+    finally:
+        _native.pin_location(None)
     return env

@@ -606,6 +606,18 @@ def grouped_mm(a: Any, b: Any, offs: Any = None, bias: Any = None, out_dtype: An
     return out.astype(dtype)
 
 
+@lower_named("transformers::grouped_mm_fallback")
+def grouped_mm_fallback(x: Any, w: Any, offs: Any) -> Any:
+    """The op transformers' MoE layers call under torch.compile, whose own kernel reads the
+    offsets on the host and loops over the groups: the forward form above, (groups, k, n)."""
+    return grouped_mm(x, w, offs)
+
+
+@lower_named("transformers::grouped_mm_fallback_backward")
+def grouped_mm_fallback_backward(x: Any, w: Any, offs: Any, grad: Any) -> Any:
+    return grouped_mm(grad, w.transpose(1, 2), offs), grouped_mm(x.transpose(0, 1), grad, offs)
+
+
 # ---- creation ----------------------------------------------------------------------------------
 
 
@@ -2491,4 +2503,4 @@ def narrow_copy(t: LazyTensor, dim: int, start: int, length: int) -> LazyTensor:
 
 
 # The lowerings of whole families, each in its own module.
-from . import _complex, _grouped, _linalg, _optim, _pooling, _scatter, _special, _statistics  # noqa: E402,F401
+from . import _complex, _linalg, _optim, _pooling, _scatter, _special, _statistics  # noqa: E402,F401
