@@ -88,6 +88,19 @@ def traced(inner: torch.Tensor) -> LazyTensor:
     return t
 
 
+def any_traced(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> bool:
+    """Whether an op's arguments hold a traced lazy tensor (asked of every op the Python
+    dispatcher takes once a compile has traced one: the flat arguments first, cheaply)."""
+    for a in args:
+        if isinstance(a, LazyTensor):
+            if a._traced:
+                return True
+        elif isinstance(a, (list, tuple)):
+            if any(isinstance(t, LazyTensor) and t._traced for t in a):
+                return True
+    return any(isinstance(v, LazyTensor) and v._traced for v in kwargs.values()) if kwargs else False
+
+
 def traced_dispatch(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
     """An op while tracing: run on the inner fakes; a plain tensor on the device (a factory's)
     meets them on the meta device, which the backend reads as the device again."""

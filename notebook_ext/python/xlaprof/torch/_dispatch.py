@@ -183,7 +183,7 @@ _ENGINE_OPERATORS = {aten.add.Tensor: _OPERATOR["add"], aten.sub.Tensor: _OPERAT
 
 
 def dispatch(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
-    if _compile.tracing and any(t._traced for t in _tensors(args, kwargs) if isinstance(t, LazyTensor)):
+    if _compile.tracing and _compile.any_traced(args, kwargs):
         return _compile.traced_dispatch(func, args, kwargs)
     route = _ROUTES.get(func)
     if route is None:
