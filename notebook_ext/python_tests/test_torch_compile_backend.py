@@ -99,6 +99,20 @@ def test_an_op_with_no_lowering_splits_the_graph_and_strict_mode_refuses_it(monk
         torch.compile(f, backend="xlaprof")(x.to(DEV) + 1)
 
 
+def test_a_graph_that_splits_and_writes_its_argument_writes_it_once_a_call():
+    def f(x, y):
+        y.add_(1)
+        return torch.special.bessel_j0(x) + y  # no lowering: the graph is recorded at each call
+
+    y = torch.zeros(3, device=DEV)
+    g = torch.compile(f, backend="xlaprof")
+    with torch.no_grad():
+        for calls in (1, 2, 3):
+            got = g(torch.ones(3, device=DEV), y)
+            assert y.cpu().tolist() == [float(calls)] * 3
+    torch.testing.assert_close(got.cpu(), torch.special.bessel_j0(torch.ones(3)) + 3)
+
+
 def test_a_new_size_is_a_new_capture_with_the_right_values():
     f = torch.compile(lambda x: (x * x).sum(-1), backend="xlaprof")
     for n in (3, 5, 8, 5):

@@ -252,12 +252,10 @@ class CompiledGraph:
             env.update(zip(self.host_nodes, self.host_part(*[env[n] for n in self.host_inputs])))
         capture = self.captures.get(key, _MISSING)
         if capture is _MISSING:
-            capture = self.captures[key] = Capture.record(self, env)
-            if capture is not None:
-                out = capture.first_outputs
-                capture.first_outputs = []
-            else:
-                out = self._recorded(env)
+            # The recording is this call's run either way: a graph that writes its arguments
+            # must not run twice.
+            capture, out = Capture.record(self, env)
+            self.captures[key] = capture
         elif capture is None:
             out = self._recorded(env)
         else:
@@ -269,7 +267,10 @@ class CompiledGraph:
     def _recorded(self, env: Dict[torch.fx.Node, Any]) -> List[Any]:
         """The graph recorded on the lazy device and run, as eager code would be."""
         STATS["recorded_runs"] += 1
-        outs = _interpret(self, env, {})
+        return self.results_of(_interpret(self, env, {}))
+
+    def results_of(self, outs: Dict[torch.fx.Node, Any]) -> List[Any]:
+        """The graph's outputs from a recording of it, run."""
         _native.sync()
         return [_result(n, outs[n] if isinstance(n, torch.fx.Node) else n) for n in self.outputs]
 
@@ -292,10 +293,11 @@ class Capture:
         # Per graph output: ("device", i) the replay's i-th result, ("node", n) a CPU value or
         # a non-tensor of the graph, ("const", v) a constant.
         self.outputs = outputs
-        self.first_outputs: List[Any] = []
 
     @staticmethod
-    def record(graph: CompiledGraph, env: Dict[torch.fx.Node, Any]) -> Optional["Capture"]:
+    def record(graph: CompiledGraph, env: Dict[torch.fx.Node, Any]) -> Tuple[Optional["Capture"], List[Any]]:
+        """Records the graph on this call's arguments and captures it: the capture (None where
+        it cannot be captured) and this call's outputs."""
         lazy_args = [n for n in graph.placeholders if isinstance(env[n], LazyTensor)]
         _native.materialize([value(env[n]) for n in lazy_args])
         before = {n: value(env[n]) for n in lazy_args}
@@ -319,8 +321,7 @@ class Capture:
             # a factory's result, random numbers perhaps, would be a constant of the capture):
             # the graph splits there, so it is recorded anew at each call.
             STATS["uncaptured"] += 1
-            _native.sync()
-            return None
+            return None, graph.results_of(outs)
         STATS["captured"] += 1
         writes = [n for n in lazy_args if value(env[n]) is not before[n]]
         device_outs: List[Any] = []
@@ -338,8 +339,7 @@ class Capture:
         arg_values = [before[n] for n in lazy_args] + packed
         replay, results = _native.Replay.capture(arg_values, device_outs + written)
         capture = Capture(replay, lazy_args, fed, writes, layout)
-        capture.first_outputs = capture._finish(graph, env, results)
-        return capture
+        return capture, capture._finish(graph, env, results)
 
     def run(self, graph: CompiledGraph, env: Dict[torch.fx.Node, Any]) -> List[Any]:
         STATS["replays"] += 1
