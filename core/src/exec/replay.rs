@@ -204,7 +204,8 @@ impl Replay {
         };
         drop(graph);
         drop(roots);
-        // The first run: the capture's own, on the same arguments (its seeds as recorded).
+        // The first run: the capture's own, on the same arguments (its seeds drawn afresh, as at
+        // every run: the recording's seeds were drawn from the same stream).
         let data: Vec<Arc<DeviceData>> = replay.data(arguments)?;
         let scalars: Vec<(f64, DType)> = {
             let g = &replay.scalars;

@@ -16,10 +16,11 @@ persistent caches, and from then on each call is one launch on the arguments' de
 with nothing recorded. Values on the CPU (an optimizer's step count) are computed by torch on
 the CPU at each call and fed to the device graph as arguments, never baked into it.
 
-What cannot be captured. A graph whose recording had to read values on the host (an op with no
-lowering runs on the CPU: the graph splits there) is recorded anew at every call, lazily: it
-gives the same results, pays the recording, and the split is reported where it happens (the
-op, its line, ``xt.fallbacks()``); ``XLAPROF_STRICT=1`` makes such an op an error instead.
+What cannot be captured. A graph whose recording read values on the host or ran an op on the
+CPU (an op with no lowering: the graph splits there; a factory's result would otherwise be a
+constant of the capture) is recorded anew at every call, lazily: it gives the same results, pays
+the recording, and the split is reported where it happens (the op, its line,
+``xt.fallbacks()``); ``XLAPROF_STRICT=1`` makes such an op an error instead.
 Dynamo's symbolic sizes are specialized: each new size is a new capture.
 """
 
