@@ -110,18 +110,7 @@ impl Replay {
             return Ok((replay, results));
         }
         let _serial = trace::serialize();
-        let listening = events::enabled();
-        let sync_id = NEXT_SYNC.fetch_add(1, Ordering::Relaxed);
-        let sync_start = events::now_ns();
-        bump(&counter::syncs, 1);
-        if listening {
-            events::emit(Event::SyncBegin {
-                sync_id,
-                cause: SyncCause::CompiledGraph,
-                location: location.clone(),
-                tensors: outputs.len(),
-            });
-        }
+        let (sync_id, sync_start, listening) = begin(&location, outputs.len());
         let epoch = engine.epoch.fetch_add(1, Ordering::Relaxed);
         let t = events::now_ns();
         let graph = Graph::build(&roots, epoch, false);
@@ -206,13 +195,8 @@ impl Replay {
         drop(roots);
         // The first run: the capture's own, on the same arguments (its seeds drawn afresh, as at
         // every run: the recording's seeds were drawn from the same stream).
-        let data: Vec<Arc<DeviceData>> = replay.data(arguments)?;
-        let scalars: Vec<(f64, DType)> = {
-            let g = &replay.scalars;
-            g.iter()
-                .map(|&(v, d)| (v.unwrap_or_else(|| crate::ir::next_seed() as f64), d))
-                .collect()
-        };
+        let data = replay.data(arguments)?;
+        let scalars = replay.scalar_values();
         let location = replay.location.clone();
         let results =
             replay.launch(engine, arguments, data, scalars, sync_id, &location, listening)?;
@@ -255,18 +239,9 @@ impl Replay {
         };
         let engine = engine()?;
         let _serial = trace::serialize();
-        let listening = events::enabled();
-        let sync_id = NEXT_SYNC.fetch_add(1, Ordering::Relaxed);
-        let sync_start = events::now_ns();
-        bump(&counter::syncs, 1);
+        let (sync_id, sync_start, listening) = begin(&location, self.outputs.len());
         bump(&counter::cache_hits, 1);
         if listening {
-            events::emit(Event::SyncBegin {
-                sync_id,
-                cause: SyncCause::CompiledGraph,
-                location: location.clone(),
-                tensors: self.outputs.len(),
-            });
             events::emit(Event::GraphBuilt {
                 sync_id,
                 hash: self.key,
@@ -281,17 +256,19 @@ impl Replay {
             });
         }
         let data = self.data(arguments)?;
-        let scalars = self
-            .scalars
-            .iter()
-            .map(|&(v, d)| (v.unwrap_or_else(|| crate::ir::next_seed() as f64), d))
-            .collect();
+        let scalars = self.scalar_values();
         let results =
             self.launch(engine, arguments, data, scalars, sync_id, &location, listening)?;
         if listening {
             events::emit(Event::SyncEnd { sync_id, duration_ns: events::now_ns() - sync_start });
         }
         Ok(results)
+    }
+
+    /// The host scalars of a run: the captured values, a fresh seed where the graph draws one.
+    fn scalar_values(&self) -> Vec<(f64, DType)> {
+        let fresh = || crate::ir::next_seed() as f64;
+        self.scalars.iter().map(|&(v, d)| (v.unwrap_or_else(fresh), d)).collect()
     }
 
     /// The outputs of a replay with nothing to run.
@@ -361,4 +338,21 @@ impl Replay {
             })
             .collect()
     }
+}
+
+/// A compiled graph's sync begins: its number, its start, and whether events are listened to.
+fn begin(location: &SourceLocation, tensors: usize) -> (u64, u64, bool) {
+    let listening = events::enabled();
+    let sync_id = NEXT_SYNC.fetch_add(1, Ordering::Relaxed);
+    bump(&counter::syncs, 1);
+    if listening {
+        let location = location.clone();
+        events::emit(Event::SyncBegin {
+            sync_id,
+            cause: SyncCause::CompiledGraph,
+            location,
+            tensors,
+        });
+    }
+    (sync_id, events::now_ns(), listening)
 }
