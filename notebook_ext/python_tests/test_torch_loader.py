@@ -41,14 +41,17 @@ def test_batches_arrive_on_the_device_in_order_with_their_structure():
 def test_the_loader_thread_records_no_op_a_sync_of_the_training_thread_could_take():
     # `t.to(device)` makes an empty device tensor (a pending op) and copies into it: a step's
     # sync on the training thread in between took that tensor into its graph, which then
-    # differed from the step before (another compile). The loader uploads straight to data.
-    data = [(torch.randn(4, 3), torch.randint(0, 10, (4,)), torch.ones(2, dtype=torch.bool))] * 3
+    # differed from the step before (another compile). The loader uploads straight to data,
+    # bfloat16 too (as its bits: it used to cross as float32 and convert on the device).
+    half = torch.randn(5, 2).to(torch.bfloat16)
+    data = [(torch.randn(4, 3), torch.randint(0, 10, (4,)), torch.ones(2, dtype=torch.bool), half)] * 3
     before = xp.counters()["ops_traced"]
     seen = list(xt.DeviceLoader(data, mark_step=False))
     assert xp.counters()["ops_traced"] == before
-    x, y, mask = seen[-1]
-    assert (x.dtype, y.dtype, mask.dtype) == (torch.float32, torch.int64, torch.bool)
+    x, y, mask, h = seen[-1]
+    assert (x.dtype, y.dtype, mask.dtype, h.dtype) == (torch.float32, torch.int64, torch.bool, torch.bfloat16)
     assert x.device == DEV and torch.equal(y.cpu(), data[0][1]) and mask.cpu().all()
+    assert torch.equal(h.cpu(), half)
 
 
 def test_each_batch_after_the_first_ends_a_step():

@@ -70,6 +70,7 @@ pub(crate) enum HostData {
     I64(Vec<i64>, Vec<i64>),
     U8(Vec<u8>, Vec<i64>),
     F16(Vec<half::f16>, Vec<i64>),
+    BF16(Vec<half::bf16>, Vec<i64>),
     F32(Vec<f32>, Vec<i64>),
     F64(Vec<f64>, Vec<i64>),
     C64(Vec<[f32; 2]>, Vec<i64>),
@@ -99,6 +100,16 @@ impl HostData {
         )))
     }
 
+    /// bfloat16 values from an int16 array of their bits: NumPy has no bfloat16, so torch's
+    /// bfloat16 tensors cross as their bits (`t.view(torch.int16)`), with no convert on the device.
+    pub(crate) fn bfloat16_from_bits(array: &Bound<'_, PyAny>) -> PyResult<HostData> {
+        let (bits, dims) = upload::<i16>(array).ok_or_else(|| {
+            let dtype = array.getattr("dtype").map(|d| d.to_string()).unwrap_or_default();
+            PyTypeError::new_err(format!("bfloat16 bits come as an int16 NumPy array, not {dtype}"))
+        })?;
+        Ok(HostData::BF16(bits.into_iter().map(|b| half::bf16::from_bits(b as u16)).collect(), dims))
+    }
+
     pub(crate) fn upload(&self) -> xlaprof_core::Result<Tensor> {
         match self {
             HostData::Bool(d, s) => Tensor::from_slice(d, s),
@@ -110,6 +121,7 @@ impl HostData {
             HostData::I64(d, s) => Tensor::from_slice(d, s),
             HostData::U8(d, s) => Tensor::from_slice(d, s),
             HostData::F16(d, s) => Tensor::from_slice(d, s),
+            HostData::BF16(d, s) => Tensor::from_slice(d, s),
             HostData::F32(d, s) => Tensor::from_slice(d, s),
             HostData::F64(d, s) => Tensor::from_slice(d, s),
         }

@@ -5,7 +5,7 @@ use pyo3::types::PyDict;
 use xlaprof_core::{events, DType, Tensor};
 
 use super::device::check_device;
-use super::dtype::extract_dtype;
+use super::dtype::{extract_dtype, HostData};
 use super::location;
 use super::ops::dims_arg;
 use super::tensor::{from_numpy, PyTensor};
@@ -27,6 +27,13 @@ pub(crate) fn manual_seed(seed: i64) {
 #[pyfunction]
 pub(crate) fn from_array(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
     from_numpy(py, array).map(PyTensor::new)
+}
+
+/// A bfloat16 tensor of an int16 array's bits, uploaded as they are (device data, no op).
+#[pyfunction]
+pub(crate) fn from_bfloat16_bits(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    let host = HostData::bfloat16_from_bits(array)?;
+    traced(py, "tensor", || host.upload()).map(PyTensor::new)
 }
 
 /// What every factory does last: checks `device=`, then records the tensor and marks it a leaf

@@ -54,6 +54,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     for f in [
         wrap_pyfunction!(manual_seed, m)?,
         wrap_pyfunction!(from_array, m)?,
+        wrap_pyfunction!(from_bfloat16_bits, m)?,
         wrap_pyfunction!(zeros, m)?,
         wrap_pyfunction!(ones, m)?,
         wrap_pyfunction!(full, m)?,

@@ -227,12 +227,10 @@ def to_engine(t: torch.Tensor) -> Any:
     if t.layout != torch.strided:
         raise TypeError(f"{t.layout} tensors are not supported on the xlaprof device (only strided, dense ones)")
     t = t.detach()
+    if t.dtype == torch.bfloat16:  # NumPy has none: its bits cross, as device data (no op)
+        return _native.from_bfloat16_bits(np.require(t.contiguous().view(torch.int16).numpy(), requirements="C"))
     dtype = engine_dtype(t.dtype)
-    if t.dtype == torch.bfloat16:
-        arr = t.float().contiguous().numpy()
-    else:
-        arr = t.contiguous().numpy()
-    x = _native.from_array(np.require(arr, requirements="C"))
+    x = _native.from_array(np.require(t.contiguous().numpy(), requirements="C"))
     return x.astype(dtype) if x.dtype != dtype else x
 
 
