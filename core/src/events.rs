@@ -34,6 +34,8 @@ pub struct GraphInput {
     pub kind: InputKind,
     /// Where the tensor that feeds this input was created.
     pub location: SourceLocation,
+    /// What the user calls that tensor, where known (`Tensor::set_name`: a parameter's name).
+    pub name: Option<Arc<str>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

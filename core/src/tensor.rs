@@ -137,6 +137,26 @@ impl Tensor {
         self.0.value.node()
     }
 
+    /// What the user calls this tensor (a parameter's name), where it was given.
+    pub fn name(&self) -> Option<&str> {
+        self.0.value.name().map(|n| &**n)
+    }
+
+    /// Names the tensor (the first name given is kept): findings name a graph input it feeds
+    /// by it, and every value a sync computes for it keeps it, so a parameter an optimizer
+    /// updates keeps its name from step to step.
+    pub fn set_name(&self, name: &str) {
+        self.0.value.set_name(Arc::from(name));
+    }
+
+    /// Gives this tensor `from`'s name, if it has one: a front end that updates a tensor in place
+    /// by giving it a new value passes the name on.
+    pub fn keep_name_of(&self, from: &Tensor) {
+        if let Some(name) = from.0.value.name() {
+            self.0.value.set_name(name.clone());
+        }
+    }
+
     /// True once the value is device data (no pending computation).
     pub fn is_materialized(&self) -> bool {
         self.0.value.is_data()

@@ -145,3 +145,54 @@ def test_a_negative_size_is_an_error_at_the_users_line():
                  lambda: xp.rand(3, -4), lambda: xp.ones(-5)):
         with pytest.raises(xp.ShapeError, match="non-negative"):
             make()
+
+
+def test_a_moved_module_names_its_parameters_and_buffers_after_the_callers_variable():
+    from xlaprof.torch._tensor import value
+
+    net = Tied().to(DEV)
+    assert value(net.embed.weight).name == "net.embed.weight"  # the tied head: its first name
+    assert value(net.body[2].bias).name == "net.body.2.bias"
+    assert value(net.scale).name == "net.scale"
+    other = Tied()
+    other.to(DEV)  # a statement: the variable that holds it
+    assert value(other.body[0].weight).name == "other.body.0.weight"
+
+
+def test_findings_name_a_parameter_by_its_name_and_an_input_by_its_variable(tmp_path):
+    # A parameter's name survives the optimizer's in-place updates (each step a new value); a
+    # reference kept across a step keeps its buffer from being donated: the recompile names it.
+    # A batch whose dtype changes is named by the variable its line assigns.
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\n"
+        "import xlaprof.torch as xt\n"
+        "dev = xt.device()\n"
+        "torch.manual_seed(0)\n"
+        "model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).to(dev)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "kept = None\n"
+        "for step in range(8):\n"
+        "    batch = torch.randn(4, 8, dtype=torch.float64 if step == 6 else torch.float32).to(dev)\n"
+        "    loss = model(batch.float()).square().mean()\n"
+        "    opt.zero_grad()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+        "    if step == 3:\n"
+        "        kept = model[2].weight.detach()\n"
+        "    xt.step()\n"
+    )
+    out = tmp_path / "train.xlaprof"
+    env = dict(os.environ, XLAPROF_PROFILE=str(out))
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    p = xp.load(str(out))
+    recompiles = [d for d in p.diagnostics() if d["kind"] == "Recompile"]
+    text = "\n".join(d["message"] + " " + (d.get("advice") or "") for d in recompiles)
+    assert "`model.2.weight` is no longer donated" in text, p.report()
+    assert "`batch` made at train.py:9" in text and "f64" in text, p.report()
+    for ir in ("input 0", "input 1", "%", "parameter("):
+        assert ir not in text, (ir, text)

@@ -1,11 +1,13 @@
 """The notebook widget: what it shows, and that a profile with hostile strings renders inert."""
 
+import os
 import re
 
 import numpy as np
 
 import xlaprof as xp
 
+HERE = os.path.basename(__file__)
 HOSTILE_FILE = "<img src=x onerror=alert(1)>.py"
 HOSTILE_FUNCTION = "</details><script>alert(2)</script>"
 HOSTILE_SCOPE = "<script>alert(3)</script>\x1b[31m\x00"
@@ -60,7 +62,9 @@ def test_widget_sections():
         assert f"<summary>{section}" in html, section
     assert '<svg class="xp-flame"' in html and 'class="xp-timeline"' in html
     assert "ExecuteTime" in html
-    assert "a recompile" in html and "(input 0) changed from f32[4,2] to f32[4,3]" in html
+    # The input is named by the variable its line assigns, never by its number in the graph.
+    assert "a recompile" in html and f"`x` made at {HERE}:" in html and "changed from f32[4,2] to f32[4,3]" in html
+    assert "(input 0)" not in html
     assert "<script" not in html
     # The text fallback is the short report.
     assert repr(p).startswith("xlaprof report")

@@ -18,6 +18,7 @@ pub mod record;
 pub mod recorder;
 pub mod report;
 pub mod timeline;
+pub mod variables;
 pub mod views;
 
 pub use analysis::{analyze, Analysis};

@@ -296,6 +296,7 @@ impl Serialize for Counters {
 enum Dropped {
     LocationId,
     Operand,
+    InputName,
 }
 
 impl Dropped {
@@ -309,12 +310,17 @@ impl Dropped {
                 "1 operand of a graph node was dropped: it is",
                 "operands of graph nodes were dropped: they are",
             ),
+            Dropped::InputName => (
+                "1 graph input name was dropped: its input is",
+                "graph input names were dropped: their inputs are",
+            ),
         };
         let why = match self {
             Dropped::LocationId => {
                 "larger than the number of records before it, which no recorder writes"
             }
             Dropped::Operand => "not an earlier node of its graph",
+            Dropped::InputName => "not an input of its graph",
         };
         let what = if n == 1 { one.to_string() } else { format!("{n} {many}") };
         format!("{what} {why} (the file is damaged or was not written by xlaprof)")
@@ -493,6 +499,20 @@ impl Profile {
                     first_sync: 0,
                     function: None,
                 });
+            }
+            Record::InputNames { hash, names } => {
+                let mut bad = 0;
+                if let Some(g) = self.graphs.get_mut(&hash) {
+                    for (input, name) in names {
+                        match g.def.inputs.get_mut(input as usize) {
+                            Some(i) => i.name = Some(name),
+                            None => bad += 1,
+                        }
+                    }
+                }
+                if bad > 0 {
+                    self.dropped(Dropped::InputName, bad);
+                }
             }
             Record::StableHlo { hash, text } => {
                 if let Some(g) = self.graphs.get_mut(&hash) {

@@ -135,6 +135,19 @@ pub struct InputRec {
     pub data: bool,
     pub location: u32,
     pub donated: bool,
+    /// What the user calls the tensor: a name the front end gave it (a parameter's), or the
+    /// variable its line assigns. Not part of the `Graph` record: `InputNames` carries it.
+    #[serde(skip)]
+    pub name: Option<InputName>,
+}
+
+/// A graph input's name, as findings say it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum InputName {
+    /// Given by the front end (`model.lm_head.weight`): says which tensor on its own.
+    Given(String),
+    /// The variable assigned at the line that made the tensor (`x`): said with that line.
+    Variable(String),
 }
 
 /// A distinct graph, written the first time its hash is seen.
@@ -405,6 +418,12 @@ pub enum Record {
         t: u64,
         hash: u64,
         dur: u64,
+    },
+    /// The names of graph `hash`'s inputs that have one, by input position (written after its
+    /// `Graph`, which older files describe without names).
+    InputNames {
+        hash: u64,
+        names: Vec<(u32, InputName)>,
     },
 }
 

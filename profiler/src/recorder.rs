@@ -19,9 +19,10 @@ use crate::error::{Error, Result};
 use crate::file::Writer;
 use crate::profile::Profile;
 use crate::record::{
-    AttrValue, Cause, CollectiveRec, CostRec, FunctionCompileRec, GraphDef, InputRec, Location,
-    MemoryRec, Meta, NodeRec, PartitionRec, Record, ShapeRec,
+    AttrValue, Cause, CollectiveRec, CostRec, FunctionCompileRec, GraphDef, InputName, InputRec,
+    Location, MemoryRec, Meta, NodeRec, PartitionRec, Record, ShapeRec,
 };
+use crate::variables::SourceFiles;
 
 struct State {
     profile: Profile,
@@ -40,6 +41,8 @@ struct State {
     /// The last sync that ended: an execution reported after its sync ended (the host ran
     /// ahead of the device) goes out at once, as the sync's end did.
     ended_sync: u64,
+    /// The program's source, read to name graph inputs by the variables their lines assign.
+    sources: SourceFiles,
 }
 
 struct Recorder(Mutex<State>);
@@ -140,6 +143,22 @@ impl State {
                 data: input.kind == InputKind::Data,
                 location: self.location(&input.location),
                 donated: summary.donated.iter().any(|d| d.0 == i),
+                name: None,
+            })
+            .collect::<Vec<_>>();
+        let names: Vec<(u32, InputName)> = summary
+            .inputs
+            .iter()
+            .enumerate()
+            .filter(|(_, input)| input.kind == InputKind::Data)
+            .filter_map(|(i, input)| {
+                let name = match &input.name {
+                    Some(given) => InputName::Given(given.to_string()),
+                    None => InputName::Variable(
+                        self.sources.assigned_at(input.location.file(), input.location.line())?,
+                    ),
+                };
+                Some((i as u32, name))
             })
             .collect();
         let node_defs = summary
@@ -163,6 +182,9 @@ impl State {
             node_defs,
         };
         self.emit(Record::Graph(Box::new(def)));
+        if !names.is_empty() {
+            self.emit(Record::InputNames { hash, names });
+        }
     }
 }
 
@@ -206,6 +228,7 @@ impl State {
                 data: true,
                 location: n.location,
                 donated: false,
+                name: None,
             })
             .collect();
         let def = GraphDef {
@@ -495,6 +518,7 @@ impl Recording {
             stablehlo: HashSet::new(),
             platform_known: !meta.platform.is_empty(),
             ended_sync: 0,
+            sources: SourceFiles::default(),
         };
         state.emit(Record::Meta(meta));
         let recorder = Arc::new(Recorder(Mutex::new(state)));

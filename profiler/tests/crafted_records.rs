@@ -20,7 +20,7 @@ use proptest::prelude::*;
 use xlaprof_profiler::diagnostics::{check, GraphChange, Rule};
 use xlaprof_profiler::export::{self, Format};
 use xlaprof_profiler::record::{
-    AttrValue, Cause, CollectiveRec, CostRec, FunctionCompileRec, GraphDef, InputRec, Location,
+    AttrValue, Cause, CollectiveRec, CostRec, FunctionCompileRec, GraphDef, InputName, InputRec, Location,
     MemoryRec, Meta, NodeRec, PartitionRec, Record, ShapeRec,
 };
 use xlaprof_profiler::{analyze, file, load, report, timeline, views, Profile, Thresholds};
@@ -111,7 +111,7 @@ fn graph() -> impl Strategy<Value = GraphDef> {
         prop::collection::vec((string(), any::<u32>()), 0..3),
         prop::collection::vec(
             (shape(), any::<bool>(), id32(), any::<bool>()).prop_map(
-                |(shape, data, location, donated)| InputRec { shape, data, location, donated },
+                |(shape, data, location, donated)| InputRec { shape, data, location, donated, name: None },
             ),
             0..5,
         ),
@@ -263,6 +263,15 @@ fn record() -> impl Strategy<Value = Record> {
             |(t, compile, reason, location)| Record::GraphBreak { t, compile, reason, location }
         ),
         2 => (ns(), id64(), ns()).prop_map(|(t, hash, dur)| Record::CapturedRun { t, hash, dur }),
+        1 => (id64(), prop::collection::vec((any::<u32>(), string(), any::<bool>()), 0..4)).prop_map(
+            |(hash, names)| Record::InputNames {
+                hash,
+                names: names
+                    .into_iter()
+                    .map(|(i, n, given)| (i % 8, if given { InputName::Given(n) } else { InputName::Variable(n) }))
+                    .collect(),
+            }
+        ),
         1 => partition().prop_map(|p| Record::Partitioned(Box::new(p))),
         1 => (string(), string()).prop_map(|(platform, plugin)| Record::Platform { platform, plugin }),
         2 => (ns(), id64(), id32(), any::<i64>(), any::<Option<i64>>(), any::<Option<i64>>()).prop_map(

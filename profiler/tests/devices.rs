@@ -112,6 +112,7 @@ fn crafted(runs: u64, late: u64, collective_bytes: u64) -> Profile {
                 data: true,
                 location: 0,
                 donated: false,
+                name: None,
             }],
             outputs: vec![shape.clone()],
             node_defs: Vec::new(),

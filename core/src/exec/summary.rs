@@ -17,11 +17,12 @@ pub(crate) fn summary(graph: &Graph) -> GraphSummary {
     for node in &graph.order {
         *ops.entry(node.op.name()).or_default() += 1;
         *kinds.entry(node.op.kind()).or_default() += 1;
-        if let Op::Data(_) = node.op {
+        if let Op::Data(data) = &node.op {
             inputs.push(GraphInput {
                 shape: node.shape.clone(),
                 kind: InputKind::Data,
                 location: node.location.clone(),
+                name: data.name().cloned(),
             });
         }
         node_defs.push(NodeDef {
@@ -43,7 +44,8 @@ pub(crate) fn summary(graph: &Graph) -> GraphSummary {
     for (&(_, dtype), at) in graph.scalars.iter().zip(scalar_at) {
         // Every slot was given to a scalar of the graph, so each has its location.
         let Some(location) = at.cloned() else { continue };
-        inputs.push(GraphInput { shape: Shape::new(dtype, []), kind: InputKind::Scalar, location });
+        let shape = Shape::new(dtype, []);
+        inputs.push(GraphInput { shape, kind: InputKind::Scalar, location, name: None });
     }
     GraphSummary {
         nodes: graph.order.len(),

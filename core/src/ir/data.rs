@@ -19,6 +19,9 @@ pub struct DeviceData {
     replicas: Mutex<Vec<(Arc<Mesh>, Arc<Vec<Buffer>>)>>,
     /// A copy of a replicated array on the engine's device, when its mesh lacks it.
     elsewhere: OnceLock<Buffer>,
+    /// What the user calls the tensor this data is the value of (a parameter's name): how
+    /// findings name a graph input. The first name given is kept.
+    name: OnceLock<Arc<str>>,
 }
 
 impl DeviceData {
@@ -31,6 +34,7 @@ impl DeviceData {
             sharding: None,
             replicas: Mutex::default(),
             elsewhere: OnceLock::new(),
+            name: OnceLock::new(),
         }
     }
 
@@ -41,11 +45,21 @@ impl DeviceData {
             sharding: Some(sharding),
             replicas: Mutex::default(),
             elsewhere: OnceLock::new(),
+            name: OnceLock::new(),
         }
     }
 
     pub fn dtype(&self) -> DType {
         self.shards[0].dtype()
+    }
+
+    pub fn name(&self) -> Option<&Arc<str>> {
+        self.name.get()
+    }
+
+    /// Names the data (kept when it already has a name).
+    pub fn set_name(&self, name: Arc<str>) {
+        let _ = self.name.set(name);
     }
 
     /// The whole array's dims (a split array's shards are smaller).

@@ -3,7 +3,7 @@
 //! the executor need no more than this, so they do not depend on the API built above them.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::ir::{NodeRef, Op};
 
@@ -12,6 +12,8 @@ pub(crate) struct Value {
     pub id: u64,
     /// A mutex because in-place updates (optimizers) rebind values; held only for a pointer swap.
     node: Mutex<NodeRef>,
+    /// What the user calls it (a parameter's name), given to the data each sync makes of it.
+    name: OnceLock<Arc<str>>,
 }
 
 /// What owns a [`Value`]: the trace keeps weak references to holders of pending values, so that a
@@ -24,7 +26,23 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Value {
     pub fn new(node: NodeRef) -> Value {
-        Value { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), node: Mutex::new(node) }
+        Value {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            node: Mutex::new(node),
+            name: OnceLock::new(),
+        }
+    }
+
+    pub fn name(&self) -> Option<&Arc<str>> {
+        self.name.get()
+    }
+
+    /// Names the value, and its data when it is data now (the first name given is kept).
+    pub fn set_name(&self, name: Arc<str>) {
+        if let Op::Data(data) = &self.node().op {
+            data.set_name(name.clone());
+        }
+        let _ = self.name.set(name);
     }
 
     /// The current node.
@@ -47,6 +65,9 @@ impl Value {
     /// Makes this value the device data a sync computed for it.
     pub fn set_data(&self, data: NodeRef) {
         debug_assert!(matches!(data.op, Op::Data(_)));
+        if let (Some(name), Op::Data(d)) = (self.name.get(), &data.op) {
+            d.set_name(name.clone());
+        }
         let old = self.replace_node(data);
         if !matches!(old.op, Op::Data(_)) {
             super::pending_remove(self.id);

@@ -29,6 +29,13 @@ pub(crate) fn from_array(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<P
     from_numpy(py, array).map(PyTensor::new)
 }
 
+/// The variable a line of source assigns (`model = Net().to(dev)` → `model`), as the profiler
+/// names graph inputs: the torch bridge names a module's parameters after it.
+#[pyfunction]
+pub(crate) fn assigned_variable(line: &str) -> Option<String> {
+    xlaprof_profiler::variables::assigned_variable(line)
+}
+
 /// A bfloat16 tensor of an int16 array's bits, uploaded as they are (device data, no op).
 #[pyfunction]
 pub(crate) fn from_bfloat16_bits(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<PyTensor> {

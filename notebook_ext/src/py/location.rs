@@ -99,6 +99,11 @@ pub(crate) fn set_file_namer(namer: Option<Py<PyAny>>) {
     NAMING_VERSION.fetch_add(1, Ordering::Relaxed);
 }
 
+/// The real path of a file name shown in locations.
+pub(crate) fn real_path(shown: &str) -> Option<std::path::PathBuf> {
+    lock(&PATHS).get(shown).map(std::path::PathBuf::from)
+}
+
 /// The real path of each file name shown in locations so far, on any thread.
 pub(crate) fn source_files() -> HashMap<String, String> {
     lock(&PATHS).iter().map(|(shown, path)| (shown.clone(), path.clone())).collect()

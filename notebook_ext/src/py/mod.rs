@@ -24,6 +24,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
+    xlaprof_profiler::variables::set_real_path(location::real_path);
     m.add_class::<debugging::PyBlock>()?;
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<nn::PyLinear>()?;
@@ -55,6 +56,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(manual_seed, m)?,
         wrap_pyfunction!(from_array, m)?,
         wrap_pyfunction!(from_bfloat16_bits, m)?,
+        wrap_pyfunction!(assigned_variable, m)?,
         wrap_pyfunction!(zeros, m)?,
         wrap_pyfunction!(ones, m)?,
         wrap_pyfunction!(full, m)?,

@@ -66,6 +66,22 @@ impl PyTensor {
         PyTuple::new(py, self.t.dims().iter().copied())
     }
 
+    /// What the user calls the tensor (a parameter's name): findings name a graph input by it.
+    #[getter]
+    fn name(&self) -> Option<&str> {
+        self.t.name()
+    }
+
+    #[setter]
+    fn set_name(&self, name: &str) {
+        self.t.set_name(name);
+    }
+
+    /// Gives this tensor `other`'s name, if it has one (an in-place write's new value).
+    fn keep_name_of(&self, other: &PyTensor) {
+        self.t.keep_name_of(&other.t);
+    }
+
     #[getter]
     fn dtype(&self) -> &'static str {
         dtype_name(self.t.dtype())

@@ -10,13 +10,16 @@ use super::{Diagnostic, Instance, Kind, Thresholds};
 use crate::analysis::saturating_sum;
 use crate::metrics::format_ns;
 use crate::profile::{Graph, Profile};
-use crate::record::{clip, clip_to, AttrValue, GraphDef, InputRec, NodeRec, ShapeRec, LISTED};
+use crate::record::{
+    clip, clip_to, AttrValue, GraphDef, InputName, InputRec, NodeRec, ShapeRec, LISTED,
+};
 
 /// One difference between two versions of a graph.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub enum GraphChange {
-    /// An input changed shape or dtype.
-    InputShape { input: usize, from: ShapeRec, to: ShapeRec, created_at: String },
+    /// An input changed shape or dtype. `input` is its position (the views highlight it); the
+    /// words name it by `name` and `created_at`.
+    InputShape { input: usize, from: ShapeRec, to: ShapeRec, created_at: String, name: Option<InputName> },
     /// The graph has a different number of inputs.
     InputCount { from: usize, to: usize },
     /// Different tensors were synced (outputs joined or left).
@@ -30,7 +33,7 @@ pub enum GraphChange {
     /// slice bounds ...).
     Attribute { node: usize, op: String, name: String, from: String, to: String, location: String },
     /// An input's buffer is donated in one version and not the other.
-    Donation { input: usize, donated: bool },
+    Donation { input: usize, donated: bool, created_at: String, name: Option<InputName> },
     /// Same ops and shapes: only the pattern of equal host scalars at one line differs.
     ScalarPattern,
 }
@@ -39,13 +42,13 @@ impl GraphChange {
     /// The change in words.
     pub fn sentence(&self) -> String {
         match self {
-            GraphChange::InputShape { input, from, to, created_at } => format!(
+            GraphChange::InputShape { from, to, created_at, name, .. } => format!(
                 "{} changed from {from} to {to} ({})",
-                input_name(*input, created_at),
+                input_name(name.as_ref(), created_at),
                 shape_difference(from, to)
             ),
-            GraphChange::NodeShape { node, op, from, to, location } => format!(
-                "the tensor made by `{op}` at {location} (node %{node}) is {to} instead of {from} ({})",
+            GraphChange::NodeShape { op, from, to, location, .. } => format!(
+                "the tensor made by `{op}` at {location} is {to} instead of {from} ({})",
                 shape_difference(from, to)
             ),
             GraphChange::InputCount { from, to } => format!("the graph takes {to} inputs instead of {from}"),
@@ -60,23 +63,24 @@ impl GraphChange {
                 }
                 s
             }
-            GraphChange::Structure { node, from, to, location } => match (from.as_str(), to.as_str()) {
+            GraphChange::Structure { from, to, location, .. } => match (from.as_str(), to.as_str()) {
                 (_, NO_NODE) => format!(
-                    "the graph is shorter: it ends before node %{node}, where the earlier one went on with `{from}` (recorded at {location})"
+                    "the graph is shorter: it ends where the earlier one went on with {from} at {location}"
                 ),
-                (NO_NODE, _) => format!(
-                    "the graph is longer: node %{node} `{to}` is new (recorded at {location})"
-                ),
-                _ => format!("the op structure diverged at node %{node}: `{to}` instead of `{from}` (recorded at {location})"),
+                (NO_NODE, _) => {
+                    format!("the graph is longer: it goes on with {to} at {location}, where the earlier one ended")
+                }
+                _ => format!("the ops differ from {location} on: {to} where the earlier graph had {from}"),
             },
-            GraphChange::Attribute { node, op, name, from, to, location } => format!(
-                "`{op}` (node %{node}, recorded at {location}) changed its {name} from {from} to {to}"
-            ),
-            GraphChange::Donation { input, donated } => {
+            GraphChange::Attribute { op, name, from, to, location, .. } => {
+                format!("`{op}` at {location} changed its {name} from {from} to {to}")
+            }
+            GraphChange::Donation { donated, created_at, name, .. } => {
+                let input = input_name(name.as_ref(), created_at);
                 if *donated {
-                    format!("input {input} is now donated (nothing else holds it any more)")
+                    format!("{input} is now donated to the graph's outputs (nothing else holds it any more)")
                 } else {
-                    format!("input {input} is no longer donated (something still holds it)")
+                    format!("{input} is no longer donated to the graph's outputs (something still holds it)")
                 }
             }
             GraphChange::ScalarPattern => {
@@ -160,9 +164,24 @@ fn same_but_scalar_operands(a: &GraphDef, b: &GraphDef) -> bool {
     x.len() == y.len() && x.iter().zip(&y).all(|(m, n)| same(m, n))
 }
 
-/// A graph input as findings name it: by the line that made its tensor, then its position.
-fn input_name(input: usize, created_at: &str) -> String {
-    format!("the tensor made at {created_at} (input {input})")
+/// A graph input as findings name it: by the name the front end gave it (a parameter's), else
+/// by the variable and the line that made it.
+fn input_name(name: Option<&InputName>, created_at: &str) -> String {
+    match name {
+        Some(InputName::Given(name)) => format!("`{name}`"),
+        Some(InputName::Variable(v)) => format!("`{v}` made at {created_at}"),
+        None => format!("the tensor made at {created_at}"),
+    }
+}
+
+/// A node in words, for the place two graphs diverge: its op and what it gives (an input or a
+/// host scalar as such, not as the IR's `parameter` or `scalar`).
+fn node_words(n: &NodeRec) -> String {
+    match n.op.as_str() {
+        "parameter" => format!("an input of {}", n.shape),
+        "scalar" => format!("a host scalar of {}", n.shape),
+        op => format!("`{}` giving {}", clip(op), n.shape),
+    }
 }
 
 /// For each input of the new graph, the input of the old one it stands for: the one made at the
@@ -202,19 +221,22 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
     }
     let (na, nb) = (data(da).count(), data(db).count());
     let mut changes = Vec::new();
+    // Each input of `b` with the input of `a` it stands for (see `paired_inputs`).
+    let (xs, ys): (Vec<&InputRec>, Vec<&InputRec>) = (data(da).collect(), data(db).collect());
+    let pairs: Vec<(usize, &InputRec, &InputRec)> = if na == nb {
+        paired_inputs(&xs, &ys).into_iter().enumerate().map(|(j, i)| (j, xs[i], ys[j])).collect()
+    } else {
+        Vec::new()
+    };
     if na == nb {
-        let (xs, ys): (Vec<&InputRec>, Vec<&InputRec>) = (data(da).collect(), data(db).collect());
-        let changed = paired_inputs(&xs, &ys)
-            .into_iter()
-            .enumerate()
-            .map(|(j, i)| (j, xs[i], ys[j]))
-            .filter(|(_, x, y)| x.shape != y.shape);
-        for (j, x, y) in changed.take(LISTED) {
+        let changed = pairs.iter().filter(|(_, x, y)| x.shape != y.shape);
+        for &(j, x, y) in changed.take(LISTED) {
             changes.push(GraphChange::InputShape {
                 input: j,
                 from: x.shape.clone(),
                 to: y.shape.clone(),
                 created_at: p.location(y.location),
+                name: y.name.clone(),
             });
         }
     } else {
@@ -289,16 +311,20 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
                 }
             }
             _ => {
-                let text = |n: Option<&NodeRec>| n.map_or_else(|| NO_NODE.into(), |n| n.text(node));
+                let text = |n: Option<&NodeRec>| n.map_or_else(|| NO_NODE.into(), node_words);
                 changes.push(GraphChange::Structure { node, from: text(x), to: text(y), location });
             }
         }
     }
     if na == nb {
-        let changed =
-            data(da).zip(data(db)).enumerate().filter(|(_, (x, y))| x.donated != y.donated);
-        for (i, (_, y)) in changed.take(LISTED) {
-            changes.push(GraphChange::Donation { input: i, donated: y.donated });
+        let changed = pairs.iter().filter(|(_, x, y)| x.donated != y.donated);
+        for &(i, _, y) in changed.take(LISTED) {
+            changes.push(GraphChange::Donation {
+                input: i,
+                donated: y.donated,
+                created_at: p.location(y.location),
+                name: y.name.clone(),
+            });
         }
     }
     if changes.is_empty() {
@@ -514,7 +540,7 @@ fn by_site<'a>(
 }
 
 /// What a recompile's changes have in common with others of the same cause: the change's
-/// subject without its values ("dimension 0 of input 0 (created at x.py:3)").
+/// subject without its values ("dimension 0 of the tensor made at x.py:3").
 fn cause_of(changes: &[GraphChange]) -> String {
     let Some(c) = changes.first() else { return because(changes) };
     if let Some((subject, from, to)) = reshaped(c) {
@@ -529,7 +555,14 @@ fn cause_of(changes: &[GraphChange]) -> String {
         }
         GraphChange::SyncedTensors { .. } => "different tensors were synced".to_string(),
         GraphChange::InputCount { .. } => "the graph took a different number of inputs".to_string(),
-        GraphChange::Donation { .. } => "an input's donation changed".to_string(),
+        GraphChange::Donation { donated, created_at, name, .. } => {
+            let input = input_name(name.as_ref(), created_at);
+            if *donated {
+                format!("{input} is now donated to the graph's outputs")
+            } else {
+                format!("{input} is no longer donated to the graph's outputs (something still holds it)")
+            }
+        }
         GraphChange::ScalarPattern => "the pattern of equal host scalars changed".to_string(),
         // Named by `reshaped` above.
         GraphChange::InputShape { .. } | GraphChange::NodeShape { .. } => String::new(),
@@ -541,8 +574,8 @@ fn cause_of(changes: &[GraphChange]) -> String {
 /// or a tensor made on the device), and its two shapes.
 fn reshaped(c: &GraphChange) -> Option<(String, &ShapeRec, &ShapeRec)> {
     match c {
-        GraphChange::InputShape { input, from, to, created_at } => {
-            Some((input_name(*input, created_at), from, to))
+        GraphChange::InputShape { from, to, created_at, name, .. } => {
+            Some((input_name(name.as_ref(), created_at), from, to))
         }
         GraphChange::NodeShape { op, from, to, location, .. } => {
             Some((format!("the tensor made by `{op}` at {location}"), from, to))
@@ -818,7 +851,7 @@ pub(super) fn findings(p: &Profile, t: &Thresholds, all: &[Recompile]) -> Vec<Di
 fn unnumbered(changes: &[GraphChange]) -> Vec<GraphChange> {
     let mut changes = changes.to_vec();
     for c in &mut changes {
-        if let GraphChange::InputShape { input, .. } = c {
+        if let GraphChange::InputShape { input, .. } | GraphChange::Donation { input, .. } = c {
             *input = 0;
         }
     }
@@ -929,8 +962,8 @@ fn advice_for(changes: &[GraphChange]) -> Option<String> {
         GraphChange::InputShape { from, to, .. } if from.dtype != to.dtype => {
             Some("keep the input's dtype the same from step to step (cast it once where it is created)".to_string())
         }
-        GraphChange::InputShape { input, from, to, created_at } => Some(match grown(from, to) {
-            Some(dim) => growth_advice(&input_name(*input, created_at), dim),
+        GraphChange::InputShape { from, to, created_at, name, .. } => Some(match grown(from, to) {
+            Some(dim) => growth_advice(&input_name(name.as_ref(), created_at), dim),
             // Only the batch dimension, smaller: the last batch of an epoch.
             None if grown(to, from) == Some(0) => "the batch got smaller (the ragged last batch of an epoch): drop it (`DataLoader(drop_last=True)`) or pad it to the full batch size".to_string(),
             None => "keep input shapes fixed: pad or bucket the varying dimension so a few graphs serve every size".to_string(),
@@ -941,6 +974,10 @@ fn advice_for(changes: &[GraphChange]) -> Option<String> {
                 "the size of the tensor made at {location} comes from a Python number that changes; keep it fixed, or pad or bucket it so a few graphs serve every size"
             ),
         }),
+        GraphChange::Donation { donated: false, created_at, name, .. } => Some(format!(
+            "{} is still held when the step syncs (a reference kept across the step, such as `p.detach()` kept for an average or a log), so its buffer cannot take the new value and the step compiled again without reusing it: keep a copy (`.clone()`) instead, or let go of it before the step ends",
+            input_name(name.as_ref(), created_at)
+        )),
         GraphChange::SyncedTensors { .. } => Some(
             "sync the same tensors every step: a tensor kept alive (or dropped) across the sync changes the graph's outputs".to_string(),
         ),
@@ -1133,9 +1170,11 @@ mod tests {
                 from: shape(32),
                 to: shape(4),
                 created_at: "x.py:9 in batches".into(),
+                name: None,
             }]
         };
-        assert_ne!(cause_of(&at(1)), cause_of(&at(3)));
+        assert_eq!(cause_of(&at(1)), cause_of(&at(3)), "the words never name an input by its number");
+        assert!(!cause_of(&at(1)).contains("input"), "{}", cause_of(&at(1)));
         assert_eq!(unnumbered(&at(1)), unnumbered(&at(3)));
         assert_eq!(cause_of(&unnumbered(&at(1))), cause_of(&unnumbered(&at(3))));
         assert_ne!(unnumbered(&at(1)), unnumbered(&[]), "the change itself stays");

@@ -7,6 +7,7 @@ use xlaprof_profiler::diagnostics::{diff_graphs, GraphChange};
 use xlaprof_profiler::metrics::{format_bytes, format_ns};
 use xlaprof_profiler::profile::Graph;
 use xlaprof_profiler::views::GraphRow;
+use xlaprof_profiler::record::InputName;
 
 use super::diagram;
 use super::model::Model;
@@ -235,8 +236,12 @@ fn side_by_side_ui(
                     let text = g
                         .and_then(|g| g.def.inputs.get(i))
                         .map(|inp| {
+                            let name = match &inp.name {
+                                Some(InputName::Given(n) | InputName::Variable(n)) => format!(" `{n}`"),
+                                None => String::new(),
+                            };
                             format!(
-                                "input {i}: {}{}{} · {}",
+                                "input {i}{name}: {}{}{} · {}",
                                 inp.shape,
                                 if inp.data { "" } else { " (host scalar)" },
                                 if inp.donated { " donated" } else { "" },

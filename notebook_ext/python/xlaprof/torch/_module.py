@@ -12,15 +12,23 @@ that changed between the device and another one becomes, in place, a parameter w
 value (``torch.utils.swap_tensors``, torch's own way to change a tensor object's contents while
 keeping its identity), and every module that held it holds it again. Conversions that do not
 touch the device are left as torch made them.
+
+A module moved onto the device names its parameters and buffers for the profiler
+(``model.lm_head.weight``): findings say which tensor changed or stopped being donated by that
+name, not by the line that last wrote it. The module's own name is the caller's variable.
 """
 
 from __future__ import annotations
 
+import linecache
+import os
+import sys
 import threading
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
+from .. import _native
 from ._tensor import BRIDGE_ATTRIBUTES, LazyTensor, value
 
 
@@ -55,6 +63,7 @@ def _apply(self: torch.nn.Module, fn: Callable[[torch.Tensor], torch.Tensor], re
     held: List[Tuple[torch.nn.Module, str, torch.Tensor, bool]] = [
         (m, key, p, isinstance(p, LazyTensor)) for m in modules for key, p in m._parameters.items() if p is not None
     ]
+    on_device = _count_on_device(self) if recurse else 0
     _converting.active = True
     try:
         out = _original_apply(self, fn, recurse)
@@ -70,7 +79,42 @@ def _apply(self: torch.nn.Module, fn: Callable[[torch.Tensor], torch.Tensor], re
         if id(old) not in kept:
             kept[id(old)] = _in_place(old, new)
         module._parameters[key] = kept[id(old)]  # type: ignore[assignment]
+    if recurse and _count_on_device(self) > on_device:
+        _name_tensors(self)
     return out
+
+
+def _count_on_device(module: torch.nn.Module) -> int:
+    return sum(isinstance(t, LazyTensor) for kind in (module.parameters(), module.buffers()) for t in kind)
+
+
+_TORCH_DIR = os.path.dirname(torch.__file__)
+_BRIDGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _name_tensors(module: torch.nn.Module) -> None:
+    """Names the engine values of ``module``'s parameters and buffers on the device
+    ``<module>.<qualified name>`` (a tied weight once, by its first name, as torch lists it)."""
+    prefix = _module_name(module)
+    for kind in (module.named_parameters(), module.named_buffers()):
+        for name, t in kind:
+            if isinstance(t, LazyTensor) and not t._traced:
+                value(t).name = f"{prefix}.{name}"
+
+
+def _module_name(module: torch.nn.Module) -> str:
+    """The user's name for ``module``: the variable that holds it in the frame that moved it, or
+    the one that line assigns (``model = Net().to(dev)``), else its class name."""
+    frame: Optional[Any] = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith((_TORCH_DIR, _BRIDGE_DIR)):
+        frame = frame.f_back
+    if frame is None:
+        return type(module).__name__
+    for name, v in frame.f_locals.items():
+        if v is module:
+            return name
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    return _native.assigned_variable(line) or type(module).__name__
 
 
 def _in_place(old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:

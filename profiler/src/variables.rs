@@ -1,0 +1,83 @@
+//! The variable a line of source assigns (`x = torch.randn(...)` → `x`), read from the file
+//! while the program runs: how a graph input the front end did not name is named in findings.
+//! A notebook cell is no file: its inputs are named by their lines only.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+type RealPath = dyn Fn(&str) -> Option<PathBuf> + Send + Sync;
+
+static REAL_PATH: OnceLock<Box<RealPath>> = OnceLock::new();
+
+/// How a front end that shows files by another name than their path (the Python extension keeps
+/// machine folders out of profiles) finds the file it shows as a name. Set once.
+pub fn set_real_path(real_path: impl Fn(&str) -> Option<PathBuf> + Send + Sync + 'static) {
+    let _ = REAL_PATH.set(Box::new(real_path));
+}
+
+/// Source files read so far, by path (`None`: not readable, a notebook cell's pseudo-file).
+#[derive(Default)]
+pub(crate) struct SourceFiles {
+    files: HashMap<String, Option<Vec<String>>>,
+}
+
+/// A file larger than this is not read (a generated module, a minified bundle).
+const MAX_FILE_BYTES: u64 = 4 << 20;
+
+impl SourceFiles {
+    /// The single name or attribute path line `line` (from 1) of `file` assigns to, if it is a
+    /// plain assignment (`x = ...`, `self.cache: T = ...`); none for `x += ...`, `a, b = ...`,
+    /// comparisons, or a line that cannot be read.
+    pub(crate) fn assigned_at(&mut self, file: &str, line: u32) -> Option<String> {
+        let lines = self.files.entry(file.to_string()).or_insert_with(|| read_lines(file));
+        assigned_variable(lines.as_ref()?.get((line as usize).checked_sub(1)?)?)
+    }
+}
+
+fn read_lines(file: &str) -> Option<Vec<String>> {
+    let path = REAL_PATH.get().and_then(|real| real(file)).unwrap_or_else(|| PathBuf::from(file));
+    let meta = std::fs::metadata(&path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+        return None;
+    }
+    Some(std::fs::read_to_string(&path).ok()?.lines().map(str::to_string).collect())
+}
+
+/// The target of a plain assignment statement (or a Rust `let`), as written.
+pub fn assigned_variable(line: &str) -> Option<String> {
+    let s = line.trim_start();
+    // A Rust program's `let` (the engine's own API), else Python's plain statement.
+    let s = s.strip_prefix("let mut ").or_else(|| s.strip_prefix("let ")).unwrap_or(s).trim_start();
+    let target_len = s
+        .char_indices()
+        .find(|&(_, c)| !(c.is_alphanumeric() || c == '_' || c == '.'))
+        .map_or(s.len(), |(i, _)| i);
+    let target = &s[..target_len];
+    let starts_well = target.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_');
+    if !starts_well || target.ends_with('.') || target.contains("..") {
+        return None;
+    }
+    let mut rest = s[target_len..].trim_start();
+    if let Some(annotated) = rest.strip_prefix(':') {
+        rest = &annotated[annotated.find('=')?..];
+    }
+    let value = rest.strip_prefix('=')?;
+    (!value.starts_with('=')).then(|| target.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::assigned_variable as v;
+
+    #[test]
+    fn plain_assignments_name_their_target_and_nothing_else_does() {
+        assert_eq!(v("    x = torch.from_numpy(batch).to(dev)  # planted").as_deref(), Some("x"));
+        assert_eq!(v("self.cache = torch.cat([self.cache, k])").as_deref(), Some("self.cache"));
+        assert_eq!(v("mask: torch.Tensor = ids != 0").as_deref(), Some("mask"));
+        assert_eq!(v("    let mut x: Tensor = Tensor::zeros(&[4], F32);").as_deref(), Some("x"));
+        for line in ["x += 1", "a, b = f()", "if x == y:", "f(x=1)", "x[0] = 1", "return x", "", "1 = x", "x == y"] {
+            assert_eq!(v(line), None, "{line}");
+        }
+    }
+}
