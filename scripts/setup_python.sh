@@ -24,6 +24,12 @@ if ! "$py" -c 'import pytest, nbclient, nbconvert, nbformat, ipykernel, IPython,
   "$py" -m pip install -q --disable-pip-version-check "maturin>=1.5,<2" pytest nbclient nbconvert \
     nbformat ipykernel ipython numpy polars pillow
 fi
+# The interactive notebook view (anywidget), and what its test drives: a real JupyterLab, in
+# the system Chromium through Playwright (whose own browser download is not needed).
+if ! "$py" -c 'import anywidget, jupyterlab, playwright' >/dev/null 2>&1; then
+  say "installing anywidget, jupyterlab and playwright into .venv (the notebook view and its browser test)"
+  "$py" -m pip install -q --disable-pip-version-check "anywidget>=0.9" jupyterlab playwright
+fi
 
 # --- torch, for the torch bridge (xlaprof.torch) and PyTorch's OpInfo sweep -----------------
 # torch from PyPI is a CUDA build: about 2.8 GB of wheels (pip's cache keeps them for next time).

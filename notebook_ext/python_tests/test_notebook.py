@@ -61,6 +61,10 @@ def test_widget_shows_diagnostics_flamegraph_and_metrics(executed):
     # Live progress: a display updated while the cell ran, left with the final counts.
     plain = [o["data"].get("text/plain", "") for o in outs if "data" in o]
     assert any(t.startswith("xlaprof: done in") for t in plain), plain
+    # The result is the interactive view; the static page is its own output beside it.
+    result = [o for o in outs if o.output_type == "execute_result"]
+    assert len(result) == 1 and "application/vnd.jupyter.widget-view+json" in result[0]["data"], result
+    assert "text/html" not in result[0]["data"] and 'class="xlaprof-static-twin"' in html
 
 
 def test_profile_is_the_cell_result(executed):
@@ -91,6 +95,9 @@ def test_exported_html_renders_in_chromium(executed, tmp_path):
     from PIL import Image
 
     body, _ = HTMLExporter().from_notebook_node(executed)
+    # nbclient saved the widget state, so the export holds the view (which needs its scripts):
+    # the static page is there beside it, whatever the exporter makes of the view.
+    assert "widgets" in executed.metadata and 'class="xlaprof-widget"' in body
     page = tmp_path / "mlp_profile.html"
     page.write_text(body, encoding="utf-8")
     shot = tmp_path / "mlp_profile.png"

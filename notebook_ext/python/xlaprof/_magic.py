@@ -42,28 +42,41 @@ def name_cells(ip: Any) -> None:
 
 
 class _LiveProgress:
-    """A display handle that shows steps, syncs and compiles while the cell runs."""
+    """A display that follows the cell while it runs: the interactive view of the profile so far
+    (steps, compiles and findings appear as they happen), or, without anywidget, a line of
+    steps, syncs and compiles."""
 
-    def __init__(self) -> None:
+    def __init__(self, profile: Profile) -> None:
         self.start = time.perf_counter()
         self.base = _native.counters()
         self.steps = 0
         self.last_draw = 0.0
+        self.view: Optional[Any] = None
+        try:
+            self.view = profile.view()
+            self.view.live = True
+        except ImportError:
+            self.view = None
         self.handle = display(self._bundle(), raw=True, display_id=True)
 
     def _bundle(self) -> dict:
         c = _native.counters()
         syncs, compiles = c["syncs"] - self.base["syncs"], c["compiles"] - self.base["compiles"]
         elapsed = time.perf_counter() - self.start
-        return {
-            "text/html": _native.progress_html(self.steps, syncs, compiles, elapsed),
-            "text/plain": f"xlaprof: running... {self.steps} steps, {syncs} syncs, "
-            f"{compiles} compiles, {elapsed:.1f} s",
-        }
+        line = f"xlaprof: running... {self.steps} steps, {syncs} syncs, {compiles} compiles, {elapsed:.1f} s"
+        if self.view is not None:
+            data = self.view._repr_mimebundle_()
+            data = dict(data[0] if isinstance(data, tuple) else data)
+            data["text/plain"] = line
+            return data
+        return {"text/html": _native.progress_html(self.steps, syncs, compiles, elapsed), "text/plain": line}
 
     def __call__(self, event: str) -> None:
         if event == "step":
             self.steps += 1
+        if self.view is not None:  # the view updates itself; its display stays
+            self.view.refresh_live()
+            return
         now = time.perf_counter()
         if now - self.last_draw >= PROGRESS_INTERVAL_S:
             self.last_draw = now
@@ -78,7 +91,11 @@ class _LiveProgress:
             f"{profile.syncs} syncs, {profile.compiles} compiles"
         )
         html = f'<div style="font-family:monospace">{done}</div>'
+        # The finished profile is the cell's result, shown below: the live view gives way to
+        # the counts.
         self.handle.update({"text/html": html, "text/plain": done}, raw=True)
+        if self.view is not None:
+            self.view.close()
 
 
 @magics_class
@@ -110,12 +127,13 @@ class XlaProfileMagics(Magics):
         # A cell's body starts on the cell's second line (the first is the magic): a blank first
         # line keeps the line numbers in diagnostics equal to the cell's.
         code = _compile(ip, source, number, first_line=2 if cell is not None else 1)
-        progress = _LiveProgress() if widget else None
-        if progress is not None:
-            _progress.add(progress)
+        progress: Optional[_LiveProgress] = None
         failure: Optional[BaseException] = None
         try:
             with profile:
+                if widget:
+                    progress = _LiveProgress(profile)
+                    _progress.add(progress)
                 for _ in range(max(steps, 1)):
                     exec(code, ip.user_ns)
                     if steps:
@@ -128,6 +146,7 @@ class XlaProfileMagics(Magics):
                 progress.finish(profile)
         if "out" in opts:
             profile.save(str(opts["out"]))
+        profile.show_static_twin()
         if failure is not None:
             display(profile)
             raise failure

@@ -24,6 +24,8 @@ class Profile:
         self.title = title
         self.rules = list(rules)
         self.widget = True
+        # The static page was shown on its own, beside the interactive view (`show_static_twin`).
+        self._twin_shown = False
         self._recording: Optional[Any] = None
         self._native: Optional[Any] = None
 
@@ -154,9 +156,43 @@ class Profile:
         return self._data().render_html(self.title, self.source_lines(), self.rules)
 
     def _repr_html_(self) -> Optional[str]:
-        if not self.widget:
+        if not self.widget or self._twin_shown:
             return None
         return self.html()
+
+    def show_static_twin(self) -> None:
+        """Shows the static page as an output of its own, which the interactive view hides
+        where it runs (its stylesheet): a notebook exported with its widget state (nbclient,
+        papermill) still has the page, and the view is the one interactive output."""
+        if not self.widget or not _in_kernel():
+            return
+        from IPython.display import display
+
+        display({"text/html": f'<div class="xlaprof-static-twin">{self.html()}</div>'}, raw=True)
+        self._twin_shown = True
+
+    def view(self) -> Any:
+        """The interactive view (a notebook widget: zoom and pan the timeline, open a finding's
+        graphs); needs ``anywidget`` (``pip install xlaprof[notebook]``)."""
+        from ._widget import ProfileWidget
+
+        return ProfileWidget(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Optional[Dict[str, Any]]:
+        """In a notebook kernel, the interactive view, with the static page beside it for
+        wherever widgets do not run (nbconvert's HTML, GitHub); else nothing (the static page and
+        the text come from ``_repr_html_`` and ``__repr__``)."""
+        if not self.widget or not _in_kernel():
+            return None
+        try:
+            bundle = self.view()._repr_mimebundle_()
+        except ImportError:  # no anywidget: the static page alone
+            return None
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        if not self._twin_shown:
+            data["text/html"] = self.html()
+        data["text/plain"] = self.report(short=True)
+        return data
 
     def __repr__(self) -> str:
         if self._native is None and self._recording is None:
@@ -166,6 +202,12 @@ class Profile:
             for o in self.check(*self.rules):
                 text += f"\nrule {'passed' if o['passed'] else 'FAILED'}: {o['message']}"
         return text
+
+
+def _in_kernel() -> bool:
+    """Whether this runs in a Jupyter kernel (where a widget has a front end to talk to)."""
+    shell = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 def recording() -> bool:

@@ -11,6 +11,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use xlaprof_profiler::diagnostics::{check, Rule, RuleOutcome};
 use xlaprof_profiler::export::{self, tables, Format};
+use xlaprof_profiler::diagnostics::{diff_graphs, GraphChange};
+use xlaprof_profiler::timeline::{self, lane_name};
 use xlaprof_profiler::{analyze, report, Analysis, Profile, Recording, Thresholds};
 
 use super::errors::{guarded, profile_error, Class};
@@ -71,6 +73,8 @@ impl Drop for PyRecording {
 pub struct PyProfile {
     profile: Profile,
     analysis: Analysis,
+    /// The timeline's spans, made on the first window a viewer asks for.
+    spans: std::sync::OnceLock<Vec<timeline::Span>>,
     /// The profile file behind it: what `save` copies.
     file: Option<PathBuf>,
     /// The file is a temporary of this process, removed with the profile.
@@ -80,7 +84,7 @@ pub struct PyProfile {
 impl PyProfile {
     fn new(profile: Profile, file: Option<PathBuf>, temporary: bool) -> PyProfile {
         let analysis = analyze(&profile, &Thresholds::default());
-        PyProfile { profile, analysis, file, temporary }
+        PyProfile { profile, analysis, spans: Default::default(), file, temporary }
     }
 
     /// Parses and evaluates rules (`"max-compiles=1"`, ...) against this profile.
@@ -235,6 +239,96 @@ impl PyProfile {
         let options =
             WidgetOptions { title: title.to_string(), source_lines, rules: self.outcomes(&rules)? };
         guarded("render", || Ok(widget::render(&self.profile, &self.analysis, &options)))
+    }
+
+    /// The timeline between `start_ns` and `end_ns` as a viewer `columns` pixels wide draws it
+    /// (`timeline::window`): `extent` (the whole profile's first and last ns), `lanes` (names)
+    /// and `bars`, each `[lane, depth, kind, start_ns, end_ns, count, label]` (a merged bar's
+    /// label says how many spans it stands for).
+    fn timeline<'py>(
+        &self,
+        py: Python<'py>,
+        start_ns: u64,
+        end_ns: u64,
+        columns: u32,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let spans = self.spans.get_or_init(|| timeline::spans(&self.profile));
+        let first = spans.iter().map(|s| s.start_ns).min().unwrap_or(0);
+        let last = spans.iter().map(|s| s.end_ns).max().unwrap_or(0);
+        let lanes = spans.iter().map(|s| s.lane).max().map_or(0, |l| l + 1).max(timeline::LANES.len() as u32);
+        let bars = pyo3::types::PyList::empty(py);
+        for b in timeline::window(spans, start_ns, end_ns, columns) {
+            let label = match b.span {
+                Some(i) if b.count == 1 => {
+                    let s = &spans[i];
+                    let at = s.location.map(|l| format!(" at {}", self.profile.location(l))).unwrap_or_default();
+                    format!("{}{at}", s.name)
+                }
+                _ => format!("{} spans ({} busy)", b.count, xlaprof_profiler::metrics::format_ns(b.busy_ns as f64)),
+            };
+            let row = (b.lane, b.depth, b.kind.name(), b.start_ns, b.end_ns, b.count, label);
+            bars.append(row)?;
+        }
+        let out = PyDict::new(py);
+        out.set_item("extent", (first, last))?;
+        out.set_item("lanes", (0..lanes).map(lane_name).collect::<Vec<_>>())?;
+        out.set_item("bars", bars)?;
+        Ok(out)
+    }
+
+    /// Two graphs side by side, as a finding's recompile compares them: `changes` (each
+    /// `sentence`, and the `input` or `node` it is about), and each graph's `nodes` as
+    /// `[text, location]` and `inputs` as `[shape, name, location]`. None for a graph the
+    /// profile does not hold.
+    fn graph_diff<'py>(&self, py: Python<'py>, a: u64, b: u64) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let (Some(ga), Some(gb)) = (self.profile.graphs.get(&a), self.profile.graphs.get(&b)) else {
+            return Ok(None);
+        };
+        let out = PyDict::new(py);
+        let changes = pyo3::types::PyList::empty(py);
+        for c in diff_graphs(&self.profile, ga, gb) {
+            let d = PyDict::new(py);
+            d.set_item("sentence", c.sentence())?;
+            match &c {
+                GraphChange::InputShape { input, .. } | GraphChange::Donation { input, .. } => {
+                    d.set_item("input", input)?
+                }
+                GraphChange::Structure { node, .. }
+                | GraphChange::Attribute { node, .. }
+                | GraphChange::NodeShape { node, .. } => d.set_item("node", node)?,
+                _ => {}
+            }
+            changes.append(d)?;
+        }
+        out.set_item("changes", changes)?;
+        for (key, g) in [("a", ga), ("b", gb)] {
+            let d = PyDict::new(py);
+            let nodes: Vec<(String, String)> = g
+                .def
+                .node_defs
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.text(i), self.profile.location(n.location)))
+                .collect();
+            let inputs: Vec<(String, Option<String>, String)> = g
+                .def
+                .inputs
+                .iter()
+                .filter(|i| i.data)
+                .map(|i| {
+                    let name = i.name.as_ref().map(|n| match n {
+                        xlaprof_profiler::record::InputName::Given(n)
+                        | xlaprof_profiler::record::InputName::Variable(n) => n.clone(),
+                    });
+                    (i.shape.to_string(), name, self.profile.location(i.location))
+                })
+                .collect();
+            d.set_item("hash", format!("{:016x}", g.def.hash))?;
+            d.set_item("nodes", nodes)?;
+            d.set_item("inputs", inputs)?;
+            out.set_item(key, d)?;
+        }
+        Ok(Some(out))
     }
 
     #[getter]

@@ -27,7 +27,7 @@ import time as _time
 
 import torch as _torch  # noqa: F401  (the real torch: this module is xlaprof.torch)
 
-from .. import _native
+from .. import _api, _native
 from ._device import DEVICE_TYPE, device, register
 
 register()  # before the modules below, which name the device
@@ -57,12 +57,12 @@ _compile.register()  # torch.compile(..., backend="xlaprof")
 
 def sync() -> None:
     """Compiles (or finds in the cache) and runs everything pending: ``torch_xla.sync()``."""
-    _native.sync()
+    _api.sync()
 
 
 def step() -> None:
     """Ends a training step: a sync, and the profiler's step boundary (``xm.mark_step()``)."""
-    _native.step()
+    _api.step()
 
 
 def wait() -> None:

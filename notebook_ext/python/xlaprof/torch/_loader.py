@@ -19,7 +19,7 @@ from typing import Any, Iterable, Iterator, Optional
 
 import torch
 
-from .. import _native
+from .. import _api, _native
 from ._device import DEVICE_TYPE, device as _device
 from ._tensor import to_engine, wrap
 
@@ -75,7 +75,7 @@ class DeviceLoader:
         try:
             while True:
                 if not first and self.mark_step:
-                    _native.step()
+                    _api.step()
                 first = False
                 start = time.perf_counter()
                 try:

@@ -1,0 +1,120 @@
+"""The interactive profile view for notebooks (anywidget: JupyterLab, Notebook 7, VS Code, Colab).
+
+The view is ``widget/profile.js``; everything it shows comes from the profiler in Rust: a summary,
+the findings, and the timeline as bars summarized for the window on screen and its width
+(``Profile.timeline``), fetched again as the view zooms or pans, so a profile of a million events
+sends a few thousand bars, never its events. A finding opens its two graphs side by side
+(``Profile.graph_diff``), fetched when clicked. Nothing of the program's text is markup there.
+
+Where widgets do not run (nbconvert's HTML, GitHub), the same output carries the static page.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import time
+from typing import Any, Dict, List, Optional
+
+import anywidget
+import traitlets
+
+#: The width the overview is summarized for, before the view reports its own.
+OVERVIEW_COLUMNS = 1200
+#: Graph nodes sent per side of a diff: around the first change, the rest counted.
+DIFF_NODES = 400
+#: How often a live view is refreshed at most (seconds): each refresh analyses the profile so far.
+LIVE_INTERVAL_S = 1.0
+
+_HERE = pathlib.Path(__file__).parent / "widget"
+
+
+class ProfileWidget(anywidget.AnyWidget):
+    _esm = _HERE / "profile.js"
+    _css = _HERE / "profile.css"
+
+    title = traitlets.Unicode("").tag(sync=True)
+    summary = traitlets.Unicode("").tag(sync=True)
+    live = traitlets.Bool(False).tag(sync=True)
+    findings = traitlets.List([]).tag(sync=True)
+    extent = traitlets.List([0, 1]).tag(sync=True)
+    lanes = traitlets.List([]).tag(sync=True)
+    bars = traitlets.List([]).tag(sync=True)
+
+    def __init__(self, profile: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._profile = profile
+        self._data: Optional[Any] = None
+        self._last_refresh = 0.0
+        self.on_msg(self._on_message)
+        self.refresh()
+
+    def refresh(self, live: bool = False) -> None:
+        """Reads the profile (so far, while it records) into the view."""
+        data = self._profile._data()
+        self._data = data
+        self._last_refresh = time.perf_counter()
+        first, last = data.timeline(0, 1, 1)["extent"]
+        overview = data.timeline(first, max(last, first + 1), OVERVIEW_COLUMNS)
+        lines = data.report(True).splitlines()
+        with self.hold_sync():
+            self.title = self._profile.title or "xlaprof profile"
+            self.summary = "\n".join(lines[1:6])
+            self.live = live
+            self.findings = [_finding(d) for d in data.diagnostics()]
+            self.lanes = overview["lanes"]
+            self.extent = [first, max(last, first + 1)]
+            self.bars = [list(b) for b in overview["bars"]]
+
+    def refresh_live(self) -> None:
+        """Refreshes a recording view, at most every ``LIVE_INTERVAL_S``."""
+        if time.perf_counter() - self._last_refresh >= LIVE_INTERVAL_S:
+            self.refresh(live=True)
+
+    def _on_message(self, _widget: Any, content: Dict[str, Any], _buffers: List[Any]) -> None:
+        data = self._data
+        if data is None or not isinstance(content, dict):
+            return
+        if content.get("type") == "window":
+            start, end = int(content.get("start", 0)), int(content.get("end", 1))
+            columns = max(1, min(int(content.get("columns", OVERVIEW_COLUMNS)), 8192))
+            bars = data.timeline(max(start, 0), max(end, start + 1), columns)["bars"]
+            self.send({"type": "window", "seq": content.get("seq"), "start": start, "end": end,
+                       "bars": [list(b) for b in bars]})
+        elif content.get("type") == "diff":
+            index = int(content.get("index", -1))
+            findings = self.findings
+            if not 0 <= index < len(findings) or len(findings[index]["graphs"]) < 2:
+                return
+            a, b = (int(h, 16) for h in findings[index]["graphs"][:2])
+            self.send({"type": "diff", **_diff(data.graph_diff(a, b))})
+
+
+def _finding(d: Dict[str, Any]) -> Dict[str, Any]:
+    return {
+        "kind": d["kind"],
+        "title": d["title"],
+        "message": d["message"],
+        "advice": d.get("advice") or "",
+        "location": d.get("location") or "",
+        # As text: JavaScript numbers hold 53 bits, a graph's hash 64.
+        "graphs": [f"{h:016x}" for h in d.get("graphs", [])],
+    }
+
+
+def _diff(diff: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """The diff as the view takes it: each side's nodes cut to a window around the first change."""
+    if diff is None:
+        return {"a": None}
+    node = next((c["node"] for c in diff["changes"] if "node" in c), 0)
+    first = max(0, node - DIFF_NODES // 2)
+    out: Dict[str, Any] = {"changes": diff["changes"]}
+    for side in ("a", "b"):
+        g = diff[side]
+        out[side] = {
+            "hash": g["hash"],
+            "total": len(g["nodes"]),
+            "first": first,
+            "nodes": [list(n) for n in g["nodes"][first:first + DIFF_NODES]],
+            "inputs": [list(i) for i in g["inputs"][:DIFF_NODES]],
+        }
+    return out
