@@ -1,7 +1,8 @@
 """The interactive view in a real JupyterLab, driven by Playwright in the system Chromium: a torch
 training cell under `%%xla_profile` shows the view while it runs (steps appear before the cell
-ends), then the finished profile, whose timeline zooms under the wheel and whose recompile
-finding opens its two graphs with the changed input marked."""
+ends), then the finished profile: its timeline zooms under the wheel and pans under a drag, its
+recompile finding opens its two graphs with the changed input marked, a sync opens its graph,
+and the line profiler shows what each line of the cell made the engine do."""
 
 import json
 import os
@@ -95,52 +96,90 @@ def test_the_view_follows_a_training_cell_then_zooms_and_opens_a_recompile(lab):
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1300, "height": 1800})
-        page.goto(lab)
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-        # The kernel is up when the status bar says so; then both cells run.
-        expect(page.locator(".jp-StatusBar-TextItem", has_text="Idle").first).to_be_visible(timeout=90_000)
-        page.locator(".jp-Notebook .jp-Cell").first.click()
-        page.keyboard.press("Shift+Enter")  # %load_ext
-        page.keyboard.press("Shift+Enter")  # the training cell
+        try:
+            drive(page, lab)
+        finally:  # what the browser showed, pass or fail
+            page.screenshot(path=str(OUT), full_page=True)
+            browser.close()
 
-        # Live: the view shows steps while the cell still runs.
-        live = page.locator(".xp-w-live", has_text="recording")
-        expect(live).to_have_count(1, timeout=90_000)
-        expect(page.locator(".xp-w-summary").first).to_contain_text(re.compile(r"[1-9]\d* steps"), timeout=30_000)
-        assert page.locator(".xp-w-live", has_text="recording").count() == 1, "the cell ended before a live update"
 
-        # Finished: the live view gives way to the counts, the result is the interactive view.
-        expect(page.get_by_text(re.compile(r"xlaprof: done in"))).to_have_count(1, timeout=120_000)
-        view = page.locator(".xp-w").last
-        # The static page beside it (for exports) is hidden where the view runs.
-        expect(page.locator(".xlaprof-static-twin")).to_have_count(1)
-        expect(page.locator(".xlaprof-static-twin")).to_be_hidden()
-        expect(view.locator(".xp-findings")).to_contain_text("recompile", timeout=30_000)
-        label = view.locator(".xp-window")
-        whole = label.inner_text()
-        assert whole.startswith("showing 0 ns"), whole
+def drive(page, lab):
+    """Runs the cells, then uses the view as a person would."""
+    page.goto(lab)
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    # The kernel is up when the status bar says so; then both cells run.
+    expect(page.locator(".jp-StatusBar-TextItem", has_text="Idle").first).to_be_visible(timeout=90_000)
+    page.locator(".jp-Notebook .jp-Cell").first.click()
+    page.keyboard.press("Shift+Enter")  # %load_ext
+    page.keyboard.press("Shift+Enter")  # the training cell
 
-        # Wheel zoom about the cursor: the window shrinks, and Rust's bars for it arrive.
-        canvas = view.locator("canvas.xp-canvas")
-        box = canvas.bounding_box()
-        page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + box["height"] / 2)
-        for _ in range(4):
-            page.mouse.wheel(0, -400)
-        expect(label).not_to_have_text(whole, timeout=5_000)
-        zoomed = label.inner_text()
-        assert "showing 0 ns" not in zoomed, zoomed
-        # Drag to pan: the window moves, its width kept.
-        page.mouse.down()
-        page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] / 2, steps=5)
-        page.mouse.up()
-        expect(label).not_to_have_text(zoomed, timeout=5_000)
+    # Live: the view shows steps while the cell still runs.
+    live = page.locator(".xp-w-live", has_text="recording")
+    expect(live).to_have_count(1, timeout=90_000)
+    expect(page.locator(".xp-w-summary").first).to_contain_text(re.compile(r"[1-9]\d* steps"), timeout=30_000)
+    assert page.locator(".xp-w-live", has_text="recording").count() == 1, "the cell ended before a live update"
 
-        # The recompile finding opens its graphs: the change names the varying dimension and
-        # the cell's line, and the changed input is marked in both columns.
-        view.locator(".xp-finding.xp-linked", has_text="recompile").first.click()
-        changes = view.locator(".xp-changes")
-        expect(changes).to_contain_text("dimension 0 went from 16 to 4", timeout=30_000)
-        expect(changes).to_contain_text(re.compile(r"In\[2\]:11"))
-        expect(view.locator(".xp-col .xp-input.xp-mark")).to_have_count(2)
-        page.screenshot(path=str(OUT), full_page=True)
-        browser.close()
+    # Finished: the live view gives way to the counts, the result is the interactive view.
+    expect(page.get_by_text(re.compile(r"xlaprof: done in"))).to_have_count(1, timeout=120_000)
+    view = page.locator(".xp-w").last
+    # The static page beside it (for exports) is hidden where the view runs.
+    expect(page.locator(".xlaprof-static-twin")).to_have_count(1)
+    expect(page.locator(".xlaprof-static-twin")).to_be_hidden()
+    expect(view.locator(".xp-findings")).to_contain_text("recompile", timeout=30_000)
+    label = view.locator(".xp-window")
+    whole = label.inner_text()
+    assert whole.startswith("showing 0 ns"), whole
+
+    # Wheel zoom about the cursor: the window shrinks, and Rust's bars for it arrive.
+    canvas = view.locator("canvas.xp-canvas")
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + box["height"] / 2)
+    for _ in range(4):
+        page.mouse.wheel(0, -400)
+    expect(label).not_to_have_text(whole, timeout=5_000)
+    zoomed = label.inner_text()
+    assert "showing 0 ns" not in zoomed, zoomed
+    # Drag to pan: the window moves, its width kept.
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] / 2, steps=5)
+    page.mouse.up()
+    expect(label).not_to_have_text(zoomed, timeout=5_000)
+
+    # The recompile finding opens its graphs: the change names the varying dimension and
+    # the cell's line, and the changed input is marked in both columns.
+    view.locator(".xp-finding.xp-linked", has_text="recompile").first.click()
+    changes = view.locator(".xp-changes")
+    expect(changes).to_contain_text("dimension 0 went from 16 to 4", timeout=30_000)
+    expect(changes).to_contain_text("`x` made at In[2]:11")  # the cell's variable, though no file
+    expect(view.locator(".xp-col .xp-input.xp-mark")).to_have_count(2)
+
+    # A sync (or its compile or execution) on the timeline opens its graph: op counts,
+    # nodes with lines, its HLO.
+    view.locator(".xp-reset").click()
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()  # the diff scrolled the page
+    tip = view.locator(".xp-tip")
+    hit = False
+    for x in range(2, int(box["width"]) - 2, 2):
+        page.mouse.move(box["x"] + x, box["y"] + 18 + 2 * 22 + 11)  # the syncs lane
+        if tip.is_visible() and re.match(r"(sync|compile|execute): .*[0-9a-f]{16}", tip.inner_text()):
+            hit = True
+            break
+    assert hit, "no sync found on the syncs lane"
+    page.mouse.down()
+    page.mouse.up()
+    expect(view.locator(".xp-diff h4")).to_contain_text(re.compile(r"Graph [0-9a-f]{16}: \d+ nodes"), timeout=30_000)
+    expect(view.locator(".xp-diff .xp-ops")).to_contain_text("dot_general")
+    expect(view.locator(".xp-diff .xp-hlo summary").first).to_have_text("StableHLO")
+
+    # The line profiler: the batch's line made an input of every step's graph, the loss's line
+    # recorded ops, the step's line forced every sync.
+    view.locator(".xp-source > summary").click()
+    rows = view.locator(".xp-lines tr.xp-line")
+    batch = rows.filter(has_text="x = data[step * 16")
+    expect(batch).to_have_count(1)
+    expect(batch.locator("td").nth(2)).to_have_text("8")
+    loss = rows.filter(has_text="loss = model(x).square().mean()")
+    assert int(loss.locator("td").nth(1).inner_text()) > 0
+    sync_line = rows.filter(has_text="xt.step()")
+    expect(sync_line.locator("td").nth(3)).to_have_text("8")

@@ -1,22 +1,21 @@
 //! The variable a line of source assigns (`x = torch.randn(...)` → `x`), read from the file
 //! while the program runs: how a graph input the front end did not name is named in findings.
-//! A notebook cell is no file: its inputs are named by their lines only.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::OnceLock;
 
-type RealPath = dyn Fn(&str) -> Option<PathBuf> + Send + Sync;
+type SourceOf = dyn Fn(&str) -> Option<String> + Send + Sync;
 
-static REAL_PATH: OnceLock<Box<RealPath>> = OnceLock::new();
+static SOURCE_OF: OnceLock<Box<SourceOf>> = OnceLock::new();
 
-/// How a front end that shows files by another name than their path (the Python extension keeps
-/// machine folders out of profiles) finds the file it shows as a name. Set once.
-pub fn set_real_path(real_path: impl Fn(&str) -> Option<PathBuf> + Send + Sync + 'static) {
-    let _ = REAL_PATH.set(Box::new(real_path));
+/// How a front end that shows files by another name than their path, or runs code that is in no
+/// file (a notebook cell), gives the text of a file it shows as a name. Set once; files it does
+/// not know are read from the disk.
+pub fn set_source_of(source_of: impl Fn(&str) -> Option<String> + Send + Sync + 'static) {
+    let _ = SOURCE_OF.set(Box::new(source_of));
 }
 
-/// Source files read so far, by path (`None`: not readable, a notebook cell's pseudo-file).
+/// Source files read so far, by the name locations show (`None`: not readable).
 #[derive(Default)]
 pub(crate) struct SourceFiles {
     files: HashMap<String, Option<Vec<String>>>,
@@ -36,12 +35,17 @@ impl SourceFiles {
 }
 
 fn read_lines(file: &str) -> Option<Vec<String>> {
-    let path = REAL_PATH.get().and_then(|real| real(file)).unwrap_or_else(|| PathBuf::from(file));
-    let meta = std::fs::metadata(&path).ok()?;
-    if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
-        return None;
-    }
-    Some(std::fs::read_to_string(&path).ok()?.lines().map(str::to_string).collect())
+    let text = match SOURCE_OF.get().and_then(|source_of| source_of(file)) {
+        Some(text) => text,
+        None => {
+            let meta = std::fs::metadata(file).ok()?;
+            if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+                return None;
+            }
+            std::fs::read_to_string(file).ok()?
+        }
+    };
+    Some(text.lines().map(str::to_string).collect())
 }
 
 /// The target of a plain assignment statement (or a Rust `let`), as written.
@@ -76,7 +80,17 @@ mod tests {
         assert_eq!(v("self.cache = torch.cat([self.cache, k])").as_deref(), Some("self.cache"));
         assert_eq!(v("mask: torch.Tensor = ids != 0").as_deref(), Some("mask"));
         assert_eq!(v("    let mut x: Tensor = Tensor::zeros(&[4], F32);").as_deref(), Some("x"));
-        for line in ["x += 1", "a, b = f()", "if x == y:", "f(x=1)", "x[0] = 1", "return x", "", "1 = x", "x == y"] {
+        for line in [
+            "x += 1",
+            "a, b = f()",
+            "if x == y:",
+            "f(x=1)",
+            "x[0] = 1",
+            "return x",
+            "",
+            "1 = x",
+            "x == y",
+        ] {
             assert_eq!(v(line), None, "{line}");
         }
     }

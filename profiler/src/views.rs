@@ -240,3 +240,97 @@ pub fn site_history(rows: &[GraphRow], hash: u64) -> Vec<&GraphRow> {
     };
     rows.iter().filter(|r| r.site_id == site).collect()
 }
+
+/// One source line as the line profiler shows it: what the engine did because of it. A line
+/// inside a library counts for the user's line that called into it, where known.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LineRow {
+    pub file: String,
+    pub line: u32,
+    /// The profile's location ids on this line (a line can hold several: functions, columns).
+    pub locations: Vec<u32>,
+    /// Ops recorded at the line, over every graph the program ran (a graph built each step
+    /// counts each time).
+    pub ops: u64,
+    /// Tensors made at the line that graphs read as inputs (a batch moved to the device, a
+    /// parameter an optimizer wrote), over every graph the program ran.
+    pub inputs: u64,
+    /// Syncs the line forced (value reads, steps, explicit syncs), and of them those that
+    /// compiled, with the compile time.
+    pub syncs: u64,
+    pub compiles: u64,
+    pub compile_ns: u64,
+    /// Values read to the host at the line, and the bytes read and uploaded by its syncs.
+    pub reads: u64,
+    pub bytes: u64,
+    /// Ops run on the host for want of a lowering.
+    pub fallbacks: u64,
+}
+
+/// Every source line the engine did something for, by file and line.
+pub fn line_rows(p: &Profile) -> Vec<LineRow> {
+    let user = |id: u32| p.callers.get(&id).copied().unwrap_or(id);
+    let mut rows: BTreeMap<(String, u32), LineRow> = BTreeMap::new();
+    // The nodes of each graph by location, counted once per graph.
+    let mut per_graph: BTreeMap<u64, BTreeMap<u32, (u64, u64)>> = BTreeMap::new();
+    let mut uploaded: BTreeMap<u64, u64> = BTreeMap::new();
+    for t in p.transfers.iter().filter(|t| t.to_device) {
+        *uploaded.entry(t.sync).or_default() += t.bytes;
+    }
+    for s in &p.syncs {
+        if let Some(r) = line_row(&mut rows, p, user(s.location)) {
+            r.syncs += 1;
+            if s.compiled() {
+                r.compiles += 1;
+                r.compile_ns = r.compile_ns.saturating_add(s.compile_ns);
+            }
+            r.bytes = r.bytes.saturating_add(uploaded.get(&s.id).copied().unwrap_or(0));
+        }
+        let Some(g) = s.hash.and_then(|h| p.graphs.get(&h)) else { continue };
+        let counts = per_graph.entry(g.def.hash).or_insert_with(|| {
+            let mut c: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+            for n in g.def.node_defs.iter().filter(|n| n.op != "parameter") {
+                c.entry(n.location).or_default().0 += 1;
+            }
+            for i in g.def.inputs.iter().filter(|i| i.data) {
+                c.entry(i.location).or_default().1 += 1;
+            }
+            c
+        });
+        for (&id, &(ops, inputs)) in counts.iter() {
+            if let Some(r) = line_row(&mut rows, p, user(id)) {
+                r.ops = r.ops.saturating_add(ops);
+                r.inputs = r.inputs.saturating_add(inputs);
+            }
+        }
+    }
+    for v in &p.value_reads {
+        if let Some(r) = line_row(&mut rows, p, user(v.location)) {
+            r.reads += 1;
+            r.bytes = r.bytes.saturating_add(v.bytes);
+        }
+    }
+    for f in &p.host_fallbacks {
+        if let Some(r) = line_row(&mut rows, p, user(f.location)) {
+            r.fallbacks += 1;
+        }
+    }
+    rows.into_values().collect()
+}
+
+fn line_row<'r>(
+    rows: &'r mut BTreeMap<(String, u32), LineRow>,
+    p: &Profile,
+    id: u32,
+) -> Option<&'r mut LineRow> {
+    let l = p.locations.get(id as usize)?;
+    let r = rows.entry((l.file.clone(), l.line)).or_insert_with(|| LineRow {
+        file: l.file.clone(),
+        line: l.line,
+        ..LineRow::default()
+    });
+    if !r.locations.contains(&id) {
+        r.locations.push(id);
+    }
+    Some(r)
+}

@@ -20,8 +20,8 @@ use proptest::prelude::*;
 use xlaprof_profiler::diagnostics::{check, GraphChange, Rule};
 use xlaprof_profiler::export::{self, Format};
 use xlaprof_profiler::record::{
-    AttrValue, Cause, CollectiveRec, CostRec, FunctionCompileRec, GraphDef, InputName, InputRec, Location,
-    MemoryRec, Meta, NodeRec, PartitionRec, Record, ShapeRec,
+    AttrValue, Cause, CollectiveRec, CostRec, FunctionCompileRec, GraphDef, InputName, InputRec,
+    Location, MemoryRec, Meta, NodeRec, PartitionRec, Record, ShapeRec,
 };
 use xlaprof_profiler::{analyze, file, load, report, timeline, views, Profile, Thresholds};
 
@@ -111,7 +111,13 @@ fn graph() -> impl Strategy<Value = GraphDef> {
         prop::collection::vec((string(), any::<u32>()), 0..3),
         prop::collection::vec(
             (shape(), any::<bool>(), id32(), any::<bool>()).prop_map(
-                |(shape, data, location, donated)| InputRec { shape, data, location, donated, name: None },
+                |(shape, data, location, donated)| InputRec {
+                    shape,
+                    data,
+                    location,
+                    donated,
+                    name: None,
+                },
             ),
             0..5,
         ),

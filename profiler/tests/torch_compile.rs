@@ -31,7 +31,13 @@ fn graph(hash: u64, dims: Vec<i64>) -> Record {
         hash,
         nodes: 3,
         ops: vec![("linear".into(), 1), ("relu".into(), 1)],
-        inputs: vec![InputRec { shape: shape.clone(), data: true, location: 0, donated: false, name: None }],
+        inputs: vec![InputRec {
+            shape: shape.clone(),
+            data: true,
+            location: 0,
+            donated: false,
+            name: None,
+        }],
         outputs: Vec::new(),
         node_defs: vec![
             node("input", vec![], 0),

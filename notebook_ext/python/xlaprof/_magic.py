@@ -7,6 +7,7 @@ the profile file), ``--rules R1,R2`` (check rules such as ``no-compiles-after-st
 
 from __future__ import annotations
 
+import linecache
 import os
 import time
 from typing import Any, Optional
@@ -27,6 +28,12 @@ def name_cells(ip: Any) -> None:
     compiler = getattr(ip, "compile", None)
 
     def namer(path: str) -> str:
+        # A cell is in no file: its text, from IPython's line cache, lets the profiler name a
+        # graph input by the variable its line assigns.
+        if not os.path.exists(path):
+            lines = linecache.getlines(path)
+            if lines:
+                _native.remember_source(path, "".join(lines))
         formatted = None
         fmt = getattr(compiler, "format_code_name", None)
         if fmt is not None:

@@ -24,6 +24,8 @@ OVERVIEW_COLUMNS = 1200
 DIFF_NODES = 400
 #: How often a live view is refreshed at most (seconds): each refresh analyses the profile so far.
 LIVE_INTERVAL_S = 1.0
+#: Characters of a graph's StableHLO or optimized HLO sent to the view.
+HLO_CHARS = 200_000
 
 _HERE = pathlib.Path(__file__).parent / "widget"
 
@@ -39,6 +41,9 @@ class ProfileWidget(anywidget.AnyWidget):
     extent = traitlets.List([0, 1]).tag(sync=True)
     lanes = traitlets.List([]).tag(sync=True)
     bars = traitlets.List([]).tag(sync=True)
+    #: The line profiler: `[file, line, text, ops, inputs, syncs, compiles, compile_ns, reads,
+    #: bytes, fallbacks]` for every line the engine did something for.
+    lines = traitlets.List([]).tag(sync=True)
 
     def __init__(self, profile: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -64,6 +69,7 @@ class ProfileWidget(anywidget.AnyWidget):
             self.lanes = overview["lanes"]
             self.extent = [first, max(last, first + 1)]
             self.bars = [list(b) for b in overview["bars"]]
+            self.lines = _lines(data, self._profile)
 
     def refresh_live(self) -> None:
         """Refreshes a recording view, at most every ``LIVE_INTERVAL_S``."""
@@ -87,6 +93,12 @@ class ProfileWidget(anywidget.AnyWidget):
                 return
             a, b = (int(h, 16) for h in findings[index]["graphs"][:2])
             self.send({"type": "diff", **_diff(data.graph_diff(a, b))})
+        elif content.get("type") == "graph":
+            try:
+                detail = data.graph_detail(int(str(content.get("hash", "")), 16))
+            except ValueError:
+                return
+            self.send({"type": "graph", **_detail(detail)})
 
 
 def _finding(d: Dict[str, Any]) -> Dict[str, Any]:
@@ -99,6 +111,36 @@ def _finding(d: Dict[str, Any]) -> Dict[str, Any]:
         # As text: JavaScript numbers hold 53 bits, a graph's hash 64.
         "graphs": [f"{h:016x}" for h in d.get("graphs", [])],
     }
+
+
+def _lines(data: Any, profile: Any) -> List[List[Any]]:
+    texts = profile.source_lines()
+    out = []
+    for r in data.lines():
+        text = next((texts[i] for i in r["locations"] if i in texts), "")
+        out.append([r["file"], r["line"], text, r["ops"], r["inputs"], r["syncs"], r["compiles"],
+                    r["compile_ns"], r["reads"], r["bytes"], r["fallbacks"]])
+    return out
+
+
+def _detail(g: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """A graph as the view opens it: its op counts, its first nodes, its HLO texts (clipped)."""
+    if g is None:
+        return {"graph": None}
+
+    def clip(text: Optional[str]) -> Optional[str]:
+        if text is None or len(text) <= HLO_CHARS:
+            return text
+        return text[:HLO_CHARS] + "\n… (clipped)"
+
+    return {"graph": {
+        "hash": g["hash"], "total": len(g["nodes"]), "first": 0,
+        "nodes": [list(n) for n in g["nodes"][:DIFF_NODES]],
+        "inputs": [list(i) for i in g["inputs"][:DIFF_NODES]],
+        "ops": [list(o) for o in g["ops"]],
+        "executions": g["executions"], "compile_ns": g["compile_ns"],
+        "stablehlo": clip(g["stablehlo"]), "optimized_hlo": clip(g["optimized_hlo"]),
+    }}
 
 
 def _diff(diff: Optional[Dict[str, Any]]) -> Dict[str, Any]:

@@ -107,7 +107,10 @@ impl HostData {
             let dtype = array.getattr("dtype").map(|d| d.to_string()).unwrap_or_default();
             PyTypeError::new_err(format!("bfloat16 bits come as an int16 NumPy array, not {dtype}"))
         })?;
-        Ok(HostData::BF16(bits.into_iter().map(|b| half::bf16::from_bits(b as u16)).collect(), dims))
+        Ok(HostData::BF16(
+            bits.into_iter().map(|b| half::bf16::from_bits(b as u16)).collect(),
+            dims,
+        ))
     }
 
     pub(crate) fn upload(&self) -> xlaprof_core::Result<Tensor> {

@@ -99,9 +99,24 @@ pub(crate) fn set_file_namer(namer: Option<Py<PyAny>>) {
     NAMING_VERSION.fetch_add(1, Ordering::Relaxed);
 }
 
-/// The real path of a file name shown in locations.
-pub(crate) fn real_path(shown: &str) -> Option<std::path::PathBuf> {
-    lock(&PATHS).get(shown).map(std::path::PathBuf::from)
+/// The text of code that is in no file (a notebook cell), by the path Python gave it.
+static SOURCES: Mutex<BTreeMap<String, Arc<str>>> = Mutex::new(BTreeMap::new());
+
+/// Keeps the text of code run from no file (a notebook cell), for the profiler.
+#[pyfunction]
+pub(crate) fn remember_source(path: String, text: &str) {
+    lock(&SOURCES).insert(path, Arc::from(text));
+}
+
+/// The text of a file name shown in locations: a cell's remembered text, else the file's.
+pub(crate) fn source_of(shown: &str) -> Option<String> {
+    let path = lock(&PATHS).get(shown)?.clone();
+    if let Some(text) = lock(&SOURCES).get(&path) {
+        return Some(text.to_string());
+    }
+    let meta = std::fs::metadata(&path).ok()?;
+    // A generated module or a minified bundle is not read.
+    (meta.is_file() && meta.len() <= 4 << 20).then(|| std::fs::read_to_string(&path).ok())?
 }
 
 /// The real path of each file name shown in locations so far, on any thread.

@@ -24,7 +24,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
-    xlaprof_profiler::variables::set_real_path(location::real_path);
+    xlaprof_profiler::variables::set_source_of(location::source_of);
     m.add_class::<debugging::PyBlock>()?;
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<nn::PyLinear>()?;
@@ -57,6 +57,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(from_array, m)?,
         wrap_pyfunction!(from_bfloat16_bits, m)?,
         wrap_pyfunction!(assigned_variable, m)?,
+        wrap_pyfunction!(location::remember_source, m)?,
         wrap_pyfunction!(zeros, m)?,
         wrap_pyfunction!(ones, m)?,
         wrap_pyfunction!(full, m)?,

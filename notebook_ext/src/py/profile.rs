@@ -10,9 +10,12 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use xlaprof_profiler::diagnostics::{check, Rule, RuleOutcome};
-use xlaprof_profiler::export::{self, tables, Format};
 use xlaprof_profiler::diagnostics::{diff_graphs, GraphChange};
+use xlaprof_profiler::export::{self, tables, Format};
+use xlaprof_profiler::profile::Graph;
+use xlaprof_profiler::record::InputName;
 use xlaprof_profiler::timeline::{self, lane_name};
+use xlaprof_profiler::views;
 use xlaprof_profiler::{analyze, report, Analysis, Profile, Recording, Thresholds};
 
 use super::errors::{guarded, profile_error, Class};
@@ -82,6 +85,34 @@ pub struct PyProfile {
 }
 
 impl PyProfile {
+    /// A graph's nodes as `[text, location]` and its device inputs as `[shape, name, location]`.
+    fn graph_nodes<'py>(&self, py: Python<'py>, g: &Graph) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        let nodes: Vec<(String, String)> = g
+            .def
+            .node_defs
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.text(i), self.profile.location(n.location)))
+            .collect();
+        let inputs: Vec<(String, Option<String>, String)> = g
+            .def
+            .inputs
+            .iter()
+            .filter(|i| i.data)
+            .map(|i| {
+                let name = i.name.as_ref().map(|n| match n {
+                    InputName::Given(n) | InputName::Variable(n) => n.clone(),
+                });
+                (i.shape.to_string(), name, self.profile.location(i.location))
+            })
+            .collect();
+        d.set_item("hash", format!("{:016x}", g.def.hash))?;
+        d.set_item("nodes", nodes)?;
+        d.set_item("inputs", inputs)?;
+        Ok(d)
+    }
+
     fn new(profile: Profile, file: Option<PathBuf>, temporary: bool) -> PyProfile {
         let analysis = analyze(&profile, &Thresholds::default());
         PyProfile { profile, analysis, spans: Default::default(), file, temporary }
@@ -243,8 +274,9 @@ impl PyProfile {
 
     /// The timeline between `start_ns` and `end_ns` as a viewer `columns` pixels wide draws it
     /// (`timeline::window`): `extent` (the whole profile's first and last ns), `lanes` (names)
-    /// and `bars`, each `[lane, depth, kind, start_ns, end_ns, count, label]` (a merged bar's
-    /// label says how many spans it stands for).
+    /// and `bars`, each `[lane, depth, kind, start_ns, end_ns, count, label, graph]` (a merged
+    /// bar's label says how many spans it stands for; `graph`: the hash of a sync's or an
+    /// execution's graph, in hex, else empty).
     fn timeline<'py>(
         &self,
         py: Python<'py>,
@@ -255,18 +287,30 @@ impl PyProfile {
         let spans = self.spans.get_or_init(|| timeline::spans(&self.profile));
         let first = spans.iter().map(|s| s.start_ns).min().unwrap_or(0);
         let last = spans.iter().map(|s| s.end_ns).max().unwrap_or(0);
-        let lanes = spans.iter().map(|s| s.lane).max().map_or(0, |l| l + 1).max(timeline::LANES.len() as u32);
+        let lanes = spans
+            .iter()
+            .map(|s| s.lane)
+            .max()
+            .map_or(0, |l| l + 1)
+            .max(timeline::LANES.len() as u32);
         let bars = pyo3::types::PyList::empty(py);
         for b in timeline::window(spans, start_ns, end_ns, columns) {
-            let label = match b.span {
+            let (label, graph) = match b.span {
                 Some(i) if b.count == 1 => {
                     let s = &spans[i];
-                    let at = s.location.map(|l| format!(" at {}", self.profile.location(l))).unwrap_or_default();
-                    format!("{}{at}", s.name)
+                    let at = s
+                        .location
+                        .map(|l| format!(" at {}", self.profile.location(l)))
+                        .unwrap_or_default();
+                    let graph = s.hash.map(|h| format!("{h:016x}")).unwrap_or_default();
+                    (format!("{}{at}", s.name), graph)
                 }
-                _ => format!("{} spans ({} busy)", b.count, xlaprof_profiler::metrics::format_ns(b.busy_ns as f64)),
+                _ => {
+                    let busy = xlaprof_profiler::metrics::format_ns(b.busy_ns as f64);
+                    (format!("{} spans ({busy} busy)", b.count), String::new())
+                }
             };
-            let row = (b.lane, b.depth, b.kind.name(), b.start_ns, b.end_ns, b.count, label);
+            let row = (b.lane, b.depth, b.kind.name(), b.start_ns, b.end_ns, b.count, label, graph);
             bars.append(row)?;
         }
         let out = PyDict::new(py);
@@ -280,8 +324,14 @@ impl PyProfile {
     /// `sentence`, and the `input` or `node` it is about), and each graph's `nodes` as
     /// `[text, location]` and `inputs` as `[shape, name, location]`. None for a graph the
     /// profile does not hold.
-    fn graph_diff<'py>(&self, py: Python<'py>, a: u64, b: u64) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let (Some(ga), Some(gb)) = (self.profile.graphs.get(&a), self.profile.graphs.get(&b)) else {
+    fn graph_diff<'py>(
+        &self,
+        py: Python<'py>,
+        a: u64,
+        b: u64,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let (Some(ga), Some(gb)) = (self.profile.graphs.get(&a), self.profile.graphs.get(&b))
+        else {
             return Ok(None);
         };
         let out = PyDict::new(py);
@@ -301,34 +351,33 @@ impl PyProfile {
             changes.append(d)?;
         }
         out.set_item("changes", changes)?;
-        for (key, g) in [("a", ga), ("b", gb)] {
-            let d = PyDict::new(py);
-            let nodes: Vec<(String, String)> = g
-                .def
-                .node_defs
-                .iter()
-                .enumerate()
-                .map(|(i, n)| (n.text(i), self.profile.location(n.location)))
-                .collect();
-            let inputs: Vec<(String, Option<String>, String)> = g
-                .def
-                .inputs
-                .iter()
-                .filter(|i| i.data)
-                .map(|i| {
-                    let name = i.name.as_ref().map(|n| match n {
-                        xlaprof_profiler::record::InputName::Given(n)
-                        | xlaprof_profiler::record::InputName::Variable(n) => n.clone(),
-                    });
-                    (i.shape.to_string(), name, self.profile.location(i.location))
-                })
-                .collect();
-            d.set_item("hash", format!("{:016x}", g.def.hash))?;
-            d.set_item("nodes", nodes)?;
-            d.set_item("inputs", inputs)?;
-            out.set_item(key, d)?;
-        }
+        out.set_item("a", self.graph_nodes(py, ga)?)?;
+        out.set_item("b", self.graph_nodes(py, gb)?)?;
         Ok(Some(out))
+    }
+
+    /// One graph as a span or a row opens it: `hash`, `ops` (count per op), `nodes` and
+    /// `inputs` (as in `graph_diff`), and its `stablehlo` and `optimized_hlo` text where the
+    /// profile holds them. None for a graph the profile does not hold.
+    fn graph_detail<'py>(
+        &self,
+        py: Python<'py>,
+        hash: u64,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(g) = self.profile.graphs.get(&hash) else { return Ok(None) };
+        let out = self.graph_nodes(py, g)?;
+        out.set_item("ops", g.def.ops.clone())?;
+        out.set_item("stablehlo", g.stablehlo.as_deref())?;
+        out.set_item("optimized_hlo", g.optimized_hlo.as_deref())?;
+        out.set_item("executions", g.executions)?;
+        out.set_item("compile_ns", g.compile_ns)?;
+        Ok(Some(out))
+    }
+
+    /// Every source line the engine did something for (`views::line_rows`): file, line, ops,
+    /// syncs, compiles, reads, bytes, fallbacks, and the location ids on it.
+    fn lines<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &views::line_rows(&self.profile))
     }
 
     #[getter]

@@ -19,7 +19,13 @@ use crate::record::{
 pub enum GraphChange {
     /// An input changed shape or dtype. `input` is its position (the views highlight it); the
     /// words name it by `name` and `created_at`.
-    InputShape { input: usize, from: ShapeRec, to: ShapeRec, created_at: String, name: Option<InputName> },
+    InputShape {
+        input: usize,
+        from: ShapeRec,
+        to: ShapeRec,
+        created_at: String,
+        name: Option<InputName>,
+    },
     /// The graph has a different number of inputs.
     InputCount { from: usize, to: usize },
     /// Different tensors were synced (outputs joined or left).
@@ -1173,7 +1179,11 @@ mod tests {
                 name: None,
             }]
         };
-        assert_eq!(cause_of(&at(1)), cause_of(&at(3)), "the words never name an input by its number");
+        assert_eq!(
+            cause_of(&at(1)),
+            cause_of(&at(3)),
+            "the words never name an input by its number"
+        );
         assert!(!cause_of(&at(1)).contains("input"), "{}", cause_of(&at(1)));
         assert_eq!(unnumbered(&at(1)), unnumbered(&at(3)));
         assert_eq!(cause_of(&unnumbered(&at(1))), cause_of(&unnumbered(&at(3))));

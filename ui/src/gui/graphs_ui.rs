@@ -6,8 +6,8 @@ use eframe::egui::{self, Color32, RichText};
 use xlaprof_profiler::diagnostics::{diff_graphs, GraphChange};
 use xlaprof_profiler::metrics::{format_bytes, format_ns};
 use xlaprof_profiler::profile::Graph;
-use xlaprof_profiler::views::GraphRow;
 use xlaprof_profiler::record::InputName;
+use xlaprof_profiler::views::GraphRow;
 
 use super::diagram;
 use super::model::Model;
@@ -237,7 +237,9 @@ fn side_by_side_ui(
                         .and_then(|g| g.def.inputs.get(i))
                         .map(|inp| {
                             let name = match &inp.name {
-                                Some(InputName::Given(n) | InputName::Variable(n)) => format!(" `{n}`"),
+                                Some(InputName::Given(n) | InputName::Variable(n)) => {
+                                    format!(" `{n}`")
+                                }
                                 None => String::new(),
                             };
                             format!(

@@ -1,5 +1,6 @@
-// The interactive profile view (an anywidget module): a canvas timeline that zooms and pans, the
-// findings, and the graph diff a finding opens. Everything it shows is computed in Rust: the
+// The interactive profile view (an anywidget module): a canvas timeline that zooms and pans (a
+// sync opens its graph), the findings (a recompile opens its two graphs side by side), and the
+// source lines with what the engine did for each. Everything it shows is computed in Rust: the
 // timeline arrives as bars already summarized for the window and its width (a million spans
 // draw as fast as a hundred), a diff as sentences and node lists. Text from the program is only
 // ever set as text (textContent, canvas text), never parsed as markup.
@@ -57,7 +58,7 @@ function render({ model, el: host }) {
   const bar = el("div", "xp-w-bar");
   const windowLabel = el("span", "xp-window");
   const reset = el("button", "xp-reset", "whole profile");
-  const hint = el("span", "xp-hint", "wheel: zoom · drag: pan · click a finding: its graphs");
+  const hint = el("span", "xp-hint", "wheel: zoom · drag: pan · click a sync: its graph · click a finding: its graphs");
   bar.append(windowLabel, reset, hint);
   const canvas = el("canvas", "xp-canvas");
   const tip = el("div", "xp-tip");
@@ -65,7 +66,8 @@ function render({ model, el: host }) {
   stage.append(canvas, tip);
   const findings = el("ol", "xp-findings");
   const diff = el("div", "xp-diff");
-  root.append(head, summary, bar, stage, el("h4", "", "Findings"), findings, diff);
+  const source = el("details", "xp-source");
+  root.append(head, summary, bar, stage, el("h4", "", "Findings"), findings, diff, source);
   host.append(root);
 
   let extent = model.get("extent");
@@ -138,20 +140,39 @@ function render({ model, el: host }) {
   }, { passive: false });
 
   let drag = null;
-  canvas.addEventListener("mousedown", (ev) => { drag = { x: ev.clientX, view: view.slice() }; });
+  let moved = false;
+  const barAt = (ev) => {
+    const r = canvas.getBoundingClientRect();
+    const t = view[0] + ((ev.clientX - r.left) / r.width) * (view[1] - view[0]);
+    const lane = Math.floor((ev.clientY - r.top - AXIS_H) / LANE_H);
+    // The innermost bar under the cursor: a phase before its sync.
+    let hit = null;
+    for (const b of bars) {
+      if (b[0] === lane && b[3] <= t && t <= b[4] && (!hit || b[1] > hit[1])) hit = b;
+    }
+    return hit;
+  };
+  canvas.addEventListener("mousedown", (ev) => { drag = { x: ev.clientX, view: view.slice() }; moved = false; });
   window.addEventListener("mouseup", () => { drag = null; });
+  canvas.addEventListener("click", (ev) => {
+    if (moved) return;
+    const hit = barAt(ev);
+    if (hit && hit[7]) {
+      diff.replaceChildren(el("div", "xp-wait", "reading its graph…"));
+      model.send({ type: "graph", hash: hit[7] });
+    }
+  });
   canvas.addEventListener("mousemove", (ev) => {
     const r = canvas.getBoundingClientRect();
-    if (drag) {
+    if (drag && Math.abs(ev.clientX - drag.x) > 2) moved = true;
+    if (drag && moved) {
       view = panned(drag.view, extent, (ev.clientX - drag.x) / r.width);
       following = false;
       draw();
       refine();
       return;
     }
-    const t = view[0] + ((ev.clientX - r.left) / r.width) * (view[1] - view[0]);
-    const lane = Math.floor((ev.clientY - r.top - AXIS_H) / LANE_H);
-    const hit = bars.find((b) => b[0] === lane && b[3] <= t && t <= b[4]);
+    const hit = barAt(ev);
     tip.style.display = hit ? "block" : "none";
     if (hit) {
       tip.textContent = `${hit[2]}: ${hit[6]} · ${formatNs(hit[4] - hit[3])}`;
@@ -223,12 +244,61 @@ function render({ model, el: host }) {
     if (marked) marked.scrollIntoView({ block: "nearest" });
   }
 
+  function showGraph(msg) {
+    diff.replaceChildren();
+    const g = msg.graph;
+    if (!g) {
+      diff.append(el("div", "", "this graph is not in the profile"));
+      return;
+    }
+    diff.append(el("h4", "", `Graph ${g.hash}: ${g.total} nodes, run ${g.executions} times, compiled in ${formatNs(g.compile_ns)}`));
+    diff.append(el("div", "xp-ops", g.ops.map(([op, n]) => `${op} ×${n}`).join(" · ")));
+    diff.append(column(g, "nodes", { inputs: new Set(), node: -1 }));
+    for (const [key, label] of [["stablehlo", "StableHLO"], ["optimized_hlo", "optimized HLO"]]) {
+      if (!g[key]) continue;
+      const box = el("details", "xp-hlo");
+      box.append(el("summary", "", label), el("pre", "", g[key]));
+      diff.append(box);
+    }
+  }
+
+  // The line profiler: each line the engine did something for, with what it did.
+  function showSource() {
+    source.replaceChildren(el("summary", "", "Source lines: ops recorded, graph inputs made, syncs, compiles, bytes"));
+    const rows = model.get("lines");
+    const most = Math.max(1, ...rows.map((r) => r[3]));
+    let file = null;
+    let table = null;
+    for (const [f, line, text, ops, inputs, syncs, compiles, compileNs, reads, bytes, fallbacks] of rows) {
+      if (f !== file) {
+        file = f;
+        source.append(el("div", "xp-file", f));
+        table = el("table", "xp-lines");
+        const head = el("tr");
+        for (const h of ["line", "ops", "inputs", "syncs", "compiles", "reads", "bytes", "fallbacks", "code"]) {
+          head.append(el("th", "", h));
+        }
+        table.append(head);
+        source.append(table);
+      }
+      const tr = el("tr", syncs || compiles || fallbacks ? "xp-line xp-hot" : "xp-line");
+      const heat = el("td", "xp-num", String(ops));
+      heat.style.background = `linear-gradient(90deg, #cfe3ff ${(100 * ops) / most}%, transparent 0)`;
+      tr.append(el("td", "xp-num", String(line)), heat, el("td", "xp-num", String(inputs)), el("td", "xp-num", String(syncs)),
+        el("td", "xp-num", compiles ? `${compiles} (${formatNs(compileNs)})` : "0"), el("td", "xp-num", String(reads)),
+        el("td", "xp-num", String(bytes)), el("td", "xp-num", String(fallbacks)), el("td", "xp-code", text));
+      table.append(tr);
+    }
+  }
+
   model.on("msg:custom", (msg) => {
     if (msg.type === "window" && msg.seq === seq) {
       bars = msg.bars;
       draw();
     } else if (msg.type === "diff") {
       showDiff(msg);
+    } else if (msg.type === "graph") {
+      showGraph(msg);
     }
   });
   model.on("change:extent", () => {
@@ -240,6 +310,7 @@ function render({ model, el: host }) {
     draw();
   });
   model.on("change:findings", showFindings);
+  model.on("change:lines", showSource);
   const text = () => {
     title.textContent = model.get("title");
     summary.textContent = model.get("summary");
@@ -249,6 +320,7 @@ function render({ model, el: host }) {
   model.on("change:live", text);
   text();
   showFindings();
+  showSource();
   draw();
   return () => { clearTimeout(pending); };
 }
