@@ -1,25 +1,27 @@
 //! xlaprof's profiler: turns the engine's events into a profile and the profile into answers.
+//! Its folders depend one way, in the order data flows (`tests/layers.rs` holds it):
 //!
-//! - [`recorder`]: record a program ([`Recording`], or `XLAPROF_PROFILE=FILE`);
-//! - [`file`]: the profile file format (documented there), written while the program runs;
-//! - [`profile`]: the profile model every analysis and view reads;
-//! - [`views`]: the per-step and per-graph tables the viewers draw.
+//! - [`record`]: the records of a profile, and [`file`], the profile file format (documented
+//!   there), written while the program runs;
+//! - [`profile`]: the profile model every analysis and view reads, and [`recorder`], which
+//!   records a program ([`Recording`], or `XLAPROF_PROFILE=FILE`);
+//! - [`analysis`]: what a profile means: [`metrics`], the [`timeline`], [`devices`],
+//!   [`diagnostics`] (the findings) and the [`views`] every viewer draws, computed once;
+//! - [`output`]: the [`report`], the [`export`]s, and [`merge`] (profiles compared);
+//!
+//! with [`error`] and [`util`] (small helpers) below them all.
 
 pub mod analysis;
-pub mod devices;
-pub mod diagnostics;
 pub mod error;
-pub mod export;
-pub mod file;
-pub mod merge;
-pub mod metrics;
+pub mod output;
 pub mod profile;
 pub mod record;
-pub mod recorder;
-pub mod report;
-pub mod timeline;
-pub mod variables;
-pub mod views;
+pub mod util;
+
+pub use analysis::{devices, diagnostics, metrics, timeline, views};
+pub use output::{export, merge, report};
+pub use profile::{recorder, variables};
+pub use record::file;
 
 pub use analysis::{analyze, Analysis};
 pub use diagnostics::Thresholds;

@@ -3,8 +3,8 @@
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::metrics::format_ns;
 use crate::profile::Profile;
+use crate::util::format_ns;
 
 /// A rule a profile must satisfy.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -15,8 +15,8 @@ pub use compiled::captured_recompiles;
 pub use recompile::{diff_graphs, find_recompiles, GraphChange, Recompile};
 pub use rules::{check, Rule, RuleOutcome};
 
-use crate::analysis::saturating_sum;
 use crate::profile::Profile;
+use crate::util::saturating_sum;
 
 /// What kind of problem a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

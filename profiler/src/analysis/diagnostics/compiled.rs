@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::{diff_graphs, plural, times, Diagnostic, GraphChange, Instance, Kind};
-use crate::metrics::format_ns;
 use crate::profile::{FunctionCompile, Profile};
+use crate::util::format_ns;
 
 /// Every torch.compile finding of a profile.
 pub(super) fn findings(p: &Profile) -> Vec<Diagnostic> {

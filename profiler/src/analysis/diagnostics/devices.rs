@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 
 use super::{plural, Diagnostic, Instance, Kind};
-use crate::analysis::saturating_sum;
 use crate::metrics::{format_bytes, format_ns, median};
 use crate::profile::{Graph, Profile};
+use crate::util::saturating_sum;
 
 /// A device finishing this fraction of the execution after the first is a straggler worth a
 /// finding (with at least [`SKEW_MIN_NS`]): below it, scheduling noise.

@@ -3,9 +3,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{plural, Diagnostic, Instance, Kind, Thresholds};
-use crate::analysis::saturating_sum;
 use crate::metrics::{format_ns, median};
 use crate::profile::Profile;
+use crate::util::saturating_sum;
 
 /// Waits for the next batch, per loop: the device had nothing to run meanwhile (the host could
 /// not record the next step without its inputs). A loop's first wait is the pipeline filling

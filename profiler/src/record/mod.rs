@@ -7,6 +7,8 @@
 use std::borrow::Cow;
 use std::fmt::Debug;
 
+pub mod file;
+
 use serde::{Deserialize, Serialize};
 
 /// At most this many items of a list are spelled out in a line of text (a node's operands, an
@@ -474,7 +476,7 @@ impl PartitionRec {
 
     /// Bytes all the collectives move to each device per execution.
     pub fn collective_bytes(&self) -> u64 {
-        crate::analysis::saturating_sum(self.collectives.iter().map(|c| c.bytes))
+        crate::util::saturating_sum(self.collectives.iter().map(|c| c.bytes))
     }
 
     /// The device of partition `partition` (its number, where the plan does not say).
@@ -508,7 +510,7 @@ impl CollectiveRec {
         format!(
             "{} {first}{more} ({} per device, groups {})",
             clip_to(&self.kind, 66),
-            crate::metrics::format_bytes(self.bytes as f64),
+            crate::util::format_bytes(self.bytes as f64),
             clip_to(&self.groups, 66)
         )
     }

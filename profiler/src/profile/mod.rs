@@ -5,6 +5,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+pub mod recorder;
+pub mod variables;
+
 use serde::{Serialize, Serializer};
 
 use crate::record::{

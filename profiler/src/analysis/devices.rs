@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::analysis::saturating_sum;
 use crate::metrics::median;
 use crate::profile::Profile;
 use crate::record::PartitionRec;
+use crate::util::saturating_sum;
 
 /// One device of the profile's partitioned executions.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -122,7 +122,7 @@ fn sharding_table(p: &Profile, hash: u64) -> Vec<String> {
         &plan.devices[..plan.devices.len().min(LISTED)]
     )];
     // XLA's memory plan and cost analysis of a partitioned program are one partition's.
-    let memory = g.memory.map(|m| crate::metrics::format_bytes(m.peak_memory_bytes as f64));
+    let memory = g.memory.map(|m| crate::util::format_bytes(m.peak_memory_bytes as f64));
     let flops = g.cost.map(|c| format!("{:.3e} flops", c.flops));
     if memory.is_some() || flops.is_some() {
         let parts: Vec<String> =

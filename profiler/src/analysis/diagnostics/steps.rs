@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 
 use super::{plural, times, Diagnostic, Instance, Kind, Thresholds};
-use crate::analysis::saturating_sum;
 use crate::metrics::{format_bytes, format_ns, median};
 use crate::profile::{Profile, Step};
 use crate::record::Cause;
+use crate::util::saturating_sum;
 use crate::views::StepPhases;
 
 /// Hidden syncs (value reads that ran a graph), explicit syncs that split a step, and host

@@ -203,30 +203,7 @@ pub fn metrics(p: &Profile) -> Metrics {
     Metrics { duration_ns: d, metrics, counters }
 }
 
-/// `1.234ms`, `56.7µs`, `2.1s`: durations as people read them.
-pub fn format_ns(ns: f64) -> String {
-    if ns >= 1e9 {
-        format!("{:.3}s", ns / 1e9)
-    } else if ns >= 1e6 {
-        format!("{:.3}ms", ns / 1e6)
-    } else if ns >= 1e3 {
-        format!("{:.3}µs", ns / 1e3)
-    } else {
-        format!("{ns:.0}ns")
-    }
-}
-
-pub fn format_bytes(b: f64) -> String {
-    if b >= (1u64 << 30) as f64 {
-        format!("{:.2}GB", b / (1u64 << 30) as f64)
-    } else if b >= (1u64 << 20) as f64 {
-        format!("{:.2}MB", b / (1u64 << 20) as f64)
-    } else if b >= 1024.0 {
-        format!("{:.2}KB", b / 1024.0)
-    } else {
-        format!("{b:.0}B")
-    }
-}
+pub use crate::util::{format_bytes, format_ns};
 
 pub fn format_value(unit: Unit, v: f64) -> String {
     match unit {

@@ -7,12 +7,12 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::{Diagnostic, Instance, Kind, Thresholds};
-use crate::analysis::saturating_sum;
-use crate::metrics::format_ns;
 use crate::profile::{Graph, Profile};
 use crate::record::{
     clip, clip_to, AttrValue, GraphDef, InputName, InputRec, NodeRec, ShapeRec, LISTED,
 };
+use crate::util::format_ns;
+use crate::util::saturating_sum;
 
 /// One difference between two versions of a graph.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]

@@ -5,8 +5,8 @@
 use std::fmt::Write;
 
 use crate::analysis::Analysis;
-use crate::metrics::format_ns;
 use crate::profile::Profile;
+use crate::util::format_ns;
 
 /// One process of a merged job.
 pub struct Process<'a> {

@@ -3,6 +3,12 @@
 
 use serde::Serialize;
 
+pub mod devices;
+pub mod diagnostics;
+pub mod metrics;
+pub mod timeline;
+pub mod views;
+
 use crate::devices::{devices, Devices};
 use crate::diagnostics::{diagnose, find_recompiles, Diagnostic, Kind, Recompile, Thresholds};
 use crate::metrics::{metrics, nearest_rank, Metrics};
@@ -120,8 +126,8 @@ impl MemorySummary {
     pub fn in_use_and_peak(&self) -> String {
         format!(
             "{} (peak {})",
-            crate::metrics::format_bytes(self.last_in_use_bytes.max(0) as f64),
-            crate::metrics::format_bytes(
+            crate::util::format_bytes(self.last_in_use_bytes.max(0) as f64),
+            crate::util::format_bytes(
                 self.peak_bytes.unwrap_or(self.max_in_use_bytes).max(0) as f64
             )
         )
@@ -168,10 +174,7 @@ pub struct Analysis {
     pub spans: Vec<Span>,
 }
 
-/// The sum of `values`, `u64::MAX` where it would overflow.
-pub fn saturating_sum(values: impl IntoIterator<Item = u64>) -> u64 {
-    values.into_iter().fold(0, u64::saturating_add)
-}
+pub use crate::util::saturating_sum;
 
 pub fn analyze(p: &Profile, thresholds: &Thresholds) -> Analysis {
     let mut steady: Vec<u64> = p

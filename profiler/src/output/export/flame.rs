@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::analysis::saturating_sum;
 use crate::error::{Error, Result};
 use crate::profile::Profile;
 use crate::record::clip;
+use crate::util::saturating_sum;
 use crate::views::Phase;
 
 /// One stack of the flamegraph: its frames, outermost first, and the time spent in it.
