@@ -26,7 +26,8 @@ pub use crate::exec::{detect_anomalies, DetectingAnomalies};
 pub fn sync() -> Result<()> {
     let marker = marker_of_pending()?;
     crate::exec::sync()?;
-    after_full_sync(marker)
+    after_full_sync(marker)?;
+    crate::breaks::take()
 }
 
 /// Like [`sync`], marking the end of a training step.
@@ -34,7 +35,8 @@ pub fn sync() -> Result<()> {
 pub fn step() -> Result<()> {
     let marker = marker_of_pending()?;
     crate::exec::step()?;
-    after_full_sync(marker)
+    after_full_sync(marker)?;
+    crate::breaks::take()
 }
 
 /// Before a full sync that is checked: the marker of every pending floating-point tensor,

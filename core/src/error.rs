@@ -104,6 +104,11 @@ pub enum Error {
     #[error("detect_anomaly: {message} (found by the sync at {location})")]
     Anomaly { message: String, location: SourceLocation },
 
+    /// A sync did what `XLAPROF_BREAK` breaks on (it ran to its end first); the message says what
+    /// and why, at the user's line.
+    #[error("{message}")]
+    Break { message: String },
+
     /// A graph ran or a value was read inside `forbid_syncs()`.
     #[error("{what} at {location}, inside forbid_sync(): the block was not to run graphs or read values")]
     SyncForbidden { what: String, location: SourceLocation },

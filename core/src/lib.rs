@@ -8,6 +8,7 @@
 
 mod anomaly;
 pub mod autograd;
+pub mod breaks;
 pub mod config;
 mod debug;
 pub mod dtype;

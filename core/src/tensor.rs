@@ -196,6 +196,7 @@ impl Tensor {
         }
         exec::sync_tensors(&[&self.0.value], SyncCause::ValueRead, location)?;
         crate::anomaly::after_sync()?;
+        crate::breaks::take()?;
         match &self.node().op {
             Op::Data(data) => Ok(data.clone()),
             _ => Err(crate::Error::Unsupported(format!(

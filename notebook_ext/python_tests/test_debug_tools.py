@@ -1,5 +1,6 @@
-"""`forbid_sync()` and `explain()`, on the engine's own tensors and on torch's through the
-bridge: each names the user's line; nothing pending is lost or run by them."""
+"""The debugging tools, on the engine's own tensors and on torch's through the bridge:
+`forbid_sync()`, `explain()`, `compare_with_eager()`, `XLAPROF_CHECK`, `detect_anomaly()` and
+`break_on()` / `XLAPROF_BREAK`: each names the user's line; nothing pending is lost by them."""
 
 import inspect
 
@@ -171,3 +172,71 @@ def test_detect_anomaly_names_the_op_that_made_the_first_nan_in_a_language_model
         ok = model.head(torch.ones(2, 16).to(dev)).sum()
         xt.step()
     assert ok.item() == ok.item()
+
+
+def test_break_on_recompile_raises_at_the_step_with_what_changed_and_loses_nothing():
+    w = xp.from_numpy(np.ones((3, 2), np.float32))
+    fn = test_break_on_recompile_raises_at_the_step_with_what_changed_and_loses_nothing
+    xp.break_on("recompile")
+    try:
+        losses, hits = [], []
+        with xp.profile() as p:  # breaking and profiling go together
+            for rows in (4, 4, 6):
+                batch = xp.from_numpy(np.ones((rows, 3), np.float32))  # BATCH
+                loss = (batch @ w).sum()
+                try:
+                    xp.step()  # STEP
+                except xp.BreakError as e:
+                    hits.append((rows, e))
+                losses.append(loss.item())  # the sync ran to its end: the value is there
+    finally:
+        xp.break_on()
+    assert p.steps == 3 and p.compiles == 2
+    assert [rows for rows, _ in hits] == [6], hits
+    message = str(hits[0][1])
+    assert message.startswith("XLAPROF_BREAK=recompile: test_debug_tools.py:%d" % line_of("# STEP", fn)), message
+    assert "`batch` made at test_debug_tools.py:%d" % line_of("# BATCH", fn) in message, message
+    assert "dimension 0 went from 4 to 6" in message, message
+    assert losses == [24.0, 24.0, 36.0]
+    assert isinstance(hits[0][1], RuntimeError)
+
+
+def test_break_on_sync_raises_at_a_hidden_read_and_not_at_steps():
+    fn = test_break_on_sync_raises_at_a_hidden_read_and_not_at_steps
+    a = xp.from_numpy(np.arange(4, dtype=np.float32))
+    xp.break_on("sync")
+    try:
+        xp.step()  # a step is no hidden sync
+        b = (a * 3).sum()
+        with pytest.raises(xp.BreakError) as hit:
+            b.item()  # HIDDEN
+        assert b.item() == 18.0  # computed: the second read needs no graph
+    finally:
+        xp.break_on()
+    assert f"a value read at test_debug_tools.py:{line_of('# HIDDEN', fn)}" in str(hit.value), str(hit.value)
+    with pytest.raises(ValueError, match="unknown cause 'syncs'"):
+        xp.break_on("syncs")
+
+
+def test_break_on_fallback_stops_a_torch_op_with_no_lowering_before_it_runs(tmp_path):
+    # And XLAPROF_BREAK for a whole program: the traceback ends at the user's line.
+    script = tmp_path / "bessel.py"
+    script.write_text(
+        "import torch\n"
+        "import xlaprof.torch as xt\n"
+        "x = torch.linspace(0.1, 3.0, 8).to(xt.device())\n"
+        "y = torch.special.bessel_j0(x) * 2\n"
+        "print(y.cpu())\n"
+    )
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, XLAPROF_BREAK="fallback,recompile")
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert 'bessel.py", line 4' in done.stderr, done.stderr
+    assert "BreakError: XLAPROF_BREAK=fallback: aten::special_bessel_j0 at bessel.py:4 is not lowered" in done.stderr
+    env["XLAPROF_BREAK"] = "recompiles"
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert "XLAPROF_BREAK=recompiles: break_on: unknown cause 'recompiles'" in done.stderr, done.stderr

@@ -376,8 +376,11 @@ OWN = {
          "Mesh", "ShardingError", "devices", "get_1d_mesh", "get_global_mesh", "mark_sharding",
          "set_global_mesh",
          # Debugging tools: a block that may not sync, and the pending graph described.
-         "SyncError", "AnomalyError", "explain", "forbid_sync", "detect_anomaly"],
-    "Tensor": ["astype", "is_pending", "graph_size", "one_hot", "gelu", "silu", "pad", "sharding"],
+         "SyncError", "AnomalyError", "explain", "forbid_sync", "detect_anomaly",
+         # Break on a cause: a recompile, a hidden sync, a fallback.
+         "BreakError", "break_on"],
+    # `name`: what findings call a graph input the tensor feeds.
+    "Tensor": ["astype", "is_pending", "graph_size", "one_hot", "gelu", "silu", "pad", "sharding", "name"],
     "nn": [],
     "nn.Module": [],
     "nn.functional": [],

@@ -13,7 +13,16 @@ const LAYERS: [(&str, &[&str]); 4] = [
     ("profile", &["profile", "recorder", "variables"]),
     (
         "analysis",
-        &["analysis", "metrics", "timeline", "devices", "diagnostics", "views", "analyze"],
+        &[
+            "analysis",
+            "metrics",
+            "timeline",
+            "devices",
+            "diagnostics",
+            "views",
+            "analyze",
+            "breaks",
+        ],
     ),
     ("output", &["output", "report", "export", "merge"]),
 ];

@@ -31,6 +31,7 @@ from ._native import (  # noqa: E402
     ShardingError,
     SyncError,
     AnomalyError,
+    BreakError,
     Tensor,
     XlaError,
     XlaprofError,
@@ -163,9 +164,14 @@ def _name_notebook_cells() -> None:
 
 _name_notebook_cells()
 
+from ._breaks import break_on  # noqa: E402
+from . import _breaks  # noqa: E402
+
+_breaks.from_env()
+
 __all__ = [
     "AutogradError", "InternalError", "Mesh", "PluginError", "ProfileError", "ShapeError",
-    "ShardingError", "SyncError", "AnomalyError", "Tensor", "detect_anomaly", "explain", "forbid_sync", "devices", "get_1d_mesh", "get_global_mesh", "mark_sharding",
+    "ShardingError", "SyncError", "AnomalyError", "BreakError", "break_on", "Tensor", "detect_anomaly", "explain", "forbid_sync", "devices", "get_1d_mesh", "get_global_mesh", "mark_sharding",
     "set_global_mesh",
     "XlaError", "XlaprofError", "Profile", "arange", "as_tensor", "avg_pool2d", "bfloat16",
     "bool_", "cat", "conv2d", "counters", "cross_entropy", "device", "double", "dropout", "eye",

@@ -21,6 +21,7 @@ pub(crate) enum Class {
     Autograd,
     Sync,
     Anomaly,
+    Break,
     Plugin,
     Xla,
     Profile,
@@ -31,12 +32,13 @@ pub(crate) enum Class {
 static CLASSES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
 
 impl Class {
-    const ALL: [Class; 9] = [
+    const ALL: [Class; 10] = [
         Class::Shape,
         Class::Sharding,
         Class::Autograd,
         Class::Sync,
         Class::Anomaly,
+        Class::Break,
         Class::Plugin,
         Class::Xla,
         Class::Profile,
@@ -64,6 +66,13 @@ impl Class {
                 "AnomalyError",
                 "A sync inside `detect_anomaly()` computed a NaN or an Inf; the message names the op \
                  that made the first, its line and its inputs' ranges.",
+                runtime,
+            ),
+            Class::Break => (
+                "BreakError",
+                "What `XLAPROF_BREAK` (or `break_on`) breaks on happened: a recompile, a hidden sync or \
+                 an op with no lowering; raised at the user's line with the explanation (a notebook's \
+                 `%debug` stops there).",
                 runtime,
             ),
             Class::Sync => (
@@ -122,6 +131,7 @@ pub(crate) fn engine_error(e: xlaprof_core::Error) -> PyErr {
         E::Sharding { .. } => Class::Sharding.err(message),
         E::Autograd { .. } => Class::Autograd.err(message),
         E::SyncForbidden { .. } => Class::Sync.err(message),
+        E::Break { .. } => Class::Break.err(message),
         E::Anomaly { .. } => Class::Anomaly.err(message),
         E::PluginNotFound { .. }
         | E::DevicePluginNotFound { .. }

@@ -29,6 +29,20 @@ pub(crate) fn from_array(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<P
     from_numpy(py, array).map(PyTensor::new)
 }
 
+static BREAKING: std::sync::Mutex<Option<xlaprof_profiler::breaks::Breaking>> =
+    std::sync::Mutex::new(None);
+
+/// Breaks on a recompile or a hidden sync from now on (both false: no more).
+#[pyfunction]
+pub(crate) fn break_on(recompile: bool, sync: bool) {
+    use xlaprof_profiler::breaks::{self, BreakOn};
+    let mut slot = BREAKING.lock().unwrap_or_else(|p| p.into_inner());
+    *slot = None; // the old one stops first
+    if recompile || sync {
+        *slot = Some(breaks::break_on(BreakOn { recompile, sync }));
+    }
+}
+
 /// The variable a line of source assigns (`model = Net().to(dev)` → `model`), as the profiler
 /// names graph inputs: the torch bridge names a module's parameters after it.
 #[pyfunction]

@@ -57,6 +57,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(from_array, m)?,
         wrap_pyfunction!(from_bfloat16_bits, m)?,
         wrap_pyfunction!(assigned_variable, m)?,
+        wrap_pyfunction!(break_on, m)?,
         wrap_pyfunction!(location::remember_source, m)?,
         wrap_pyfunction!(zeros, m)?,
         wrap_pyfunction!(ones, m)?,

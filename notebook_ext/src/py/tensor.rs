@@ -77,7 +77,9 @@ impl PyTensor {
         self.t.set_name(name);
     }
 
-    /// Gives this tensor `other`'s name, if it has one (an in-place write's new value).
+    /// Gives this tensor `other`'s name, if it has one (an in-place write's new value; the torch
+    /// bridge's).
+    #[pyo3(name = "_keep_name_of")]
     fn keep_name_of(&self, other: &PyTensor) {
         self.t.keep_name_of(&other.t);
     }

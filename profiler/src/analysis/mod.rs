@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+pub mod breaks;
 pub mod devices;
 pub mod diagnostics;
 pub mod metrics;

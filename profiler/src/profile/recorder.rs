@@ -486,47 +486,80 @@ impl Recording {
         if *active {
             return Err(Error::AlreadyRecording);
         }
-        // File names only: a profile is shared, and should not carry this machine's folders.
-        let file_name =
-            |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let (platform, plugin) = platform().unwrap_or_default();
-        let mut args = std::env::args();
-        let program = args.next().map(|a| file_name(Path::new(&a))).unwrap_or_default();
-        let program = std::iter::once(program).chain(args).collect::<Vec<_>>().join(" ");
-        let counters = events::counters();
-        let meta = Meta {
-            program,
-            pid: std::process::id(),
-            start_unix_ms: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis() as u64)
-                .unwrap_or(0),
-            platform,
-            plugin,
-            counter_names: counter_names(&counters),
-            counters: counter_values(&counters),
-        };
-        let mut state = State {
-            profile: Profile::default(),
-            writer,
-            write_failed: false,
-            pending: Vec::new(),
-            pending_records: 0,
-            t0: events::now_ns(),
-            locations: HashMap::new(),
-            graphs: HashSet::new(),
-            stablehlo: HashSet::new(),
-            platform_known: !meta.platform.is_empty(),
-            ended_sync: 0,
-            sources: SourceFiles::default(),
-        };
-        state.emit(Record::Meta(meta));
-        let recorder = Arc::new(Recorder(Mutex::new(state)));
-        let listener = events::add_listener(recorder.clone());
+        let (recorder, listener) = listen(writer);
         *active = true;
         Ok(Recording { recorder, listener })
     }
+}
 
+/// A recorder listening to the engine from now on, streaming to `writer` if given.
+fn listen(writer: Option<Writer>) -> (Arc<Recorder>, u64) {
+    // File names only: a profile is shared, and should not carry this machine's folders.
+    let file_name =
+        |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let (platform, plugin) = platform().unwrap_or_default();
+    let mut args = std::env::args();
+    let program = args.next().map(|a| file_name(Path::new(&a))).unwrap_or_default();
+    let program = std::iter::once(program).chain(args).collect::<Vec<_>>().join(" ");
+    let counters = events::counters();
+    let meta = Meta {
+        program,
+        pid: std::process::id(),
+        start_unix_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0),
+        platform,
+        plugin,
+        counter_names: counter_names(&counters),
+        counters: counter_values(&counters),
+    };
+    let mut state = State {
+        profile: Profile::default(),
+        writer,
+        write_failed: false,
+        pending: Vec::new(),
+        pending_records: 0,
+        t0: events::now_ns(),
+        locations: HashMap::new(),
+        graphs: HashSet::new(),
+        stablehlo: HashSet::new(),
+        platform_known: !meta.platform.is_empty(),
+        ended_sync: 0,
+        sources: SourceFiles::default(),
+    };
+    state.emit(Record::Meta(meta));
+    let recorder = Arc::new(Recorder(Mutex::new(state)));
+    let listener = events::add_listener(recorder.clone());
+    (recorder, listener)
+}
+
+/// A recording in memory beside any other (the one a tool such as `breaks` reads), ended when
+/// dropped. The process's own recording (`Recording`, `XLAPROF_PROFILE`) is one at a time.
+pub struct SideRecording {
+    recorder: Arc<Recorder>,
+    listener: u64,
+}
+
+impl SideRecording {
+    pub fn start() -> SideRecording {
+        let (recorder, listener) = listen(None);
+        SideRecording { recorder, listener }
+    }
+
+    /// A copy of the profile so far.
+    pub fn snapshot(&self) -> Profile {
+        self.recorder.0.lock().unwrap_or_else(|p| p.into_inner()).profile.clone()
+    }
+}
+
+impl Drop for SideRecording {
+    fn drop(&mut self) {
+        events::remove_listener(self.listener);
+    }
+}
+
+impl Recording {
     /// A copy of the profile so far.
     pub fn snapshot(&self) -> Profile {
         self.recorder.0.lock().unwrap_or_else(|p| p.into_inner()).profile.clone()

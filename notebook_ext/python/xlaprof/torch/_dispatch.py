@@ -24,7 +24,7 @@ from torch.optim.optimizer import _foreach_supported_types as _optimizer_types
 from torch.utils._foreach_utils import _foreach_supported_types as _utils_types
 from torch.utils._pytree import tree_map
 
-from .. import _native
+from .. import _breaks, _native
 from ._device import DEVICE_TYPE, TO_ENGINE, engine_dtype
 from . import _check, _compile
 from ._complex import COMPLEX_SAFE
@@ -505,6 +505,12 @@ def _fallback(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
     name = str(func.name()).replace("aten::", "")
     if any(isinstance(a, torch.Tensor) and a.is_sparse for a in _tensors(args, kwargs)):
         raise TypeError(f"aten::{name}: sparse tensors are not supported on the xlaprof device")
+    if _breaks.breaking("fallback"):
+        file, line = _user_frame()
+        raise _native.BreakError(
+            f"XLAPROF_BREAK=fallback: aten::{name} at {os.path.basename(file)}:{line} is not lowered by "
+            "xlaprof: it would run on the CPU, which splits the graph and copies its operands to the host"
+        )
     if strict():
         file, line = _user_frame()
         raise NotImplementedError(

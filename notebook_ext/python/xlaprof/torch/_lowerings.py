@@ -2340,7 +2340,7 @@ def _reshape_in_place(t: LazyTensor, new: Any) -> LazyTensor:
     tensor object that C++ callers hold (`matmul` squeezes its own result in place)."""
     shell = LazyTensor(new)
     torch.Tensor.data.__set__(t, shell)  # type: ignore[attr-defined]
-    new.keep_name_of(t._xp)
+    new._keep_name_of(t._xp)
     t._xp = new
     t._root = t._fwd = t._bwd = None
     t._gen += 1

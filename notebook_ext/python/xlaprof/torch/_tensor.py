@@ -174,12 +174,12 @@ def assign(t: LazyTensor, new: Any) -> LazyTensor:
         new = new.expand(*shape) if shape else new.reshape(())
     root = t._root
     if root is None:
-        new.keep_name_of(t._xp)  # a parameter keeps its name in findings, step after step
+        new._keep_name_of(t._xp)  # a parameter keeps its name in findings, step after step
         t._xp = new
         t._gen += 1
         return t
     whole = t._bwd(root._xp, new)  # type: ignore[misc]
-    whole.keep_name_of(root._xp)
+    whole._keep_name_of(root._xp)
     root._xp = whole
     root._gen += 1
     t._xp = new
