@@ -374,10 +374,10 @@ impl PyProfile {
         Ok(Some(out))
     }
 
-    /// Every source line the engine did something for (`views::line_rows`): file, line, ops,
+    /// Every source line the engine did something for (`Analysis::lines`): file, line, ops,
     /// syncs, compiles, reads, bytes, fallbacks, and the location ids on it.
     fn lines<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &views::line_rows(&self.profile))
+        to_py(py, &self.analysis.lines)
     }
 
     #[getter]

@@ -16,7 +16,7 @@ use crate::metrics::{metrics, nearest_rank, Metrics};
 use crate::profile::Profile;
 use crate::record::Cause;
 use crate::timeline::{spans, Span};
-use crate::views::{graph_rows, step_phases, GraphRow, StepPhases};
+use crate::views::{graph_rows, line_rows, step_phases, GraphRow, LineRow, StepPhases};
 
 /// The answer to "is this program healthy?" at a glance.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -173,6 +173,9 @@ pub struct Analysis {
     pub graphs: Vec<GraphRow>,
     #[serde(skip)]
     pub spans: Vec<Span>,
+    /// Each source line with what the engine did for it (the line profiler).
+    #[serde(skip)]
+    pub lines: Vec<LineRow>,
 }
 
 pub use crate::util::saturating_sum;
@@ -234,6 +237,7 @@ pub fn analyze(p: &Profile, thresholds: &Thresholds) -> Analysis {
         steps,
         graphs,
         spans: spans(p),
+        lines: line_rows(p),
     }
 }
 

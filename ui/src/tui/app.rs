@@ -9,7 +9,9 @@ use ratatui::crossterm::event::{
 };
 use xlaprof_profiler::Thresholds;
 
-use super::tables::{visible, Column, DIAGNOSTIC_COLUMNS, GRAPH_COLUMNS, METRIC_COLUMNS};
+use super::tables::{
+    visible, Column, DIAGNOSTIC_COLUMNS, GRAPH_COLUMNS, LINE_COLUMNS, METRIC_COLUMNS,
+};
 use crate::viewer::{Model, Source};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,11 +21,12 @@ pub enum Tab {
     Timeline,
     Metrics,
     Diagnostics,
+    Lines,
 }
 
 impl Tab {
-    pub const ALL: [Tab; 5] =
-        [Tab::Overview, Tab::Graphs, Tab::Timeline, Tab::Metrics, Tab::Diagnostics];
+    pub const ALL: [Tab; 6] =
+        [Tab::Overview, Tab::Graphs, Tab::Timeline, Tab::Metrics, Tab::Diagnostics, Tab::Lines];
 
     pub fn title(self) -> &'static str {
         match self {
@@ -32,6 +35,7 @@ impl Tab {
             Tab::Timeline => "Timeline",
             Tab::Metrics => "Metrics",
             Tab::Diagnostics => "Diagnostics",
+            Tab::Lines => "Lines",
         }
     }
 
@@ -101,6 +105,7 @@ pub struct App {
     pub graph_detail: Option<u64>,
     pub detail_scroll: u16,
     pub metrics: TableState,
+    pub lines: TableState,
     pub diagnostics: TableState,
     pub diagnostic_detail: bool,
     /// `None`: the whole profile.
@@ -135,6 +140,7 @@ impl App {
             graph_detail: None,
             detail_scroll: 0,
             metrics: TableState::default(),
+            lines: TableState::default(),
             diagnostics: TableState::default(),
             diagnostic_detail: false,
             window: None,
@@ -233,7 +239,7 @@ impl App {
             KeyCode::BackTab => {
                 self.switch(Tab::ALL[(self.tab.index() + Tab::ALL.len() - 1) % Tab::ALL.len()])
             }
-            KeyCode::Char(c @ '1'..='5') => self.switch(Tab::ALL[c as usize - '1' as usize]),
+            KeyCode::Char(c @ '1'..='6') => self.switch(Tab::ALL[c as usize - '1' as usize]),
             KeyCode::Char(' ') => {
                 self.paused = !self.paused;
             }
@@ -313,6 +319,7 @@ impl App {
                 &model.analysis.diagnostics,
                 &DIAGNOSTIC_COLUMNS,
             )),
+            Tab::Lines => Some(Table::new(&mut self.lines, &model.analysis.lines, &LINE_COLUMNS)),
             _ => None,
         }
     }
@@ -323,6 +330,10 @@ impl App {
 
     pub fn visible_metrics(&self) -> Vec<usize> {
         self.metrics.visible(&self.model.analysis.metrics.metrics, &METRIC_COLUMNS)
+    }
+
+    pub fn visible_lines(&self) -> Vec<usize> {
+        self.lines.visible(&self.model.analysis.lines, &LINE_COLUMNS)
     }
 
     pub fn visible_diagnostics(&self) -> Vec<usize> {
@@ -343,7 +354,7 @@ impl App {
             }
             Tab::Graphs if self.graph_detail.is_some() => self.scroll(delta),
             Tab::Diagnostics if self.diagnostic_detail => self.scroll(delta),
-            Tab::Graphs | Tab::Metrics | Tab::Diagnostics => {
+            Tab::Graphs | Tab::Metrics | Tab::Diagnostics | Tab::Lines => {
                 if let Some(t) = self.table() {
                     t.state.selected = step(t.state.selected, t.shown);
                 }

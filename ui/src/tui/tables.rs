@@ -3,7 +3,7 @@
 
 use xlaprof_profiler::diagnostics::Diagnostic;
 use xlaprof_profiler::metrics::{format_bytes, format_ns, format_value, Metric};
-use xlaprof_profiler::views::GraphRow;
+use xlaprof_profiler::views::{GraphRow, LineRow};
 
 pub enum Key {
     Num(f64),
@@ -142,4 +142,42 @@ pub static DIAGNOSTIC_COLUMNS: [Column<Diagnostic>; 5] = [
     col("count", 6, true, |d| d.count.to_string(), |d| Key::Num(d.count as f64)),
     col("cost", 9, true, |d| ns(d.cost_ns), |d| Key::Num(d.cost_ns as f64)),
     col("what happened", 60, false, |d| d.message.clone(), |d| Key::Text(d.message.clone())),
+];
+
+fn count(v: u64) -> String {
+    if v == 0 {
+        String::new()
+    } else {
+        v.to_string()
+    }
+}
+
+pub static LINE_COLUMNS: [Column<LineRow>; 9] = [
+    col(
+        "line",
+        36,
+        false,
+        |l| format!("{}:{}", l.file, l.line),
+        |l| Key::Text(format!("{}:{:08}", l.file, l.line)),
+    ),
+    col("ops", 8, true, |l| count(l.ops), |l| Key::Num(l.ops as f64)),
+    col("inputs", 7, true, |l| count(l.inputs), |l| Key::Num(l.inputs as f64)),
+    col("syncs", 6, true, |l| count(l.syncs), |l| Key::Num(l.syncs as f64)),
+    col("comp", 5, true, |l| count(l.compiles), |l| Key::Num(l.compiles as f64)),
+    col(
+        "compile",
+        9,
+        true,
+        |l| if l.compile_ns > 0 { ns(l.compile_ns) } else { String::new() },
+        |l| Key::Num(l.compile_ns as f64),
+    ),
+    col("reads", 6, true, |l| count(l.reads), |l| Key::Num(l.reads as f64)),
+    col(
+        "bytes",
+        9,
+        true,
+        |l| if l.bytes > 0 { format_bytes(l.bytes as f64) } else { String::new() },
+        |l| Key::Num(l.bytes as f64),
+    ),
+    col("fallbacks", 9, true, |l| count(l.fallbacks), |l| Key::Num(l.fallbacks as f64)),
 ];

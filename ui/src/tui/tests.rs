@@ -144,6 +144,7 @@ fn every_view_at_80x24_and_at_140x40() {
         (Tab::Timeline, "timeline"),
         (Tab::Metrics, "metrics"),
         (Tab::Diagnostics, "diagnostics"),
+        (Tab::Lines, "lines"),
     ] {
         app.tab = tab;
         snapshot!(format!("{name}_80x24"), render(&app, 80, 24));
@@ -248,7 +249,7 @@ fn navigation_tabs_help_pause_and_quit() {
     assert_eq!(app.tab, Tab::Graphs);
     app.on_key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT));
     key(&mut app, KeyCode::BackTab);
-    assert_eq!(app.tab, Tab::Diagnostics);
+    assert_eq!(app.tab, Tab::Lines, "back from the first view is the last");
     key(&mut app, KeyCode::Char('?'));
     assert!(app.help);
     let screen = render(&app, 80, 24);
@@ -423,4 +424,18 @@ fn a_torch_compile_program_shows_its_compiles_breaks_and_graphs() {
     app.tab = Tab::Timeline;
     let screen = render(&app, 140, 40);
     assert!(screen.contains("syncs"), "{screen}");
+}
+
+#[test]
+fn the_lines_view_shows_what_each_line_of_the_program_made_the_engine_do() {
+    let mut app = app();
+    key(&mut app, KeyCode::Char('6'));
+    assert_eq!(app.tab, Tab::Lines);
+    let screen = render(&app, 140, 40);
+    assert!(screen.contains("Lines: what the engine did"), "{screen}");
+    // The test program's lines: one recorded the step's ops, one forced every sync.
+    let rows = &app.model.analysis.lines;
+    assert!(rows.iter().any(|l| l.file.ends_with("tests.rs") && l.ops > 0), "{rows:?}");
+    assert!(rows.iter().any(|l| l.syncs >= 6), "{rows:?}");
+    assert!(screen.contains("src/tui/tests.rs:"), "{screen}");
 }

@@ -16,7 +16,7 @@ use ratatui::Frame;
 use xlaprof_profiler::views::Phase;
 
 use super::app::{App, Tab};
-use super::tables::{DIAGNOSTIC_COLUMNS, GRAPH_COLUMNS, METRIC_COLUMNS};
+use super::tables::{DIAGNOSTIC_COLUMNS, GRAPH_COLUMNS, LINE_COLUMNS, METRIC_COLUMNS};
 
 pub(super) const BOLD: Style = Style::new().add_modifier(Modifier::BOLD);
 pub(super) const DIM: Style = Style::new().add_modifier(Modifier::DIM);
@@ -79,6 +79,15 @@ pub fn frame(f: &mut Frame, app: &App) {
         },
         Tab::Timeline => timeline::draw(f, app, body),
         Tab::Metrics => metrics(f, app, body),
+        Tab::Lines => table::draw(
+            f,
+            body,
+            "Lines: what the engine did for each source line (ops recorded, graph inputs made, syncs forced, compiles, reads, bytes, fallbacks)",
+            &app.model.analysis.lines,
+            &LINE_COLUMNS,
+            &app.lines,
+            app.editing_filter,
+        ),
         Tab::Diagnostics => {
             if app.diagnostic_detail {
                 detail::diagnostic(f, app, body)
@@ -275,7 +284,7 @@ const HELP: &[(&str, &str)] = &[
     ("?", "this help (any key closes it)"),
     ("q, Ctrl-C", "quit (stops a program started by `run`)"),
     ("Tab, Shift-Tab", "next, previous view"),
-    ("1-5", "Overview, Graphs, Timeline, Metrics, Diagnostics"),
+    ("1-6", "Overview, Graphs, Timeline, Metrics, Diagnostics, Lines"),
     ("↑↓, j k", "move; scroll details"),
     ("PgUp PgDn, g G", "page; first, last"),
     ("Enter", "drill in (a graph, a finding, a step)"),
