@@ -9,6 +9,7 @@ mod diagram;
 mod export_ui;
 mod flame_ui;
 mod graphs_ui;
+mod lines_ui;
 pub mod model;
 mod open_ui;
 mod plots_ui;
@@ -82,11 +83,12 @@ pub enum Tab {
     Plots,
     Graphs,
     Diagnostics,
+    Lines,
 }
 
 impl Tab {
-    const ALL: [Tab; 5] =
-        [Tab::Timeline, Tab::Flamegraph, Tab::Plots, Tab::Graphs, Tab::Diagnostics];
+    const ALL: [Tab; 6] =
+        [Tab::Timeline, Tab::Flamegraph, Tab::Plots, Tab::Graphs, Tab::Diagnostics, Tab::Lines];
 
     fn title(self) -> &'static str {
         match self {
@@ -95,6 +97,7 @@ impl Tab {
             Tab::Plots => "Plots",
             Tab::Graphs => "Graphs",
             Tab::Diagnostics => "Diagnostics",
+            Tab::Lines => "Lines",
         }
     }
 }
@@ -390,6 +393,7 @@ impl GuiApp {
             Tab::Timeline => timeline_ui::show(ui, model, &mut self.timeline, &mut self.selection),
             Tab::Flamegraph => flame_ui::show(ui, model, &mut self.flame, &mut self.settings),
             Tab::Plots => plots_ui::show(ui, model),
+            Tab::Lines => lines_ui::show(ui, model),
             Tab::Graphs => graphs_ui::show(ui, model, &mut self.graphs_view, &mut self.selection),
             Tab::Diagnostics => {
                 match diagnostics_ui::show(ui, model, &mut self.selection) {

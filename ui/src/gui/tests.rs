@@ -341,3 +341,19 @@ fn a_torch_compile_profile_shows_its_compiles_and_runs() {
     assert!(count(SpanKind::CompilePhase) >= 6);
     assert_eq!(count(SpanKind::CapturedRun), 8);
 }
+
+#[test]
+fn the_lines_panel_shows_each_line_with_what_the_engine_did() {
+    let mut h = opened(&golden());
+    h.get_by_label("Lines").click();
+    h.run();
+    assert_eq!(h.state().settings.tab, Tab::Lines);
+    // The golden run's training loop: its step line forced a sync each step, its ops were
+    // recorded at the lines of the layer and the optimizer.
+    let model = h.state().model.as_ref().unwrap();
+    let busiest = model.analysis.lines.iter().max_by_key(|l| l.syncs).expect("lines");
+    let label = format!("{}:{}", busiest.file, busiest.line);
+    assert!(busiest.syncs >= 5, "{busiest:?}");
+    h.get_by_label(&label);
+    h.get_by_label_contains("What the engine did for each source line");
+}
