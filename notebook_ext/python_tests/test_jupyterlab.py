@@ -2,7 +2,8 @@
 training cell under `%%xla_profile` shows the view while it runs (steps appear before the cell
 ends), then the finished profile: its timeline zooms under the wheel and pans under a drag, its
 recompile finding opens its two graphs with the changed input marked, a sync opens its graph,
-and the line profiler shows what each line of the cell made the engine do."""
+and the line profiler shows what each line of the cell made the engine do; then the profile
+side by side with another run's."""
 
 import json
 import os
@@ -40,6 +41,20 @@ for step in range(8):
 """
 
 
+# The training cell's profile (its result, `_2`) against a run without the ragged batch.
+COMPARE = """import xlaprof as xp
+with xp.profile(title="no ragged batch") as even:
+    for step in range(6):
+        x = data[step * 16:(step + 1) * 16].to(dev)
+        loss = model(x).square().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        xt.step()
+xp.compare(_2, even)
+"""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -60,6 +75,7 @@ def lab(tmp_path_factory):
     cells = [
         {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": "%load_ext xlaprof"},
         {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": TRAIN},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": COMPARE},
     ]
     nb = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                       "language": "python"}},
@@ -112,6 +128,7 @@ def drive(page, lab):
     page.locator(".jp-Notebook .jp-Cell").first.click()
     page.keyboard.press("Shift+Enter")  # %load_ext
     page.keyboard.press("Shift+Enter")  # the training cell
+    page.keyboard.press("Shift+Enter")  # the comparison, once the training cell is done
 
     # Live: the view shows steps while the cell still runs.
     live = page.locator(".xp-w-live", has_text="recording")
@@ -121,7 +138,7 @@ def drive(page, lab):
 
     # Finished: the live view gives way to the counts, the result is the interactive view.
     expect(page.get_by_text(re.compile(r"xlaprof: done in"))).to_have_count(1, timeout=120_000)
-    view = page.locator(".xp-w").last
+    view = page.locator(".jp-Cell").nth(1).locator(".xp-w").last
     # The static page beside it (for exports) is hidden where the view runs.
     expect(page.locator(".xlaprof-static-twin")).to_have_count(1)
     expect(page.locator(".xlaprof-static-twin")).to_be_hidden()
@@ -183,3 +200,17 @@ def drive(page, lab):
     assert int(loss.locator("td").nth(1).inner_text()) > 0
     sync_line = rows.filter(has_text="xt.step()")
     expect(sync_line.locator("td").nth(3)).to_have_text("8")
+
+    # Two profiles side by side: what `xlaprof diff` prints, then each profile's own view; a
+    # finding of A opens A's graphs, in A's column.
+    compare = page.locator(".xp-compare")
+    expect(compare).to_have_count(1, timeout=120_000)
+    expect(compare.locator(".xp-diff-report")).to_contain_text("step time (median)")
+    expect(compare.locator(".xp-diff-report")).to_contain_text("B: no ragged batch")
+    expect(compare.locator(".xp-compare-side .xp-w")).to_have_count(2)
+    a, b = compare.locator(".xp-compare-side").nth(0), compare.locator(".xp-compare-side").nth(1)
+    expect(b.locator(".xp-w-head")).to_contain_text("no ragged batch")
+    expect(b.locator(".xp-findings")).not_to_contain_text("recompile")
+    a.locator(".xp-finding.xp-linked", has_text="recompile").first.click()
+    expect(a.locator(".xp-changes")).to_contain_text("dimension 0 went from 16 to 4", timeout=30_000)
+    expect(b.locator(".xp-changes")).to_have_count(0)

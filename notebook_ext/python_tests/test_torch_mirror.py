@@ -378,7 +378,9 @@ OWN = {
          # Debugging tools: a block that may not sync, and the pending graph described.
          "SyncError", "AnomalyError", "explain", "forbid_sync", "detect_anomaly",
          # Break on a cause: a recompile, a hidden sync, a fallback.
-         "BreakError", "break_on"],
+         "BreakError", "break_on",
+         # Two profiles side by side in a notebook.
+         "compare"],
     # `name`: what findings call a graph input the tensor feeds.
     "Tensor": ["astype", "is_pending", "graph_size", "one_hot", "gelu", "silu", "pad", "sharding", "name"],
     "nn": [],

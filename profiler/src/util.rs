@@ -7,6 +7,8 @@ pub fn saturating_sum(values: impl IntoIterator<Item = u64>) -> u64 {
 
 /// `1.234ms`, `56.7µs`, `2.1s`: durations as people read them.
 pub fn format_ns(ns: f64) -> String {
+    // -0.0 (a sum of nothing, negated) reads as 0.
+    let ns = if ns == 0.0 { 0.0 } else { ns };
     if ns >= 1e9 {
         format!("{:.3}s", ns / 1e9)
     } else if ns >= 1e6 {

@@ -114,7 +114,7 @@ from ._api import (  # noqa: E402
 )
 from ._device import device  # noqa: E402
 from ._debug import detect_anomaly, explain, forbid_sync  # noqa: E402
-from ._profile import Profile, load, metrics_report, profile  # noqa: E402
+from ._profile import Profile, compare, load, metrics_report, profile  # noqa: E402
 from . import nn, optim, return_types  # noqa: E402
 
 # Dtypes are their NumPy names; PyTorch's other names for them are here too (`xp.long`).
@@ -173,7 +173,7 @@ __all__ = [
     "AutogradError", "InternalError", "Mesh", "PluginError", "ProfileError", "ShapeError",
     "ShardingError", "SyncError", "AnomalyError", "BreakError", "break_on", "Tensor", "detect_anomaly", "explain", "forbid_sync", "devices", "get_1d_mesh", "get_global_mesh", "mark_sharding",
     "set_global_mesh",
-    "XlaError", "XlaprofError", "Profile", "arange", "as_tensor", "avg_pool2d", "bfloat16",
+    "XlaError", "XlaprofError", "Profile", "compare", "arange", "as_tensor", "avg_pool2d", "bfloat16",
     "bool_", "cat", "conv2d", "counters", "cross_entropy", "device", "double", "dropout", "eye",
     "float16", "float32", "float64", "from_numpy", "full", "half", "int8", "int32", "int64",
     "is_grad_enabled", "layer_norm", "load", "long", "manual_seed", "max_pool2d",

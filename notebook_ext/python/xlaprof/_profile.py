@@ -220,6 +220,14 @@ def profile(title: str = "", rules: Sequence[str] = ()) -> Profile:
     return Profile(title=title, rules=rules)
 
 
+def compare(a: Profile, b: Profile) -> Any:
+    """Two profiles side by side in a notebook (what ``xlaprof diff A B`` prints, then each
+    profile's interactive view); needs ``anywidget``."""
+    from ._widget import CompareWidget
+
+    return CompareWidget(a, b)
+
+
 def load(path: str) -> Profile:
     """Opens a profile file (recorded by Python, ``XLAPROF_PROFILE`` or the command line)."""
     p = Profile(title=str(path))

@@ -1,4 +1,5 @@
-"""The interactive profile view for notebooks (anywidget: JupyterLab, Notebook 7, VS Code, Colab).
+"""The interactive profile view for notebooks (anywidget: JupyterLab, Notebook 7, VS Code, Colab),
+of one profile or of two side by side.
 
 The view is ``widget/profile.js``; everything it shows comes from the profiler in Rust: a summary,
 the findings, and the timeline as bars summarized for the window on screen and its width
@@ -30,20 +31,71 @@ HLO_CHARS = 200_000
 _HERE = pathlib.Path(__file__).parent / "widget"
 
 
+def _fields() -> Dict[str, Any]:
+    """The state of one profile's view, as synced traits."""
+    return {
+        "title": traitlets.Unicode("").tag(sync=True),
+        "summary": traitlets.Unicode("").tag(sync=True),
+        "live": traitlets.Bool(False).tag(sync=True),
+        "findings": traitlets.List([]).tag(sync=True),
+        "extent": traitlets.List([0, 1]).tag(sync=True),
+        "lanes": traitlets.List([]).tag(sync=True),
+        "bars": traitlets.List([]).tag(sync=True),
+        # The line profiler: `[file, line, text, ops, inputs, syncs, compiles, compile_ns,
+        # reads, bytes, fallbacks]` for every line the engine did something for.
+        "lines": traitlets.List([]).tag(sync=True),
+    }
+
+
+def _state(profile: Any, data: Any, live: bool) -> Dict[str, Any]:
+    """What the view of ``profile`` (read as ``data``) shows first."""
+    first, last = data.timeline(0, 1, 1)["extent"]
+    last = max(last, first + 1)
+    overview = data.timeline(first, last, OVERVIEW_COLUMNS)
+    report = data.report(True).splitlines()
+    return {
+        "title": profile.title or "xlaprof profile",
+        "summary": "\n".join(report[1:6]),
+        "live": live,
+        "findings": [_finding(d) for d in data.diagnostics()],
+        "lanes": overview["lanes"],
+        "extent": [first, last],
+        "bars": [list(b) for b in overview["bars"]],
+        "lines": _lines(data, profile),
+    }
+
+
+def _answer(data: Any, findings: List[Dict[str, Any]], content: Any) -> Optional[Dict[str, Any]]:
+    """The reply to a view's request: a window's bars, a finding's two graphs, a graph."""
+    if not isinstance(content, dict):
+        return None
+    if content.get("type") == "window":
+        start, end = int(content.get("start", 0)), int(content.get("end", 1))
+        columns = max(1, min(int(content.get("columns", OVERVIEW_COLUMNS)), 8192))
+        bars = data.timeline(max(start, 0), max(end, start + 1), columns)["bars"]
+        return {"type": "window", "seq": content.get("seq"), "start": start, "end": end,
+                "bars": [list(b) for b in bars]}
+    if content.get("type") == "diff":
+        index = int(content.get("index", -1))
+        if not 0 <= index < len(findings) or len(findings[index]["graphs"]) < 2:
+            return None
+        a, b = (int(h, 16) for h in findings[index]["graphs"][:2])
+        return {"type": "diff", **_diff(data.graph_diff(a, b))}
+    if content.get("type") == "graph":
+        try:
+            detail = data.graph_detail(int(str(content.get("hash", "")), 16))
+        except ValueError:
+            return None
+        return {"type": "graph", **_detail(detail)}
+    return None
+
+
 class ProfileWidget(anywidget.AnyWidget):
+    """One profile: ``p.view()``, and what ``%%xla_profile`` shows."""
+
     _esm = _HERE / "profile.js"
     _css = _HERE / "profile.css"
-
-    title = traitlets.Unicode("").tag(sync=True)
-    summary = traitlets.Unicode("").tag(sync=True)
-    live = traitlets.Bool(False).tag(sync=True)
-    findings = traitlets.List([]).tag(sync=True)
-    extent = traitlets.List([0, 1]).tag(sync=True)
-    lanes = traitlets.List([]).tag(sync=True)
-    bars = traitlets.List([]).tag(sync=True)
-    #: The line profiler: `[file, line, text, ops, inputs, syncs, compiles, compile_ns, reads,
-    #: bytes, fallbacks]` for every line the engine did something for.
-    lines = traitlets.List([]).tag(sync=True)
+    locals().update(_fields())
 
     def __init__(self, profile: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -55,50 +107,55 @@ class ProfileWidget(anywidget.AnyWidget):
 
     def refresh(self, live: bool = False) -> None:
         """Reads the profile (so far, while it records) into the view."""
-        data = self._profile._data()
-        self._data = data
+        self._data = self._profile._data()
         self._last_refresh = time.perf_counter()
-        first, last = data.timeline(0, 1, 1)["extent"]
-        overview = data.timeline(first, max(last, first + 1), OVERVIEW_COLUMNS)
-        lines = data.report(True).splitlines()
         with self.hold_sync():
-            self.title = self._profile.title or "xlaprof profile"
-            self.summary = "\n".join(lines[1:6])
-            self.live = live
-            self.findings = [_finding(d) for d in data.diagnostics()]
-            self.lanes = overview["lanes"]
-            self.extent = [first, max(last, first + 1)]
-            self.bars = [list(b) for b in overview["bars"]]
-            self.lines = _lines(data, self._profile)
+            for name, value in _state(self._profile, self._data, live).items():
+                setattr(self, name, value)
 
     def refresh_live(self) -> None:
         """Refreshes a recording view, at most every ``LIVE_INTERVAL_S``."""
         if time.perf_counter() - self._last_refresh >= LIVE_INTERVAL_S:
             self.refresh(live=True)
 
-    def _on_message(self, _widget: Any, content: Dict[str, Any], _buffers: List[Any]) -> None:
-        data = self._data
-        if data is None or not isinstance(content, dict):
-            return
-        if content.get("type") == "window":
-            start, end = int(content.get("start", 0)), int(content.get("end", 1))
-            columns = max(1, min(int(content.get("columns", OVERVIEW_COLUMNS)), 8192))
-            bars = data.timeline(max(start, 0), max(end, start + 1), columns)["bars"]
-            self.send({"type": "window", "seq": content.get("seq"), "start": start, "end": end,
-                       "bars": [list(b) for b in bars]})
-        elif content.get("type") == "diff":
-            index = int(content.get("index", -1))
-            findings = self.findings
-            if not 0 <= index < len(findings) or len(findings[index]["graphs"]) < 2:
-                return
-            a, b = (int(h, 16) for h in findings[index]["graphs"][:2])
-            self.send({"type": "diff", **_diff(data.graph_diff(a, b))})
-        elif content.get("type") == "graph":
-            try:
-                detail = data.graph_detail(int(str(content.get("hash", "")), 16))
-            except ValueError:
-                return
-            self.send({"type": "graph", **_detail(detail)})
+    def _on_message(self, _widget: Any, content: Any, _buffers: List[Any]) -> None:
+        if self._data is not None:
+            reply = _answer(self._data, self.findings, content)
+            if reply is not None:
+                self.send(reply)
+
+
+class CompareWidget(anywidget.AnyWidget):
+    """Two profiles side by side (``xp.compare(a, b)``): what ``xlaprof diff`` prints, then each
+    profile's view, every request answered by its own profile."""
+
+    _esm = _HERE / "profile.js"
+    _css = _HERE / "profile.css"
+    kind = traitlets.Unicode("compare").tag(sync=True)
+    diff = traitlets.Unicode("").tag(sync=True)
+    locals().update({f"a_{k}": v for k, v in _fields().items()})
+    locals().update({f"b_{k}": v for k, v in _fields().items()})
+
+    def __init__(self, a: Any, b: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._profiles = {"a": a, "b": b}
+        self._data = {side: p._data() for side, p in self._profiles.items()}
+        with self.hold_sync():
+            # Named by their titles: a notebook's program is its kernel's launcher.
+            report = self._data["a"].diff_report(self._data["b"]).splitlines()[2:]
+            titles = [f"{side.upper()}: {p.title or 'xlaprof profile'}" for side, p in self._profiles.items()]
+            self.diff = "\n".join(titles + report)
+            for side, p in self._profiles.items():
+                for name, value in _state(p, self._data[side], False).items():
+                    setattr(self, f"{side}_{name}", value)
+        self.on_msg(self._on_message)
+
+    def _on_message(self, _widget: Any, content: Any, _buffers: List[Any]) -> None:
+        side = content.get("side") if isinstance(content, dict) else None
+        if side in self._data:
+            reply = _answer(self._data[side], getattr(self, f"{side}_findings"), content)
+            if reply is not None:
+                self.send({**reply, "side": side})
 
 
 def _finding(d: Dict[str, Any]) -> Dict[str, Any]:

@@ -374,6 +374,12 @@ impl PyProfile {
         Ok(Some(out))
     }
 
+    /// This profile (A) against `other` (B), as `xlaprof diff` prints it: step times, metrics
+    /// and counters with their change.
+    fn diff_report(&self, other: PyRef<'_, PyProfile>) -> String {
+        report::diff(&self.analysis, &other.analysis)
+    }
+
     /// Every source line the engine did something for (`Analysis::lines`): file, line, ops,
     /// syncs, compiles, reads, bytes, fallbacks, and the location ids on it.
     fn lines<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

@@ -48,7 +48,8 @@ export function panned(view, extent, fraction) {
   return [start, start + width];
 }
 
-function render({ model, el: host }) {
+// One profile's view in `host`; `model` gives its state (`get`, `on`) and takes its requests.
+function renderProfile(model, host) {
   const root = el("div", "xp-w");
   const head = el("div", "xp-w-head");
   const title = el("span", "xp-w-title");
@@ -322,7 +323,38 @@ function render({ model, el: host }) {
   showFindings();
   showSource();
   draw();
-  return () => { clearTimeout(pending); };
+  // Laid out later, or resized (a column, a narrower window): drawn again at its width.
+  const resized = new ResizeObserver(() => draw());
+  resized.observe(root);
+  return () => { clearTimeout(pending); resized.disconnect(); };
+}
+
+// Two profiles side by side (`xp.compare(a, b)`): the comparison `xlaprof diff` prints, then each
+// profile's own view over its half of the state (`a_…`, `b_…`), its requests tagged with its side.
+function renderCompare(model, host) {
+  const root = el("div", "xp-compare");
+  root.append(el("h4", "", "A against B"), el("pre", "xp-diff-report", model.get("diff")));
+  const sides = el("div", "xp-compare-sides");
+  root.append(sides);
+  host.append(root);
+  const side = (p) => ({
+    get: (k) => model.get(`${p}_${k}`),
+    on: (ev, cb) => (ev === "msg:custom"
+      ? model.on(ev, (msg) => { if (msg.side === p) cb(msg); })
+      : model.on(ev.replace("change:", `change:${p}_`), cb)),
+    send: (msg) => model.send({ ...msg, side: p }),
+  });
+  const cleanups = ["a", "b"].map((p) => {
+    const column = el("div", "xp-compare-side");
+    column.append(el("div", "xp-compare-label", p.toUpperCase()));
+    sides.append(column);
+    return renderProfile(side(p), column);
+  });
+  return () => cleanups.forEach((c) => c());
+}
+
+function render({ model, el: host }) {
+  return model.get("kind") === "compare" ? renderCompare(model, host) : renderProfile(model, host);
 }
 
 export default { render };
