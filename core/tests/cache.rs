@@ -410,3 +410,32 @@ fn an_op_with_a_host_scalar_records_one_graph_with_or_without_a_gradient() {
         summaries[0].ops
     );
 }
+
+#[test]
+fn an_input_held_for_a_step_runs_the_donating_executable_without_donating_it() {
+    // The reverse of the test above: compiled donating the old value, then that value is held
+    // elsewhere for one step (a reference the collector has not freed yet). The executable it
+    // has runs, told not to donate that input: nothing compiles, the held value stays readable.
+    let _serial = serial();
+    let p = Tensor::from_slice(&[1f32, 2.0, 3.0], &[3]).unwrap();
+    let compiles = Arc::new(Compiles::default());
+    let id = events::add_listener(compiles.clone());
+    // A graph of its own (two products): the cache is the process's, shared with the tests above.
+    let update = |p: &Tensor| {
+        let updated = p.mul_scalar(3.0).unwrap().mul_scalar(0.5).unwrap();
+        p.set_value(&updated).unwrap();
+        drop(updated);
+        sync().unwrap();
+    };
+    update(&p); // donates the old value
+    let kept = p.detach();
+    update(&p); // the old value is held: not donated, by the same executable
+    let was = kept.to_vec::<f32>().unwrap();
+    drop(kept);
+    update(&p);
+    events::remove_listener(id);
+    let step = |v: f32| v * 3.0 * 0.5;
+    assert_eq!(was, [1f32, 2.0, 3.0].map(step).to_vec(), "the held value is intact");
+    assert_eq!(p.to_vec::<f32>().unwrap(), [1f32, 2.0, 3.0].map(|v| step(step(step(v)))).to_vec());
+    assert_eq!(*compiles.0.lock().unwrap(), 1, "holding a value for a step compiles nothing");
+}

@@ -26,7 +26,7 @@ pub struct CacheStats {
 pub(crate) struct GraphCache {
     entries: HashMap<u64, (CachedGraph, u64)>,
     /// The graphs compiled with inputs donated, by the key they have with none donated: each
-    /// one's key and its donations `(parameter, output)`. See [`GraphCache::get_donating_fewer`].
+    /// one's key and its donations `(parameter, output)`. See [`GraphCache::get_same_graph`].
     donating: HashMap<u64, Vec<(u64, Vec<(usize, usize)>)>>,
     capacity: usize,
     clock: u64,
@@ -54,7 +54,7 @@ impl GraphCache {
     }
 
     /// Caches `graph` under `key`; `undonated_key` and `donated` say what it donates (see
-    /// [`GraphCache::get_donating_fewer`]).
+    /// [`GraphCache::get_same_graph`]).
     pub fn insert(
         &mut self,
         key: u64,
@@ -72,34 +72,44 @@ impl GraphCache {
         self.evict();
     }
 
-    /// The same graph compiled to donate fewer inputs than `donatable` allows: every input it
-    /// donates is donatable now (the one that donates most, with its key and donations). Not
-    /// donating an input is always correct; it only keeps that buffer until the tensor goes. A
-    /// graph whose inputs become donatable later (a reference elsewhere dropped, as Hugging
-    /// Face's Trainer drops one after a few steps) then runs the executable it has, instead of
-    /// compiling again for the donation alone.
-    pub fn get_donating_fewer(
+    /// The same graph compiled with other donations than `donatable` allows, to run instead of
+    /// compiling for the donations alone: best one whose every donated input is donatable now
+    /// (the one donating most), else the one that donates fewest inputs held elsewhere now,
+    /// which are then launched as not donatable (`kept`: XLA copies them). Not donating an input
+    /// is always correct; it only keeps that buffer until the tensor goes. A graph whose inputs
+    /// become donatable later (Hugging Face's Trainer drops a reference after a few steps), or
+    /// stop being donatable for a step (a value the collector has not freed yet), runs the
+    /// executable it has. Returns its key, the donations that take place, the kept inputs.
+    pub fn get_same_graph(
         &mut self,
         undonated_key: u64,
         donatable: &[(usize, usize)],
-    ) -> Option<(u64, Vec<(usize, usize)>, CachedGraph)> {
-        let allowed =
-            |d: &[(usize, usize)]| d.iter().all(|(p, _)| donatable.iter().any(|(q, _)| q == p));
-        let mut best: Option<(u64, Vec<(usize, usize)>)> = None;
+    ) -> Option<(u64, Vec<(usize, usize)>, Vec<usize>, CachedGraph)> {
+        let held = |d: &[(usize, usize)]| -> Vec<usize> {
+            d.iter().map(|&(p, _)| p).filter(|p| !donatable.iter().any(|(q, _)| q == p)).collect()
+        };
+        // (held now, donations kept): fewest held first, then most donations.
+        let mut best: Option<(u64, Vec<(usize, usize)>, Vec<usize>)> = None;
         if self.entries.contains_key(&undonated_key) {
-            best = Some((undonated_key, Vec::new()));
+            best = Some((undonated_key, Vec::new(), Vec::new()));
         }
         let entries = &self.entries;
         if let Some(same) = self.donating.get_mut(&undonated_key) {
             same.retain(|(k, _)| entries.contains_key(k)); // evicted since
             for (k, d) in same.iter() {
-                if allowed(d) && best.as_ref().is_none_or(|(_, b)| d.len() > b.len()) {
-                    best = Some((*k, d.clone()));
+                let kept = held(d);
+                let better = best.as_ref().is_none_or(|(_, bd, bk)| {
+                    (kept.len(), std::cmp::Reverse(d.len()))
+                        < (bk.len(), std::cmp::Reverse(bd.len()))
+                });
+                if better {
+                    let donated = d.iter().copied().filter(|(p, _)| !kept.contains(p)).collect();
+                    best = Some((*k, donated, kept));
                 }
             }
         }
-        let (key, donated) = best?;
-        self.get(key).map(|graph| (key, donated, graph))
+        let (key, donated, kept) = best?;
+        self.get(key).map(|graph| (key, donated, kept, graph))
     }
 
     pub fn set_capacity(&mut self, capacity: usize) {

@@ -394,15 +394,21 @@ fn run(
     let cached = {
         let mut cache = engine.cache.lock().unwrap_or_else(|p| p.into_inner());
         cache.get(graph.key).or_else(|| {
-            // Compiled before with fewer inputs donatable: run that, donating what it donates.
-            let (key, donated, c) =
-                cache.get_donating_fewer(graph.undonated_key, &graph.donated)?;
+            // Compiled before with other donations: run that, keeping what is held now.
+            let (key, donated, kept, c) =
+                cache.get_same_graph(graph.undonated_key, &graph.donated)?;
             graph.key = key;
             graph.donated = donated;
+            graph.kept = kept;
             Some(c)
         })
     };
     let summary = match (&cached, listening) {
+        // Inputs kept from donation this time: the donations that take place, as they are.
+        (Some(c), true) if !graph.kept.is_empty() => Some(Arc::new(events::GraphSummary {
+            donated: graph.donated.clone(),
+            ..(*c.summary).clone()
+        })),
         (Some(c), true) => Some(c.summary.clone()),
         (None, _) => {
             if let Some(trace) = trace {
@@ -507,8 +513,9 @@ pub(crate) fn execute(
     inputs.extend(scalars.iter().map(|b| b.as_ref()));
     let t = events::now_ns();
     let exe = &compiled.executable;
-    let launched =
-        exe.launch(&inputs).map_err(|e| engine.device_error(e, graph.key, location, exe))?;
+    let launched = exe
+        .launch_keeping(&inputs, &graph.kept)
+        .map_err(|e| engine.device_error(e, graph.key, location, exe))?;
     bump(&counter::executions, 1);
     let mut done = launched.done;
     if listening && run_ahead {

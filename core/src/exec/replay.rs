@@ -313,6 +313,7 @@ impl Replay {
             outputs: Vec::new(),
             root_outputs: Vec::new(),
             donated: Vec::new(),
+            kept: Vec::new(),
         };
         let Some(compiled) = &self.compiled else {
             return self.passed_through(arguments);

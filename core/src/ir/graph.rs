@@ -101,6 +101,10 @@ pub(crate) struct Graph<'a> {
     pub root_outputs: Vec<usize>,
     /// Device-data inputs donated to an output: `(parameter, output)`. XLA reuses their memory.
     pub donated: Vec<(usize, usize)>,
+    /// Parameters the executable run for this graph donates but that something else still
+    /// holds now: launched as not donatable (XLA copies them), instead of compiling the graph
+    /// again for that donation alone.
+    pub kept: Vec<usize>,
 }
 
 impl<'a> Graph<'a> {
@@ -239,6 +243,7 @@ impl<'a> Graph<'a> {
                 .collect(),
             root_outputs,
             donated: Vec::new(),
+            kept: Vec::new(),
             undonated_key: 0,
         };
         if donate {

@@ -290,13 +290,27 @@ impl Executable {
     /// may take as inputs at once (the device orders them) and which a read waits for, and the
     /// execution's end on the device, to wait for or watch.
     pub fn launch(&self, inputs: &[&Buffer]) -> Result<Launched> {
+        self.launch_keeping(inputs, &[])
+    }
+
+    /// [`launch`](Self::launch), with the inputs at positions `kept` not donated even where the
+    /// program donates them (`tf.aliasing_output`): XLA copies them, and they stay readable.
+    pub fn launch_keeping(&self, inputs: &[&Buffer], kept: &[usize]) -> Result<Launched> {
         self.check_inputs(inputs)?;
+        let kept: Vec<i64> = kept.iter().map(|&k| k as i64).collect();
         let args: Vec<*mut ffi::PJRT_Buffer> = inputs.iter().map(|b| b.raw).collect();
         let arg_list: *const *mut ffi::PJRT_Buffer = args.as_ptr();
         let mut outputs: Vec<*mut ffi::PJRT_Buffer> = vec![std::ptr::null_mut(); self.num_outputs];
         let output_list: *mut *mut ffi::PJRT_Buffer = outputs.as_mut_ptr();
         let mut done: *mut ffi::PJRT_Event = std::ptr::null_mut();
-        let mut options = args!(PJRT_ExecuteOptions {});
+        let mut options = args!(PJRT_ExecuteOptions {
+            non_donatable_input_indices: if kept.is_empty() {
+                std::ptr::null()
+            } else {
+                kept.as_ptr()
+            },
+            num_non_donatable_input_indices: kept.len(),
+        });
         let mut a = args!(PJRT_LoadedExecutable_Execute_Args {
             executable: self.loaded,
             options: &mut options,

@@ -232,6 +232,7 @@ impl Trace {
             outputs: outputs.positions,
             root_outputs: outputs.of_root,
             donated: Vec::new(),
+            kept: Vec::new(),
             undonated_key: 0,
         };
         if donate {
