@@ -191,9 +191,7 @@ def _detail(g: Optional[Dict[str, Any]]) -> Dict[str, Any]:
         return text[:HLO_CHARS] + "\n… (clipped)"
 
     return {"graph": {
-        "hash": g["hash"], "total": len(g["nodes"]), "first": 0,
-        "nodes": [list(n) for n in g["nodes"][:DIFF_NODES]],
-        "inputs": [list(i) for i in g["inputs"][:DIFF_NODES]],
+        **_nodes(g, 0),
         "ops": [list(o) for o in g["ops"]],
         "executions": g["executions"], "compile_ns": g["compile_ns"],
         "stablehlo": clip(g["stablehlo"]), "optimized_hlo": clip(g["optimized_hlo"]),
@@ -208,12 +206,16 @@ def _diff(diff: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     first = max(0, node - DIFF_NODES // 2)
     out: Dict[str, Any] = {"changes": diff["changes"]}
     for side in ("a", "b"):
-        g = diff[side]
-        out[side] = {
-            "hash": g["hash"],
-            "total": len(g["nodes"]),
-            "first": first,
-            "nodes": [list(n) for n in g["nodes"][first:first + DIFF_NODES]],
-            "inputs": [list(i) for i in g["inputs"][:DIFF_NODES]],
-        }
+        out[side] = _nodes(diff[side], first)
     return out
+
+
+def _nodes(g: Dict[str, Any], first: int) -> Dict[str, Any]:
+    """A graph's nodes from `first`, at most ``DIFF_NODES`` of them, with its inputs."""
+    return {
+        "hash": g["hash"],
+        "total": len(g["nodes"]),
+        "first": first,
+        "nodes": [list(n) for n in g["nodes"][first:first + DIFF_NODES]],
+        "inputs": [list(i) for i in g["inputs"][:DIFF_NODES]],
+    }

@@ -114,9 +114,7 @@ pub(crate) fn source_of(shown: &str) -> Option<String> {
     if let Some(text) = lock(&SOURCES).get(&path) {
         return Some(text.to_string());
     }
-    let meta = std::fs::metadata(&path).ok()?;
-    // A generated module or a minified bundle is not read.
-    (meta.is_file() && meta.len() <= 4 << 20).then(|| std::fs::read_to_string(&path).ok())?
+    xlaprof_profiler::variables::read_source(std::path::Path::new(&path))
 }
 
 /// The real path of each file name shown in locations so far, on any thread.

@@ -76,8 +76,9 @@ impl Drop for PyRecording {
 pub struct PyProfile {
     profile: Profile,
     analysis: Analysis,
-    /// The timeline's spans, made on the first window a viewer asks for.
-    spans: std::sync::OnceLock<Vec<timeline::Span>>,
+    /// The timeline's spans and their extent (first start, last end), made on the first window
+    /// a viewer asks for.
+    spans: std::sync::OnceLock<(Vec<timeline::Span>, u64, u64)>,
     /// The profile file behind it: what `save` copies.
     file: Option<PathBuf>,
     /// The file is a temporary of this process, removed with the profile.
@@ -284,9 +285,12 @@ impl PyProfile {
         end_ns: u64,
         columns: u32,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let spans = self.spans.get_or_init(|| timeline::spans(&self.profile));
-        let first = spans.iter().map(|s| s.start_ns).min().unwrap_or(0);
-        let last = spans.iter().map(|s| s.end_ns).max().unwrap_or(0);
+        let (spans, first, last) = self.spans.get_or_init(|| {
+            let spans = timeline::spans(&self.profile);
+            let first = spans.iter().map(|s| s.start_ns).min().unwrap_or(0);
+            let last = spans.iter().map(|s| s.end_ns).max().unwrap_or(0);
+            (spans, first, last)
+        });
         let lanes = spans
             .iter()
             .map(|s| s.lane)

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use xlaprof_core::events::{self, Event, Listener, SyncCause};
 
-use crate::diagnostics::diff_graphs;
+use crate::diagnostics::find_recompiles;
 use crate::profile::Profile;
 use crate::recorder::SideRecording;
 
@@ -78,23 +78,15 @@ impl Listener for Watcher {
     }
 }
 
-/// Why sync `sync` compiled, if its site compiled another graph before.
+/// Why sync `sync` compiled, if its site compiled another graph before: the recompile the
+/// finding explains, with the same words.
 fn recompiled(p: &Profile, sync: u64) -> Option<String> {
-    let s = p.syncs.iter().rev().find(|s| s.id == sync)?;
-    let new = p.graphs.get(&s.hash?)?;
-    let before = p
-        .syncs
-        .iter()
-        .rev()
-        .filter(|o| {
-            o.id < sync && o.location == s.location && o.hash.is_some_and(|h| h != new.def.hash)
-        })
-        .find_map(|o| p.graphs.get(&o.hash?))?;
-    let changes: Vec<String> = diff_graphs(p, before, new).iter().map(|c| c.sentence()).collect();
+    let r = find_recompiles(p).into_iter().find(|r| r.sync == sync)?;
+    let changes: Vec<String> = r.changes.iter().map(|c| c.sentence()).collect();
     Some(format!(
         "XLAPROF_BREAK=recompile: {} compiled another graph (step {}) because {}",
-        p.location(s.location),
-        s.step,
+        p.location(r.location),
+        r.step,
         changes.join("; ")
     ))
 }

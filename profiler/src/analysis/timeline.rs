@@ -310,17 +310,18 @@ pub fn window(spans: &[Span], start_ns: u64, end_ns: u64, columns: u32) -> Vec<B
         if s.end_ns < start_ns {
             continue;
         }
+        let alone = |start_ns, end_ns| Bar {
+            lane: s.lane,
+            depth: s.depth,
+            kind: s.kind,
+            start_ns,
+            end_ns,
+            count: 1,
+            span: Some(i),
+            busy_ns: s.duration_ns(),
+        };
         if s.duration_ns() >= column_ns {
-            out.push(Bar {
-                lane: s.lane,
-                depth: s.depth,
-                kind: s.kind,
-                start_ns: s.start_ns,
-                end_ns: s.end_ns,
-                count: 1,
-                span: Some(i),
-                busy_ns: s.duration_ns(),
-            });
+            out.push(alone(s.start_ns, s.end_ns));
             continue;
         }
         let column = s.start_ns.max(start_ns).saturating_sub(start_ns) / column_ns;
@@ -332,22 +333,11 @@ pub fn window(spans: &[Span], start_ns: u64, end_ns: u64, columns: u32) -> Vec<B
                 bar.span = None;
                 bar.busy_ns = (bar.busy_ns + s.duration_ns()).min(column_ns);
                 // The column's bar shows its costliest kind (a compile among executions).
-                if s.kind < bar.kind {
-                    bar.kind = s.kind;
-                }
+                bar.kind = bar.kind.min(s.kind);
             }
             _ => {
                 open.insert(key, out.len());
-                out.push(Bar {
-                    lane: s.lane,
-                    depth: s.depth,
-                    kind: s.kind,
-                    start_ns: column_start,
-                    end_ns: column_start + column_ns,
-                    count: 1,
-                    span: Some(i),
-                    busy_ns: s.duration_ns(),
-                });
+                out.push(alone(column_start, column_start + column_ns));
             }
         }
     }

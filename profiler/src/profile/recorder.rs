@@ -490,6 +490,30 @@ impl Recording {
         *active = true;
         Ok(Recording { recorder, listener })
     }
+
+    /// A copy of the profile so far.
+    pub fn snapshot(&self) -> Profile {
+        self.recorder.0.lock().unwrap_or_else(|p| p.into_inner()).profile.clone()
+    }
+
+    /// Bytes written to the profile file so far, and records.
+    pub fn file_stats(&self) -> Option<(u64, u64)> {
+        let s = self.recorder.0.lock().unwrap_or_else(|p| p.into_inner());
+        s.writer.as_ref().map(|w| (w.bytes_written(), w.records_written()))
+    }
+
+    /// Stops recording and returns the profile.
+    pub fn stop(self) -> Profile {
+        // Programs still running on the device (the host runs ahead) are in the profile too; a
+        // failure among them is the program's to see at its next read, not the profile's.
+        let _ = xlaprof_core::wait();
+        events::remove_listener(self.listener);
+        *ACTIVE.lock().unwrap_or_else(|p| p.into_inner()) = false;
+        let mut s = self.recorder.0.lock().unwrap_or_else(|p| p.into_inner());
+        s.flush();
+        s.writer = None;
+        std::mem::take(&mut s.profile)
+    }
 }
 
 /// A recorder listening to the engine from now on, streaming to `writer` if given.
@@ -556,32 +580,6 @@ impl SideRecording {
 impl Drop for SideRecording {
     fn drop(&mut self) {
         events::remove_listener(self.listener);
-    }
-}
-
-impl Recording {
-    /// A copy of the profile so far.
-    pub fn snapshot(&self) -> Profile {
-        self.recorder.0.lock().unwrap_or_else(|p| p.into_inner()).profile.clone()
-    }
-
-    /// Bytes written to the profile file so far, and records.
-    pub fn file_stats(&self) -> Option<(u64, u64)> {
-        let s = self.recorder.0.lock().unwrap_or_else(|p| p.into_inner());
-        s.writer.as_ref().map(|w| (w.bytes_written(), w.records_written()))
-    }
-
-    /// Stops recording and returns the profile.
-    pub fn stop(self) -> Profile {
-        // Programs still running on the device (the host runs ahead) are in the profile too; a
-        // failure among them is the program's to see at its next read, not the profile's.
-        let _ = xlaprof_core::wait();
-        events::remove_listener(self.listener);
-        *ACTIVE.lock().unwrap_or_else(|p| p.into_inner()) = false;
-        let mut s = self.recorder.0.lock().unwrap_or_else(|p| p.into_inner());
-        s.flush();
-        s.writer = None;
-        std::mem::take(&mut s.profile)
     }
 }
 

@@ -9,8 +9,8 @@ type SourceOf = dyn Fn(&str) -> Option<String> + Send + Sync;
 static SOURCE_OF: OnceLock<Box<SourceOf>> = OnceLock::new();
 
 /// How a front end that shows files by another name than their path, or runs code that is in no
-/// file (a notebook cell), gives the text of a file it shows as a name. Set once; files it does
-/// not know are read from the disk.
+/// file (a notebook cell), gives the text of a file it shows as a name. Set once; a name it
+/// does not know is read as a path.
 pub fn set_source_of(source_of: impl Fn(&str) -> Option<String> + Send + Sync + 'static) {
     let _ = SOURCE_OF.set(Box::new(source_of));
 }
@@ -35,17 +35,18 @@ impl SourceFiles {
 }
 
 fn read_lines(file: &str) -> Option<Vec<String>> {
-    let text = match SOURCE_OF.get().and_then(|source_of| source_of(file)) {
-        Some(text) => text,
-        None => {
-            let meta = std::fs::metadata(file).ok()?;
-            if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
-                return None;
-            }
-            std::fs::read_to_string(file).ok()?
-        }
-    };
+    let known = SOURCE_OF.get().and_then(|source_of| source_of(file));
+    let text = known.or_else(|| read_source(std::path::Path::new(file)))?;
     Some(text.lines().map(str::to_string).collect())
+}
+
+/// A source file's text, unless it is no plain file or too large to be source.
+pub fn read_source(path: &std::path::Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+        return None;
+    }
+    std::fs::read_to_string(path).ok()
 }
 
 /// The target of a plain assignment statement (or a Rust `let`), as written.
