@@ -20,6 +20,7 @@ pub const DEBUG_FILE: &str = "XLAPROF_DEBUG_FILE";
 pub const OPTIMIZED_HLO: &str = "XLAPROF_OPTIMIZED_HLO";
 pub const PROFILE: &str = "XLAPROF_PROFILE";
 pub const RUN_AHEAD: &str = "XLAPROF_RUN_AHEAD";
+pub const WIDE_SUMS: &str = "XLAPROF_WIDE_SUMS";
 /// Read by the torch bridge (`xlaprof.torch`), listed here so that one table has every variable.
 pub const STRICT: &str = "XLAPROF_STRICT";
 /// Read by the torch bridge, likewise.
@@ -39,6 +40,7 @@ pub const VARS: &[Var] = &[
     Var { name: OPTIMIZED_HLO, effect: "1: keep XLA's optimized HLO text of every compile" },
     Var { name: PROFILE, effect: "record the whole program to this profile file" },
     Var { name: RUN_AHEAD, effect: "1: a sync returns once its program is queued on the device, and the host traces the next step while it runs (the default on GPUs); 0: a sync waits for its program (the default on the CPU)" },
+    Var { name: WIDE_SUMS, effect: "1: float32 sums (and means, norms, variances) accumulate in float64 and round once, as exact as torch's (the default on the CPU, whose XLA sums a dimension element after element); 0: in float32 (the default on GPUs, which sum in trees)" },
     Var { name: STRICT, effect: "torch bridge: 1 makes an aten op with no lowering an error instead of a CPU fallback" },
     Var { name: DEBUG_NANS, effect: "1: every sync is checked for NaN and Inf, and the op that made the first is named (detect_anomaly() for the whole program)" },
     Var { name: CHECK, effect: "torch bridge: 1 checks the bounds of every index (a sync per indexing op); out of range is an IndexError at the user's line" },
@@ -56,6 +58,8 @@ pub(crate) struct EngineConfig {
     pub debug_file: Option<PathBuf>,
     /// `XLAPROF_RUN_AHEAD`: `None` leaves it to the device.
     pub run_ahead: Option<bool>,
+    /// `XLAPROF_WIDE_SUMS`: `None` leaves it to the device.
+    pub wide_sums: Option<bool>,
 }
 
 impl EngineConfig {
@@ -75,11 +79,17 @@ impl EngineConfig {
                 _ => 0,
             },
             debug_file: std::env::var_os(DEBUG_FILE).map(PathBuf::from),
-            run_ahead: match var(RUN_AHEAD).as_deref() {
-                Some("1") => Some(true),
-                Some("0") => Some(false),
-                _ => None,
-            },
+            run_ahead: switch(var(RUN_AHEAD)),
+            wide_sums: switch(var(WIDE_SUMS)),
         }
+    }
+}
+
+/// A variable that is "1" (on), "0" (off) or anything else (the default).
+fn switch(value: Option<String>) -> Option<bool> {
+    match value.as_deref() {
+        Some("1") => Some(true),
+        Some("0") => Some(false),
+        _ => None,
     }
 }

@@ -1419,6 +1419,34 @@ fn var_with_no_degrees_of_freedom() {
     run(b);
 }
 
+/// A batch norm's channel mean adds 8,192 values along dimensions that are not the innermost: an
+/// f32 accumulator added to element after element (XLA's CPU loop) is off by about 1e-6; torch's
+/// cascade sum by 5e-8, and the engine's, accumulated in f64 on the CPU, rounds once.
+#[test]
+fn long_f32_sums_round_once() {
+    let _s = serial();
+    let dims = [8i64, 16, 32, 32];
+    let mut state = 12345u64;
+    let values: Vec<f32> = (0..8 * 16 * 32 * 32)
+        .map(|_| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            0.5 + (state >> 40) as f32 / (1u64 << 24) as f32
+        })
+        .collect();
+    let x = Tensor::from_slice(&values, &dims).unwrap();
+    let got = x.mean(&[0, 2, 3], false).unwrap().to_vec::<f32>().unwrap();
+    for (c, &g) in got.iter().enumerate() {
+        let mut exact = 0f64;
+        for n in 0..8 {
+            let start = (n * 16 + c) * 1024;
+            exact += values[start..start + 1024].iter().map(|&v| v as f64).sum::<f64>();
+        }
+        exact /= 8192.0;
+        let error = (g as f64 - exact).abs() / exact;
+        assert!(error < 1e-7, "channel {c}: mean {g}, exactly {exact}: relative error {error:.1e}");
+    }
+}
+
 /// PyTorch sums bool and integer tensors in s64 (`torch.sum(uint8)` is int64), so they do not
 /// overflow.
 #[test]

@@ -33,8 +33,14 @@ pub(crate) struct DiskCache {
     salt: u64,
 }
 
-/// Why the disk cache is not used, for the one warning printed at startup.
-pub(crate) fn open(dir: &Path, client: &Client, device: usize) -> Result<DiskCache, String> {
+/// Why the disk cache is not used, for the one warning printed at startup. `wide_sums`: how the
+/// engine lowers f32 sums (the graph's key does not say: the same graph lowers either way).
+pub(crate) fn open(
+    dir: &Path,
+    client: &Client,
+    device: usize,
+    wide_sums: bool,
+) -> Result<DiskCache, String> {
     if !dir.exists() {
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -65,6 +71,7 @@ pub(crate) fn open(dir: &Path, client: &Client, device: usize) -> Result<DiskCac
     }
     h.write(client.platform_version().as_bytes());
     h.write_u64(device as u64);
+    h.write_u8(wide_sums as u8);
     Ok(DiskCache { dir: dir.to_path_buf(), salt: h.finish() })
 }
 

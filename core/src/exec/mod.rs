@@ -51,6 +51,8 @@ pub struct Engine {
     /// A captured graph's run returns once its program is queued (`replay.rs`): unless
     /// `XLAPROF_RUN_AHEAD=0`, on every device, the CPU's included.
     replay_ahead: bool,
+    /// f32 sums accumulate in f64 (`XLAPROF_WIDE_SUMS`; the CPU's default).
+    wide_sums: bool,
     /// Programs launched by a sync that returned before they finished, oldest first.
     in_flight: Mutex<std::collections::VecDeque<InFlight>>,
     /// False once the plugin said it keeps no memory figures (the CPU plugin): not asked again.
@@ -135,8 +137,10 @@ pub fn engine() -> Result<&'static Engine> {
             // what the program uses. `XLAPROF_PJRT_CREATE_OPTIONS=preallocate=true` restores it.
             .gpu_preallocate(false),
     )?;
+    let wide_sums =
+        config.wide_sums.unwrap_or(client.plugin().kind() == crate::runtime::PluginKind::Cpu);
     let disk = config.cache_dir.as_ref().and_then(|dir| {
-        disk_cache::open(dir, &client, 0)
+        disk_cache::open(dir, &client, 0, wide_sums)
             .map_err(|why| eprintln!("xlaprof: persistent compile cache off: {why}"))
             .ok()
     });
@@ -151,6 +155,7 @@ pub fn engine() -> Result<&'static Engine> {
             .run_ahead
             .unwrap_or(client.plugin().kind() != crate::runtime::PluginKind::Cpu),
         replay_ahead: config.run_ahead.unwrap_or(true),
+        wide_sums,
         in_flight: Mutex::default(),
         memory_figures: std::sync::atomic::AtomicBool::new(true),
         client,
@@ -657,7 +662,7 @@ pub(crate) fn compile(
     let partitioning = partition::plan(graph)?.map(Arc::new);
     let t = events::now_ns();
     let spmd = partitioning.as_ref().map(|p| (&*p.mesh, p.outputs.as_slice()));
-    let text: Arc<str> = lower::stablehlo(graph, spmd).into();
+    let text: Arc<str> = lower::stablehlo(graph, spmd, engine.wide_sums).into();
     if listening {
         let duration_ns = events::now_ns() - t;
         events::emit(Event::Lowered {

@@ -28,7 +28,13 @@ use crate::spmd::{Mesh, Sharding};
 /// `spmd`: for a graph partitioned over a mesh, the mesh and each output's sharding. The module
 /// then declares the mesh (Shardy), and every parameter and result carries its sharding: device
 /// data its own (or replicated), host scalars replicated.
-pub(crate) fn stablehlo(graph: &Graph, spmd: Option<(&Mesh, &[Arc<Sharding>])>) -> String {
+///
+/// `wide_sums`: f32 sums accumulate in f64 (on the CPU, see `reduce.rs`).
+pub(crate) fn stablehlo(
+    graph: &Graph,
+    spmd: Option<(&Mesh, &[Arc<Sharding>])>,
+    wide_sums: bool,
+) -> String {
     let mut out = String::with_capacity(graph.order.len() * 96 + 256);
     let replicated = |rank: usize| -> String {
         let dims = vec!["{}"; rank].join(", ");
@@ -107,7 +113,8 @@ pub(crate) fn stablehlo(graph: &Graph, spmd: Option<(&Mesh, &[Arc<Sharding>])>) 
             let _ = writeln!(out, "  %v{i} = {line}");
         } else {
             let args: Vec<String> = node.inputs.iter().map(|n| name(index_of(n))).collect();
-            let ctx = Ctx { out: &mut out, name: format!("%v{i}"), node, args, partitioned };
+            let ctx =
+                Ctx { out: &mut out, name: format!("%v{i}"), node, args, partitioned, wide_sums };
             lower_node(ctx);
         }
         // A partitioned program's ops carry the user's line, which XLA keeps in the metadata of
@@ -185,6 +192,8 @@ struct Ctx<'a> {
     args: Vec<String>,
     /// Whether the program is partitioned over a mesh (its reductions may cross devices).
     partitioned: bool,
+    /// Whether f32 sums accumulate in f64.
+    wide_sums: bool,
 }
 
 impl Ctx<'_> {
