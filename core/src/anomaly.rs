@@ -175,8 +175,7 @@ fn locate(synced: &Synced) -> Result<Error> {
 }
 
 fn anomaly(synced: &Synced, what: &str, at: &SourceLocation, detail: String) -> Error {
-    Error::Anomaly {
-        message: format!("{what} made the first NaN or Inf, at {at}{detail}"),
-        location: synced.location.clone(),
-    }
+    let message = format!("{what} made the first NaN or Inf, at {at}{detail}");
+    crate::events::caught(crate::events::Tool::Anomaly, &message, at.clone());
+    Error::Anomaly { message, location: synced.location.clone() }
 }

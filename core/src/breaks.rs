@@ -26,13 +26,20 @@ pub fn request(message: String) {
     }
 }
 
-/// After a sync: the break it was asked for, if any. One atomic load when none is armed.
+/// After a sync: the break it was asked for, if any, at the caller's line. One atomic load when
+/// none is armed.
+#[track_caller]
 pub(crate) fn take() -> Result<()> {
     if !ARMED.load(Ordering::Relaxed) {
         return Ok(());
     }
-    match PENDING.lock().unwrap_or_else(|p| p.into_inner()).take() {
-        Some(message) => Err(Error::Break { message }),
+    let taken = PENDING.lock().unwrap_or_else(|p| p.into_inner()).take();
+    match taken {
+        Some(message) => {
+            let here = crate::location::SourceLocation::caller();
+            crate::events::caught(crate::events::Tool::Break, &message, here);
+            Err(Error::Break { message })
+        }
         None => Ok(()),
     }
 }

@@ -223,6 +223,48 @@ pub enum Event {
         hash: u64,
         duration_ns: u64,
     },
+    /// A debugging tool caught something at `location` (the line behind it: the op that made
+    /// the first NaN, the read inside `forbid_sync()`); `message` is what the user's error says.
+    Caught {
+        tool: Tool,
+        message: Arc<str>,
+        location: SourceLocation,
+    },
+}
+
+/// The debugging tools whose catches the profile keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Tool {
+    /// `detect_anomaly()`: the first NaN or Inf.
+    Anomaly,
+    /// `forbid_sync()`: a graph run or value read inside it.
+    ForbiddenSync,
+    /// `break_on()`: the program stopped on a recompile, sync or fallback.
+    Break,
+    /// `compare_with_eager()`: the first op beyond tolerance of torch's eager.
+    Divergence,
+    /// `XLAPROF_CHECK`: an index out of range.
+    IndexCheck,
+}
+
+impl Tool {
+    pub const ALL: [Tool; 5] =
+        [Tool::Anomaly, Tool::ForbiddenSync, Tool::Break, Tool::Divergence, Tool::IndexCheck];
+
+    /// The tool's name, as profiles store it and the front ends pass it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Anomaly => "detect_anomaly",
+            Tool::ForbiddenSync => "forbid_sync",
+            Tool::Break => "break_on",
+            Tool::Divergence => "compare_with_eager",
+            Tool::IndexCheck => "check",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Tool> {
+        Tool::ALL.into_iter().find(|t| t.name() == name)
+    }
 }
 
 /// A graph captured by a front end's compiler: its nodes in order, inputs first, each with the
@@ -323,6 +365,13 @@ pub fn scope(name: &str) -> Scope {
 pub fn host_fallback(op: &str, location: SourceLocation, duration_ns: u64) {
     if enabled() {
         emit(Event::HostFallback { op: op.into(), location, duration_ns });
+    }
+}
+
+/// Reports what a debugging tool caught at `location` (see [`Event::Caught`]).
+pub fn caught(tool: Tool, message: &str, location: SourceLocation) {
+    if enabled() {
+        emit(Event::Caught { tool, message: message.into(), location });
     }
 }
 

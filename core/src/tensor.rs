@@ -190,6 +190,7 @@ impl Tensor {
         self.data_at(location)
     }
 
+    #[track_caller]
     fn data_at(&self, location: SourceLocation) -> Result<Arc<DeviceData>> {
         if let Op::Data(data) = &self.node().op {
             return Ok(data.clone());

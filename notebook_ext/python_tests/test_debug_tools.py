@@ -100,8 +100,13 @@ def test_compare_with_eager_names_a_deliberately_wrong_op_at_its_line():
     def planted(m, x):
         return doubled(m(x)).sum()  # WRONG OP
 
-    found = xt.compare_with_eager(planted, model, x)
+    with xp.profile() as p:
+        found = xt.compare_with_eager(planted, model, x)
     line = line_of("# WRONG OP", test_compare_with_eager_names_a_deliberately_wrong_op_at_its_line)
+    divergence = p.diagnostics()[0]  # a finding of the profile too, at the op's line
+    assert divergence["kind"] == "Divergence", divergence
+    assert divergence["location"].startswith(f"test_debug_tools.py:{line} "), divergence
+    assert "`xptest.doubled`" in divergence["message"], divergence
     assert found.first is not None and found.first.op == "xptest.doubled", found
     assert found.first.line.startswith(f"test_debug_tools.py:{line} "), found
     assert "first divergence is `xptest.doubled`" in str(found)
@@ -199,6 +204,9 @@ def test_break_on_recompile_raises_at_the_step_with_what_changed_and_loses_nothi
     assert "dimension 0 went from 4 to 6" in message, message
     assert losses == [24.0, 24.0, 36.0]
     assert isinstance(hits[0][1], RuntimeError)
+    stop = p.diagnostics()[0]  # where the program stopped, first among the findings
+    assert stop["kind"] == "Break" and stop["location"].startswith("test_debug_tools.py:%d " % line_of("# STEP", fn))
+    assert "dimension 0 went from 4 to 6" in stop["message"], stop
 
 
 def test_break_on_sync_raises_at_a_hidden_read_and_not_at_steps():
@@ -240,3 +248,62 @@ def test_break_on_fallback_stops_a_torch_op_with_no_lowering_before_it_runs(tmp_
     env["XLAPROF_BREAK"] = "recompiles"
     done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert "XLAPROF_BREAK=recompiles: break_on: unknown cause 'recompiles'" in done.stderr, done.stderr
+
+
+def test_what_each_tool_caught_is_a_finding_at_its_line_first_in_the_profile(tmp_path):
+    torch = pytest.importorskip("torch")
+    import os
+    import subprocess
+    import sys
+
+    import xlaprof.torch as xt
+
+    fn = test_what_each_tool_caught_is_a_finding_at_its_line_first_in_the_profile
+    here = "test_debug_tools.py"
+    dev = xt.device()
+    with xp.profile() as p:
+        a = torch.ones(4).to(dev)
+        with xt.forbid_sync():
+            with pytest.raises(xp.SyncError):
+                (a * 2).sum().item()  # FORBIDDEN
+        with xt.detect_anomaly():
+            bad = torch.log(a - 2)  # NAN
+            with pytest.raises(xp.AnomalyError):
+                xt.step()
+        for _ in range(3):  # the same line caught again: one finding
+            c = a * 3
+            with xp.forbid_sync():
+                with pytest.raises(xp.SyncError):
+                    xt.sync()  # TWICE
+        xt.step()
+    del bad, c
+    findings = p.diagnostics()
+    caught = [(f["kind"], f["location"].split(" in ")[0], f["count"]) for f in findings[:3]]
+    assert sorted(caught) == [
+        ("Anomaly", f"{here}:{line_of('# NAN', fn)}", 1),
+        ("ForbiddenSync", f"{here}:{line_of('# FORBIDDEN', fn)}", 1),
+        ("ForbiddenSync", f"{here}:{line_of('# TWICE', fn)}", 3),
+    ], findings[:4]
+    nan = next(f for f in findings if f["kind"] == "Anomaly")
+    assert "`log`" in nan["message"] or "log" in nan["message"], nan
+    assert nan["advice"] and "range" in nan["advice"], nan
+    report = p.report()
+    assert "NaN or Inf" in report and "forbidden sync" in report, report
+
+    # XLAPROF_CHECK, in a program of its own that a profile records from its start.
+    program = tmp_path / "vocab.py"
+    program.write_text(
+        "import torch\n"
+        "import xlaprof.torch as xt\n"
+        "emb = torch.nn.Embedding(10, 4).to(xt.device())\n"
+        "ids = torch.tensor([[1, 2, 12]]).to(xt.device())\n"
+        "print(emb(ids).sum().item())\n"
+    )
+    saved = tmp_path / "vocab.xlaprof"
+    env = dict(os.environ, XLAPROF_CHECK="1", XLAPROF_PROFILE=str(saved))
+    run = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=300, env=env)
+    assert "IndexError" in run.stderr, run.stderr
+    first = xp.load(str(saved)).diagnostics()[0]
+    assert (first["kind"], first["location"].split(" in ")[0]) == ("IndexOutOfRange", "vocab.py:5"), first
+    assert "index 12 is out of bounds for dimension 0 with size 10" in first["message"], first
+

@@ -490,3 +490,35 @@ fn constants_recompile_only_when_equal_ones_at_a_line_start_to_differ() {
     assert_eq!(d.changes, [GraphChange::ScalarPattern], "{:?}", d.changes);
     assert!(d.message.contains("host scalars recorded at one line"), "{}", d.message);
 }
+
+#[test]
+fn what_the_debugging_tools_caught_comes_first_at_the_line_behind_it() {
+    let mut made_nan = String::new();
+    let mut read = String::new();
+    let p = record(|| {
+        let x = Tensor::from_slice(&[1f32, 2.0, 3.0], &[3]).unwrap();
+        {
+            let _checked = xlaprof_core::detect_anomalies();
+            made_nan = next_line!();
+            let _nan = x.sub_scalar(5.0).unwrap().sqrt().unwrap();
+            assert!(matches!(step(), Err(xlaprof_core::Error::Anomaly { .. })));
+        }
+        let pending = x.mul_scalar(2.0).unwrap();
+        {
+            let _forbidden = xlaprof_core::forbid_syncs();
+            read = next_line!();
+            assert!(pending.to_vec::<f32>().is_err());
+        }
+        step().unwrap();
+    });
+    let a = analyze(&p, &Thresholds::default());
+    let kinds: Vec<Kind> = a.diagnostics.iter().take(2).map(|d| d.kind).collect();
+    assert_eq!(kinds, [Kind::Anomaly, Kind::ForbiddenSync], "{:#?}", a.diagnostics);
+    let nan = &a.diagnostics[0];
+    assert_eq!(nan.location, made_nan);
+    assert!(nan.message.contains("`sqrt`") && nan.message.contains("made the first NaN or Inf"), "{}", nan.message);
+    assert!(nan.advice.is_some());
+    assert_eq!(a.diagnostics[1].location, read);
+    assert!(a.diagnostics[1].message.contains("inside forbid_sync()"), "{}", a.diagnostics[1].message);
+}
+

@@ -39,5 +39,7 @@ pub(crate) fn check(what: &str, location: &SourceLocation) -> Result<()> {
     if !is_open() {
         return Ok(());
     }
-    Err(Error::SyncForbidden { what: what.to_string(), location: location.clone() })
+    let error = Error::SyncForbidden { what: what.to_string(), location: location.clone() };
+    crate::events::caught(crate::events::Tool::ForbiddenSync, &error.to_string(), location.clone());
+    Err(error)
 }

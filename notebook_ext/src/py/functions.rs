@@ -544,6 +544,32 @@ pub(crate) fn data_wait(py: Python<'_>, seconds: f64) {
     xlaprof_core::events::data_wait(here(py), nanoseconds(seconds));
 }
 
+/// Tells the profiler what a debugging tool written in Python caught (`tool`: `check`,
+/// `compare_with_eager`, `break_on`): at `site` (file, line, function), the line behind it,
+/// else at the caller's line.
+#[pyfunction]
+#[pyo3(signature = (tool, message, site=None))]
+pub(crate) fn caught(
+    py: Python<'_>,
+    tool: &str,
+    message: &str,
+    site: Option<(String, u32, String)>,
+) -> PyResult<()> {
+    let Some(tool) = events::Tool::from_name(tool) else {
+        let names: Vec<&str> = events::Tool::ALL.iter().map(|t| t.name()).collect();
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "unknown debugging tool {tool:?}; the tools are {}",
+            names.join(", ")
+        )));
+    };
+    let at = match site.and_then(|site| location::from_stack(py, &[site])) {
+        Some(site) => xlaprof_core::location::SourceLocation::External(site),
+        None => here(py),
+    };
+    events::caught(tool, message, at);
+    Ok(())
+}
+
 /// The caller's Python line, with the user's line that called into it when it is a library's
 /// (or this Rust line, when no Python frame runs).
 fn here(py: Python<'_>) -> xlaprof_core::location::SourceLocation {

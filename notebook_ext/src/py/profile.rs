@@ -15,7 +15,6 @@ use xlaprof_profiler::export::{self, tables, Format};
 use xlaprof_profiler::profile::Graph;
 use xlaprof_profiler::record::InputName;
 use xlaprof_profiler::timeline::{self, lane_name};
-use xlaprof_profiler::views;
 use xlaprof_profiler::{analyze, report, Analysis, Profile, Recording, Thresholds};
 
 use super::errors::{guarded, profile_error, Class};

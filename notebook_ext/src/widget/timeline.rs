@@ -30,6 +30,8 @@ fn color(kind: SpanKind) -> &'static str {
         SpanKind::FunctionCompile => "#a40e26",
         SpanKind::CompilePhase => "#fa4549",
         SpanKind::CapturedRun => "#116329",
+        SpanKind::HostFallback => "#bf3989",
+        SpanKind::DataWait => "#8c959f",
     }
 }
 

@@ -1,5 +1,5 @@
-//! The profile as spans on a timeline: steps, syncs and their phases, scopes, transfers and host
-//! reads. The Chrome trace, the flamegraph, the tables and the viewers all draw these.
+//! The profile as spans on a timeline: steps, syncs and their phases, scopes, transfers, host
+//! reads, and the host's own work (CPU fallbacks, waits for data). The Chrome trace, the flamegraph, the tables and the viewers all draw these.
 
 use serde::Serialize;
 
@@ -24,6 +24,10 @@ pub enum SpanKind {
     CompilePhase,
     /// A run of a graph a front end's compiler captured.
     CapturedRun,
+    /// An op run on the host for want of a lowering.
+    HostFallback,
+    /// The program waiting for its input pipeline's next batch.
+    DataWait,
 }
 
 impl SpanKind {
@@ -42,6 +46,8 @@ impl SpanKind {
             SpanKind::FunctionCompile => "torch.compile",
             SpanKind::CompilePhase => "compile phase",
             SpanKind::CapturedRun => "compiled graph",
+            SpanKind::HostFallback => "CPU fallback",
+            SpanKind::DataWait => "waiting for data",
         }
     }
 
@@ -61,11 +67,12 @@ impl SpanKind {
             | SpanKind::CompilePhase
             | SpanKind::CapturedRun => 2,
             SpanKind::TransferToDevice | SpanKind::HostRead => 3,
+            SpanKind::HostFallback | SpanKind::DataWait => 4,
         }
     }
 }
 
-pub const LANES: [&str; 4] = ["steps", "scopes", "syncs", "transfers"];
+pub const LANES: [&str; 5] = ["steps", "scopes", "syncs", "transfers", "host"];
 
 /// Devices with a lane of their own (after [`LANES`]): device `d` is lane `LANES.len() + d`. A
 /// profile naming a device beyond this (a damaged one) draws no lane for it.
@@ -226,6 +233,20 @@ pub fn spans(p: &Profile) -> Vec<Span> {
         sp.bytes = Some(r.bytes);
         out.push(sp);
     }
+    for f in &p.host_fallbacks {
+        let end = f.start_ns.saturating_add(f.duration_ns);
+        let mut sp = span(SpanKind::HostFallback, f.op.clone(), f.start_ns, end, 0);
+        sp.step = Some(f.step);
+        sp.location = Some(f.location);
+        out.push(sp);
+    }
+    for w in &p.data_waits {
+        let end = w.start_ns.saturating_add(w.duration_ns);
+        let mut sp = span(SpanKind::DataWait, "waiting for data".to_string(), w.start_ns, end, 0);
+        sp.step = Some(w.step);
+        sp.location = Some(w.location);
+        out.push(sp);
+    }
     captured_spans(p, &mut out);
     out.sort_by(|a, b| {
         a.start_ns.cmp(&b.start_ns).then(a.lane.cmp(&b.lane)).then(a.depth.cmp(&b.depth))
@@ -371,5 +392,20 @@ mod window_tests {
         let near = window(&spans, 10_000, 12_000, 1000);
         assert!(near.iter().filter(|b| b.lane == 2).all(|b| b.count == 1));
         assert_eq!(near.iter().filter(|b| b.lane == 2).count(), 100);
+    }
+
+    #[test]
+    fn cpu_fallbacks_and_waits_for_data_are_on_the_host_lane() {
+        use crate::profile::{DataWait, HostFallback};
+        let mut p = Profile::default();
+        let (op, location, step) = ("aten::_fft_c2c".to_string(), 0, 0);
+        p.host_fallbacks.push(HostFallback { op, location, start_ns: 100, duration_ns: 50, step });
+        p.data_waits.push(DataWait { location, start_ns: 300, duration_ns: 40, step });
+        let host: Vec<Span> = spans(&p).into_iter().filter(|s| s.lane == 4).collect();
+        assert_eq!(lane_name(4), "host");
+        assert_eq!(host.len(), 2);
+        assert_eq!((host[0].kind, host[0].name.as_str()), (SpanKind::HostFallback, "aten::_fft_c2c"));
+        assert_eq!((host[0].start_ns, host[0].end_ns), (100, 150));
+        assert_eq!((host[1].kind, host[1].start_ns, host[1].end_ns), (SpanKind::DataWait, 300, 340));
     }
 }

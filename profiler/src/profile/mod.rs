@@ -190,6 +190,17 @@ pub struct GraphBreak {
     pub step: u64,
 }
 
+/// What a debugging tool caught (`detect_anomaly`, `forbid_sync`, `break_on`,
+/// `compare_with_eager`, `check`), at the line behind it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Caught {
+    pub tool: String,
+    pub message: String,
+    pub location: u32,
+    pub at_ns: u64,
+    pub step: u64,
+}
+
 /// A run of a graph captured and compiled by a front end's compiler.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CapturedRun {
@@ -347,6 +358,8 @@ pub struct Profile {
     pub function_compiles: Vec<FunctionCompile>,
     pub graph_breaks: Vec<GraphBreak>,
     pub captured_runs: Vec<CapturedRun>,
+    /// What the debugging tools caught, in order.
+    pub caught: Vec<Caught>,
     /// For a library's line where a sync or fallback happened, the user's line that called it.
     pub callers: BTreeMap<u32, u32>,
     pub steps: Vec<Step>,
@@ -756,6 +769,12 @@ impl Profile {
                 let step = self.current_step();
                 let compile = clip_to(&compile, 66).into_owned();
                 self.graph_breaks.push(GraphBreak { compile, reason, location, at_ns: t, step });
+            }
+            Record::Caught { t, tool, message, location } => {
+                self.seen(t);
+                let step = self.current_step();
+                let (tool, message) = (clip_to(&tool, 40).into_owned(), clip(&message).into_owned());
+                self.caught.push(Caught { tool, message, location, at_ns: t, step });
             }
             Record::CapturedRun { t, hash, dur } => {
                 self.seen(t);

@@ -64,6 +64,8 @@ impl State {
                 // A front end's compiles and graph runs are its syncs: out as they happen.
                 | Record::FunctionCompiled(_)
                 | Record::GraphBreak { .. }
+                // A catch comes before an error that may end the program.
+                | Record::Caught { .. }
                 | Record::CapturedRun { .. } => true,
                 Record::Executed { sync, .. } => sync <= self.ended_sync,
                 _ => false,
@@ -409,6 +411,15 @@ impl Listener for Recorder {
             Event::HostFallback { op, location, duration_ns } => {
                 let location = s.location(location);
                 Record::HostFallback { t, op: op.to_string(), location, dur: *duration_ns }
+            }
+            Event::Caught { tool, message, location } => {
+                let location = s.location(location);
+                Record::Caught {
+                    t,
+                    tool: tool.name().to_string(),
+                    message: message.to_string(),
+                    location,
+                }
             }
             Event::DataWait { location, duration_ns } => {
                 let location = s.location(location);

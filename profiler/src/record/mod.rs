@@ -427,6 +427,15 @@ pub enum Record {
         hash: u64,
         names: Vec<(u32, InputName)>,
     },
+    /// A debugging tool (`tool`: `detect_anomaly`, `forbid_sync`, `break_on`,
+    /// `compare_with_eager`, `check`) caught something at `location`, the line behind it;
+    /// `message` is what the user's error said.
+    Caught {
+        t: u64,
+        tool: String,
+        message: String,
+        location: u32,
+    },
 }
 
 /// One compile of a function by a front end's compiler (torch.compile: Dynamo, then its

@@ -52,6 +52,8 @@ pub fn kind_color(kind: SpanKind) -> Color32 {
         SpanKind::FunctionCompile => Color32::from_rgb(180, 60, 50),
         SpanKind::CompilePhase => Color32::from_rgb(240, 130, 100),
         SpanKind::CapturedRun => Color32::from_rgb(50, 160, 170),
+        SpanKind::HostFallback => Color32::from_rgb(200, 60, 120),
+        SpanKind::DataWait => Color32::from_rgb(150, 150, 150),
     }
 }
 

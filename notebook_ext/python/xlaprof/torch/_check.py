@@ -14,6 +14,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
+from .. import _native
+
 aten = torch.ops.aten
 
 ENABLED = os.environ.get("XLAPROF_CHECK", "") not in ("", "0")
@@ -82,10 +84,12 @@ def bounds_checked(route: Callable[..., Any], func: Any, where: Callable[[], str
             elif low < (-size if wraps else 0):
                 bad = low
             if bad is not None:
-                raise IndexError(
+                message = (
                     f"index {bad} is out of bounds for dimension {dim} with size {size} "
                     f"({func.name()}, at {where()}; XLAPROF_CHECK=1)"
                 )
+                _native.caught("check", message)
+                raise IndexError(message)
         return route(a, k)
 
     return run

@@ -19,17 +19,23 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
-from ._dispatch import _user_line
+from .. import _native
+from ._dispatch import _line_of, _user_site
 
 
 class _Op:
     """One aten op as a run saw it: its inputs and outputs (the objects themselves, held, so
     their ids stay theirs), and the user's line."""
 
-    __slots__ = ("name", "inputs", "outputs", "values", "line")
+    __slots__ = ("name", "inputs", "outputs", "values", "site")
 
-    def __init__(self, name: str, inputs: List[Any], outputs: List[Any], values: Optional[List[Any]], line: str) -> None:
-        self.name, self.inputs, self.outputs, self.values, self.line = name, inputs, outputs, values, line
+    def __init__(self, name: str, inputs: List[Any], outputs: List[Any], values: Optional[List[Any]],
+                 site: Optional[Tuple[str, int, str]]) -> None:
+        self.name, self.inputs, self.outputs, self.values, self.site = name, inputs, outputs, values, site
+
+    @property
+    def line(self) -> str:
+        return _line_of(self.site)
 
 
 class _Recorder(TorchDispatchMode):
@@ -44,7 +50,7 @@ class _Recorder(TorchDispatchMode):
         # The values as the op made them: a later in-place op changes the tensor itself (on the
         # device, the copy is one more node of the graph the final sync computes).
         values = [t.detach().clone() for t in outputs] if _compared(func) else None
-        self.ops.append(_Op(str(func.overloadpacket), inputs, outputs, values, _user_line()))
+        self.ops.append(_Op(str(func.overloadpacket), inputs, outputs, values, _user_site()))
         return out
 
 
@@ -73,6 +79,13 @@ class Divergence:
     expected_range: Tuple[float, float]
     got_range: Tuple[float, float]
 
+    def __str__(self) -> str:
+        return (
+            f"`{self.op}` at {self.line}: max |device - eager| = {self.max_error:.3g} over {list(self.shape)} "
+            f"(tolerance {self.tolerance:.3g}); eager's values in [{self.expected_range[0]:.4g}, "
+            f"{self.expected_range[1]:.4g}], the device's in [{self.got_range[0]:.4g}, {self.got_range[1]:.4g}]"
+        )
+
 
 @dataclass
 class Comparison:
@@ -87,13 +100,7 @@ class Comparison:
         head = f"compared {self.compared} aten ops with torch's CPU eager ({self.skipped} seen by one run only)"
         if self.first is None:
             return head + ": every output within tolerance"
-        d = self.first
-        return (
-            f"{head}: the first divergence is `{d.op}` at {d.line}: max |device - eager| = "
-            f"{d.max_error:.3g} over {list(d.shape)} (tolerance {d.tolerance:.3g}); eager's values in "
-            f"[{d.expected_range[0]:.4g}, {d.expected_range[1]:.4g}], the device's in "
-            f"[{d.got_range[0]:.4g}, {d.got_range[1]:.4g}]"
-        )
+        return f"{head}: the first divergence is {self.first}"
 
     __repr__ = __str__
 
@@ -195,6 +202,7 @@ def _compare(eager: List[_Op], lazy: List[_Op], roots: dict, rtol: float, atol: 
         if result.first is None and over:
             want, got, limit = divergence
             result.first = Divergence(op.name, op.line, worst, limit, tuple(want.shape), _range(want), _range(got))
+            _native.caught("compare_with_eager", f"diverged from torch's CPU eager: {result.first}", found.site)
     return result
 
 

@@ -507,10 +507,12 @@ def _fallback(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
         raise TypeError(f"aten::{name}: sparse tensors are not supported on the xlaprof device")
     if _breaks.breaking("fallback"):
         file, line = _user_frame()
-        raise _native.BreakError(
+        message = (
             f"XLAPROF_BREAK=fallback: aten::{name} at {os.path.basename(file)}:{line} is not lowered by "
             "xlaprof: it would run on the CPU, which splits the graph and copies its operands to the host"
         )
+        _native.caught("break_on", message)
+        raise _native.BreakError(message)
     if strict():
         file, line = _user_frame()
         raise NotImplementedError(
@@ -615,10 +617,21 @@ def _user_frame() -> Tuple[str, int]:
 
 def _user_line() -> str:
     """`train.py:12 in step`: the user's line, as errors and tools name it."""
+    return _line_of(_user_site())
+
+
+def _user_site() -> Optional[Tuple[str, int, str]]:
+    """The user's line as (file, line, function), as the profiler keeps it."""
     frame = _user_code_frame()
     if frame is None:
+        return None
+    return frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name
+
+
+def _line_of(site: Optional[Tuple[str, int, str]]) -> str:
+    if site is None:
         return "<unknown>"
-    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno} in {frame.f_code.co_name}"
+    return f"{os.path.basename(site[0])}:{site[1]} in {site[2]}"
 
 
 def _tensors(args: Any, kwargs: Any) -> List[torch.Tensor]:

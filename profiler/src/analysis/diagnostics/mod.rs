@@ -2,6 +2,7 @@
 //! line and what it cost, aggregated per call site and ranked by time lost. Every view shows
 //! these; none recomputes them.
 
+mod caught;
 mod compiled;
 mod devices;
 mod input;
@@ -55,6 +56,16 @@ pub enum Kind {
     GraphBreak,
     /// torch.compile gave up on a function at its recompile limit: it runs uncompiled.
     RecompileLimit,
+    /// `detect_anomaly()` found the op that made the first NaN or Inf.
+    Anomaly,
+    /// A graph ran or a value was read inside `forbid_sync()`.
+    ForbiddenSync,
+    /// The program stopped where `break_on()` asked.
+    Break,
+    /// `compare_with_eager()` found the first op beyond tolerance of torch's eager.
+    Divergence,
+    /// `XLAPROF_CHECK` found an index out of range.
+    IndexOutOfRange,
 }
 
 impl Kind {
@@ -77,7 +88,20 @@ impl Kind {
             Kind::DataWait => "waiting for data",
             Kind::GraphBreak => "graph break",
             Kind::RecompileLimit => "recompile limit",
+            Kind::Anomaly => "NaN or Inf",
+            Kind::ForbiddenSync => "forbidden sync",
+            Kind::Break => "break",
+            Kind::Divergence => "divergence from eager",
+            Kind::IndexOutOfRange => "index out of range",
         }
+    }
+
+    /// Whether a debugging tool caught it: such findings come first, whatever their cost.
+    pub fn is_caught(self) -> bool {
+        matches!(
+            self,
+            Kind::Anomaly | Kind::ForbiddenSync | Kind::Break | Kind::Divergence | Kind::IndexOutOfRange
+        )
     }
 }
 
@@ -209,8 +233,12 @@ pub fn diagnose(
     all.extend(devices::gathers(p));
     all.extend(devices::heavy_collectives(p));
     all.extend(devices::device_skew(p));
+    all.extend(caught::findings(p));
     all.sort_by(|a, b| {
-        b.cost_ns.cmp(&a.cost_ns).then(a.kind.cmp(&b.kind)).then(a.location.cmp(&b.location))
+        (b.kind.is_caught().cmp(&a.kind.is_caught()))
+            .then(b.cost_ns.cmp(&a.cost_ns))
+            .then(a.kind.cmp(&b.kind))
+            .then(a.location.cmp(&b.location))
     });
     all
 }

@@ -121,6 +121,8 @@ fn color(s: &TimeSpan) -> Color {
         }
         SpanKind::Execute | SpanKind::Device | SpanKind::CapturedRun => phase_color(Phase::Execute),
         SpanKind::TransferToDevice | SpanKind::HostRead => phase_color(Phase::Transfer),
+        SpanKind::HostFallback => Color::LightRed,
+        SpanKind::DataWait => Color::Gray,
     }
 }
 
