@@ -5,7 +5,7 @@
 //! payloads are only built when someone listens.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
 use crate::ir::{NodeDef, OpKind};
@@ -223,6 +223,13 @@ pub enum Event {
         hash: u64,
         duration_ns: u64,
     },
+    /// The front end spent `duration_ns` recording `calls` ops at `location` since the last
+    /// such event for it (summed per line on the recording thread, written before each sync).
+    Traced {
+        location: SourceLocation,
+        calls: u64,
+        duration_ns: u64,
+    },
     /// A debugging tool caught something at `location` (the line behind it: the op that made
     /// the first NaN, the read inside `forbid_sync()`); `message` is what the user's error says.
     Caught {
@@ -365,6 +372,48 @@ pub fn scope(name: &str) -> Scope {
 pub fn host_fallback(op: &str, location: SourceLocation, duration_ns: u64) {
     if enabled() {
         emit(Event::HostFallback { op: op.into(), location, duration_ns });
+    }
+}
+
+type TracedLines = std::collections::HashMap<
+    usize,
+    (SourceLocation, u64, u64),
+    std::hash::BuildHasherDefault<crate::ir::FastHasher>,
+>;
+
+/// Recording time per location since the last sync, keyed by the location's address (a front
+/// end interns its locations; the entry holds its location, so the key stays its own): address
+/// -> (location, calls, ns). One table for every thread: autograd records a backward on a
+/// thread of its own, which never syncs.
+static TRACED: Mutex<Option<TracedLines>> = Mutex::new(None);
+
+/// Adds `duration_ns` of recording one op at `location` (a front end's, timed around its call
+/// into the engine), reported per line at the next sync. Nothing when nobody listens.
+pub fn traced(location: &SourceLocation, duration_ns: u64) {
+    if !enabled() {
+        return;
+    }
+    let key = match location {
+        SourceLocation::Rust(l) => *l as *const std::panic::Location<'static> as usize,
+        SourceLocation::External(e) => Arc::as_ptr(e) as usize,
+    };
+    let mut traced = TRACED.lock().unwrap_or_else(|p| p.into_inner());
+    let entry = traced
+        .get_or_insert_with(TracedLines::default)
+        .entry(key)
+        .or_insert_with(|| (location.clone(), 0, 0));
+    entry.1 += 1;
+    entry.2 = entry.2.saturating_add(duration_ns);
+}
+
+/// Reports the recording time summed since the last sync (before a sync begins, and when a
+/// recording stops).
+pub fn flush_traced() {
+    let lines = TRACED.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if enabled() {
+        for (_, (location, calls, duration_ns)) in lines.into_iter().flatten() {
+            emit(Event::Traced { location, calls, duration_ns });
+        }
     }
 }
 

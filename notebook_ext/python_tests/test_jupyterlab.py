@@ -190,16 +190,17 @@ def drive(page, lab):
     expect(view.locator(".xp-diff .xp-hlo summary").first).to_have_text("StableHLO")
 
     # The line profiler: the batch's line made an input of every step's graph, the loss's line
-    # recorded ops, the step's line forced every sync.
+    # recorded ops and took host time recording them, the step's line forced every sync.
     view.locator(".xp-source > summary").click()
     rows = view.locator(".xp-lines tr.xp-line")
     batch = rows.filter(has_text="x = data[step * 16")
     expect(batch).to_have_count(1)
-    expect(batch.locator("td").nth(2)).to_have_text("8")
+    expect(batch.locator("td").nth(3)).to_have_text("8")
     loss = rows.filter(has_text="loss = model(x).square().mean()")
     assert int(loss.locator("td").nth(1).inner_text()) > 0
+    expect(loss.locator("td").nth(2)).to_have_text(re.compile(r"^[0-9.]+ (ns|µs|ms|s)$"))
     sync_line = rows.filter(has_text="xt.step()")
-    expect(sync_line.locator("td").nth(3)).to_have_text("8")
+    expect(sync_line.locator("td").nth(4)).to_have_text("8")
 
     # Two profiles side by side: what `xlaprof diff` prints, then each profile's own view; a
     # finding of A opens A's graphs, in A's column.

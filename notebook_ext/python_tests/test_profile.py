@@ -116,3 +116,47 @@ def test_only_one_recording_at_a_time():
         with pytest.raises(xp.ProfileError):
             with xp.profile():
                 pass
+
+
+def test_the_line_profiler_times_the_recording_of_each_line():
+    a = xp.from_numpy(np.ones((8, 8), np.float32))
+    with xp.profile() as p:
+        for _ in range(5):
+            x = a
+            for _ in range(40):
+                x = x * 1.0001 + 0.5  # HEAVY: 80 ops per step
+            y = a.sum()  # LIGHT: one op per step
+            xp.step()
+    lines = {r["line"]: r for r in p.lines() if r["file"] == "test_profile.py"}
+    source = open(__file__).read().splitlines()
+    heavy = next(i + 1 for i, l in enumerate(source) if "# HEAVY" in l and "x = x" in l)
+    light = next(i + 1 for i, l in enumerate(source) if "# LIGHT" in l and "y = a.sum()" in l)
+    assert lines[heavy]["calls"] == 5 * 80, lines[heavy]
+    assert lines[light]["calls"] == 5, lines[light]
+    assert lines[heavy]["trace_ns"] > 3 * lines[light]["trace_ns"] > 0, (lines[heavy], lines[light])
+    # Recording time, not the syncs': the step's line records nothing.
+    step_line = next(r for r in lines.values() if r["syncs"] == 5)
+    assert step_line["calls"] == 0 and step_line["trace_ns"] == 0, step_line
+    del x, y
+
+
+def test_the_line_profiler_times_torch_ops_and_the_backward_at_its_line():
+    torch = pytest.importorskip("torch")
+    import xlaprof.torch as xt
+
+    dev = xt.device()
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)).to(dev)
+    x = torch.randn(8, 16).to(dev)
+    with xp.profile() as p:
+        for _ in range(3):
+            loss = model(x).square().mean()  # FORWARD
+            loss.backward()  # BACKWARD: autograd records it on a thread of its own
+            xt.step()
+    source = open(__file__).read().splitlines()
+    at = {marker: next(i + 1 for i, l in enumerate(source) if f"# {marker}" in l and "loss" in l)
+          for marker in ("FORWARD", "BACKWARD")}
+    lines = {r["line"]: r for r in p.lines() if r["file"] == "test_profile.py"}
+    forward, backward = lines[at["FORWARD"]], lines[at["BACKWARD"]]
+    assert forward["calls"] >= 3 * 5 and forward["trace_ns"] > 0, forward  # linear, relu, ... per step
+    assert backward["calls"] >= 3 * 5 and backward["trace_ns"] > 0, backward
+

@@ -269,6 +269,9 @@ fn record() -> impl Strategy<Value = Record> {
             |(t, compile, reason, location)| Record::GraphBreak { t, compile, reason, location }
         ),
         2 => (ns(), id64(), ns()).prop_map(|(t, hash, dur)| Record::CapturedRun { t, hash, dur }),
+        1 => (ns(), id32(), any::<u64>(), ns()).prop_map(
+            |(t, location, calls, dur)| Record::Traced { t, location, calls, dur }
+        ),
         1 => (ns(), prop_oneof![Just("detect_anomaly".to_string()), string()], string(), id32()).prop_map(
             |(t, tool, message, location)| Record::Caught { t, tool, message, location }
         ),

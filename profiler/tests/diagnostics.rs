@@ -516,9 +516,16 @@ fn what_the_debugging_tools_caught_comes_first_at_the_line_behind_it() {
     assert_eq!(kinds, [Kind::Anomaly, Kind::ForbiddenSync], "{:#?}", a.diagnostics);
     let nan = &a.diagnostics[0];
     assert_eq!(nan.location, made_nan);
-    assert!(nan.message.contains("`sqrt`") && nan.message.contains("made the first NaN or Inf"), "{}", nan.message);
+    assert!(
+        nan.message.contains("`sqrt`") && nan.message.contains("made the first NaN or Inf"),
+        "{}",
+        nan.message
+    );
     assert!(nan.advice.is_some());
     assert_eq!(a.diagnostics[1].location, read);
-    assert!(a.diagnostics[1].message.contains("inside forbid_sync()"), "{}", a.diagnostics[1].message);
+    assert!(
+        a.diagnostics[1].message.contains("inside forbid_sync()"),
+        "{}",
+        a.diagnostics[1].message
+    );
 }
-

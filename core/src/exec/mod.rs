@@ -380,6 +380,7 @@ fn run(
     let sync_start = events::now_ns();
     bump(&counter::syncs, 1);
     if listening {
+        events::flush_traced();
         let location = location.clone();
         events::emit(Event::SyncBegin { sync_id, cause, location, tensors: tensors.len() });
     }

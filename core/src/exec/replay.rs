@@ -347,6 +347,7 @@ fn begin(location: &SourceLocation, tensors: usize) -> (u64, u64, bool) {
     let sync_id = NEXT_SYNC.fetch_add(1, Ordering::Relaxed);
     bump(&counter::syncs, 1);
     if listening {
+        events::flush_traced();
         let location = location.clone();
         events::emit(Event::SyncBegin {
             sync_id,

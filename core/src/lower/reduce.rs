@@ -66,7 +66,10 @@ pub(super) fn lower(c: &mut Ctx) {
             let out_wide = Shape::new(wide, node.shape.dims.clone()).mlir();
             let in_ty = c.in_ty(0);
             let x = c.args[0].clone();
-            let _ = writeln!(c.out, "  {name}_wide = \"stablehlo.convert\"({x}) : ({in_ty}) -> {in_wide}");
+            let _ = writeln!(
+                c.out,
+                "  {name}_wide = \"stablehlo.convert\"({x}) : ({in_ty}) -> {in_wide}"
+            );
             let _ = writeln!(c.out, "  {name}_init = stablehlo.constant {}", literal(wide, 0.0));
             let _ = writeln!(
                 c.out,
@@ -74,7 +77,10 @@ pub(super) fn lower(c: &mut Ctx) {
                 plain_combiner("add", wide),
                 array(axes)
             );
-            let _ = writeln!(c.out, "  {name} = \"stablehlo.convert\"({name}_sum) : ({out_wide}) -> {ty}");
+            let _ = writeln!(
+                c.out,
+                "  {name} = \"stablehlo.convert\"({name}_sum) : ({out_wide}) -> {ty}"
+            );
         }
         Op::Reduce { kind, axes } => {
             let dt = node.shape.dtype;

@@ -88,6 +88,13 @@ class Profile:
     def metrics(self) -> Dict[str, Any]:
         return self._data().metrics()
 
+    def lines(self) -> List[Dict[str, Any]]:
+        """The line profiler: each source line the engine did something for, by file and line,
+        with the ops it recorded (``ops``: graph nodes; ``calls``: calls into the engine, torch
+        ops included), the host time recording them took (``trace_ns``), the graph inputs it made,
+        the syncs it forced and their compiles, values read, bytes moved and CPU fallbacks."""
+        return self._data().lines()
+
     def check(self, *rules: str) -> List[Dict[str, Any]]:
         """Evaluates rules such as ``"max-compiles=1"`` or ``"no-compiles-after-step=2"``."""
         return self._data().check(list(rules))

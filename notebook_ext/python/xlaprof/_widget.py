@@ -176,7 +176,7 @@ def _lines(data: Any, profile: Any) -> List[List[Any]]:
     for r in data.lines():
         text = next((texts[i] for i in r["locations"] if i in texts), "")
         out.append([r["file"], r["line"], text, r["ops"], r["inputs"], r["syncs"], r["compiles"],
-                    r["compile_ns"], r["reads"], r["bytes"], r["fallbacks"]])
+                    r["compile_ns"], r["reads"], r["bytes"], r["fallbacks"], r["trace_ns"]])
     return out
 
 

@@ -534,6 +534,7 @@ pub(crate) fn set_package_dir(dir: String) {
 /// fallback), at the caller's line, taking `seconds` in all.
 #[pyfunction]
 pub(crate) fn host_fallback(py: Python<'_>, op: &str, seconds: f64) {
+    trace::not_tracing(nanoseconds(seconds));
     xlaprof_core::events::host_fallback(op, here(py), nanoseconds(seconds));
 }
 

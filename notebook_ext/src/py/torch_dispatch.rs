@@ -175,13 +175,14 @@ pub(crate) fn torch_dispatch<'py>(
     let empty = PyTuple::empty(py);
     let args = args.unwrap_or(&empty);
     let kwargs = kwargs.filter(|k| !k.is_empty());
-    match bridge.native(func, args, kwargs)? {
+    let here = || super::location::current(py);
+    super::trace::timed(here, || match bridge.native(func, args, kwargs)? {
         Some(result) => Ok(result),
         None => {
             let kwargs = kwargs.cloned().unwrap_or_else(|| PyDict::new(py));
             bridge.python.bind(py).call1((func, args, kwargs))
         }
-    }
+    })
 }
 
 impl Bridge {

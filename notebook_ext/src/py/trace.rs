@@ -3,6 +3,7 @@
 
 use std::cell::Cell;
 use std::sync::Arc;
+use std::time::Instant;
 
 use pyo3::prelude::*;
 use xlaprof_core::location::{with_shared_location, ExternalLocation};
@@ -15,6 +16,40 @@ use super::tensor::PyTensor;
 thread_local! {
     /// Depth of `with xp.no_grad():` blocks on this thread.
     static NO_GRAD_DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// Whether a call being timed as tracing runs on this thread (only the outermost counts: a
+    /// torch op's lowering calls the engine's ops in turn).
+    static TIMING: Cell<bool> = const { Cell::new(false) };
+    /// Nanoseconds this thread spent in syncs and reads, which are not tracing.
+    static WAITED_NS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Runs `f`, a call that records ops, and, while a profile records, adds the time it took to
+/// tracing at `here()`, the caller's line (less the syncs and reads inside it). The outermost
+/// call only.
+pub(crate) fn timed<R>(
+    here: impl FnOnce() -> Option<Arc<ExternalLocation>>,
+    f: impl FnOnce() -> R,
+) -> R {
+    if !xlaprof_core::events::enabled() || TIMING.with(Cell::get) {
+        return f();
+    }
+    struct Outermost;
+    impl Drop for Outermost {
+        fn drop(&mut self) {
+            TIMING.with(|t| t.set(false));
+        }
+    }
+    TIMING.with(|t| t.set(true));
+    let _outermost = Outermost;
+    let (start, waited) = (Instant::now(), WAITED_NS.with(Cell::get));
+    let result = f();
+    let took = start.elapsed().as_nanos() as u64;
+    let waited = WAITED_NS.with(Cell::get).saturating_sub(waited);
+    if let Some(here) = here() {
+        let here = xlaprof_core::location::SourceLocation::External(here);
+        xlaprof_core::events::traced(&here, took.saturating_sub(waited));
+    }
+    result
 }
 
 pub(crate) fn enter_no_grad() {
@@ -36,7 +71,8 @@ pub(crate) fn traced<R>(
     f: impl FnOnce() -> xlaprof_core::Result<R>,
 ) -> PyResult<R> {
     let (here, grad) = (location::current(py), grad_enabled());
-    guarded(what, || in_mode(here, grad, f).map_err(engine_error))
+    let at = here.clone();
+    timed(|| at, || guarded(what, || in_mode(here, grad, f).map_err(engine_error)))
 }
 
 /// Records an op at the Python caller's line (see [`traced`]); its result is a new `Tensor`.
@@ -57,7 +93,16 @@ pub(crate) fn traced_detached<R: Send>(
 ) -> PyResult<R> {
     // Syncs and reads: a library's line is reported with the user's line that called into it.
     let (here, grad) = (location::current_with_caller(py), grad_enabled());
-    guarded(what, || py.detach(move || in_mode(here, grad, f)).map_err(engine_error))
+    let start = Instant::now();
+    let result = guarded(what, || py.detach(move || in_mode(here, grad, f)).map_err(engine_error));
+    not_tracing(start.elapsed().as_nanos() as u64);
+    result
+}
+
+/// Takes `ns` this thread spent on something else (a sync, a read, an op run on the CPU) out of
+/// the tracing time of the call timed now.
+pub(crate) fn not_tracing(ns: u64) {
+    WAITED_NS.with(|w| w.set(w.get().saturating_add(ns)));
 }
 
 /// Runs `f` at `here` (when a Python frame was found), under `no_grad` unless `grad`.

@@ -404,8 +404,14 @@ mod window_tests {
         let host: Vec<Span> = spans(&p).into_iter().filter(|s| s.lane == 4).collect();
         assert_eq!(lane_name(4), "host");
         assert_eq!(host.len(), 2);
-        assert_eq!((host[0].kind, host[0].name.as_str()), (SpanKind::HostFallback, "aten::_fft_c2c"));
+        assert_eq!(
+            (host[0].kind, host[0].name.as_str()),
+            (SpanKind::HostFallback, "aten::_fft_c2c")
+        );
         assert_eq!((host[0].start_ns, host[0].end_ns), (100, 150));
-        assert_eq!((host[1].kind, host[1].start_ns, host[1].end_ns), (SpanKind::DataWait, 300, 340));
+        assert_eq!(
+            (host[1].kind, host[1].start_ns, host[1].end_ns),
+            (SpanKind::DataWait, 300, 340)
+        );
     }
 }

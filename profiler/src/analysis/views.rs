@@ -252,6 +252,10 @@ pub struct LineRow {
     /// Ops recorded at the line, over every graph the program ran (a graph built each step
     /// counts each time).
     pub ops: u64,
+    /// Calls into the engine the front end made at the line (a torch op, an `xp` function),
+    /// and the time recording them took on the host (the line's share of tracing).
+    pub calls: u64,
+    pub trace_ns: u64,
     /// Tensors made at the line that graphs read as inputs (a batch moved to the device, a
     /// parameter an optimizer wrote), over every graph the program ran.
     pub inputs: u64,
@@ -313,6 +317,12 @@ pub fn line_rows(p: &Profile) -> Vec<LineRow> {
     for f in &p.host_fallbacks {
         if let Some(r) = line_row(&mut rows, p, user(f.location)) {
             r.fallbacks += 1;
+        }
+    }
+    for (&id, t) in &p.traced {
+        if let Some(r) = line_row(&mut rows, p, id) {
+            r.calls = r.calls.saturating_add(t.calls);
+            r.trace_ns = r.trace_ns.saturating_add(t.ns);
         }
     }
     rows.into_values().collect()

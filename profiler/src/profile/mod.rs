@@ -201,6 +201,13 @@ pub struct Caught {
     pub step: u64,
 }
 
+/// What recording ops at one line cost the front end, over the whole profile.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct Tracing {
+    pub calls: u64,
+    pub ns: u64,
+}
+
 /// A run of a graph captured and compiled by a front end's compiler.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CapturedRun {
@@ -360,6 +367,8 @@ pub struct Profile {
     pub captured_runs: Vec<CapturedRun>,
     /// What the debugging tools caught, in order.
     pub caught: Vec<Caught>,
+    /// Recording time per location: ops recorded there and the time it took the front end.
+    pub traced: BTreeMap<u32, Tracing>,
     /// For a library's line where a sync or fallback happened, the user's line that called it.
     pub callers: BTreeMap<u32, u32>,
     pub steps: Vec<Step>,
@@ -773,8 +782,15 @@ impl Profile {
             Record::Caught { t, tool, message, location } => {
                 self.seen(t);
                 let step = self.current_step();
-                let (tool, message) = (clip_to(&tool, 40).into_owned(), clip(&message).into_owned());
+                let (tool, message) =
+                    (clip_to(&tool, 40).into_owned(), clip(&message).into_owned());
                 self.caught.push(Caught { tool, message, location, at_ns: t, step });
+            }
+            Record::Traced { t, location, calls, dur } => {
+                self.seen(t);
+                let line = self.traced.entry(location).or_default();
+                line.calls = line.calls.saturating_add(calls);
+                line.ns = line.ns.saturating_add(dur);
             }
             Record::CapturedRun { t, hash, dur } => {
                 self.seen(t);

@@ -412,6 +412,10 @@ impl Listener for Recorder {
                 let location = s.location(location);
                 Record::HostFallback { t, op: op.to_string(), location, dur: *duration_ns }
             }
+            Event::Traced { location, calls, duration_ns } => {
+                let location = s.location(location);
+                Record::Traced { t, location, calls: *calls, dur: *duration_ns }
+            }
             Event::Caught { tool, message, location } => {
                 let location = s.location(location);
                 Record::Caught {
@@ -518,6 +522,7 @@ impl Recording {
         // Programs still running on the device (the host runs ahead) are in the profile too; a
         // failure among them is the program's to see at its next read, not the profile's.
         let _ = xlaprof_core::wait();
+        events::flush_traced(); // what was recorded after the last sync
         events::remove_listener(self.listener);
         *ACTIVE.lock().unwrap_or_else(|p| p.into_inner()) = false;
         let mut s = self.recorder.0.lock().unwrap_or_else(|p| p.into_inner());

@@ -436,6 +436,14 @@ pub enum Record {
         message: String,
         location: u32,
     },
+    /// The front end spent `dur` recording `calls` ops at `location` since its previous
+    /// `Traced` (written before each sync).
+    Traced {
+        t: u64,
+        location: u32,
+        calls: u64,
+        dur: u64,
+    },
 }
 
 /// One compile of a function by a front end's compiler (torch.compile: Dynamo, then its

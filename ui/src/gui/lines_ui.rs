@@ -13,14 +13,23 @@ pub fn show(ui: &mut egui::Ui, model: &Model) {
         ui.label("No source lines: the profile recorded no graph, sync or read.");
         return;
     }
-    ui.label("What the engine did for each source line: ops it recorded, graph inputs it made, syncs it forced, their compiles, values read, bytes moved, ops that fell back to the CPU.");
+    ui.label("What the engine did for each source line: ops it recorded, the host time recording them took (tracing), graph inputs it made, syncs it forced, their compiles, values read, bytes moved, ops that fell back to the CPU.");
     let most = lines.iter().map(|l| l.ops).max().unwrap_or(1).max(1);
     let blank = |v: u64| if v == 0 { String::new() } else { v.to_string() };
     egui::ScrollArea::both().auto_shrink([false, false]).show(ui, |ui| {
-        egui::Grid::new("lines").striped(true).num_columns(9).show(ui, |ui| {
-            for title in
-                ["line", "ops", "", "inputs", "syncs", "compiles", "reads", "bytes", "fallbacks"]
-            {
+        egui::Grid::new("lines").striped(true).num_columns(10).show(ui, |ui| {
+            for title in [
+                "line",
+                "ops",
+                "",
+                "tracing",
+                "inputs",
+                "syncs",
+                "compiles",
+                "reads",
+                "bytes",
+                "fallbacks",
+            ] {
                 ui.label(RichText::new(title).strong());
             }
             ui.end_row();
@@ -31,6 +40,7 @@ pub fn show(ui: &mut egui::Ui, model: &Model) {
                 ui.label(blank(l.ops));
                 let share = l.ops as f32 / most as f32;
                 ui.add(egui::ProgressBar::new(share).desired_width(80.0));
+                ui.label(if l.trace_ns > 0 { format_ns(l.trace_ns as f64) } else { String::new() });
                 ui.label(blank(l.inputs));
                 ui.label(blank(l.syncs));
                 ui.label(if l.compiles > 0 {

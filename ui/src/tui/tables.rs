@@ -152,7 +152,7 @@ fn count(v: u64) -> String {
     }
 }
 
-pub static LINE_COLUMNS: [Column<LineRow>; 9] = [
+pub static LINE_COLUMNS: [Column<LineRow>; 10] = [
     col(
         "line",
         36,
@@ -161,6 +161,13 @@ pub static LINE_COLUMNS: [Column<LineRow>; 9] = [
         |l| Key::Text(format!("{}:{:08}", l.file, l.line)),
     ),
     col("ops", 8, true, |l| count(l.ops), |l| Key::Num(l.ops as f64)),
+    col(
+        "tracing",
+        9,
+        true,
+        |l| if l.trace_ns > 0 { ns(l.trace_ns) } else { String::new() },
+        |l| Key::Num(l.trace_ns as f64),
+    ),
     col("inputs", 7, true, |l| count(l.inputs), |l| Key::Num(l.inputs as f64)),
     col("syncs", 6, true, |l| count(l.syncs), |l| Key::Num(l.syncs as f64)),
     col("comp", 5, true, |l| count(l.compiles), |l| Key::Num(l.compiles as f64)),

@@ -266,18 +266,18 @@ function renderProfile(model, host) {
 
   // The line profiler: each line the engine did something for, with what it did.
   function showSource() {
-    source.replaceChildren(el("summary", "", "Source lines: ops recorded, graph inputs made, syncs, compiles, bytes"));
+    source.replaceChildren(el("summary", "", "Source lines: ops recorded, tracing time, graph inputs made, syncs, compiles, bytes"));
     const rows = model.get("lines");
     const most = Math.max(1, ...rows.map((r) => r[3]));
     let file = null;
     let table = null;
-    for (const [f, line, text, ops, inputs, syncs, compiles, compileNs, reads, bytes, fallbacks] of rows) {
+    for (const [f, line, text, ops, inputs, syncs, compiles, compileNs, reads, bytes, fallbacks, traceNs] of rows) {
       if (f !== file) {
         file = f;
         source.append(el("div", "xp-file", f));
         table = el("table", "xp-lines");
         const head = el("tr");
-        for (const h of ["line", "ops", "inputs", "syncs", "compiles", "reads", "bytes", "fallbacks", "code"]) {
+        for (const h of ["line", "ops", "tracing", "inputs", "syncs", "compiles", "reads", "bytes", "fallbacks", "code"]) {
           head.append(el("th", "", h));
         }
         table.append(head);
@@ -286,7 +286,8 @@ function renderProfile(model, host) {
       const tr = el("tr", syncs || compiles || fallbacks ? "xp-line xp-hot" : "xp-line");
       const heat = el("td", "xp-num", String(ops));
       heat.style.background = `linear-gradient(90deg, #cfe3ff ${(100 * ops) / most}%, transparent 0)`;
-      tr.append(el("td", "xp-num", String(line)), heat, el("td", "xp-num", String(inputs)), el("td", "xp-num", String(syncs)),
+      tr.append(el("td", "xp-num", String(line)), heat, el("td", "xp-num", traceNs ? formatNs(traceNs) : ""),
+        el("td", "xp-num", String(inputs)), el("td", "xp-num", String(syncs)),
         el("td", "xp-num", compiles ? `${compiles} (${formatNs(compileNs)})` : "0"), el("td", "xp-num", String(reads)),
         el("td", "xp-num", String(bytes)), el("td", "xp-num", String(fallbacks)), el("td", "xp-code", text));
       table.append(tr);

@@ -100,7 +100,11 @@ impl Kind {
     pub fn is_caught(self) -> bool {
         matches!(
             self,
-            Kind::Anomaly | Kind::ForbiddenSync | Kind::Break | Kind::Divergence | Kind::IndexOutOfRange
+            Kind::Anomaly
+                | Kind::ForbiddenSync
+                | Kind::Break
+                | Kind::Divergence
+                | Kind::IndexOutOfRange
         )
     }
 }
