@@ -1,0 +1,138 @@
+//! Running a compiled graph on its inputs: one device, or partitioned over a mesh.
+
+use super::*;
+
+/// Runs a one-device graph: its outputs, in order.
+pub(crate) fn execute(
+    engine: &Engine,
+    graph: &Graph,
+    compiled: &CachedGraph,
+    sync_id: u64,
+    location: &SourceLocation,
+    listening: bool,
+    run_ahead: bool,
+) -> Result<Vec<Arc<DeviceData>>> {
+    let t = events::now_ns();
+    let (scalars, uploaded) = engine.scalars.lock().unwrap_or_else(|p| p.into_inner()).get(
+        &engine.client,
+        engine.device,
+        &graph.scalars,
+    )?;
+    note_scalar_upload(uploaded, t, sync_id, listening);
+    let mut inputs: Vec<&Buffer> = Vec::with_capacity(graph.data.len() + scalars.len());
+    for data in &graph.data {
+        inputs.push(data.on_device(&engine.client, engine.device)?);
+    }
+    inputs.extend(scalars.iter().map(|b| b.as_ref()));
+    let t = events::now_ns();
+    let exe = &compiled.executable;
+    let launched = exe
+        .launch_keeping(&inputs, &graph.kept)
+        .map_err(|e| engine.device_error(e, graph.key, location, exe))?;
+    bump(&counter::executions, 1);
+    let mut done = launched.done;
+    if listening && run_ahead {
+        // Timed when the device says it finished, after this sync has returned.
+        let hash = graph.key;
+        let _ = done.on_done(move |at, _| {
+            let duration_ns = at.saturating_sub(t);
+            events::emit(Event::Executed { sync_id, hash, duration_ns });
+        });
+    }
+    // While it runs, the host frees earlier graphs (see `trace`).
+    while !done.is_done() && trace::reap_while_executing() {}
+    if run_ahead {
+        let mut queue = engine.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        let executable = compiled.executable.clone();
+        queue.push_back(InFlight {
+            graph: graph.key,
+            location: location.clone(),
+            done,
+            executable,
+        });
+        drop(queue);
+        engine.wait_in_flight(IN_FLIGHT)?;
+    } else {
+        done.wait().map_err(|e| engine.device_error(e, graph.key, location, exe))?;
+        if listening {
+            let duration_ns = events::now_ns() - t;
+            events::emit(Event::Executed { sync_id, hash: graph.key, duration_ns });
+        }
+    }
+    Ok(launched.outputs.into_iter().map(|b| Arc::new(DeviceData::single(b))).collect())
+}
+
+/// Runs a graph partitioned over a mesh: every partition's shards in, in one launch; each output
+/// comes back as one shard per partition, with the sharding the plan gave it.
+pub(super) fn execute_partitioned(
+    engine: &Engine,
+    graph: &Graph,
+    compiled: &CachedGraph,
+    partitioning: &partition::Partitioning,
+    sync_id: u64,
+    listening: bool,
+) -> Result<Vec<Arc<DeviceData>>> {
+    let mesh = &partitioning.mesh;
+    let devices = mesh.partitions();
+    let t = events::now_ns();
+    let mut scalars = Vec::with_capacity(devices.len());
+    let mut uploaded = 0;
+    {
+        let mut cache = engine.scalars.lock().unwrap_or_else(|p| p.into_inner());
+        for &device in devices {
+            let (buffers, bytes) = cache.get(&engine.client, device, &graph.scalars)?;
+            scalars.push(buffers);
+            uploaded += bytes;
+        }
+    }
+    let per_data: Vec<crate::ir::OnMesh> =
+        graph.data.iter().map(|d| d.on_mesh(&engine.client, mesh)).collect::<Result<_>>()?;
+    note_scalar_upload(uploaded, t, sync_id, listening);
+    let inputs: Vec<Vec<&Buffer>> = (0..devices.len())
+        .map(|p| {
+            per_data
+                .iter()
+                .map(|data| data.get(p))
+                .chain(scalars[p].iter().map(|b| b.as_ref()))
+                .collect()
+        })
+        .collect();
+    let t = events::now_ns();
+    let run = compiled.executable.execute_partitioned(&inputs, listening)?;
+    bump(&counter::executions, 1);
+    if listening {
+        let duration_ns = events::now_ns() - t;
+        events::emit(Event::Executed { sync_id, hash: graph.key, duration_ns });
+        let after_launch_ns = run.device_done_ns.iter().map(|&d| d.saturating_sub(t)).collect();
+        events::emit(Event::DevicesFinished { sync_id, hash: graph.key, after_launch_ns });
+    }
+    let mut outputs = run.outputs;
+    // outputs[partition][output] -> per output, its shards in partition order.
+    let count = compiled.executable.num_outputs();
+    let mut shards: Vec<Vec<crate::runtime::Buffer>> = (0..count).map(|_| Vec::new()).collect();
+    for partition in outputs.iter_mut() {
+        for (o, buffer) in partition.drain(..).enumerate() {
+            shards[o].push(buffer);
+        }
+    }
+    Ok(shards
+        .into_iter()
+        .zip(&partitioning.outputs)
+        .map(|(shards, sharding)| Arc::new(DeviceData::sharded(shards, sharding.clone())))
+        .collect())
+}
+
+pub(super) fn note_scalar_upload(uploaded: u64, start: u64, sync_id: u64, listening: bool) {
+    if uploaded > 0 {
+        bump(&counter::bytes_to_device, uploaded);
+        if listening {
+            let duration_ns = events::now_ns() - start;
+            events::emit(Event::Transfer {
+                sync_id,
+                direction: Direction::ToDevice,
+                bytes: uploaded,
+                duration_ns,
+            });
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! Sync points: the pending graph collected, hashed and found compiled or compiled, then run;
+//! steps, explicit syncs, value reads and waits.
+
+use super::*;
+
+/// Computes every live pending tensor in one graph and makes each device data
+/// (torch_xla's `mark_step`).
+#[track_caller]
+pub fn sync() -> Result<()> {
+    let location = SourceLocation::caller();
+    sync_all(SyncCause::Explicit, location)
+}
+
+/// Like [`sync`], marking the end of a training step.
+#[track_caller]
+pub fn step() -> Result<()> {
+    let location = SourceLocation::caller();
+    sync_all(SyncCause::StepEnd, location.clone())?;
+    mark_step(location);
+    Ok(())
+}
+
+/// Ends a training step without a sync: for a front end whose steps the engine does not run (a
+/// `torch.compile` program on another backend, its steps told by its optimizer). It does not
+/// start the engine.
+pub fn mark_step(location: SourceLocation) {
+    let step = STEPS.fetch_add(1, Ordering::Relaxed) + 1;
+    if events::enabled() {
+        events::emit(Event::StepMarker { step, location });
+        // An engine not started yet has no memory to report (and a step must not start it:
+        // a mesh made later could not have its devices).
+        if let Some(engine) = started_engine() {
+            engine.note_memory(step);
+        }
+    }
+}
+
+/// Waits until every program launched so far has finished on the device (torch_xla's
+/// `wait_device_ops`): what a sync does not do when the host runs ahead (`XLAPROF_RUN_AHEAD`).
+/// The first failure is returned, named by its graph and the line of its sync.
+pub fn wait() -> Result<()> {
+    match started_engine() {
+        Some(engine) => engine.wait_in_flight(0),
+        None => Ok(()),
+    }
+}
+
+/// Training steps ended so far (`step()` calls).
+pub(super) static STEPS: AtomicU64 = AtomicU64::new(0);
+
+pub(super) static NEXT_SYNC: AtomicU64 = AtomicU64::new(1);
+
+pub(super) fn sync_what(cause: SyncCause) -> &'static str {
+    match cause {
+        SyncCause::Explicit => "sync() ran a graph",
+        SyncCause::ValueRead => "a value read ran a graph",
+        SyncCause::StepEnd => "step() ran a graph",
+        SyncCause::CompiledGraph => "a compiled graph ran",
+    }
+}
+
+/// Computes every live pending tensor, from the trace that recorded them (see `trace`).
+pub(super) fn sync_all(cause: SyncCause, location: SourceLocation) -> Result<()> {
+    let engine = engine()?;
+    let _serial = trace::serialize();
+    // Checked before the trace is taken: what is pending stays pending. The pending tensors
+    // are looked at only inside a block.
+    if forbid::is_open() && trace::has_pending() {
+        forbid::check(sync_what(cause), &location)?;
+    }
+    trace::free_small_graveyard();
+    let (holders, mut trace) = trace::take();
+    let tensors: Vec<&Value> = holders.iter().map(|h| h.value()).collect();
+    let result = if tensors.is_empty() {
+        Ok(())
+    } else {
+        run(engine, &tensors, Some(&mut trace), cause, location)
+    };
+    // The synced graph is freed while the next sync's program runs (see `trace`).
+    trace::bury(trace);
+    result
+}
+
+/// Computes `tensors` (a value read: only what they need).
+pub(crate) fn sync_tensors(
+    tensors: &[&Value],
+    cause: SyncCause,
+    location: SourceLocation,
+) -> Result<()> {
+    let engine = engine()?;
+    let _serial = trace::serialize();
+    // Tensors synced by someone else while we waited are already data.
+    let tensors: Vec<&Value> = tensors.iter().copied().filter(|t| !t.is_data()).collect();
+    if tensors.is_empty() {
+        return Ok(());
+    }
+    forbid::check(sync_what(cause), &location)?;
+    trace::free_small_graveyard();
+    run(engine, &tensors, None, cause, location)
+}
+
+/// One sync of `tensors`; `trace` when they are every live pending tensor and the trace that
+/// recorded them.
+pub(super) fn run(
+    engine: &Engine,
+    tensors: &[&Value],
+    trace: Option<&mut Trace>,
+    cause: SyncCause,
+    location: SourceLocation,
+) -> Result<()> {
+    let listening = events::enabled();
+    let sync_id = NEXT_SYNC.fetch_add(1, Ordering::Relaxed);
+    let sync_start = events::now_ns();
+    bump(&counter::syncs, 1);
+    if listening {
+        events::flush_traced();
+        let location = location.clone();
+        events::emit(Event::SyncBegin { sync_id, cause, location, tensors: tensors.len() });
+    }
+
+    // 1-2: the graph and its structural key.
+    let roots: Vec<_> = tensors.iter().map(|t| t.node()).collect();
+    let epoch = engine.epoch.fetch_add(1, Ordering::Relaxed);
+    let t = events::now_ns();
+    // Donating is only safe when every live pending tensor is in this graph: a value read computes
+    // a part, and a node it shares with a tensor left pending would still need the donated input.
+    // Nor while anomalies are looked for: the graph may have to run again on the same inputs.
+    let detecting = watch::detecting();
+    let full = cause != SyncCause::ValueRead && !detecting;
+    let (mut graph, trace) = build_graph(&roots, trace, epoch, full);
+
+    // 3: cache lookup (memory, then disk), 4-5: lower and compile on a miss.
+    let cached = {
+        let mut cache = engine.cache.lock().unwrap_or_else(|p| p.into_inner());
+        cache.get(graph.key).or_else(|| {
+            // Compiled before with other donations: run that, keeping what is held now.
+            let (key, donated, kept, c) =
+                cache.get_same_graph(graph.undonated_key, &graph.donated)?;
+            graph.key = key;
+            graph.donated = donated;
+            graph.kept = kept;
+            Some(c)
+        })
+    };
+    let summary = match (&cached, listening) {
+        // Inputs kept from donation this time: the donations that take place, as they are.
+        (Some(c), true) if !graph.kept.is_empty() => Some(Arc::new(events::GraphSummary {
+            donated: graph.donated.clone(),
+            ..(*c.summary).clone()
+        })),
+        (Some(c), true) => Some(c.summary.clone()),
+        (None, _) => {
+            if let Some(trace) = trace {
+                trace.lay_out(&mut graph, &roots, epoch);
+            }
+            Some(Arc::new(summary::summary(&graph)))
+        }
+        _ => None,
+    };
+    if let (true, Some(summary)) = (listening, &summary) {
+        let duration_ns = events::now_ns() - t;
+        events::emit(Event::GraphBuilt {
+            sync_id,
+            hash: graph.key,
+            summary: summary.clone(),
+            duration_ns,
+        });
+    }
+    let compiled = match cached {
+        Some(c) => {
+            bump(&counter::cache_hits, 1);
+            if listening {
+                events::emit(Event::CacheLookup {
+                    sync_id,
+                    hash: graph.key,
+                    hit: true,
+                    persistent_hit: false,
+                });
+            }
+            c
+        }
+        None => {
+            bump(&counter::cache_misses, 1);
+            let summary = summary.unwrap_or_default();
+            let c = compile(engine, &graph, summary, sync_id, listening)?;
+            let mut cache = engine.cache.lock().unwrap_or_else(|p| p.into_inner());
+            cache.insert(graph.key, c.clone(), graph.undonated_key, &graph.donated);
+            c
+        }
+    };
+
+    // 6: inputs (device data, then the host scalars, each in its own dtype) and execute;
+    // 7: every synced tensor becomes device data.
+    let outputs = match &compiled.partitioning {
+        // A value read needs its program's end anyway: it does not run ahead.
+        None => {
+            let ahead = engine.run_ahead && cause != SyncCause::ValueRead;
+            execute(engine, &graph, &compiled, sync_id, &location, listening, ahead)?
+        }
+        Some(p) => execute_partitioned(engine, &graph, &compiled, p, sync_id, listening)?,
+    };
+    let mut synced = Vec::new();
+    for (tensor, &slot) in tensors.iter().zip(&graph.root_outputs) {
+        let root = tensor.node();
+        let data = Node::new(
+            Op::Data(outputs[slot].clone()),
+            root.shape.clone(),
+            Inputs::new(),
+            root.location.clone(),
+        );
+        if detecting {
+            synced.push(data.clone());
+        }
+        tensor.set_data(data);
+    }
+    if detecting {
+        watch::keep(watch::Synced {
+            roots: roots.clone(),
+            outputs: synced,
+            location: location.clone(),
+        });
+    }
+    drop(graph);
+    drop(roots);
+    if listening {
+        events::emit(Event::SyncEnd { sync_id, duration_ns: events::now_ns() - sync_start });
+    }
+    Ok(())
+}
+
+/// The graph under `roots`: from the trace when it recorded exactly the nodes they need (no
+/// walk; laid out only for a compile), else by walking it. Both give the same key (`graph::keys`).
+pub(super) fn build_graph<'a>(
+    roots: &'a [NodeRef],
+    trace: Option<&'a mut Trace>,
+    epoch: u64,
+    donate: bool,
+) -> (Graph<'a>, Option<&'a Trace>) {
+    let Some(trace) = trace else {
+        return (Graph::build(roots, epoch, donate), None);
+    };
+    if trace.covers(roots) {
+        let outputs = trace.settle(roots);
+        if trace.is_exact() {
+            let trace = &*trace;
+            return (trace.graph(roots, outputs, donate), Some(trace));
+        }
+    }
+    // The walk judges donation by reference counts: the trace's own must go.
+    trace.release_params();
+    (Graph::build(roots, epoch, donate), None)
+}
