@@ -73,7 +73,7 @@ def test_the_torch_bridge_has_both_tools():
 def test_compare_with_eager_names_a_deliberately_wrong_op_at_its_line():
     torch = pytest.importorskip("torch")
     import xlaprof.torch as xt
-    from xlaprof.torch._lowerings import lower
+    from xlaprof.torch.lowerings.registry import lower
 
     @torch.library.custom_op("xptest::doubled", mutates_args=())
     def doubled(x: torch.Tensor) -> torch.Tensor:

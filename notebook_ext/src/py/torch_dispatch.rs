@@ -101,7 +101,7 @@ struct Bridge {
     /// `_tensor.value(t)` (a view's value, recomputed) and `_tensor.assign(t, new)` (a write).
     value: Py<PyAny>,
     assign: Py<PyAny>,
-    /// The exception by which a lowering declines a call (`_lowerings._Unsupported`).
+    /// The exception by which a lowering declines a call (`lowerings.common.Unsupported`).
     unsupported: Py<PyType>,
     /// Types passed to a lowering as they are (numbers, strings, torch dtypes and devices).
     plain: Vec<Py<PyType>>,
@@ -293,7 +293,7 @@ impl Bridge {
         Ok(Some(target))
     }
 
-    /// The view `which` of `args[0]` (see [`VIEW`]), made as `_lowerings` and
+    /// The view `which` of `args[0]` (see [`VIEW`]), made as `lowerings/views.py` and
     /// `_tensor.make_view` make it, or `None` where its raw lowering must (other arguments, a
     /// complex tensor, a value that is not an engine tensor).
     fn view<'py>(
@@ -323,7 +323,7 @@ impl Bridge {
         let (step, inverse) = match (which, args.len()) {
             (VIEW_RESHAPE, 2) => {
                 let Some(mut size) = ints(1) else { return Ok(None) };
-                // `_lowerings._view_shape`: the first -1 takes what the others leave.
+                // `lowerings.views._view_shape`: the first -1 takes what the others leave.
                 if let Some(free) = size.iter().position(|&d| d == -1) {
                     let known: i64 = size.iter().filter(|&&d| d != -1).product();
                     let total: i64 = dims.iter().product();

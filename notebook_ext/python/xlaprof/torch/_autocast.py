@@ -18,31 +18,17 @@ import torch
 from torch.utils._pytree import tree_map
 
 from ._device import DEVICE_TYPE
+from .lowerings import registry
 
 _KEY = "AutocastPrivateUse1"
 _BELOW = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastPrivateUse1)
 
-# torch's lists for CUDA (aten/src/ATen/autocast_mode.cpp), by aten name (all overloads).
-LOWER_PRECISION = (
-    "_convolution", "conv1d", "conv2d", "conv3d", "conv_tbc", "conv_transpose1d", "conv_transpose2d",
-    "conv_transpose3d", "convolution", "prelu", "addmm", "addmv", "addr", "matmul", "einsum", "mm",
-    "mv", "linalg_vecdot", "linear", "addbmm", "baddbmm", "bmm", "chain_matmul", "linalg_multi_dot",
-    "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "scaled_dot_product_attention",
-)
-FLOAT32 = (
-    "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p", "reciprocal",
-    "rsqrt", "sinh", "tan", "pow", "softplus", "layer_norm", "native_layer_norm", "group_norm",
-    "frobenius_norm", "nuclear_norm", "cosine_similarity", "poisson_nll_loss", "cosine_embedding_loss",
-    "nll_loss", "nll_loss2d", "hinge_embedding_loss", "kl_div", "l1_loss", "smooth_l1_loss",
-    "huber_loss", "mse_loss", "margin_ranking_loss", "multilabel_margin_loss", "soft_margin_loss",
-    "triplet_margin_loss", "multi_margin_loss", "binary_cross_entropy_with_logits", "dist", "pdist",
-    "cdist", "renorm", "logsumexp",
-    # torch runs these with `dtype=torch.float32` when none is given: the same result.
-    "prod", "cumprod", "cumsum", "linalg_vector_norm", "linalg_matrix_norm", "sum", "softmax",
-    "log_softmax",
-)
-WIDEST = ("addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "grid_sampler", "index_put",
-          "scatter_add", "tensordot")
+# torch's lists for CUDA (aten/src/ATen/autocast_mode.cpp), by aten name (all overloads): each op's
+# `autocast=` in the lowerings' registry.
+LOWER_PRECISION = registry.autocast_ops("lower_precision")
+FLOAT32 = registry.autocast_ops("float32")
+WIDEST = registry.autocast_ops("widest")
+
 
 def register(lib: torch.library.Library) -> torch.library.Library:
     """Registers the rules in the device's aten library (`_device.register`); returns the

@@ -1,6 +1,6 @@
 """Where each aten op goes: a lowering, torch's decomposition of it, or the CPU fallback.
 
-1. Lowered ops (``_lowerings``); the in-place and ``out=`` forms of lowered functional ops (the
+1. Lowered ops (``lowerings``); the in-place and ``out=`` forms of lowered functional ops (the
    functional op runs and its result is written into the mutated argument); the ``*_copy``
    forms of lowered views (the view, copied). Each op's route is found once and cached.
 2. torch's own decompositions (``torch._decomp``, then the op's CompositeImplicit kernel): the
@@ -27,8 +27,8 @@ from torch.utils._pytree import tree_map
 from .. import _breaks, _native
 from ._device import DEVICE_TYPE, TO_ENGINE, engine_dtype
 from . import _check, _compile
-from ._complex import COMPLEX_SAFE
-from ._lowerings import FUNCTIONAL, NAMED, RAW, _Unsupported
+from .lowerings.common import Unsupported as _Unsupported
+from .lowerings.registry import COMPLEX_SAFE, ENGINE_OPERATORS, FUNCTIONAL, NAMED, NATIVE_VIEWS, RAW
 from . import _tensor as _tensor_module
 from ._tensor import LazyTensor, assign, make_view, to_cpu, to_engine, value
 
@@ -163,23 +163,17 @@ _NATIVE: Dict[Any, Tuple[int, Callable[..., Any], int]] = {}
 _CODES = _native.DISPATCH_CODES
 _NATIVE_FUNCTIONAL, _NATIVE_RAW, _NATIVE_IN_PLACE, _NATIVE_VIEW = (
     _CODES["routes"][kind] for kind in ("functional", "raw", "in_place", "view"))
-# Raw lowerings of the commonest views (`_lowerings.view`, `alias`, `permute`, `transpose`, `t_`,
-# `unsqueeze`): the native dispatcher makes these views itself, the same way, and calls the
-# lowering only for arguments it does not take.
+# Raw lowerings of the commonest views (`lowerings.views.view`, `alias`, `permute`, `transpose`,
+# `t_`, `unsqueeze`: their `native_view=`): the native dispatcher makes these views itself, the
+# same way, and calls the lowering only for arguments it does not take.
 _VIEW = _CODES["views"]
-_NATIVE_VIEWS = {
-    aten.view.default: _VIEW["reshape"], aten._unsafe_view.default: _VIEW["reshape"],
-    aten.reshape.default: _VIEW["reshape"], aten.alias.default: _VIEW["alias"],
-    aten.detach.default: _VIEW["alias"], aten.lift_fresh.default: _VIEW["alias"],
-    aten.permute.default: _VIEW["permute"], aten.transpose.int: _VIEW["transpose"],
-    aten.t.default: _VIEW["t"], aten.unsqueeze.default: _VIEW["unsqueeze"],
-}
+_NATIVE_VIEWS = {op: _VIEW[name] for op, name in NATIVE_VIEWS.items()}
 # Functional lowerings that are one engine operator when their first argument is a tensor
-# (`_lowerings.add`: `a.add(b)`, `sub`, `mul`: `a * b`, `div`: `a / b`): the native dispatcher
-# calls the operator itself, without the lowering's frame.
+# (`lowerings.elementwise.add`: `a.add(b)`, `sub`, `mul`: `a * b`, `div`: `a / b`: their
+# `engine_operator=`): the native dispatcher calls the operator itself, without the lowering's
+# frame.
 _OPERATOR = _CODES["operators"]
-_ENGINE_OPERATORS = {aten.add.Tensor: _OPERATOR["add"], aten.sub.Tensor: _OPERATOR["sub"],
-                     aten.mul.Tensor: _OPERATOR["mul"], aten.div.Tensor: _OPERATOR["div"]}
+_ENGINE_OPERATORS = {op: _OPERATOR[name] for op, name in ENGINE_OPERATORS.items()}
 
 
 def dispatch(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
@@ -233,7 +227,7 @@ def _route(func: Any) -> Route:
 
 def _real_only(route: Route, func: Any) -> Route:
     """``route``, unless an argument is complex and the op's lowering was written for real
-    numbers (``_complex.COMPLEX_SAFE``): then what an op without a lowering does."""
+    numbers (``complex_safe=`` in the registry: ``COMPLEX_SAFE``): then what an op without a lowering does."""
     if func.overloadpacket in COMPLEX_SAFE:
         return route
     instead = _unlowered(func)

@@ -16,7 +16,8 @@ from typing import Any, List, Optional
 import torch
 from torch.optim.adam import _multi_tensor_adam
 
-from ._lowerings import _Unsupported, aten, lower_raw
+from .common import Unsupported, aten
+from .registry import lower_raw
 
 
 def _adam(decoupled: bool) -> Any:
@@ -25,7 +26,7 @@ def _adam(decoupled: bool) -> Any:
              weight_decay: float, eps: float, amsgrad: bool, maximize: bool, grad_scale: Optional[Any] = None,
              found_inf: Optional[Any] = None) -> None:
         if grad_scale is not None or found_inf is not None:
-            raise _Unsupported("a fused Adam step with a gradient scaler")
+            raise Unsupported("a fused Adam step with a gradient scaler")
         with torch.no_grad():
             # The fused kernel takes the counts already advanced; the foreach step advances them.
             torch._foreach_sub_(state_steps, 1)
@@ -48,7 +49,7 @@ def fused_sgd(params: List[Any], grads: List[Any], momentum_buffers: List[Any], 
               momentum: float, lr: Any, dampening: float, nesterov: bool, maximize: bool, is_first_step: bool,
               grad_scale: Optional[Any] = None, found_inf: Optional[Any] = None) -> None:
     if grad_scale is not None or found_inf is not None:
-        raise _Unsupported("a fused SGD step with a gradient scaler")
+        raise Unsupported("a fused SGD step with a gradient scaler")
     with torch.no_grad():
         # torch's SGD step (`_multi_tensor_sgd`), with the momentum buffers the fused kernel is
         # given already made (`is_first_step`: they take the first gradient).

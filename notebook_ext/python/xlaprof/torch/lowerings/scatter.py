@@ -9,10 +9,12 @@ from typing import Any, Sequence
 
 import xlaprof as xp
 
-from ._lowerings import (_broadcast_shape, _expand_to, _index_prod, _strides, _Unsupported, _write_rows, aten,
-                         cumsum, lower, lower_raw, scatter_reduce)
-from ._lowerings import index_put as _index_put_by_integers
-from ._tensor import LazyTensor, make_view
+from .._tensor import LazyTensor, make_view
+from .common import (Unsupported, aten, broadcast_shape, contiguous_strides, expand_to, flat_positions,
+                     is_float, to_float, write_rows)
+from .cumulative import cumsum
+from .indexing import index_put as _index_put_by_integers
+from .registry import lower, lower_raw
 
 
 def _numel(shape: Sequence[int]) -> int:
@@ -28,7 +30,7 @@ def _ranks(mask: Any) -> Any:
     return cumsum(flat, 0) - flat
 
 
-@lower(aten.index_put.default)
+@lower(aten.index_put.default, autocast="widest")
 def index_put(x: Any, indices: Sequence[Any], values: Any, accumulate: bool = False) -> Any:
     masks = [i for i in indices if i is not None and i.dtype == "bool"]
     if not masks:
@@ -38,7 +40,7 @@ def index_put(x: Any, indices: Sequence[Any], values: Any, accumulate: bool = Fa
         lead += 1
     mask = indices[lead]
     if len(masks) != 1 or any(i is not None for i in indices[lead + 1:]):
-        raise _Unsupported("index_put with a boolean mask among other indices")
+        raise Unsupported("index_put with a boolean mask among other indices")
     rest = list(x.shape[lead + mask.ndim:])
     lead_shape = list(x.shape[:lead])
     # The mask over x's layout: [lead..., mask dims..., 1 per rest dim].
@@ -46,12 +48,12 @@ def index_put(x: Any, indices: Sequence[Any], values: Any, accumulate: bool = Fa
     values = values.astype(x.dtype)
     per_entry = values.ndim > len(rest) and values.shape[values.ndim - len(rest) - 1] != 1
     if not per_entry:
-        v = _expand_to(values, [*lead_shape, 1, *rest]).reshape(*lead_shape, *([1] * mask.ndim), *rest)
+        v = expand_to(values, [*lead_shape, 1, *rest]).reshape(*lead_shape, *([1] * mask.ndim), *rest)
     else:
         # Values given per true entry: entry k of the mask (in order) takes values[..., k, ...].
         if lead:
-            raise _Unsupported("index_put of per-entry values under a mask after other dims")
-        v = _expand_to(values, [values.shape[0], *rest]).reshape(values.shape[0], _numel(rest) or 1)
+            raise Unsupported("index_put of per-entry values under a mask after other dims")
+        v = expand_to(values, [values.shape[0], *rest]).reshape(values.shape[0], _numel(rest) or 1)
         picks = _ranks(mask).clamp(0, values.shape[0] - 1)
         v = v.index_select(0, picks).reshape(*mask.shape, *rest)
     if accumulate:
@@ -61,8 +63,8 @@ def index_put(x: Any, indices: Sequence[Any], values: Any, accumulate: bool = Fa
 
 @lower(aten.masked_scatter.default)
 def masked_scatter(x: Any, mask: Any, source: Any) -> Any:
-    shape = _broadcast_shape([x.shape, mask.shape])
-    x, mask = _expand_to(x, shape), _expand_to(mask, shape)
+    shape = broadcast_shape([x.shape, mask.shape])
+    x, mask = expand_to(x, shape), expand_to(mask, shape)
     flat = source.reshape(-1).astype(x.dtype)
     picks = _ranks(mask).clamp(0, max(flat.shape[0] - 1, 0))
     return xp.where(mask, flat.index_select(0, picks).reshape(*x.shape), x)
@@ -86,7 +88,7 @@ def as_strided_scatter(x: Any, src: Any, size: Sequence[int], stride: Sequence[i
         positions = positions + xp.arange(0, n, 1, dtype="int64").reshape(*shape) * s
     positions = positions.expand(*size).reshape(-1) if size else positions.reshape(1)
     rows = src.astype(x.dtype).reshape(-1)
-    return _write_rows(x.reshape(-1), positions, rows).reshape(*x.shape)
+    return write_rows(x.reshape(-1), positions, rows).reshape(*x.shape)
 
 
 @lower(aten.nonzero_static.default)
@@ -104,7 +106,7 @@ def nonzero_static(x: Any, size: int, fill_value: int = -1) -> Any:
     flat = order[:size]
     found = xp.arange(0, size, 1, dtype="int64") < nz.astype("int64").sum()
     coords = []
-    for stride, dim in zip(_strides(x.shape), x.shape):
+    for stride, dim in zip(contiguous_strides(x.shape), x.shape):
         coords.append((flat // stride).remainder(dim) if dim else flat)
     out = xp.stack(coords, 1)
     return xp.where(found.unsqueeze(1), out, fill_value)
@@ -121,12 +123,12 @@ def _segment_ids(starts: Any, n: int) -> Any:
 def segment_reduce(data: Any, reduce: str, lengths: Any = None, indices: Any = None, offsets: Any = None,
                    axis: int = 0, unsafe: bool = False, initial: Any = None) -> Any:
     if indices is not None or data.ndim == 0:
-        raise _Unsupported("segment_reduce by indices")
+        raise Unsupported("segment_reduce by indices")
     axis %= data.ndim
     if offsets is not None:
         lengths = offsets[..., 1:] - offsets[..., :-1]
     if lengths.ndim != 1 or axis != 0:
-        raise _Unsupported("segment_reduce over batched lengths")
+        raise Unsupported("segment_reduce over batched lengths")
     segments = lengths.shape[0]
     n = data.shape[0]
     ends = cumsum(lengths.astype("int64"), 0)
@@ -164,7 +166,7 @@ def embedding_bag(weight: Any, indices: Any, offsets: Any, scale_grad_by_freq: b
     bag sums (0), averages (1) or takes the max (2) of its rows; ``padding_idx`` rows are left
     out of every bag."""
     if indices.ndim != 1:
-        raise _Unsupported("embedding_bag with 2-d indices")
+        raise Unsupported("embedding_bag with 2-d indices")
     n, dim = indices.shape[0], weight.shape[1]
     bags = offsets.shape[0] - (1 if include_last_offset else 0)
     offset2bag = _segment_ids(offsets[:bags].astype("int64"), n).clamp(0, max(bags - 1, 0))
@@ -218,8 +220,98 @@ def unfold(t: LazyTensor, dimension: int, size: int, step: int) -> LazyTensor:
         rows = back.reshape(*shape[:d], count * size, *shape[d + 1:]).astype(v.dtype)
         moved = v.transpose(d, 0)
         rows = rows.transpose(d, 0)
-        written = _write_rows(moved, index, rows)
+        written = write_rows(moved, index, rows)
         return written.transpose(d, 0)
 
     return make_view(t, fwd, bwd)
 
+
+@lower(aten.scatter_add.default, autocast="widest")
+def scatter_add(x: Any, dim: int, index: Any, src: Any) -> Any:
+    if x.ndim == 0:
+        return x + src.reshape(())
+    flat = flat_positions(x, dim % x.ndim, index).reshape(-1)
+    rows = _crop_to(src, index.shape).reshape(-1).astype(x.dtype)
+    return x.reshape(-1).index_add(0, flat, rows).reshape(*x.shape)
+
+
+def _crop_to(src: Any, shape: Sequence[int]) -> Any:
+    if list(src.shape) == list(shape):
+        return src
+    return src[tuple(slice(0, n) for n in shape)]
+
+
+@lower(aten.scatter.src, aten.scatter.value)
+def scatter(x: Any, dim: int, index: Any, src: Any) -> Any:
+    if x.ndim == 0:
+        return (src.reshape(()) if hasattr(src, "shape") else xp.full((), src, dtype=x.dtype)).astype(x.dtype)
+    flat = flat_positions(x, dim % x.ndim, index).reshape(-1)
+    if hasattr(src, "shape"):
+        rows = _crop_to(src, index.shape).reshape(-1).astype(x.dtype)
+    else:
+        rows = xp.full((flat.shape[0],), src, dtype=x.dtype)
+    return write_rows(x.reshape(-1), flat, rows).reshape(*x.shape)
+
+
+def _index_prod(base: Any, dim: int, index: Any, rows: Any, include_self: bool) -> Any:
+    """The product of each value (unless left out) and the rows sent to it along ``dim``: the
+    engine scatters by sum, max and min, so a product is exp(sum(log|x|)) with its sign and its
+    zeros counted apart (as ``reduce_product``)."""
+    if not include_self:
+        shape = [1] * base.ndim
+        shape[dim] = base.shape[dim]
+        hits = xp.zeros(base.shape[dim], dtype="int64").index_add(0, index, xp.ones(index.shape[0], dtype="int64"))
+        reached = (hits > 0).reshape(*shape).expand(*base.shape)
+        base = xp.where(reached, xp.ones_like(base), base)
+
+    def summed(v: Any, of_rows: Any) -> Any:
+        return v.index_add(dim, index, of_rows)
+
+    fb, fr = to_float(base), to_float(rows)
+    logs = summed(xp.where(fb.eq(0), xp.ones_like(fb), fb.abs()).log(),
+                  xp.where(fr.eq(0), xp.ones_like(fr), fr.abs()).log())
+    negatives = summed((base < 0).astype("int64"), (rows < 0).astype("int64"))
+    zeros = summed(base.eq(0).astype("int64"), rows.eq(0).astype("int64"))
+    sign = 1.0 - negatives.remainder(2).astype(fb.dtype) * 2.0
+    value = xp.where(zeros > 0, xp.zeros_like(fb), logs.exp() * sign)
+    return value if is_float(base) else value.round().astype(base.dtype)
+
+
+@lower(aten.index_reduce.default)
+def index_reduce(x: Any, dim: int, index: Any, source: Any, reduce: str, include_self: bool = True) -> Any:
+    if x.ndim == 0:
+        # A 0-d tensor is one value that every index names.
+        out = index_reduce(x.reshape(1), 0, index.reshape(-1), source.reshape(-1), reduce, include_self)
+        return out.reshape(())
+    d = dim % x.ndim
+    source = source.astype(x.dtype)
+    if reduce == "prod":
+        return _index_prod(x, d, index, source, include_self)
+    return x.index_reduce(d, index, source, reduce, include_self=include_self)
+
+
+@lower(aten.scatter_reduce.two)
+def scatter_reduce(x: Any, dim: int, index: Any, src: Any, reduce: str, include_self: bool = True) -> Any:
+    if x.ndim == 0:
+        raise Unsupported(f"scatter_reduce of a 0-d tensor with reduce={reduce!r}")
+    flat = flat_positions(x, dim % x.ndim, index).reshape(-1)
+    rows = _crop_to(src, index.shape).reshape(-1).astype(x.dtype)
+    if reduce in ("amax", "amin"):
+        out = x.reshape(-1).index_reduce(0, flat, rows, reduce, include_self=include_self)
+        return out.reshape(*x.shape)
+    if reduce == "prod":
+        return _index_prod(x.reshape(-1), 0, flat, rows, include_self).reshape(*x.shape)
+    n = 1
+    for s in x.shape:
+        n *= s
+    hits = xp.zeros(n, dtype="int64").index_add(0, flat, xp.ones(flat.shape[0], dtype="int64"))
+    base = x.reshape(-1)
+    if not include_self:
+        base = xp.where(hits > 0, xp.zeros_like(base), base)
+    total = base.index_add(0, flat, rows)
+    if reduce == "sum":
+        return total.reshape(*x.shape)
+    count = hits + (1 if include_self else 0)
+    count = count.maximum(1).astype(x.dtype)
+    mean = total / count if is_float(x) else total.div(count, rounding_mode="floor")
+    return mean.astype(x.dtype).reshape(*x.shape)

@@ -1,4 +1,4 @@
-"""Pooling over one, two or three spatial dims, and 3-D convolution, from the engine's 2-D ops.
+"""Pooling over one, two or three spatial dims, from the engine's 2-D ops.
 
 A box's sum (or max) is separable: the sum over a box is the sum, along one dim, of sums along
 the others. So every pool here is one 2-D window reduction per spatial dim, each over a view that
@@ -14,7 +14,8 @@ from typing import Any, List, Sequence, Tuple
 
 import xlaprof as xp
 
-from ._lowerings import _Unsupported, _vjp, aten, convolution, lower
+from .common import Unsupported, aten, vjp
+from .registry import lower
 
 
 def _window_sum(x: Any, d: int, k: int, s: int) -> Any:
@@ -45,7 +46,7 @@ def _avg_pool(x: Any, kernel: Sequence[int], stride: Sequence[int], padding: Seq
               count_include_pad: bool, divisor_override: Any) -> Any:
     nd = len(kernel)
     if x.ndim not in (nd + 1, nd + 2) or x.dtype not in ("float32", "float64", "bfloat16", "float16"):
-        raise _Unsupported("avg_pool of this input")
+        raise Unsupported("avg_pool of this input")
     if x.dtype in ("bfloat16", "float16"):
         # Summed in float32, one rounding at the end (as torch's CPU kernel accumulates).
         out = _avg_pool(x.astype("float32"), kernel, stride, padding, ceil_mode, count_include_pad,
@@ -98,14 +99,14 @@ def avg_pool3d(x: Any, kernel: Sequence[int], stride: Sequence[int] = (), paddin
 @lower(aten.avg_pool2d_backward.default)
 def avg_pool2d_backward(grad: Any, x: Any, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
                         ceil_mode: bool, count_include_pad: bool, divisor_override: Any) -> Any:
-    return _vjp(lambda v: avg_pool2d(v, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override),
+    return vjp(lambda v: avg_pool2d(v, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override),
                 [x], grad)[0]
 
 
 @lower(aten.avg_pool3d_backward.default)
 def avg_pool3d_backward(grad: Any, x: Any, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
                         ceil_mode: bool, count_include_pad: bool, divisor_override: Any) -> Any:
-    return _vjp(lambda v: avg_pool3d(v, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override),
+    return vjp(lambda v: avg_pool3d(v, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override),
                 [x], grad)[0]
 
 
@@ -129,7 +130,7 @@ def adaptive_avg_pool3d(x: Any, output_size: Sequence[int]) -> Any:
 
 @lower(aten._adaptive_avg_pool3d_backward.default)
 def adaptive_avg_pool3d_backward(grad: Any, x: Any) -> Any:
-    return _vjp(lambda v: adaptive_avg_pool3d(v, grad.shape[-3:]), [x], grad)[0]
+    return vjp(lambda v: adaptive_avg_pool3d(v, grad.shape[-3:]), [x], grad)[0]
 
 
 @lower(aten.max_pool2d_with_indices.default)
@@ -143,7 +144,7 @@ def max_pool2d_with_indices(x: Any, kernel: Sequence[int], stride: Sequence[int]
     s = _spread(stride, 2, k)
     p = _spread(padding, 2, [0])
     if any(d != 1 for d in _spread(dilation, 2, [1])) or ceil_mode or x.ndim not in (3, 4):
-        raise _Unsupported("max_pool2d with dilation or ceil_mode")
+        raise Unsupported("max_pool2d with dilation or ceil_mode")
     values = xp.max_pool2d(x if x.ndim == 4 else x.unsqueeze(0), tuple(k), tuple(s), tuple(p))
     if x.ndim == 3:
         values = values.squeeze(0)
@@ -204,30 +205,9 @@ def adaptive_max_pool2d_backward(grad: Any, x: Any, indices: Any) -> Any:
     return (hot * g.unsqueeze(-1)).sum([hot.ndim - 2]).reshape(*x.shape)
 
 
-def _conv3d(x: Any, w: Any, bias: Any, stride: Sequence[int], padding: Sequence[int],
-            dilation: Sequence[int], groups: int) -> Any:
-    """A 3-D convolution as a sum over the kernel's depth of 2-D convolutions, each over the
-    depth slices that kernel plane meets (as one batch)."""
-    batched = x.ndim == 5
-    if not batched:
-        x = x.unsqueeze(0)
-    n, c, depth = x.shape[0], x.shape[1], x.shape[2]
-    kd = w.shape[2]
-    sd, pd, dd = stride[0], padding[0], dilation[0]
-    if pd:
-        x = x.pad([(0, 0), (0, 0), (pd, pd), (0, 0), (0, 0)])
-        depth += 2 * pd
-    d_out = (depth - dd * (kd - 1) - 1) // sd + 1
-    total = None
-    for t in range(kd):
-        start = t * dd
-        planes = x[:, :, start:start + sd * (d_out - 1) + 1:sd]             # [N, C, Do, H, W]
-        planes = planes.permute(0, 2, 1, 3, 4).reshape(n * d_out, c, *x.shape[3:])
-        y = convolution(planes, w[:, :, t], None, list(stride[1:]), list(padding[1:]), list(dilation[1:]),
-                        False, [0, 0], groups)                               # [N*Do, O, Ho, Wo]
-        total = y if total is None else total + y
-    out = total.reshape(n, d_out, *total.shape[1:]).permute(0, 2, 1, 3, 4)
-    if bias is not None:
-        out = out + bias.reshape(1, -1, 1, 1, 1)
-    return out if batched else out.squeeze(0)
-
+@lower(aten.max_pool2d_with_indices_backward.default)
+def max_pool2d_backward(grad: Any, x: Any, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+                        dilation: Sequence[int], ceil_mode: bool, indices: Any) -> Any:
+    if any(d != 1 for d in dilation) or ceil_mode:
+        raise Unsupported("max_pool2d backward with dilation or ceil_mode")
+    return vjp(lambda v: xp.max_pool2d(v, tuple(kernel), tuple(stride or kernel), tuple(padding)), [x], grad)[0]

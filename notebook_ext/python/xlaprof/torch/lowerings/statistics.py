@@ -10,8 +10,12 @@ from typing import Any, Sequence
 
 import xlaprof as xp
 
-from ._device import engine_dtype
-from ._lowerings import _Unsupported, _is_float, aten, gather, isnan, lower, vector_norm
+from .._device import engine_dtype
+from .common import Unsupported, aten, is_float
+from .elementwise import isnan
+from .indexing import gather
+from .reductions import vector_norm
+from .registry import declare, lower
 
 
 @lower(aten.histc.default)
@@ -51,14 +55,14 @@ def _nanmedian(x: Any, d: int, keepdim: bool) -> Any:
     """The lower median of the values that are not NaN (NaN where all are), and its index: the
     sort puts NaN last, so the median of k numbers is at (k - 1) // 2."""
     values, indices = x.sort(d, False)
-    k = (~isnan(x)).astype("int64").sum([d], keepdim=True) if _is_float(x) \
+    k = (~isnan(x)).astype("int64").sum([d], keepdim=True) if is_float(x) \
         else xp.full([1 if i == d else n for i, n in enumerate(x.shape)], x.shape[d], dtype="int64")
     at = ((k - 1) // 2).clamp(0, None)
     pick = xp.arange(0, x.shape[d], 1, dtype="int64").reshape(
         *[x.shape[d] if i == d else 1 for i in range(x.ndim)]) == at
     v = xp.where(pick, values, 0).sum([d], keepdim=True)
     i = xp.where(pick, indices, 0).sum([d], keepdim=True)
-    v = xp.where(k == 0, math.nan, v).astype(x.dtype) if _is_float(x) else v
+    v = xp.where(k == 0, math.nan, v).astype(x.dtype) if is_float(x) else v
     return (v, i) if keepdim else (v.squeeze(d), i.squeeze(d))
 
 
@@ -75,7 +79,7 @@ def searchsorted(boundaries: Any, values: Any, out_int32: bool = False, right: b
         v = values.unsqueeze(-1)
     else:
         if list(boundaries.shape[:-1]) != list(values.shape[:-1]):
-            raise _Unsupported("searchsorted with boundaries of other leading dims")
+            raise Unsupported("searchsorted with boundaries of other leading dims")
         b = boundaries.unsqueeze(-2)   # [..., 1, m]
         v = values.unsqueeze(-1)       # [..., n, 1]
     hit = (b <= v) if right else (b < v)
@@ -177,3 +181,12 @@ def trilinear(i1: Any, i2: Any, i3: Any, expand1: Sequence[int], expand2: Sequen
     prod = spread(i1, expand1) * spread(i2, expand2) * spread(i3, expand3)
     return prod.sum(list(sumdim)) if sumdim else prod
 
+
+@lower(aten.bucketize.Tensor)
+def bucketize(values: Any, boundaries: Any, out_int32: bool = False, right: bool = False) -> Any:
+    return searchsorted(boundaries, values, out_int32, right)
+
+
+# torch's autocast list for CUDA (aten/src/ATen/autocast_mode.cpp) names these ops, which torch
+# decomposes into the ones lowered here.
+declare("dist", "pdist", "cdist", autocast="float32")

@@ -22,15 +22,15 @@ from torch.utils._pytree import tree_map
 
 import xlaprof as xp
 
-from ._device import TO_TORCH
-from ._lowerings import (_broadcast_shape, _diagonal_of, _prod, _triangle, _Unsupported, aten,
-                         isfinite)
-from ._lowerings import lower as _lower
-from ._tensor import to_engine
+from .._device import TO_TORCH
+from .._tensor import to_engine
+from .common import Unsupported, aten, broadcast_shape, diagonal_of, reduce_product, triangle
+from .elementwise import isfinite
+from .registry import lower as _lower
 
 
 def lower(*ops: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``_lowerings.lower`` for ops of matrices that may be empty: where every tensor argument
+    """``registry.lower`` for ops of matrices that may be empty: where every tensor argument
     is empty, the results depend on shapes alone (an empty inverse, the determinant 1 of a 0 x 0
     matrix), and torch computes them on the host from empty stand-ins: nothing is read from the
     device and the graph is not split."""
@@ -62,7 +62,7 @@ def _mT(x: Any) -> Any:
 
 
 def _diag(x: Any) -> Any:
-    return _diagonal_of(x, 0, x.ndim - 2, x.ndim - 1)
+    return diagonal_of(x, 0, x.ndim - 2, x.ndim - 1)
 
 
 def _eye(n: int, batch: Sequence[int], dtype: str) -> Any:
@@ -75,16 +75,16 @@ def _empty(dtype: str) -> Any:
 
 def _same_batch(a: Any, b: Any) -> Tuple[Any, Any]:
     """Both operands' matrices over their batch dims broadcast together."""
-    batch = _broadcast_shape([a.shape[:-2], b.shape[:-2]])
+    batch = broadcast_shape([a.shape[:-2], b.shape[:-2]])
     return a.expand(*batch, *a.shape[-2:]), b.expand(*batch, *b.shape[-2:])
 
 
 def _check_float(op: str, *xs: Any) -> None:
     for x in xs:
         if x.dtype not in ("float32", "float64"):
-            raise _Unsupported(f"{op} of {x.dtype}")
+            raise Unsupported(f"{op} of {x.dtype}")
         if 0 in x.shape:
-            raise _Unsupported(f"{op} of an empty matrix")
+            raise Unsupported(f"{op} of an empty matrix")
 
 
 def _first_bad(bad: Any) -> Any:
@@ -185,8 +185,8 @@ def linalg_qr(a: Any, mode: str = "reduced") -> Any:
     k = min(m, n)
     h, tau = a._geqrf()
     if mode == "complete" and m > n:
-        return _full_q(h, tau), _triangle(h, 0, lower_part=False)
-    r = _triangle(h[..., :k, :], 0, lower_part=False)
+        return _full_q(h, tau), triangle(h, 0, lower_part=False)
+    r = triangle(h[..., :k, :], 0, lower_part=False)
     if mode == "r":
         return _empty(a.dtype), r
     return _full_q(h, tau) if m <= n else h._householder_product(tau), r
@@ -229,7 +229,7 @@ def _gram_precise_enough(op: str, a: Any) -> None:
     """Squaring a matrix squares its condition number: in float64 that keeps a float32
     matrix's singular values as accurate as float32's own SVD would, a float64 one's not."""
     if a.dtype != "float32":
-        raise _Unsupported(f"{op} of {a.dtype} (the CPU's SVD keeps its accuracy)")
+        raise Unsupported(f"{op} of {a.dtype} (the CPU's SVD keeps its accuracy)")
 
 
 def _complete(cols: Any, k: int, full: bool) -> Any:
@@ -345,7 +345,7 @@ def _info(lu: Any) -> Any:
 @lower(aten.linalg_lu_factor_ex.default)
 def linalg_lu_factor_ex(a: Any, pivot: bool = True, check_errors: bool = False) -> Any:
     if not pivot:
-        raise _Unsupported("LU without pivoting")
+        raise Unsupported("LU without pivoting")
     _check_float("lu_factor", a)
     lu, pivots, _ = a._lu()
     return lu, pivots, _info(lu)
@@ -355,8 +355,8 @@ def _unpack(lu: Any, perm: Any) -> Tuple[Any, Any, Any]:
     """``(P, L, U)`` with ``A = P L U``."""
     m, n = lu.shape[-2], lu.shape[-1]
     k = min(m, n)
-    lower_part = _triangle(lu[..., :, :k], -1, lower_part=True) + xp.eye(m, k, dtype=lu.dtype)
-    upper_part = _triangle(lu[..., :k, :], 0, lower_part=False)
+    lower_part = triangle(lu[..., :, :k], -1, lower_part=True) + xp.eye(m, k, dtype=lu.dtype)
+    upper_part = triangle(lu[..., :k, :], 0, lower_part=False)
     p = _mT(perm.one_hot(m).astype(lu.dtype))
     return p, lower_part, upper_part
 
@@ -364,7 +364,7 @@ def _unpack(lu: Any, perm: Any) -> Tuple[Any, Any, Any]:
 @lower(aten.linalg_lu.default)
 def linalg_lu(a: Any, pivot: bool = True) -> Any:
     if not pivot:
-        raise _Unsupported("LU without pivoting")
+        raise Unsupported("LU without pivoting")
     _check_float("lu", a)
     lu, _, perm = a._lu()
     return _unpack(lu, perm)
@@ -402,7 +402,7 @@ def linalg_det(a: Any) -> Any:
     _check_float("det", a)
     lu, pivots, _ = a._lu()
     d = _diag(lu)
-    return _prod(d, [d.ndim - 1], False) * _swap_sign(pivots, a.dtype), lu, pivots
+    return reduce_product(d, [d.ndim - 1], False) * _swap_sign(pivots, a.dtype), lu, pivots
 
 
 @lower(aten._linalg_slogdet.default)
@@ -411,7 +411,7 @@ def linalg_slogdet(a: Any) -> Any:
     lu, pivots, _ = a._lu()
     d = _diag(lu)
     last = [d.ndim - 1]
-    sign = _prod(d.sign(), last, False) * _swap_sign(pivots, a.dtype)
+    sign = reduce_product(d.sign(), last, False) * _swap_sign(pivots, a.dtype)
     return sign, d.abs().log().sum(last), lu, pivots
 
 

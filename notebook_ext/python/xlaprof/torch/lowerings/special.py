@@ -17,23 +17,26 @@ from typing import Any, List
 
 import xlaprof as xp
 
-from ._lowerings import _to_float, aten, isnan, lower
+from .common import aten, to_float
+from .elementwise import isnan
+from .registry import declare, lower
+
 
 _EULER = 0.5772156649015329
 
 
 def _f64(x: Any) -> Any:
-    return _to_float(x).astype("float64")
+    return to_float(x).astype("float64")
 
 
-# ---- the error-function family (erf, erfc, log1p and expm1 are XLA's own: `_lowerings`) ------
+# ---- the error-function family (erf, erfc, log1p and expm1 are XLA's own: the loop at the end) 
 
 
 @lower(aten.special_ndtri.default)
 def ndtri(p: Any) -> Any:
     # 2p - 1 is exact in float64 for a float32 p: the tails keep their digits.
     out = _f64(p) * 2.0 - 1.0
-    return (out.erfinv() * math.sqrt(2.0)).astype(_to_float(p).dtype)
+    return (out.erfinv() * math.sqrt(2.0)).astype(to_float(p).dtype)
 
 
 @lower(aten.special_log_ndtr.default)
@@ -48,7 +51,7 @@ def log_ndtr(x: Any) -> Any:
     tail = (-0.5 * z * z - (-z).log() - 0.5 * math.log(2.0 * math.pi)
             + (inv2 * (-1.0 + inv2 * (3.0 - 15.0 * inv2))).log1p())
     out = xp.where(x64 < -20.0, tail, xp.where(x64 < 0.0, left, right))
-    return out.astype(_to_float(x).dtype)
+    return out.astype(to_float(x).dtype)
 
 
 @lower(aten.special_erfcx.default)
@@ -61,22 +64,22 @@ def erfcx(x: Any) -> Any:
     big = xp.where(x64 < 25.0, 25.0, x64)
     inv2 = 1.0 / (big * big)
     series = (1.0 + inv2 * (-0.5 + inv2 * (0.75 - 1.875 * inv2))) / (big * math.sqrt(math.pi))
-    return xp.where(x64 < 25.0, direct, series).astype(_to_float(x).dtype)
+    return xp.where(x64 < 25.0, direct, series).astype(to_float(x).dtype)
 
 
 @lower(aten.special_zeta.default)
 def zeta(x: Any, q: Any) -> Any:
-    return _to_float(x)._zeta(q)
+    return to_float(x)._zeta(q)
 
 
 @lower(aten.special_zeta.self_scalar)
 def zeta_self_scalar(x: Any, q: Any) -> Any:
-    return xp.full_like(q, float(x), dtype=_to_float(q).dtype)._zeta(q)
+    return xp.full_like(q, float(x), dtype=to_float(q).dtype)._zeta(q)
 
 
 @lower(aten.special_zeta.other_scalar)
 def zeta_other_scalar(x: Any, q: Any) -> Any:
-    return _to_float(x)._zeta(float(q))
+    return to_float(x)._zeta(float(q))
 
 
 @lower(aten.nextafter.default)
@@ -86,7 +89,7 @@ def nextafter(x: Any, other: Any) -> Any:
 
 @lower(aten.special_entr.default)
 def entr(x: Any) -> Any:
-    x = _to_float(x)
+    x = to_float(x)
     safe = xp.where(x > 0, x, 1.0)
     out = xp.where(x > 0, -x * safe.log(), xp.where(x.eq(0), 0.0, -math.inf))
     return xp.where(isnan(x), x, out).astype(x.dtype)
@@ -99,24 +102,24 @@ def _xlog1py(x: Any, y: Any) -> Any:
 
 @lower(aten.special_xlog1py.default)
 def xlog1py(x: Any, y: Any) -> Any:
-    return _xlog1py(_to_float(x), _to_float(y))
+    return _xlog1py(to_float(x), to_float(y))
 
 
 @lower(aten.special_xlog1py.self_scalar)
 def xlog1py_self_scalar(x: Any, y: Any) -> Any:
-    y = _to_float(y)
+    y = to_float(y)
     return _xlog1py(xp.full_like(y, float(x)), y)
 
 
 @lower(aten.special_xlog1py.other_scalar)
 def xlog1py_other_scalar(x: Any, y: Any) -> Any:
-    x = _to_float(x)
+    x = to_float(x)
     return _xlog1py(x, xp.full_like(x, float(y)))
 
 
 @lower(aten.special_spherical_bessel_j0.default)
 def spherical_bessel_j0(x: Any) -> Any:
-    x = _to_float(x)
+    x = to_float(x)
     safe = xp.where(x.eq(0), 1.0, x)
     return xp.where(x.eq(0), 1.0, safe.sin() / safe)
 
@@ -182,7 +185,7 @@ def _bessel(scaled: Any, unscale: Any, odd: bool) -> Any:
     """A lowering from a scaled function of float64 values, the factor that undoes its scaling
     (None: the scaled one is wanted) and whether the function is odd."""
     def lowered(x: Any) -> Any:
-        x = _to_float(x)
+        x = to_float(x)
         x64 = x.astype("float64")
         out = scaled(x64)
         if unscale is not None:
@@ -213,3 +216,26 @@ lower(aten.special_modified_bessel_k0.default)(_bessel(_k0e, _exp_neg, False))
 lower(aten.special_modified_bessel_k1.default)(_bessel(_k1e, _exp_neg, False))
 lower(aten.special_scaled_modified_bessel_k0.default)(_bessel(_k0e, None, False))
 lower(aten.special_scaled_modified_bessel_k1.default)(_bessel(_k1e, None, False))
+
+
+# Special functions of the engine's own (XLA's): integers compute in the default float dtype.
+for _name in ("lgamma", "digamma", "erfinv", "erf", "erfc", "log1p", "expm1"):
+    lower(getattr(aten, _name).default)(
+        (lambda n: lambda x: getattr(to_float(x), n)())(_name)
+    )
+declare(aten.erfinv, aten.expm1, aten.log1p, autocast="float32")
+
+
+@lower(aten.polygamma.default)
+def polygamma(n: int, x: Any) -> Any:
+    return to_float(x).polygamma(n)
+
+
+@lower(aten.mvlgamma.default)
+def mvlgamma(x: Any, p: int) -> Any:
+    # log of the multivariate gamma function: p(p-1)/4 log(pi) + sum_i lgamma(x - i/2).
+    x = to_float(x)
+    total = x.lgamma()
+    for i in range(1, p):
+        total = total + (x - i / 2).lgamma()
+    return total + p * (p - 1) / 4 * math.log(math.pi)

@@ -3,9 +3,9 @@
 The engine has complex64 and complex128 with the arithmetic StableHLO defines for them and XLA's
 FFT. Most lowerings were written for real numbers (they cast, compare, take maxima), so the
 dispatcher sends an op with a complex argument to its lowering only if the op is in
-``COMPLEX_SAFE``; any other goes through torch's decompositions and, failing those, to the CPU,
-counted like every fallback. ``view_as_real`` and ``view_as_complex`` are views: a write through
-one reaches the other.
+``registry.COMPLEX_SAFE`` (its lowering's ``complex_safe=True``); any other goes through torch's
+decompositions and, failing those, to the CPU, counted like every fallback. ``view_as_real`` and
+``view_as_complex`` are views: a write through one reaches the other.
 """
 
 from __future__ import annotations
@@ -15,25 +15,10 @@ from typing import Any, List, Sequence
 
 import xlaprof as xp
 
-from ._lowerings import angle as _angle_of_reals
-from ._lowerings import _is_complex, aten, lower, lower_raw
-from ._tensor import LazyTensor, make_view
-
-# Lowerings that are right for complex arguments: movement and views, and arithmetic the engine
-# defines for complex numbers.
-COMPLEX_SAFE = {
-    aten.view, aten._unsafe_view, aten.reshape, aten._reshape_alias, aten.permute, aten.transpose,
-    aten.t, aten.expand, aten.squeeze, aten.unsqueeze, aten.slice, aten.select, aten.alias,
-    aten.detach, aten.clone, aten.cat, aten.stack, aten.flip, aten.narrow, aten.split,
-    aten.split_with_sizes, aten.unbind, aten.as_strided, aten.index_select, aten.transpose_,
-    aten.t_, aten.squeeze_, aten.unsqueeze_, aten.as_strided_,
-    aten.add, aten.sub, aten.mul, aten.div, aten.neg, aten.exp, aten.log, aten.sqrt, aten.sin,
-    aten.cos, aten.tanh, aten.abs, aten.sum, aten.mm, aten.bmm, aten.eq, aten.ne,
-    aten.zeros_like, aten.ones_like, aten.fill, aten.zero, aten.normal_functional, aten.normal_,
-    aten.view_as_real, aten.view_as_complex, aten.complex, aten.polar, aten.angle,
-    aten._conj, aten._conj_physical, aten.conj_physical, aten.real, aten.imag,
-    aten._fft_r2c, aten._fft_c2r, aten._fft_c2c, aten.constant_pad_nd,
-}
+from .._tensor import LazyTensor, make_view
+from .common import aten, is_complex
+from .elementwise import angle as _angle_of_reals
+from .registry import declare, lower, lower_raw
 
 
 def _pairs(x: Any) -> Any:
@@ -46,39 +31,39 @@ def _joined(x: Any) -> Any:
     return x[..., 0]._complex(x[..., 1])
 
 
-@lower_raw(aten.view_as_real.default)
+@lower_raw(aten.view_as_real.default, complex_safe=True)
 def view_as_real(t: LazyTensor) -> LazyTensor:
     return make_view(t, _pairs, lambda v, nv: _joined(nv).astype(v.dtype))
 
 
-@lower_raw(aten.view_as_complex.default)
+@lower_raw(aten.view_as_complex.default, complex_safe=True)
 def view_as_complex(t: LazyTensor) -> LazyTensor:
     return make_view(t, _joined, lambda v, nv: _pairs(nv).astype(v.dtype))
 
 
-@lower(aten.complex.default)
+@lower(aten.complex.default, complex_safe=True)
 def complex_(re: Any, im: Any) -> Any:
     return re._complex(im)
 
 
-@lower(aten.polar.default)
+@lower(aten.polar.default, complex_safe=True)
 def polar(magnitude: Any, angle: Any) -> Any:
     return (magnitude * angle.cos())._complex(magnitude * angle.sin())
 
 
-@lower(aten._conj_physical.default, aten.conj_physical.default)
+@lower(aten._conj_physical.default, aten.conj_physical.default, complex_safe=True)
 def conj_physical(x: Any) -> Any:
-    return x._real()._complex(-x._imag()) if _is_complex(x) else x.clone()
+    return x._real()._complex(-x._imag()) if is_complex(x) else x.clone()
 
 
-@lower_raw(aten._conj.default)
+@lower_raw(aten._conj.default, complex_safe=True)
 def conj(t: LazyTensor) -> LazyTensor:
     return make_view(t, conj_physical, lambda v, nv: conj_physical(nv))
 
 
-@lower(aten.angle.default)
+@lower(aten.angle.default, complex_safe=True)
 def angle(x: Any) -> Any:
-    if _is_complex(x):
+    if is_complex(x):
         return x._imag().atan2(x._real())
     return _angle_of_reals(x)
 
@@ -135,14 +120,14 @@ def _c2c(x: Any, dims: Sequence[int], inverse: bool) -> Any:
     return _from_end(moved, dims, rest)
 
 
-@lower(aten._fft_c2c.default)
+@lower(aten._fft_c2c.default, complex_safe=True)
 def fft_c2c(x: Any, dim: Sequence[int], normalization: int, forward: bool) -> Any:
     dims = [d % x.ndim for d in dim]
     out = _c2c(x, dims, not forward)
     return _scale(out, [x.shape[d] for d in dims], normalization, not forward)
 
 
-@lower(aten._fft_r2c.default)
+@lower(aten._fft_r2c.default, complex_safe=True)
 def fft_r2c(x: Any, dim: Sequence[int], normalization: int, onesided: bool) -> Any:
     dims = [d % x.ndim for d in dim]
     sizes = [x.shape[d] for d in dims]
@@ -159,7 +144,7 @@ def fft_r2c(x: Any, dim: Sequence[int], normalization: int, onesided: bool) -> A
     return _scale(out, sizes, normalization, False)
 
 
-@lower(aten._fft_c2r.default)
+@lower(aten._fft_c2r.default, complex_safe=True)
 def fft_c2r(x: Any, dim: Sequence[int], normalization: int, last_dim_size: int) -> Any:
     dims = [d % x.ndim for d in dim]
     out = _c2c(x, dims[:-1], True) if len(dims) > 1 else x
@@ -168,3 +153,6 @@ def fft_c2r(x: Any, dim: Sequence[int], normalization: int, last_dim_size: int) 
     result = _from_end(real, dims[-1:], rest)
     sizes = [x.shape[d] for d in dims[:-1]] + [last_dim_size]
     return _scale(result, sizes, normalization, True)
+
+
+declare(aten.real, aten.imag, complex_safe=True)

@@ -1,0 +1,106 @@
+"""Activation functions and their backward: ``relu``, ``gelu``, ``silu``, ``elu``, ``softplus``, ...
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import xlaprof as xp
+
+from .._tensor import LazyTensor, value
+from .common import Unsupported, aten, is_float, vjp
+from .registry import lower, lower_raw
+
+
+@lower(aten.gelu.default)
+def gelu(x: Any, approximate: str = "none") -> Any:
+    if approximate == "tanh":
+        inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
+        return x * 0.5 * (inner.tanh() + 1.0)
+    # torch's default GELU is exact, through erf (the engine's `gelu` is the tanh form, off by
+    # up to 2e-4 from it, which `compare_with_eager` found).
+    return x * 0.5 * ((x * math.sqrt(0.5)).erf() + 1.0)
+
+
+@lower(aten.threshold_backward.default)
+def threshold_backward(grad: Any, x: Any, threshold: Any) -> Any:
+    return xp.where(x <= threshold, xp.zeros_like(grad), grad)
+
+
+@lower(aten.gelu_backward.default)
+def gelu_backward(grad: Any, x: Any, approximate: str = "none") -> Any:
+    return vjp(lambda v: gelu(v, approximate), [x], grad)[0]
+
+
+@lower(aten.silu_backward.default)
+def silu_backward(grad: Any, x: Any) -> Any:
+    s = x.sigmoid()
+    return grad * s * (1.0 + x * (1.0 - s))
+
+
+@lower(aten.hardtanh.default)
+def hardtanh(x: Any, min_val: Any = -1, max_val: Any = 1) -> Any:
+    if not is_float(x):  # integers keep their dtype: the bounds truncate, as in torch
+        return x.clamp(int(min_val), int(max_val))
+    return x.clamp(min_val, max_val)
+
+
+@lower_raw(aten.rrelu_with_noise.default)
+def rrelu_with_noise(t: LazyTensor, noise: Any, lower: Any = 0.125, upper: Any = 1 / 3,
+                     training: bool = False, generator: Any = None) -> LazyTensor:
+    # Outside training a randomized leaky ReLU is a leaky ReLU with the middle slope (torch's
+    # rule); in training its slopes are random draws, which the CPU fallback makes.
+    if training:
+        raise Unsupported("rrelu in training draws random slopes")
+    return LazyTensor(leaky_relu(value(t), (lower + upper) / 2))
+
+
+@lower(aten.leaky_relu.default)
+def leaky_relu(x: Any, negative_slope: Any = 0.01) -> Any:
+    return xp.where(x > 0, x, x * negative_slope)
+
+
+@lower(aten.elu.default)
+def elu(x: Any, alpha: Any = 1, scale: Any = 1, input_scale: Any = 1) -> Any:
+    return xp.where(x > 0, x * scale, ((x * input_scale).exp() - 1.0) * (alpha * scale))
+
+
+@lower(aten.softplus.default, autocast="float32")
+def softplus(x: Any, beta: Any = 1, threshold: Any = 20) -> Any:
+    bx = x * beta
+    return xp.where(bx > threshold, x, (bx.exp() + 1.0).log() * (1.0 / beta))
+
+
+@lower(aten.softshrink.default)
+def softshrink(x: Any, lambd: Any = 0.5) -> Any:
+    return xp.where(x > lambd, x - lambd, xp.where(x < -lambd, x + lambd, xp.zeros_like(x)))
+
+
+@lower(aten.hardshrink.default)
+def hardshrink(x: Any, lambd: Any = 0.5) -> Any:
+    return xp.where((x > lambd).logical_or(x < -lambd), x, xp.zeros_like(x))
+
+
+@lower(aten.threshold.default)
+def threshold(x: Any, th: Any, v: Any) -> Any:
+    return xp.where(x > th, x, xp.full((), v, dtype=x.dtype).expand(*x.shape))
+
+
+@lower(aten.celu.default)
+def celu(x: Any, alpha: Any = 1.0) -> Any:
+    return x.maximum(0.0) + ((x * (1.0 / alpha)).exp() - 1.0).minimum(0.0) * alpha
+
+
+@lower(aten.mish.default)
+def mish(x: Any) -> Any:
+    return x * softplus(x).tanh()
+
+
+@lower(aten.glu.default)
+def glu(x: Any, dim: int = -1) -> Any:
+    d = dim % x.ndim
+    half = x.shape[d] // 2
+    a = x[tuple(slice(None) if i != d else slice(0, half) for i in range(x.ndim))]
+    b = x[tuple(slice(None) if i != d else slice(half, 2 * half) for i in range(x.ndim))]
+    return a * b.sigmoid()
