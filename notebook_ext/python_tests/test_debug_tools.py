@@ -141,6 +141,32 @@ def test_xlaprof_check_makes_an_out_of_range_index_an_index_error_at_its_line(tm
     assert "IndexError: index 12 is out of bounds for dimension 0 with size 10" in checked.stderr, checked.stderr
     assert "vocab.py:7" in checked.stderr, checked.stderr
 
+    # Checked on the device: the bounds are computed in the step's own graph and read with it, no
+    # sync per indexing op; a bad id in step 3 is an error at that step, naming the op's line.
+    steps = tmp_path / "steps.py"
+    steps.write_text(textwrap.dedent(
+        """
+        import torch
+        import xlaprof as xp
+        import xlaprof.torch as xt
+
+        emb = torch.nn.Embedding(10, 4).to(xt.device())
+        with xp.profile() as p:
+            for step, top in enumerate([5, 9, 9, 12]):
+                ids = torch.tensor([[1, 2, top]]).to(xt.device())
+                loss = emb(ids).square().sum()
+                try:
+                    xt.step()
+                except IndexError as e:
+                    print("step", step, e)
+        print("syncs", p.syncs, "steps", p.steps)
+        """
+    ))
+    run = subprocess.run([sys.executable, str(steps)], capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == 0, run.stderr
+    assert "step 3 index 12 is out of bounds for dimension 0 with size 10 (aten::embedding, at steps.py:10" in run.stdout, run.stdout
+    assert "syncs 4 steps 4" in run.stdout, run.stdout
+
 
 def test_detect_anomaly_names_the_op_that_made_the_first_nan_in_a_language_model():
     torch = pytest.importorskip("torch")

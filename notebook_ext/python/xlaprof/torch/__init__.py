@@ -50,19 +50,23 @@ from ._compare import compare_with_eager  # noqa: E402
 from ._dispatch import fallbacks  # noqa: E402
 from ._loader import DeviceLoader  # noqa: E402
 from ._tensor import LazyTensor, value  # noqa: E402
-from . import _compile  # noqa: E402
+from . import _check, _compile  # noqa: E402
 
 _compile.register()  # torch.compile(..., backend="xlaprof")
 
 
 def sync() -> None:
     """Compiles (or finds in the cache) and runs everything pending: ``torch_xla.sync()``."""
+    bounds = _check.before_sync()
     _api.sync()
+    _check.after_sync(bounds)
 
 
 def step() -> None:
     """Ends a training step: a sync, and the profiler's step boundary (``xm.mark_step()``)."""
+    bounds = _check.before_sync()
     _api.step()
+    _check.after_sync(bounds)
 
 
 def wait() -> None:

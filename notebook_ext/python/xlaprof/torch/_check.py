@@ -2,9 +2,12 @@
 them. XLA's gather and scatter clamp an index that is out of range, so without the check a
 wrong index (a token id past the vocabulary, an off-by-one) reads a neighbour's value silently.
 
-With the check, each indexing op computes its indices' smallest and largest value on the device
-and reads the two back before it runs (a sync per indexing op: a debugging mode, not a default);
-an index out of range is an ``IndexError`` with torch's wording, at the user's line.
+With the check, each indexing op also records its indices' smallest and largest value, on the
+device, in the step's own graph; the next sync computes them with everything else and reads them
+back together (one small copy, no sync of its own; a value read, which computes only what it
+reads, checks them in a graph of their own). An index out of range is then an ``IndexError``
+with torch's wording, naming the op and its line: as CUDA's device-side assertions do, it comes at
+the sync or read after the op, not at the op itself. Indices on the CPU are checked at once.
 """
 
 from __future__ import annotations
@@ -69,27 +72,72 @@ CHECKED: Dict[Any, Callable[[Tuple[Any, ...], Dict[str, Any]], Indexed]] = {
 }
 
 
-def bounds_checked(route: Callable[..., Any], func: Any, where: Callable[[], str]) -> Callable[..., Any]:
-    """``route``, after checking the call's indices (``where()`` names the user's line)."""
+# A line as the profiler keeps it: (file, line, function).
+Site = Optional[Tuple[str, int, str]]
+
+# Checks recorded and not read yet: an index's smallest and largest value (pending on the
+# device), the size it indexes, the dimension, whether negatives count from the end, the op, and
+# the user's line.
+_pending: List[Tuple[Any, Any, int, int, bool, str, Site]] = []
+
+
+def bounds_checked(route: Callable[..., Any], func: Any, where: Callable[[], Site]) -> Callable[..., Any]:
+    """``route``, its call's indices checked at the next sync (``where()`` is the user's line)."""
     indexed = CHECKED[func]
 
     def run(a: Tuple[Any, ...], k: Dict[str, Any]) -> Any:
         for index, size, dim, wraps in indexed(a, k):
             if index.numel() == 0:
                 continue
-            low, high = int(index.min().item()), int(index.max().item())
-            bad: Optional[int] = None
-            if high >= size:
-                bad = high
-            elif low < (-size if wraps else 0):
-                bad = low
-            if bad is not None:
-                message = (
-                    f"index {bad} is out of bounds for dimension {dim} with size {size} "
-                    f"({func.name()}, at {where()}; XLAPROF_CHECK=1)"
-                )
-                _native.caught("check", message)
-                raise IndexError(message)
+            low, high = index.min().to(torch.int64), index.max().to(torch.int64)
+            if index.device.type == "cpu":
+                _raise_if_out(int(low), int(high), size, dim, wraps, func.name(), where())
+            else:
+                _pending.append((low, high, size, dim, wraps, func.name(), where()))
         return route(a, k)
 
     return run
+
+
+def before_sync() -> Optional[Tuple[Any, int]]:
+    """The pending checks' bounds as one tensor, itself pending, so that the sync about to run
+    computes it in its graph; and how many checks it holds."""
+    if not _pending:
+        return None
+    return torch.stack([bound for check in _pending for bound in check[:2]]), len(_pending)
+
+
+def after_sync(bounds: Optional[Tuple[Any, int]]) -> None:
+    """Reads the bounds a sync computed (a copy) and raises for the first index out of range."""
+    if bounds is None:
+        return
+    values, count = bounds
+    checks = _pending[:count]
+    del _pending[:count]  # before the read, which would check them again
+    from ._tensor import to_cpu  # the bridge's read itself: this runs inside a dispatched read
+
+    flat = to_cpu(values).tolist()
+    for (_, _, size, dim, wraps, op, site), low, high in zip(checks, flat[0::2], flat[1::2]):
+        _raise_if_out(low, high, size, dim, wraps, op, site)
+
+
+def after_read() -> None:
+    """After a value read: the checks still pending, in a graph of their own."""
+    if _pending:
+        after_sync(before_sync())
+
+
+def _raise_if_out(low: int, high: int, size: int, dim: int, wraps: bool, op: str, site: Site) -> None:
+    bad: Optional[int] = None
+    if high >= size:
+        bad = high
+    elif low < (-size if wraps else 0):
+        bad = low
+    if bad is None:
+        return
+    _pending.clear()  # the program stops here: what was pending checked a state now gone
+    line = "<unknown>" if site is None else f"{os.path.basename(site[0])}:{site[1]} in {site[2]}"
+    message = (f"index {bad} is out of bounds for dimension {dim} with size {size} "
+               f"({op}, at {line}; XLAPROF_CHECK=1)")
+    _native.caught("check", message, site)
+    raise IndexError(message)

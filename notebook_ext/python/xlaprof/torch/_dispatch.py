@@ -185,7 +185,7 @@ def dispatch(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
         if _check.ENABLED and func in _check.CHECKED:
             # Every call through the check: the native dispatcher does not take the op.
             _NATIVE.pop(func, None)
-            route = _check.bounds_checked(route, func, _user_line)
+            route = _check.bounds_checked(route, func, _user_site)
         _ROUTES[func] = route
     return route(args, kwargs)
 

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Iterator, Optional
 import torch
 
 from .. import _api, _native
+from . import _check
 from ._device import DEVICE_TYPE, device as _device
 from ._tensor import to_engine, wrap
 
@@ -75,7 +76,9 @@ class DeviceLoader:
         try:
             while True:
                 if not first and self.mark_step:
+                    bounds = _check.before_sync()  # XLAPROF_CHECK's bounds, in the step's graph
                     _api.step()
+                    _check.after_sync(bounds)
                 first = False
                 start = time.perf_counter()
                 try:

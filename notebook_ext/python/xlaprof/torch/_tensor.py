@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from .. import _native
+from . import _check
 from ._device import DEVICE_TYPE, TO_TORCH, engine_dtype
 
 _DEVICE = torch.device(DEVICE_TYPE, 0)
@@ -244,6 +245,8 @@ def to_cpu(t: LazyTensor) -> torch.Tensor:
     out = torch.from_numpy(np.array(arr, copy=True))
     if out.dtype != t.dtype:
         out = out.to(t.dtype)
+    if _check.ENABLED:
+        _check.after_read()
     return out.reshape(tuple(t.shape))
 
 
