@@ -61,6 +61,27 @@ impl fmt::Debug for Shape {
     }
 }
 
+/// `dims` with its `-1` inferred from `count` elements, as a reshape reads them (torch's rule,
+/// the one place it is written: the engine's reshape, the torch bridge's native views and its
+/// view lowerings all ask here). None when no such dims exist: two `-1`s, a negative size, sizes
+/// whose product is not `count`, or a `-1` beside a 0 (any size would do: torch calls it
+/// ambiguous).
+pub fn infer_dims(count: i64, dims: &[i64]) -> Option<Vec<i64>> {
+    let known = checked_product(dims.iter().copied().filter(|&d| d != -1))?;
+    let holes = dims.iter().filter(|&&d| d == -1).count();
+    let mut out = dims.to_vec();
+    if holes == 1 && known > 0 && count % known == 0 {
+        out[dims.iter().position(|&d| d == -1)?] = count / known;
+    }
+    let whole = holes <= 1 && out.iter().all(|&d| d >= 0);
+    (whole && checked_product(out.iter().copied()) == Some(count)).then_some(out)
+}
+
+/// The product of `dims`, or None where it overflows.
+fn checked_product(dims: impl Iterator<Item = i64>) -> Option<i64> {
+    dims.into_iter().try_fold(1i64, |p, d| p.checked_mul(d))
+}
+
 /// The broadcast dims of two shapes (NumPy rules: align right; equal or 1), or `None`.
 pub fn broadcast_dims(a: &[i64], b: &[i64]) -> Option<Vec<i64>> {
     let rank = a.len().max(b.len());
@@ -150,5 +171,23 @@ mod tests {
         assert_eq!(promote(C64, F64), C128);
         assert_eq!(promote(F32, C64), C64);
         assert_eq!(promote(S64, C64), C64);
+    }
+}
+
+#[cfg(test)]
+mod infer_dims_tests {
+    use super::infer_dims;
+
+    #[test]
+    fn a_minus_one_takes_what_the_others_leave_and_nothing_ambiguous_passes() {
+        assert_eq!(infer_dims(12, &[3, -1]), Some(vec![3, 4]));
+        assert_eq!(infer_dims(12, &[-1]), Some(vec![12]));
+        assert_eq!(infer_dims(1, &[]), Some(vec![]));
+        assert_eq!(infer_dims(0, &[0, 3]), Some(vec![0, 3]));
+        assert_eq!(infer_dims(0, &[0, -1]), None, "torch: ambiguous");
+        assert_eq!(infer_dims(12, &[5, -1]), None);
+        assert_eq!(infer_dims(12, &[-1, -1]), None);
+        assert_eq!(infer_dims(12, &[-2, -6]), None);
+        assert_eq!(infer_dims(12, &[i64::MAX, 2, -1]), None, "no overflow");
     }
 }

@@ -751,3 +751,20 @@ def test_a_backward_before_the_import_is_a_clear_error_at_the_first_backward_on_
     assert run.returncode == 0, run.stderr
     assert "a backward() ran before `import xlaprof.torch`" in run.stdout, run.stdout
     assert "Import xlaprof.torch (or call xt.device()) before the first backward()" in run.stdout
+
+
+def test_reshape_infers_a_minus_one_by_torchs_rule_in_one_place():
+    # The native dispatcher's views, the view lowerings and the engine ask one function
+    # (`xlaprof_core::shape::infer_dims`): a -1 beside a 0 is ambiguous, as torch says.
+    dev = xt.device()
+    for make in (lambda t: t.reshape(0, -1), lambda t: t.view(0, -1), lambda t: t.reshape(-1, 0)):
+        with pytest.raises(RuntimeError):
+            make(torch.zeros(0, 3))
+        with pytest.raises(xp.ShapeError, match=r"cannot reshape f32\[0,3\] \(0 elements\)"):
+            make(torch.zeros(0, 3).to(dev))
+    x = torch.arange(12.0)
+    for size in ((3, -1), (-1, 6), (2, -1, 3), (12,), (-1,)):
+        assert x.to(dev).reshape(*size).cpu().tolist() == x.reshape(*size).tolist()
+        assert x.to(dev).view(*size).shape == x.view(*size).shape
+    with pytest.raises(xp.ShapeError, match=r"cannot reshape f32\[12\] \(12 elements\) to \[5, -1\]"):
+        x.to(dev).view(5, -1)

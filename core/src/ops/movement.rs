@@ -76,21 +76,13 @@ impl Tensor {
     pub fn reshape(&self, dims: &[i64]) -> Result<Tensor> {
         let location = SourceLocation::caller();
         let n = self.element_count() as i64;
-        let known: i64 = dims.iter().filter(|&&d| d != -1).product();
-        let holes = dims.iter().filter(|&&d| d == -1).count();
-        let mut out = dims.to_vec();
-        if holes == 1 && known > 0 && n % known == 0 {
-            let hole = dims.iter().position(|&d| d == -1).unwrap_or(0);
-            out[hole] = n / known;
-        }
-        let bad = holes > 1 || out.iter().any(|&d| d < 0) || out.iter().product::<i64>() != n;
-        if bad {
+        let Some(out) = crate::shape::infer_dims(n, dims) else {
             return Err(shape_error(
                 "reshape",
                 &location,
                 format!("cannot reshape {} ({n} elements) to {:?}", self.shape(), dims),
             ));
-        }
+        };
         if out == self.dims() {
             return Ok(self.clone());
         }

@@ -545,6 +545,14 @@ pub(crate) fn data_wait(py: Python<'_>, seconds: f64) {
     xlaprof_core::events::data_wait(here(py), nanoseconds(seconds));
 }
 
+/// `dims` with its -1 inferred for `count` elements, as a reshape reads them, or None where no
+/// reshape fits (`xlaprof_core::shape::infer_dims`: the rule's one home; the torch bridge's view
+/// lowerings ask here).
+#[pyfunction]
+pub(crate) fn infer_dims(count: i64, dims: Vec<i64>) -> Option<Vec<i64>> {
+    xlaprof_core::shape::infer_dims(count, &dims)
+}
+
 /// Tells the profiler what a debugging tool written in Python caught (`tool`: `check`,
 /// `compare_with_eager`, `break_on`): at `site` (file, line, function), the line behind it,
 /// else at the caller's line.

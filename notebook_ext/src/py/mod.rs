@@ -90,6 +90,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(host_fallback, m)?,
         wrap_pyfunction!(data_wait, m)?,
         wrap_pyfunction!(caught, m)?,
+        wrap_pyfunction!(infer_dims, m)?,
         wrap_pyfunction!(captured::captured_graph, m)?,
         wrap_pyfunction!(captured::function_compiled, m)?,
         wrap_pyfunction!(captured::graph_break, m)?,

@@ -322,13 +322,12 @@ impl Bridge {
         let ints = |i: usize| args.get_item(i).and_then(|a| a.extract::<Vec<i64>>()).ok();
         let (step, inverse) = match (which, args.len()) {
             (VIEW_RESHAPE, 2) => {
-                let Some(mut size) = ints(1) else { return Ok(None) };
-                // `lowerings.views._view_shape`: the first -1 takes what the others leave.
-                if let Some(free) = size.iter().position(|&d| d == -1) {
-                    let known: i64 = size.iter().filter(|&&d| d != -1).product();
-                    let total: i64 = dims.iter().product();
-                    size[free] = if known != 0 { total.div_euclid(known) } else { 0 };
-                }
+                let Some(size) = ints(1) else { return Ok(None) };
+                // Sizes that fit no reshape: the lowering's error, at the user's line.
+                let total = dims.iter().product();
+                let Some(size) = xlaprof_core::shape::infer_dims(total, &size) else {
+                    return Ok(None);
+                };
                 (ViewStep::Reshape(size), ViewStep::Reshape(dims))
             }
             (VIEW_ALIAS, 1) => (ViewStep::Identity, ViewStep::Identity),

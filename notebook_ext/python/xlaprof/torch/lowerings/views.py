@@ -9,6 +9,7 @@ from typing import Any, List, Sequence
 import torch
 
 import xlaprof as xp
+from xlaprof import _native
 
 from .._tensor import LazyTensor, make_view, value
 from .common import aten, diag_len, diagonal_of
@@ -70,17 +71,13 @@ def _slice_scatter(base: Any, src: Any, dim: int, start: Any, end: Any, step: in
 
 
 def _view_shape(x: Any, size: Sequence[int]) -> List[int]:
+    """``size`` with its -1 inferred (the engine's rule); as given where no reshape fits, so that
+    the reshape's error names both shapes and the user's line."""
     size = [int(s) for s in size]
-    if -1 in size:
-        known = 1
-        for s in size:
-            if s != -1:
-                known *= s
-        total = 1
-        for s in x.shape:
-            total *= s
-        size[size.index(-1)] = total // known if known else 0
-    return size
+    total = 1
+    for s in x.shape:
+        total *= s
+    return _native.infer_dims(total, size) or size
 
 
 @lower_raw(aten.view.default, aten._unsafe_view.default, aten.reshape.default, complex_safe=True, native_view="reshape")
