@@ -4,10 +4,10 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use xlaprof_core::{events, DType, Tensor};
 
+use super::args::dims_arg;
 use super::device::check_device;
 use super::dtype::{extract_dtype, HostData};
 use super::location;
-use super::ops::dims_arg;
 use super::tensor::{from_numpy, PyTensor};
 use super::trace::{self, record, traced, traced_detached};
 
@@ -280,7 +280,7 @@ pub(crate) fn where_(
     record(py, "where", || {
         // A number takes the other operand's dtype, as `x + 0.5` does.
         let scalar = |(v, d): (f64, DType), other: &Result<Tensor, (f64, DType)>| match other {
-            Ok(t) => Tensor::scalar(v, super::ops::scalar_dtype(t, v)),
+            Ok(t) => Tensor::scalar(v, super::args::scalar_dtype(t, v)),
             Err((_, od)) => Tensor::scalar(v, if od.is_float() { *od } else { d }),
         };
         let x = a.clone().or_else(|n| Ok::<_, xlaprof_core::Error>(scalar(n, &b)))?;

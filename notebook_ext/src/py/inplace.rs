@@ -7,8 +7,10 @@
 use pyo3::prelude::*;
 use xlaprof_core::{DType, Tensor};
 
+use super::args::Operand;
+use super::arith::{binary, divide, with_alpha};
 use super::errors::Class;
-use super::ops::{binary, divide, masked_fill, with_alpha, Operand};
+use super::ops::masked_fill;
 use super::tensor::PyTensor;
 use super::trace::{grad_enabled, record, traced};
 

@@ -1,6 +1,8 @@
 //! The `xlaprof._native` extension module. The Python package `xlaprof` re-exports it with a
 //! few pure-Python parts (the IPython extension, `nn.Module`, context managers).
 
+mod args;
+mod arith;
 mod captured;
 mod debugging;
 mod device;

@@ -1,173 +1,17 @@
-//! The engine's ops as `Tensor` methods and Python operators. Each is recorded (not run) at the
-//! caller's Python line; shape errors are raised there, naming both shapes.
+//! The engine's ops as `Tensor` methods: reductions, shape and movement, indexing, linear algebra,
+//! dtype conversions (elementwise ops and operators are `arith.rs`). Each is recorded (not run)
+//! at the caller's Python line; shape errors are raised there, naming both shapes.
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::pyclass::CompareOp;
 use xlaprof_core::{DType, Tensor};
 
+use super::args::*;
 use super::dtype::extract_dtype;
-use super::tensor::{from_numpy, PyTensor};
+use super::tensor::{clone_tensor, PyTensor};
 use super::trace::{record, traced};
 
 type EngineResult = xlaprof_core::Result<Tensor>;
-
-/// The other operand of a binary op: a tensor, or a host scalar (a graph input: changing it
-/// does not recompile).
-pub(crate) enum Operand {
-    Tensor(Tensor),
-    Scalar(f64),
-}
-
-impl Operand {
-    /// The other operand of the op `what` (named in the error when the value is neither).
-    pub(crate) fn extract(
-        py: Python<'_>,
-        what: &str,
-        value: &Bound<'_, PyAny>,
-    ) -> PyResult<Operand> {
-        if let Ok(t) = value.cast::<PyTensor>() {
-            return Ok(Operand::Tensor(t.get().t.clone()));
-        }
-        if let Ok(v) = value.extract::<f64>() {
-            return Ok(Operand::Scalar(v));
-        }
-        if value.hasattr("__array_interface__")? || value.is_instance_of::<pyo3::types::PyList>() {
-            return Ok(Operand::Tensor(from_numpy(py, value)?));
-        }
-        Err(PyTypeError::new_err(format!(
-            "{what} needs a tensor, a number or an array, not {}",
-            value.get_type().name()?
-        )))
-    }
-}
-
-/// The dtype a host scalar takes next to `t` (PyTorch: a fraction promotes integers to f32).
-pub(crate) fn scalar_dtype(t: &Tensor, v: f64) -> DType {
-    if !t.dtype().is_float() && !t.dtype().is_complex() && v.fract() != 0.0 {
-        DType::F32
-    } else {
-        t.dtype()
-    }
-}
-
-/// Records `self <op> other`.
-pub(crate) fn binary(
-    py: Python<'_>,
-    what: &str,
-    a: &Tensor,
-    other: &Bound<'_, PyAny>,
-    tensor_op: fn(&Tensor, &Tensor) -> EngineResult,
-    scalar_op: fn(&Tensor, f64) -> EngineResult,
-) -> PyResult<PyTensor> {
-    let other = Operand::extract(py, what, other)?;
-    record(py, what, || match &other {
-        Operand::Tensor(b) => tensor_op(a, b),
-        Operand::Scalar(v) => scalar_op(a, *v),
-    })
-}
-
-/// The other operand of a matrix product: a tensor or an array, not a number.
-fn matmul_operand(py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Tensor> {
-    match Operand::extract(py, "matmul", other)? {
-        Operand::Tensor(t) => Ok(t),
-        Operand::Scalar(_) => Err(PyTypeError::new_err("matmul needs a tensor, not a number")),
-    }
-}
-
-/// `pow(a, b, modulo)`: the engine has no modular power.
-fn no_modulo(modulo: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-    match modulo {
-        Some(m) if !m.is_none() => {
-            Err(PyTypeError::new_err("pow() with a modulo is not supported"))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// Records `other <op> self` (the reflected operators).
-fn reflected(
-    py: Python<'_>,
-    what: &str,
-    a: &Tensor,
-    other: &Bound<'_, PyAny>,
-    tensor_op: fn(&Tensor, &Tensor) -> EngineResult,
-) -> PyResult<PyTensor> {
-    let other = Operand::extract(py, what, other)?;
-    record(py, what, || match &other {
-        Operand::Tensor(b) => tensor_op(b, a),
-        Operand::Scalar(v) => tensor_op(&Tensor::scalar(*v, scalar_dtype(a, *v)), a),
-    })
-}
-
-/// Axes given as None (all), an int, or a sequence of ints.
-pub(crate) fn axes(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<i64>> {
-    let Some(d) = dim.filter(|d| !d.is_none()) else {
-        return Ok(vec![]);
-    };
-    if let Ok(one) = d.extract::<i64>() {
-        return Ok(vec![one]);
-    }
-    d.extract::<Vec<i64>>().map_err(|_| {
-        PyTypeError::new_err(format!("dim must be None, an int or a sequence of ints, not {d:?}"))
-    })
-}
-
-/// Dims given either as one sequence or as several ints (`reshape(2, 3)` or `reshape((2, 3))`);
-/// `what` is the op, named in the error.
-pub(crate) fn dims_arg(what: &str, args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<Vec<i64>> {
-    if args.len() == 1 {
-        if let Ok(dims) = args.get_item(0)?.extract::<Vec<i64>>() {
-            return Ok(dims);
-        }
-    }
-    args.extract::<Vec<i64>>().map_err(|_| {
-        PyTypeError::new_err(format!(
-            "{what} takes ints or one sequence of ints (`{what}(2, 3)` or `{what}((2, 3))`), \
-             not {args:?}"
-        ))
-    })
-}
-
-macro_rules! unary {
-    ($($name:ident),* $(,)?) => {
-        #[pymethods]
-        impl PyTensor {
-            $(
-                fn $name(&self, py: Python<'_>) -> PyResult<PyTensor> {
-                    record(py, stringify!($name), || self.t.$name())
-                }
-            )*
-        }
-    };
-}
-
-unary!(
-    neg,
-    abs,
-    exp,
-    log,
-    sqrt,
-    rsqrt,
-    sin,
-    cos,
-    tanh,
-    sigmoid,
-    sign,
-    floor,
-    round,
-    lgamma,
-    digamma,
-    erfinv,
-    erf,
-    erfc,
-    log1p,
-    expm1,
-    relu,
-    gelu,
-    silu,
-    logical_not
-);
 
 /// `sum` and `mean` over `dim` (None: every dim), as `t.sum(dim=None, keepdim=False, *,
 /// dtype=None)`. As in PyTorch, `dtype` casts first, and the sum of integers or bools is int64.
@@ -201,11 +45,6 @@ macro_rules! typed_reductions {
 }
 
 typed_reductions!(sum, mean);
-
-/// A `dtype=` argument: None, or a dtype.
-pub(crate) fn optional_dtype(dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DType>> {
-    dtype.filter(|d| !d.is_none()).map(extract_dtype).transpose()
-}
 
 /// `max`/`min` as PyTorch has them: over everything (`t.max()`), along one dim with the
 /// positions (`t.max(1)` is `(values, indices)`), or elementwise with another tensor.
@@ -261,18 +100,6 @@ fn arg_extreme(
             }
         }
     })
-}
-
-/// A dim given to an op on a tensor of `rank` dims, made non-negative (IndexError outside).
-pub(crate) fn wrap_dim(what: &str, dim: i64, rank: usize) -> PyResult<usize> {
-    let r = rank.max(1) as i64;
-    let d = if dim < 0 { dim + r } else { dim };
-    if d < 0 || d >= r {
-        return Err(pyo3::exceptions::PyIndexError::new_err(format!(
-            "{what}: dim {dim} is out of range for a tensor of rank {rank}"
-        )));
-    }
-    Ok(d as usize)
 }
 
 #[pymethods]
@@ -336,259 +163,8 @@ impl PyTensor {
     }
 }
 
-macro_rules! binary_methods {
-    ($($name:ident => $t:ident, $s:ident);* $(;)?) => {
-        #[pymethods]
-        impl PyTensor {
-            $(
-                fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-                    binary(py, stringify!($name), &self.t, other, Tensor::$t, Tensor::$s)
-                }
-            )*
-        }
-    };
-}
-
-binary_methods! {
-    mul => mul, mul_scalar; maximum => maximum, maximum_scalar;
-    minimum => minimum, minimum_scalar; fmod => fmod, fmod_scalar;
-    atan2 => atan2, atan2_scalar;
-    remainder => remainder, remainder_scalar;
-    nextafter => nextafter, nextafter_scalar;
-    _zeta => zeta, zeta_scalar;
-}
-
-/// `self + alpha * other` (or `-`), as PyTorch's `add(other, *, alpha=1)`.
-pub(crate) fn with_alpha(
-    py: Python<'_>,
-    what: &str,
-    a: &Tensor,
-    other: &Bound<'_, PyAny>,
-    alpha: f64,
-    tensor_op: fn(&Tensor, &Tensor) -> EngineResult,
-    scalar_op: fn(&Tensor, f64) -> EngineResult,
-) -> PyResult<PyTensor> {
-    if alpha == 1.0 {
-        return binary(py, what, a, other, tensor_op, scalar_op);
-    }
-    let other = Operand::extract(py, what, other)?;
-    record(py, what, || match &other {
-        Operand::Tensor(b) => tensor_op(a, &b.mul_scalar(alpha)?),
-        Operand::Scalar(v) => scalar_op(a, v * alpha),
-    })
-}
-
-/// `a / b` rounded as PyTorch's `div(..., rounding_mode=)`: None (true division), "trunc" or
-/// "floor"; a rounded quotient of integers stays an integer.
-pub(crate) fn divide(
-    py: Python<'_>,
-    a: &Tensor,
-    other: &Bound<'_, PyAny>,
-    rounding_mode: Option<&str>,
-    reflected: bool,
-) -> PyResult<PyTensor> {
-    let floor = match rounding_mode {
-        None => None,
-        Some("floor") => Some(true),
-        Some("trunc") => Some(false),
-        Some(m) => {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "div expected rounding_mode to be one of None, 'trunc' or 'floor', not {m:?}"
-            )))
-        }
-    };
-    let other = Operand::extract(py, "div", other)?;
-    record(py, "div", || {
-        let b = match &other {
-            Operand::Tensor(b) => b.clone(),
-            Operand::Scalar(v) => Tensor::scalar(*v, scalar_dtype(a, *v)),
-        };
-        let (x, y) = if reflected { (&b, a) } else { (a, &b) };
-        let q = x.div(y)?;
-        let Some(floor) = floor else { return Ok(q) };
-        let q = if floor { q.floor()? } else { q.abs()?.floor()?.mul(&q.sign()?)? };
-        if !x.dtype().is_float() && !y.dtype().is_float() {
-            q.cast(x.dtype())
-        } else {
-            Ok(q)
-        }
-    })
-}
-
 #[pymethods]
 impl PyTensor {
-    /// The n-th derivative of the digamma function at each value (PyTorch's `polygamma(n)`).
-    fn polygamma(&self, py: Python<'_>, n: u32) -> PyResult<PyTensor> {
-        record(py, "polygamma", || self.t.polygamma(n))
-    }
-
-    #[pyo3(signature = (other, *, alpha=1.0))]
-    fn add(&self, py: Python<'_>, other: &Bound<'_, PyAny>, alpha: f64) -> PyResult<PyTensor> {
-        with_alpha(py, "add", &self.t, other, alpha, Tensor::add, Tensor::add_scalar)
-    }
-
-    #[pyo3(signature = (other, *, alpha=1.0))]
-    fn sub(&self, py: Python<'_>, other: &Bound<'_, PyAny>, alpha: f64) -> PyResult<PyTensor> {
-        with_alpha(py, "sub", &self.t, other, alpha, Tensor::sub, Tensor::sub_scalar)
-    }
-
-    #[pyo3(signature = (other, *, rounding_mode=None))]
-    fn div(
-        &self,
-        py: Python<'_>,
-        other: &Bound<'_, PyAny>,
-        rounding_mode: Option<&str>,
-    ) -> PyResult<PyTensor> {
-        divide(py, &self.t, other, rounding_mode, false)
-    }
-
-    fn pow(&self, py: Python<'_>, exponent: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(py, "pow", &self.t, exponent, Tensor::pow, Tensor::pow_scalar)
-    }
-
-    fn __floordiv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        divide(py, &self.t, other, Some("floor"), false)
-    }
-
-    fn __rfloordiv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        divide(py, &self.t, other, Some("floor"), true)
-    }
-}
-
-/// Named comparisons (`t.eq(other)`, ...), the methods behind `==`, `<`, ...
-macro_rules! compare_methods {
-    ($($name:ident => $what:literal),* $(,)?) => {
-        #[pymethods]
-        impl PyTensor {
-            $(
-                fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-                    compare(py, $what, &self.t, other, Tensor::$name)
-                }
-            )*
-        }
-    };
-}
-
-compare_methods!(eq => "==", ne => "!=", lt => "<", le => "<=", gt => ">", ge => ">=");
-
-/// Records `a <cmp> other`, a scalar `other` taking `a`'s dtype.
-fn compare(
-    py: Python<'_>,
-    what: &str,
-    a: &Tensor,
-    other: &Bound<'_, PyAny>,
-    f: fn(&Tensor, &Tensor) -> EngineResult,
-) -> PyResult<PyTensor> {
-    let other = Operand::extract(py, what, other)?;
-    record(py, what, || match &other {
-        Operand::Tensor(b) => f(a, b),
-        Operand::Scalar(v) => compare_scalar(f)(a, *v),
-    })
-}
-
-fn compare_scalar(
-    op: fn(&Tensor, &Tensor) -> EngineResult,
-) -> impl Fn(&Tensor, f64) -> EngineResult {
-    move |t, v| op(t, &Tensor::scalar(v, scalar_dtype(t, v)))
-}
-
-// The operators are written out: pyo3's slot wrappers trip the `unsafe_op_in_unsafe_fn` lint
-// when they come out of a `macro_rules!` expansion.
-#[pymethods]
-impl PyTensor {
-    fn __add__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(py, "add", &self.t, other, Tensor::add, Tensor::add_scalar)
-    }
-    fn __radd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(py, "add", &self.t, other, Tensor::add, Tensor::add_scalar)
-    }
-    fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(py, "sub", &self.t, other, Tensor::sub, Tensor::sub_scalar)
-    }
-    fn __mul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(py, "mul", &self.t, other, Tensor::mul, Tensor::mul_scalar)
-    }
-    fn __rmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(py, "mul", &self.t, other, Tensor::mul, Tensor::mul_scalar)
-    }
-    fn __truediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(py, "div", &self.t, other, Tensor::div, Tensor::div_scalar)
-    }
-    fn __mod__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(py, "remainder", &self.t, other, Tensor::remainder, Tensor::remainder_scalar)
-    }
-    fn __rsub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        reflected(py, "sub", &self.t, other, Tensor::sub)
-    }
-    fn __rtruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        reflected(py, "div", &self.t, other, Tensor::div)
-    }
-    fn __pow__(
-        &self,
-        py: Python<'_>,
-        other: &Bound<'_, PyAny>,
-        modulo: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<PyTensor> {
-        no_modulo(modulo)?;
-        binary(py, "pow", &self.t, other, Tensor::pow, Tensor::pow_scalar)
-    }
-    fn __rpow__(
-        &self,
-        py: Python<'_>,
-        other: &Bound<'_, PyAny>,
-        modulo: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<PyTensor> {
-        no_modulo(modulo)?;
-        reflected(py, "pow", &self.t, other, Tensor::pow)
-    }
-    fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        let other = matmul_operand(py, other)?;
-        record(py, "matmul", || self.t.matmul(&other))
-    }
-    fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        let other = matmul_operand(py, other)?;
-        record(py, "matmul", || other.matmul(&self.t))
-    }
-    fn matmul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        self.__matmul__(py, other)
-    }
-    fn __neg__(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        self.neg(py)
-    }
-    fn __abs__(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        self.abs(py)
-    }
-    fn __invert__(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        self.logical_not(py)
-    }
-    fn __and__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(py, "and", &self.t, other, Tensor::logical_and, |t, v| {
-            t.logical_and(&Tensor::scalar(v, DType::Pred))
-        })
-    }
-    fn __or__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(py, "or", &self.t, other, Tensor::logical_or, |t, v| {
-            t.logical_or(&Tensor::scalar(v, DType::Pred))
-        })
-    }
-
-    fn __richcmp__(
-        &self,
-        py: Python<'_>,
-        other: &Bound<'_, PyAny>,
-        op: CompareOp,
-    ) -> PyResult<PyTensor> {
-        let (what, f): (&str, fn(&Tensor, &Tensor) -> EngineResult) = match op {
-            CompareOp::Eq => ("==", Tensor::eq),
-            CompareOp::Ne => ("!=", Tensor::ne),
-            CompareOp::Lt => ("<", Tensor::lt),
-            CompareOp::Le => ("<=", Tensor::le),
-            CompareOp::Gt => (">", Tensor::gt),
-            CompareOp::Ge => (">=", Tensor::ge),
-        };
-        compare(py, what, &self.t, other, f)
-    }
-
     // ---- shape and movement ----
 
     #[pyo3(signature = (*shape))]
@@ -1042,7 +618,6 @@ conversions!(
     bool => Pred, byte => U8, char => S8,
 );
 
-/// `t` with `value` where `mask` is true (`mask` must broadcast to `t`'s shape, not beyond).
 /// `t` without those of the dims `chosen` that have size 1 (`Tensor.squeeze`; the way back of the
 /// torch bridge's native `unsqueeze` views).
 pub(crate) fn squeezed(py: Python<'_>, t: &Tensor, chosen: &[usize]) -> PyResult<PyTensor> {
@@ -1051,6 +626,7 @@ pub(crate) fn squeezed(py: Python<'_>, t: &Tensor, chosen: &[usize]) -> PyResult
     record(py, "squeeze", || t.reshape(&out))
 }
 
+/// `t` with `value` where `mask` is true (`mask` must broadcast to `t`'s shape, not beyond).
 pub(crate) fn masked_fill(
     py: Python<'_>,
     t: &Tensor,
@@ -1082,14 +658,4 @@ pub(crate) fn masked_fill(
         };
         Tensor::where_(mask, &fill, t)
     })
-}
-
-/// A new tensor with `t`'s value, which later in-place changes of `t` do not reach; it is in the
-/// autograd graph when `t` is (then it is two reshapes, which XLA removes).
-pub(crate) fn clone_tensor(py: Python<'_>, t: &Tensor) -> PyResult<PyTensor> {
-    if t.requires_grad() && super::trace::grad_enabled() {
-        record(py, "clone", || t.unsqueeze(0)?.squeeze(0))
-    } else {
-        Ok(PyTensor::new(t.detach()))
-    }
 }

@@ -12,7 +12,6 @@ use xlaprof_core::{DType, Tensor};
 use super::device::{device_type, engine_device};
 use super::dtype::{dtype_name, extract_dtype, HostData, HostValues};
 use super::errors::engine_error;
-use super::ops::clone_tensor;
 use super::trace::{record, traced, traced_detached};
 
 #[pyclass(name = "Tensor", module = "xlaprof", frozen, weakref)]
@@ -380,4 +379,14 @@ fn set_once<T>(slot: &mut Option<T>, value: T, what: &str) -> PyResult<()> {
     }
     *slot = Some(value);
     Ok(())
+}
+
+/// A new tensor with `t`'s value, which later in-place changes of `t` do not reach; it is in the
+/// autograd graph when `t` is (then it is two reshapes, which XLA removes).
+pub(crate) fn clone_tensor(py: Python<'_>, t: &Tensor) -> PyResult<PyTensor> {
+    if t.requires_grad() && super::trace::grad_enabled() {
+        record(py, "clone", || t.unsqueeze(0)?.squeeze(0))
+    } else {
+        Ok(PyTensor::new(t.detach()))
+    }
 }

@@ -22,8 +22,9 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyTuple, PyType};
 use xlaprof_core::{DType, Tensor};
 
+use super::arith::{binary, with_alpha};
 use super::dtype::dtype_name;
-use super::ops::{binary, squeezed, with_alpha};
+use super::ops::squeezed;
 use super::tensor::PyTensor;
 use super::trace::record;
 
