@@ -224,7 +224,7 @@ pub enum Event {
         duration_ns: u64,
     },
     /// The front end spent `duration_ns` recording `calls` ops at `location` since the last
-    /// such event for it (summed per line on the recording thread, written before each sync).
+    /// such event for it (summed per location over every thread, written before each sync).
     Traced {
         location: SourceLocation,
         calls: u64,

@@ -135,7 +135,6 @@ def _raise_if_out(low: int, high: int, size: int, dim: int, wraps: bool, op: str
         bad = low
     if bad is None:
         return
-    _pending.clear()  # the program stops here: what was pending checked a state now gone
     line = "<unknown>" if site is None else f"{os.path.basename(site[0])}:{site[1]} in {site[2]}"
     message = (f"index {bad} is out of bounds for dimension {dim} with size {size} "
                f"({op}, at {line}; XLAPROF_CHECK=1)")
