@@ -107,6 +107,30 @@ pub(crate) struct Graph<'a> {
     pub kept: Vec<usize>,
 }
 
+/// Every node the roots need, device data aside, each once, marked with `epoch` (iteratively:
+/// chains can be 100,000 deep); in no particular order. The one walk of a graph: a sync's
+/// (`Graph::build`) and a trace's layout for a compile (`Trace::lay_out`) both take it.
+pub(crate) fn needed(roots: &[NodeRef], epoch: u64) -> Vec<&Node> {
+    let mut needed: Vec<&Node> = Vec::new();
+    let mut stack: Vec<&Node> = Vec::new();
+    for root in roots {
+        if !matches!(root.op, Op::Data(_)) && root.visited_in(epoch).is_none() {
+            root.mark_visited(epoch, 0);
+            stack.push(root);
+        }
+        while let Some(node) = stack.pop() {
+            needed.push(node);
+            for input in &node.inputs {
+                if !matches!(input.op, Op::Data(_)) && input.visited_in(epoch).is_none() {
+                    input.mark_visited(epoch, 0);
+                    stack.push(input);
+                }
+            }
+        }
+    }
+    needed
+}
+
 impl<'a> Graph<'a> {
     /// Walks the graph under `roots` (iteratively: chains can be 100,000 deep) and lays it out
     /// the one canonical way (see [`keys`]): the nodes the roots need in recording order, device
@@ -115,23 +139,7 @@ impl<'a> Graph<'a> {
     /// donated (see [`donations`]).
     pub fn build(roots: &'a [NodeRef], epoch: u64, donate: bool) -> Graph<'a> {
         // 1: every node the roots need, device data aside (numbered below, by first use).
-        let mut needed: Vec<&'a Node> = Vec::new();
-        let mut stack: Vec<&'a Node> = Vec::new();
-        for root in roots {
-            if !matches!(root.op, Op::Data(_)) && root.visited_in(epoch).is_none() {
-                root.mark_visited(epoch, 0);
-                stack.push(root);
-            }
-            while let Some(node) = stack.pop() {
-                needed.push(node);
-                for input in &node.inputs {
-                    if !matches!(input.op, Op::Data(_)) && input.visited_in(epoch).is_none() {
-                        input.mark_visited(epoch, 0);
-                        stack.push(input);
-                    }
-                }
-            }
-        }
+        let mut needed = needed(roots, epoch);
         // 2: recording order, a topological order whichever trace recorded a node.
         needed.sort_unstable_by_key(|n| (n.trace_gen, n.trace_seq));
 

@@ -28,7 +28,8 @@ pub fn manual_seed(seed: i64) {
 }
 pub use def::{Attr, NodeDef};
 pub(crate) use graph::{
-    donations, keys, scalar_key, share, Graph, References, ScalarKey, PARAMETER, SCALAR_SLOT,
+    donations, keys, needed, scalar_key, share, Graph, References, ScalarKey, PARAMETER,
+    SCALAR_SLOT,
 };
 pub use op::{qr_taus, BinaryOp, CompareOp, FftKind, LuOutput, Op, OpKind, ReduceKind, UnaryOp};
 

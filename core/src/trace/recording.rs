@@ -261,24 +261,9 @@ impl Trace {
     /// Lays the graph out for lowering and its summary: the parameters, then every node the roots
     /// need, in recording order. Outputs become indices into that order. Only a compile needs it.
     pub fn lay_out<'a>(&'a self, g: &mut Graph<'a>, roots: &'a [NodeRef], epoch: u64) {
-        // The nodes the roots need: walked once (marked with the epoch), then put in order.
-        let mut needed: Vec<&'a Node> = Vec::new();
-        let mut stack: Vec<&'a Node> = Vec::new();
-        for root in roots {
-            if root.visited_in(epoch).is_none() {
-                root.mark_visited(epoch, 0);
-                stack.push(root);
-            }
-            while let Some(node) = stack.pop() {
-                needed.push(node);
-                for input in &node.inputs {
-                    if !matches!(input.op, Op::Data(_)) && input.visited_in(epoch).is_none() {
-                        input.mark_visited(epoch, 0);
-                        stack.push(input);
-                    }
-                }
-            }
-        }
+        // The nodes the roots need (the roots are this trace's, never device data), walked once
+        // and marked with the epoch, then put in order.
+        let mut needed = crate::ir::needed(roots, epoch);
         needed.sort_unstable_by_key(|n| n.trace_seq);
         g.order.clear();
         g.slot.clear();
