@@ -1,5 +1,6 @@
 """Figures for the Python API (a benchmark, not a test): the cost of recording one op from
-Python, and the overhead of the %xla_profile magic on a cell that trains an MLP for 50 steps.
+Python (also while a profile records, which times each call for the line profiler), and the
+overhead of the %xla_profile magic on a cell that trains an MLP for 50 steps.
 
     .venv/bin/python notebook_ext/bench/tracing.py
 
@@ -48,6 +49,9 @@ def tracing_figures() -> None:
         return x
 
     print(f"  chain x = x * 1.0001 + 0.5 (as xlaprof bench) {per_op_ns(chain, 2000, calls=10):4.0f} ns")
+    with xp.profile():  # the line profiler times each call (its tracing column)
+        recorded = per_op_ns(chain, 2000, calls=10)
+    print(f"  the chain while a profile records             {recorded:4.0f} ns")
 
 
 def make_batch(rng: np.random.Generator, batch: int = 64, features: int = 32, classes: int = 10):

@@ -612,3 +612,141 @@ pub fn init_from_env() -> Result<bool> {
     let _ = GLOBAL.set(recording);
     Ok(true)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xlaprof_core::events::{CapturedNode, FunctionCompile, PartitionPlan, Tool};
+    use xlaprof_core::DType;
+
+    /// Its name, by a match with no catch-all: an engine event added without a place in
+    /// `every_engine_event_becomes_a_record` fails to compile here.
+    fn variant(e: &Event) -> &'static str {
+        match e {
+            Event::SyncBegin { .. } => "SyncBegin",
+            Event::GraphBuilt { .. } => "GraphBuilt",
+            Event::CacheLookup { .. } => "CacheLookup",
+            Event::Lowered { .. } => "Lowered",
+            Event::Compiled { .. } => "Compiled",
+            Event::Transfer { .. } => "Transfer",
+            Event::Executed { .. } => "Executed",
+            Event::SyncEnd { .. } => "SyncEnd",
+            Event::StepMarker { .. } => "StepMarker",
+            Event::DeviceMemory { .. } => "DeviceMemory",
+            Event::ScopeBegin { .. } => "ScopeBegin",
+            Event::ScopeEnd { .. } => "ScopeEnd",
+            Event::ValueRead { .. } => "ValueRead",
+            Event::Partitioned { .. } => "Partitioned",
+            Event::DevicesFinished { .. } => "DevicesFinished",
+            Event::HostFallback { .. } => "HostFallback",
+            Event::DataWait { .. } => "DataWait",
+            Event::CapturedGraph { .. } => "CapturedGraph",
+            Event::FunctionCompiled(_) => "FunctionCompiled",
+            Event::GraphBreak { .. } => "GraphBreak",
+            Event::CapturedRun { .. } => "CapturedRun",
+            Event::Traced { .. } => "Traced",
+            Event::Caught { .. } => "Caught",
+        }
+    }
+
+    #[track_caller]
+    fn here() -> SourceLocation {
+        SourceLocation::caller()
+    }
+
+    /// One of each engine event, in an order a program could emit them.
+    fn every_event() -> Vec<Event> {
+        let (sync_id, hash) = (1, 0xfeed);
+        let summary = Arc::new(GraphSummary { nodes: 1, ..GraphSummary::default() });
+        let node = CapturedNode {
+            op: "aten.add".into(),
+            operands: Vec::new(),
+            dtype: "f32".into(),
+            dims: vec![2],
+            location: here(),
+        };
+        let compile = FunctionCompile {
+            id: "0/0".into(),
+            function: here(),
+            caller: None,
+            duration_ns: 5,
+            phases: vec![("Dynamo".into(), 5)],
+            graphs: vec![7],
+            reason: None,
+            reason_location: None,
+            failure: None,
+        };
+        let memory = xlaprof_core::runtime::DeviceMemory {
+            in_use_bytes: 1,
+            peak_bytes: None,
+            limit_bytes: None,
+        };
+        vec![
+            Event::ScopeBegin { name: "epoch".into(), location: here() },
+            Event::Traced { location: here(), calls: 3, duration_ns: 9 },
+            Event::SyncBegin { sync_id, cause: SyncCause::StepEnd, location: here(), tensors: 1 },
+            Event::GraphBuilt { sync_id, hash, summary, duration_ns: 1 },
+            Event::CacheLookup { sync_id, hash, hit: false, persistent_hit: false },
+            Event::Lowered { sync_id, hash, stablehlo: "module {}".into(), duration_ns: 1 },
+            Event::Compiled {
+                sync_id,
+                hash,
+                duration_ns: 1,
+                memory: None,
+                cost: None,
+                optimized_hlo: None,
+            },
+            Event::Partitioned { sync_id, hash, plan: Arc::new(PartitionPlan::default()) },
+            Event::Transfer { sync_id, direction: Direction::ToDevice, bytes: 8, duration_ns: 1 },
+            Event::Executed { sync_id, hash, duration_ns: 1 },
+            Event::DevicesFinished { sync_id, hash, after_launch_ns: vec![1, 2] },
+            Event::SyncEnd { sync_id, duration_ns: 4 },
+            Event::ValueRead {
+                location: here(),
+                shape: Shape::new(DType::F32, [2]),
+                bytes: 8,
+                duration_ns: 1,
+            },
+            Event::HostFallback { op: "aten::erfinv".into(), location: here(), duration_ns: 2 },
+            Event::DataWait { location: here(), duration_ns: 3 },
+            Event::CapturedGraph {
+                hash: 7,
+                graph: Arc::new(CapturedGraph { nodes: vec![node], inputs: 0 }),
+            },
+            Event::FunctionCompiled(Arc::new(compile)),
+            Event::GraphBreak { compile: "0/0".into(), reason: "print".into(), location: here() },
+            Event::CapturedRun { hash: 7, duration_ns: 2 },
+            Event::Caught { tool: Tool::Anomaly, message: "NaN".into(), location: here() },
+            Event::StepMarker { step: 1, location: here() },
+            Event::DeviceMemory { step: 1, device: 0, memory },
+            Event::ScopeEnd { name: "epoch".into() },
+        ]
+    }
+
+    #[test]
+    fn every_engine_event_becomes_a_record() {
+        let (recorder, id) = listen(None);
+        events::remove_listener(id); // fed by hand below, not by the engine
+        let events = every_event();
+        let mut seen: HashSet<&str> = HashSet::new();
+        for (t, e) in events.iter().enumerate() {
+            let before = recorder.0.lock().unwrap().profile.records;
+            recorder.on_event(t as u64 + 1, e);
+            let after = recorder.0.lock().unwrap().profile.records;
+            assert!(after > before, "{} made no record", variant(e));
+            seen.insert(variant(e));
+        }
+        assert_eq!(seen.len(), events.len(), "each event once");
+        // And the profile holds what they said.
+        let s = recorder.0.lock().unwrap();
+        let p = &s.profile;
+        assert_eq!((p.syncs.len(), p.steps.len(), p.scopes.len()), (1, 1, 1));
+        assert_eq!((p.host_fallbacks.len(), p.data_waits.len(), p.caught.len()), (1, 1, 1));
+        assert_eq!(
+            (p.graph_breaks.len(), p.captured_runs.len(), p.function_compiles.len()),
+            (1, 1, 1)
+        );
+        assert_eq!(p.traced.values().map(|t| t.calls).sum::<u64>(), 3);
+        assert!(p.graphs.contains_key(&7));
+    }
+}
