@@ -71,7 +71,8 @@ pub(crate) fn traced<R>(
     f: impl FnOnce() -> xlaprof_core::Result<R>,
 ) -> PyResult<R> {
     let (here, grad) = (location::current(py), grad_enabled());
-    let at = here.clone();
+    // The line for the timer, cloned only while a profile records (an op's hot path otherwise).
+    let at = if xlaprof_core::events::enabled() { here.clone() } else { None };
     timed(|| at, || guarded(what, || in_mode(here, grad, f).map_err(engine_error)))
 }
 
@@ -93,9 +94,11 @@ pub(crate) fn traced_detached<R: Send>(
 ) -> PyResult<R> {
     // Syncs and reads: a library's line is reported with the user's line that called into it.
     let (here, grad) = (location::current_with_caller(py), grad_enabled());
-    let start = Instant::now();
+    let start = xlaprof_core::events::enabled().then(Instant::now);
     let result = guarded(what, || py.detach(move || in_mode(here, grad, f)).map_err(engine_error));
-    not_tracing(start.elapsed().as_nanos() as u64);
+    if let Some(start) = start {
+        not_tracing(start.elapsed().as_nanos() as u64);
+    }
     result
 }
 
