@@ -51,6 +51,7 @@ trap 'rm -rf "$bin_dir"' EXIT  # a development build made later must not carry a
 cp target/release/xlaprof "$bin_dir/xlaprof"
 
 mkdir -p "$out"
+out="$(cd "$out" && pwd)"  # maturin runs in notebook_ext: a relative --out would land there
 built=()
 for v in "${versions[@]}"; do
   py="$(interpreter "$v")"

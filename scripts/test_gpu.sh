@@ -15,20 +15,26 @@
 #   bash scripts/test_gpu.sh --prebuilt DIR   run binaries packed elsewhere (a GPU machine without
 #                                             a Rust toolchain, same processor and a newer libc)
 # Options: --python PY (a Python with jax and torch, for the figures beside ours; default python3),
-#          --peers DIR (JAX's peer benchmarks, bench_b_chain.py and bench_c_mlp.py).
+#          --peers DIR (JAX's peer benchmarks, bench_b_chain.py and bench_c_mlp.py),
+#          --only engine|torch (one half: the engine's tests, samples and bench, or PyTorch),
+#          --out DIR (keep the torch half's figures, logs and GPT-2 profiles there).
+# The torch half times GPT-2 alone first, then runs the zoo's parity and the OpInfo sweeps side
+# by side (their timings are not the point; the GPU's time is scarce).
 # Exits non-zero when there is no GPU (nothing is run) and when anything fails.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 say() { printf '[test-gpu] %s\n' "$*"; }
 
-mode=build prebuilt="" pack="" python=python3 peers=""
+mode=build prebuilt="" pack="" python=python3 peers="" only="" out=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --pack) mode=pack pack="$2"; shift 2 ;;
     --prebuilt) mode=prebuilt prebuilt="$(cd "$2" && pwd)"; shift 2 ;;
     --python) python="$2"; shift 2 ;;
     --peers) peers="$(cd "$2" && pwd)"; shift 2 ;;
+    --only) only="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
     *) say "unknown argument: $1"; exit 2 ;;
   esac
 done
@@ -102,54 +108,76 @@ run_step() { # name, command...
   if "$@"; then say "ok: $name"; else say "FAILED: $name"; failed+=("$name"); fi
 }
 
-# --- the engine's tests -----------------------------------------------------------------------
-skips="$(printf -- ' --skip %s' "${cpu_only[@]}")"
-say "left out, as they test the CPU plugin's devices:${cpu_only[*]/#/ }"
-for t in "${core_tests[@]}"; do
-  run_step "core test $t" bash -c "cd core && '$prebuilt/tests/$t' -q --exact $skips 2>&1 | tail -n 25; exit \${PIPESTATUS[0]}"
-done
-
-# --- the samples and the demo -----------------------------------------------------------------
 work="$(mktemp -d)"
-for s in "${samples[@]}"; do
-  run_step "sample $s" bash -c "cd '$work' && XLAPROF_PROFILE='$work/$s.xlaprof' '$prebuilt/bin/$s' 2>&1 | tail -n 6; exit \${PIPESTATUS[0]}"
-  run_step "report of $s" bash -c "'$prebuilt/bin/xlaprof' report '$work/$s.xlaprof' | head -n 40"
-done
-run_step "out of device memory is a clear error" bash -c "'$prebuilt/bin/out_of_memory' 1024"
-run_step "demo" bash -c "cd '$work' && '$prebuilt/bin/xlaprof' demo --out '$work/demo.xlaprof' | tail -n 30; exit \${PIPESTATUS[0]}"
+if [ "$only" != torch ]; then
+  # --- the engine's tests ---------------------------------------------------------------------
+  skips="$(printf -- ' --skip %s' "${cpu_only[@]}")"
+  say "left out, as they test the CPU plugin's devices:${cpu_only[*]/#/ }"
+  for t in "${core_tests[@]}"; do
+    run_step "core test $t" bash -c "cd core && '$prebuilt/tests/$t' -q --exact $skips 2>&1 | tail -n 25; exit \${PIPESTATUS[0]}"
+  done
 
-# --- figures ----------------------------------------------------------------------------------
-bench_args=(bench --json)
-if [ -n "$peers" ] && "$python" -c 'import jax' 2>/dev/null; then
-  bench_args+=(--jax-python "$python" --jax-peers "$peers")
-fi
-run_step "xlaprof bench" bash -c "'$prebuilt/bin/xlaprof' ${bench_args[*]}"
-if "$python" -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
-  run_step "PyTorch on the same GPU" "$python" scripts/bench_torch_mlp.py 30
+  # --- the samples and the demo ---------------------------------------------------------------
+  for s in "${samples[@]}"; do
+    run_step "sample $s" bash -c "cd '$work' && XLAPROF_PROFILE='$work/$s.xlaprof' '$prebuilt/bin/$s' 2>&1 | tail -n 6; exit \${PIPESTATUS[0]}"
+    run_step "report of $s" bash -c "'$prebuilt/bin/xlaprof' report '$work/$s.xlaprof' | head -n 40"
+  done
+  run_step "out of device memory is a clear error" bash -c "'$prebuilt/bin/out_of_memory' 1024"
+  run_step "demo" bash -c "cd '$work' && '$prebuilt/bin/xlaprof' demo --out '$work/demo.xlaprof' | tail -n 30; exit \${PIPESTATUS[0]}"
+
+  # --- figures --------------------------------------------------------------------------------
+  bench_args=(bench --json)
+  if [ -n "$peers" ] && "$python" -c 'import jax' 2>/dev/null; then
+    bench_args+=(--jax-python "$python" --jax-peers "$peers")
+  fi
+  run_step "xlaprof bench" bash -c "'$prebuilt/bin/xlaprof' ${bench_args[*]}"
+  if "$python" -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
+    run_step "PyTorch on the same GPU" "$python" scripts/bench_torch_mlp.py 30
+  fi
 fi
 
-# --- PyTorch on the GPU -----------------------------------------------------------------------
-if "$python" -c 'import torch, transformers, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
+# --- PyTorch on the GPU -------------------------------------------------------------------------
+torch_part() {
   tag="$("$python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')"
   wheel="$(ls "$prebuilt"/wheels/xlaprof-*-"$tag"-*.whl 2>/dev/null | head -n 1)"
   if [ -z "$wheel" ] && [ "$mode" = build ]; then
     bash scripts/build_wheels.sh --out "$prebuilt/wheels" "$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" >/dev/null
     wheel="$(ls "$prebuilt"/wheels/xlaprof-*-"$tag"-*.whl 2>/dev/null | head -n 1)"
   fi
-  if [ -n "$wheel" ]; then
-    # Beside the Python's own packages: its torch, transformers and the CUDA plugin stay.
-    "$python" -m pip install -q --disable-pip-version-check --no-deps --no-index --target "$work/site" \
-      "$wheel" "$prebuilt"/wheels/extra/*.whl 2>/dev/null || "$python" -m pip install -q --no-deps --target "$work/site" "$wheel"
-    export PYTHONPATH="$work/site${PYTHONPATH:+:$PYTHONPATH}"
-    run_step "torch bridge on the GPU: parity with CUDA eager, GPT-2 against eager and inductor" \
-      "$python" notebook_ext/bench/torch_gpu.py --out "$work/torch"
-    for dtype in float32 bfloat16; do
-      run_step "OpInfo sweep on the GPU ($dtype, 1 sample each)" \
-        "$python" tests/opinfo/opinfo_sweep.py --samples 1 --dtype "$dtype"
-    done
-  else
+  if [ -z "$wheel" ]; then
     say "no xlaprof wheel for $tag in $prebuilt/wheels: PyTorch on the GPU was not run"
     failed+=("torch on the GPU (no wheel)")
+    return
+  fi
+  # Beside the Python's own packages: its torch, transformers and the CUDA plugin stay.
+  "$python" -m pip install -q --disable-pip-version-check --no-deps --no-index --target "$work/site" \
+    "$wheel" "$prebuilt"/wheels/extra/*.whl 2>/dev/null || "$python" -m pip install -q --no-deps --target "$work/site" "$wheel"
+  export PYTHONPATH="$work/site${PYTHONPATH:+:$PYTHONPATH}"
+  local dir="${out:-$work/torch}"
+  mkdir -p "$dir"
+  run_step "f32 products on the GPU: the engine's against CUDA eager's, TF32 off and on" \
+    "$python" notebook_ext/bench/gpu_precision.py
+  run_step "torch bridge on the GPU: host cost; GPT-2 eager, inductor, lazy and compiled" \
+    "$python" notebook_ext/bench/torch_gpu.py --skip parity --out "$dir"
+  # Side by side: each writes its log, shown in order once all have ended.
+  local names=(parity opinfo-float32 opinfo-bfloat16) pids=() i
+  "$python" notebook_ext/bench/torch_gpu.py --skip host gpt2 >"$dir/parity.log" 2>&1 &
+  pids+=($!)
+  for dtype in float32 bfloat16; do
+    "$python" tests/opinfo/opinfo_sweep.py --samples 1 --dtype "$dtype" --verbose >"$dir/opinfo-$dtype.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in 0 1 2; do
+    wait "${pids[$i]}"
+    run_step "${names[$i]} on the GPU" bash -c "cat '$dir/${names[$i]}.log'; exit $?"
+  done
+}
+if [ "$only" != engine ]; then
+  if "$python" -c 'import torch, transformers, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
+    torch_part
+  else
+    say "$python has no torch with CUDA, or no transformers: PyTorch on the GPU was not run"
+    failed+=("torch on the GPU (no torch with CUDA)")
   fi
 fi
 rm -rf "$work"

@@ -3,7 +3,7 @@
 //!
 //! The check is one scalar per sync: `Σ (x - x).sum()` over the synced floating-point results,
 //! which is 0 when every value is finite and NaN as soon as one is not (∞ - ∞ and NaN - NaN are
-//! NaN). On a hit the sync's graph runs again, on the same inputs (donation is off while
+//! NaN), computed by the sync's own program as one more output (`Graph::check_finite`). On a hit the sync's graph runs again, on the same inputs (donation is off while
 //! anomalies are looked for), with that sum taken of every node, read back as one vector: the
 //! first node in graph order whose sum is not finite made the first NaN or Inf (its inputs,
 //! earlier in the order, were finite).
@@ -24,54 +24,34 @@ pub use crate::exec::{detect_anomalies, DetectingAnomalies};
 /// (torch_xla's `mark_step`); checked for NaN and Inf inside `detect_anomalies()`.
 #[track_caller]
 pub fn sync() -> Result<()> {
-    let marker = marker_of_pending()?;
     crate::exec::sync()?;
-    after_full_sync(marker)?;
+    after_sync()?;
     crate::breaks::take()
 }
 
 /// Like [`sync`], marking the end of a training step.
 #[track_caller]
 pub fn step() -> Result<()> {
-    let marker = marker_of_pending()?;
     crate::exec::step()?;
-    after_full_sync(marker)?;
+    after_sync()?;
     crate::breaks::take()
 }
 
-/// Before a full sync that is checked: the marker of every pending floating-point tensor,
-/// pending too, so the sync computes it in the same graph (no second graph, no second sync).
-fn marker_of_pending() -> Result<Option<Tensor>> {
-    if !watch::detecting() {
-        return Ok(None);
-    }
-    let pending: Vec<Tensor> = crate::trace::pending_nodes()
-        .iter()
-        .filter(|n| n.shape.dtype.is_float())
-        .map(tensor_of)
-        .collect();
-    watch::unchecked(|| marker_of(&pending))
-}
-
-fn after_full_sync(marker: Option<Tensor>) -> Result<()> {
-    let Some(synced) = watch::take() else { return Ok(()) };
-    let Some(marker) = marker else { return Ok(()) };
-    watch::unchecked(|| {
-        // Computed by the sync: a read of one value, no graph.
-        if marker.item()?.is_finite() {
-            return Ok(());
-        }
-        Err(locate(&synced)?)
-    })
-}
-
-/// Checks what the last sync on this thread computed (a value read's), when anomalies are
-/// looked for: its marker is a graph of its own.
+/// Checks what the last sync on this thread computed, when anomalies are looked for: its
+/// program said whether its results were finite, or (a graph over a mesh) a graph of its own
+/// says.
 pub(crate) fn after_sync() -> Result<()> {
-    match watch::take() {
-        Some(synced) => watch::unchecked(|| check(&synced)),
-        None => Ok(()),
-    }
+    let Some(synced) = watch::take() else { return Ok(()) };
+    watch::unchecked(|| {
+        let finite = match synced.finite {
+            Some(finite) => finite,
+            None => all_finite(&synced)?,
+        };
+        match finite {
+            true => Ok(()),
+            false => Err(locate(&synced)?),
+        }
+    })
 }
 
 /// `Σ (x - x).sum()` over `tensors`: 0 when all their values are finite, NaN otherwise.
@@ -100,14 +80,13 @@ fn not_finite_marker(x: &Tensor) -> Result<Tensor> {
     }
 }
 
-fn check(synced: &Synced) -> Result<()> {
+fn all_finite(synced: &Synced) -> Result<bool> {
     let floats: Vec<Tensor> =
         synced.outputs.iter().filter(|n| n.shape.dtype.is_float()).map(tensor_of).collect();
-    let Some(total) = marker_of(&floats)? else { return Ok(()) };
-    if total.item()?.is_finite() {
-        return Ok(());
+    match marker_of(&floats)? {
+        Some(total) => Ok(total.item()?.is_finite()),
+        None => Ok(true),
     }
-    Err(locate(synced)?)
 }
 
 /// Every node of the graph below `roots`, operands before the nodes that use them.

@@ -81,3 +81,31 @@ fn detect_anomalies_names_the_op_that_made_the_first_nan_and_its_line() {
     // no graph, and checks nothing).
     assert!(out.item().unwrap().is_nan());
 }
+
+#[test]
+fn the_anomaly_check_is_part_of_each_syncs_own_program_and_records_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let x = Tensor::from_slice(&[1f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+    let _on = xlaprof_core::detect_anomalies();
+    for _ in 0..3 {
+        let y = x.matmul(&x).unwrap().add(&x).unwrap();
+        let z = y.sum(&[1], false).unwrap().cast(xlaprof_core::DType::F64).unwrap();
+        let before = xlaprof_core::events::counters();
+        sync().unwrap();
+        let after = xlaprof_core::events::counters();
+        // One program ran, and the check recorded no op of its own.
+        assert_eq!(after.executions - before.executions, 1);
+        assert_eq!(after.ops_traced, before.ops_traced);
+        assert_eq!(y.to_vec::<f32>().unwrap(), vec![8.0, 12.0, 18.0, 26.0]);
+        assert_eq!(z.to_vec::<f64>().unwrap(), vec![20.0, 44.0]);
+        // A value read is checked by its own program too.
+        let w = x.mul_scalar(2.0).unwrap();
+        let before = xlaprof_core::events::counters();
+        assert_eq!(w.to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0, 8.0]);
+        assert_eq!(xlaprof_core::events::counters().executions - before.executions, 1);
+        let v = x.mul_scalar(f32::MAX as f64).unwrap().mul_scalar(4.0).unwrap(); // overflows
+        let err = v.to_vec::<f32>().unwrap_err();
+        assert!(matches!(err, Error::Anomaly { .. }), "{err}");
+        assert!(err.to_string().contains("`multiply`"), "{err}");
+    }
+}

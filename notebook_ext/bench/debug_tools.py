@@ -1,7 +1,8 @@
 """What `detect_anomaly()` costs when nothing is NaN: the GPT-2 training step of samples/torch
 (small config, AdamW) on the device, with and without the check, in alternating rounds of one
-process (medians). The check is one more small graph and one scalar read per sync, and
-donation is off while it looks (a graph's inputs must survive it).
+process (medians). The check is one more output of each sync's program (its results' sum of
+`x - x`, fused into one pass) and one scalar read per sync, and donation is off while it looks
+(a graph's inputs must survive it, to run again if it finds a NaN).
 
     .venv/bin/python notebook_ext/bench/debug_tools.py
 """

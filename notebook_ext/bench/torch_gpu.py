@@ -6,14 +6,17 @@ CUDA, transformers, and a CUDA plugin (`pip install xlaprof[cuda13]`, or JAX's `
 
 1. Host cost: recording one aten op on this machine's CPU, beside a wrapper subclass that does
    nothing (any ``__torch_dispatch__`` device's floor).
-2. Parity: models of the zoo (tests/zoo) trained 20 AdamW steps lazily on the engine and in CUDA
-   eager, f32 on both sides (TF32 off), each model in a process of its own.
+2. Parity: models of the zoo (tests/zoo) trained 20 AdamW steps on the engine, lazily and under
+   ``torch.compile(backend="xlaprof")``, and in CUDA eager, f32 on both sides (TF32 off), each
+   model in a process of its own.
 3. GPT-2 at a realistic size (12 layers, d=768, sequence 512, batch 8, random init, dropout off),
-   one AdamW step: xlaprof lazy, CUDA eager and inductor (``torch.compile``), each from the same
-   initial weights: the first step (tracing and compiling included), the median step, the loss
-   after the last step. The lazy step is also split: the host recording it, and the steps' wall
-   time when the host does not wait for the device (the host runs ahead when recording is the
-   smaller: a step's sync then waits for the step before it). A profile of the lazy steps (device memory over the steps) is saved to DIR.
+   one AdamW step: CUDA eager, inductor, xlaprof lazy and xlaprof compiled (the two compiled
+   paths compile the model and the optimizer's step, as PyTorch recommends), each from the same
+   initial weights: the first step (tracing and compiling included), the step's mean over 10
+   back to back, the loss after the last step. On the engine the step is also split: the host
+   work of a step, beside the steps' wall time when the host does not wait for the device (the
+   host runs ahead when its work is the smaller: a step's sync then waits for the step before
+   it). A profile of the engine's steps (device memory over the steps) is saved to DIR.
 """
 
 from __future__ import annotations
@@ -41,9 +44,9 @@ def host_cost() -> Dict[str, float]:
     return {"per_op_us": per_op * 1e6, "floor_us": floor * 1e6}
 
 
-def parity(models: List[str], steps: int, reference: str) -> str:
+def parity(models: List[str], steps: int, reference: str, compiled: bool = False) -> str:
     cmd = [sys.executable, str(ROOT / "tests" / "zoo" / "zoo.py"), *models, "--steps", str(steps),
-           "--reference", reference]
+           "--reference", reference] + (["--compiled"] if compiled else [])
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     return run.stdout + (run.stderr[-2000:] if run.returncode else "")
 
@@ -61,16 +64,17 @@ def gpt2(size: str) -> Any:
     return transformers.GPT2LMHeadModel(config)
 
 
-PATHS = ("eager", "inductor", "lazy")
+PATHS = ("eager", "inductor", "lazy", "compiled")
 
 
 def gpt2_path(path: str, size: str, eager_device: str, out_dir: str | None) -> Dict[str, Any]:
-    """One path's figures for the GPT-2 step: "eager" and "inductor" on `eager_device`, "lazy" on
-    the engine. Each path runs in a process of its own (see `gpt2_runs`)."""
+    """One path's figures for the GPT-2 step: "eager" and "inductor" on `eager_device`, "lazy" and
+    "compiled" on the engine. Each path runs in a process of its own (see `gpt2_runs`)."""
     import torch
 
     lazy = path == "lazy"
-    if lazy:
+    on_engine = path in ("lazy", "compiled")
+    if on_engine:
         import xlaprof as xp
         import xlaprof.torch as xt
     torch.backends.cuda.matmul.allow_tf32 = False  # torch's default: f32 products in f32
@@ -80,10 +84,13 @@ def gpt2_path(path: str, size: str, eager_device: str, out_dir: str | None) -> D
     _, _, _, seq, batch_size = SIZES[size]
     batch = {"input_ids": torch.randint(0, 50257, (batch_size, seq), generator=g)}
     batch["labels"] = batch["input_ids"]
-    device = xt.device() if lazy else torch.device(eager_device)
+    device = xt.device() if on_engine else torch.device(eager_device)
     model = model.to(device)
-    fn = torch.compile(model) if path == "inductor" else model
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    fn, opt_step = model, opt.step
+    if path in ("inductor", "compiled"):
+        backend = "xlaprof" if path == "compiled" else "inductor"
+        fn, opt_step = torch.compile(model, backend=backend), torch.compile(opt.step, backend=backend)
     b = {k: v.to(device) for k, v in batch.items()}
 
     recorded: List[float] = []
@@ -92,15 +99,15 @@ def gpt2_path(path: str, size: str, eager_device: str, out_dir: str | None) -> D
         start = time.perf_counter()
         loss = fn(**b).loss
         loss.backward()
-        opt.step()
+        opt_step()
         opt.zero_grad()
-        recorded.append(time.perf_counter() - start)  # on the lazy path: the step's ops recorded
+        recorded.append(time.perf_counter() - start)  # on the engine: the step's host work
         if lazy:
             xt.step()  # the step's graph launched, once the step before it is done
         return loss
 
     def finish() -> None:
-        if lazy:
+        if on_engine:
             xt.wait()
         elif device.type == "cuda":
             torch.cuda.synchronize()
@@ -108,9 +115,11 @@ def gpt2_path(path: str, size: str, eager_device: str, out_dir: str | None) -> D
     t = time.perf_counter()
     step().item()
     first = time.perf_counter() - t
-    step().item()  # the optimizer's state appears on the first step: the lazy path's second graph
+    t = time.perf_counter()
+    step().item()  # the optimizer's state appears on the first step: a second graph to compile
+    second = time.perf_counter() - t
     finish()
-    profile = xp.profile("GPT-2, lazy") if lazy else None
+    profile = xp.profile(f"GPT-2, {path}") if on_engine else None
     if profile is not None:
         profile.__enter__()
     recorded.clear()
@@ -120,12 +129,12 @@ def gpt2_path(path: str, size: str, eager_device: str, out_dir: str | None) -> D
         losses.append(step())
     finish()
     total = time.perf_counter() - t
-    row: Dict[str, Any] = {"first_s": first, "step_ms": total / STEPS * 1e3,
+    row: Dict[str, Any] = {"first_s": first, "second_s": second, "step_ms": total / STEPS * 1e3,
                            "host_ms": statistics.median(recorded) * 1e3, "loss": float(losses[-1].item())}
     if profile is not None:
         profile.__exit__(None, None, None)
         if out_dir:
-            profile.save(os.path.join(out_dir, "gpt2-lazy.xlaprof"))
+            profile.save(os.path.join(out_dir, f"gpt2-{path}.xlaprof"))
         summary = profile.summary()
         row["device_memory"] = summary.get("device_memory")
     elif device.type == "cuda":
@@ -133,12 +142,13 @@ def gpt2_path(path: str, size: str, eager_device: str, out_dir: str | None) -> D
     return row
 
 
-def gpt2_runs(out_dir: str | None, size: str, eager_device: str) -> List[Dict[str, Any]]:
+def gpt2_runs(out_dir: str | None, size: str, eager_device: str, paths: List[str]) -> List[Dict[str, Any]]:
     """Each path in a process of its own: torch cannot run a CUDA backward in a process where a
     PrivateUse1 device is registered (pytorch/pytorch#161129), and each path's memory is its own."""
-    names = {"eager": f"{eager_device.upper()} eager", "inductor": "inductor", "lazy": "xlaprof lazy"}
+    names = {"eager": f"{eager_device.upper()} eager", "inductor": "inductor", "lazy": "xlaprof lazy",
+             "compiled": "xlaprof compiled"}
     rows = []
-    for path in PATHS:
+    for path in paths:
         cmd = [sys.executable, __file__, "--path", path, "--size", size, "--eager-device", eager_device]
         if out_dir:
             cmd += ["--out", out_dir]
@@ -150,13 +160,12 @@ def gpt2_runs(out_dir: str | None, size: str, eager_device: str) -> List[Dict[st
             last = (run.stderr.strip().splitlines() or ["(no output)"])[-1]
             rows.append({"path": names[path], "error": last[:300]})
         print(json.dumps(rows[-1], default=str), flush=True)
-    rows.append({"path": "xlaprof compiled", "error": "torch.compile(backend='xlaprof') is not built yet"})
     return rows
 
 
 def gpt2_table(rows: List[Dict[str, Any]]) -> str:
     eager = next((r for r in rows if r["path"].endswith(" eager") and "error" not in r), None)
-    lines = [f"{'path':<17} {'first step s':>12} {'step ms':>8} {'vs eager':>8} {'host ms':>8} "
+    lines = [f"{'path':<17} {'first step s':>12} {'second s':>8} {'step ms':>8} {'vs eager':>8} {'host ms':>8} "
              f"{'loss after 12':>13} {'loss gap':>9}"]
     for r in rows:
         if "error" in r:
@@ -164,7 +173,7 @@ def gpt2_table(rows: List[Dict[str, Any]]) -> str:
             continue
         ratio = f"{r['step_ms'] / eager['step_ms']:.2f}x" if eager else "-"
         gap = f"{abs(r['loss'] - eager['loss']) / abs(eager['loss']):.1e}" if eager else "-"
-        lines.append(f"{r['path']:<17} {r['first_s']:>12.1f} {r['step_ms']:>8.1f} {ratio:>8} "
+        lines.append(f"{r['path']:<17} {r['first_s']:>12.1f} {r['second_s']:>8.1f} {r['step_ms']:>8.1f} {ratio:>8} "
                      f"{r['host_ms']:>8.1f} {r['loss']:>13.5f} {gap:>9}")
     return "\n".join(lines)
 
@@ -175,6 +184,7 @@ def main() -> None:
     ap.add_argument("--models", nargs="*", default=["gpt2", "bert", "resnet18", "llama", "t5", "vit"])
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--skip", nargs="*", default=[], choices=["host", "parity", "gpt2"])
+    ap.add_argument("--paths", nargs="*", default=list(PATHS), choices=PATHS, help="the GPT-2 paths to run")
     ap.add_argument("--size", choices=list(SIZES), default="realistic", help="GPT-2's size")
     ap.add_argument("--eager-device", default="cuda",
                     help="where torch's eager and inductor run (cpu: to try the script without a GPU)")
@@ -202,11 +212,14 @@ def main() -> None:
               flush=True)
         figures["parity"] = text = parity(args.models, args.steps, args.eager_device)
         print(text, flush=True)
+        print(f"\n== parity: the same under torch.compile(backend=\"xlaprof\")", flush=True)
+        figures["parity_compiled"] = text = parity(args.models, args.steps, args.eager_device, compiled=True)
+        print(text, flush=True)
     if "gpt2" not in args.skip:
         layers, width, _, seq, batch = SIZES[args.size]
         print(f"\n== GPT-2 {layers} layers, d={width}, seq {seq}, batch {batch}, AdamW "
               f"({STEPS} steps timed after 2)", flush=True)
-        rows = gpt2_runs(args.out, args.size, args.eager_device)
+        rows = gpt2_runs(args.out, args.size, args.eager_device, args.paths)
         figures["gpt2"] = rows
         print(gpt2_table(rows), flush=True)
         lazy = next((r for r in rows if r["path"] == "xlaprof lazy" and "error" not in r), None)

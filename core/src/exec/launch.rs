@@ -2,7 +2,8 @@
 
 use super::*;
 
-/// Runs a one-device graph: its outputs, in order.
+/// Runs a one-device graph: its outputs, in order. With `ahead`, it returns once the graph is
+/// launched, leaving that many graphs running (its own included); without, once it has run.
 pub(crate) fn execute(
     engine: &Engine,
     graph: &Graph,
@@ -10,7 +11,7 @@ pub(crate) fn execute(
     sync_id: u64,
     location: &SourceLocation,
     listening: bool,
-    run_ahead: bool,
+    ahead: Option<usize>,
 ) -> Result<Vec<Arc<DeviceData>>> {
     let t = events::now_ns();
     let (scalars, uploaded) = engine.scalars.lock().unwrap_or_else(|p| p.into_inner()).get(
@@ -31,7 +32,7 @@ pub(crate) fn execute(
         .map_err(|e| engine.device_error(e, graph.key, location, exe))?;
     bump(&counter::executions, 1);
     let mut done = launched.done;
-    if listening && run_ahead {
+    if listening && ahead.is_some() {
         // Timed when the device says it finished, after this sync has returned.
         let hash = graph.key;
         let _ = done.on_done(move |at, _| {
@@ -41,7 +42,7 @@ pub(crate) fn execute(
     }
     // While it runs, the host frees earlier graphs (see `trace`).
     while !done.is_done() && trace::reap_while_executing() {}
-    if run_ahead {
+    if let Some(keep) = ahead {
         let mut queue = engine.in_flight.lock().unwrap_or_else(|p| p.into_inner());
         let executable = compiled.executable.clone();
         queue.push_back(InFlight {
@@ -51,7 +52,7 @@ pub(crate) fn execute(
             executable,
         });
         drop(queue);
-        engine.wait_in_flight(IN_FLIGHT)?;
+        engine.wait_in_flight(keep)?;
     } else {
         done.wait().map_err(|e| engine.device_error(e, graph.key, location, exe))?;
         if listening {

@@ -14,6 +14,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::cache::CachedGraph;
+use super::engine::REPLAYS_IN_FLIGHT;
 use super::{compile, engine, execute, summary, sync_tensors, NEXT_SYNC};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -314,6 +315,7 @@ impl Replay {
             root_outputs: Vec::new(),
             donated: Vec::new(),
             kept: Vec::new(),
+            check_finite: false,
         };
         let Some(compiled) = &self.compiled else {
             return self.passed_through(arguments);
@@ -329,7 +331,7 @@ impl Replay {
             // the host's work of its call around it: launched without waiting, that work overlaps
             // the device's, on the CPU too (where a sync of the lazy path waits: one graph a step
             // leaves nothing to overlap).
-            engine.replay_ahead,
+            engine.replay_ahead.then_some(REPLAYS_IN_FLIGHT),
         )?;
         self.outputs
             .iter()

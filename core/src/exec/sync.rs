@@ -128,6 +128,14 @@ pub(super) fn run(
     let detecting = watch::detecting();
     let full = cause != SyncCause::ValueRead && !detecting;
     let (mut graph, trace) = build_graph(&roots, trace, epoch, full);
+    // While anomalies are looked for, the program also computes whether its results are finite
+    // (one more output): no op recorded for it, no second graph. Not for a graph over a mesh,
+    // whose outputs come back as shards of its plan (checked by a graph of its own above).
+    if detecting && graph.data.iter().all(|d| d.sharding().is_none()) {
+        graph.check_finite = true;
+        graph.key = checked_key(graph.key);
+        graph.undonated_key = checked_key(graph.undonated_key);
+    }
 
     // 3: cache lookup (memory, then disk), 4-5: lower and compile on a miss.
     let cached = {
@@ -194,10 +202,18 @@ pub(super) fn run(
     let outputs = match &compiled.partitioning {
         // A value read needs its program's end anyway: it does not run ahead.
         None => {
-            let ahead = engine.run_ahead && cause != SyncCause::ValueRead;
+            let ahead = (engine.run_ahead && cause != SyncCause::ValueRead).then_some(IN_FLIGHT);
             execute(engine, &graph, &compiled, sync_id, &location, listening, ahead)?
         }
         Some(p) => execute_partitioned(engine, &graph, &compiled, p, sync_id, listening)?,
+    };
+    // The marker is read now: an anomaly is reported at the line of the sync that made it.
+    let finite = match graph.check_finite {
+        true => {
+            let marker = outputs.last().map(|d| d.to_vec::<f32>()).transpose()?;
+            Some(marker.is_some_and(|m| m.first().is_some_and(|v| v.is_finite())))
+        }
+        false => None,
     };
     let mut synced = Vec::new();
     for (tensor, &slot) in tensors.iter().zip(&graph.root_outputs) {
@@ -218,6 +234,7 @@ pub(super) fn run(
             roots: roots.clone(),
             outputs: synced,
             location: location.clone(),
+            finite,
         });
     }
     drop(graph);
@@ -249,4 +266,14 @@ pub(super) fn build_graph<'a>(
     // The walk judges donation by reference counts: the trace's own must go.
     trace.release_params();
     (Graph::build(roots, epoch, donate), None)
+}
+
+/// The key of a graph whose program also checks its results (`Graph::check_finite`): another
+/// program than the same graph's unchecked one.
+fn checked_key(key: u64) -> u64 {
+    use std::hash::Hasher;
+    let mut h = crate::ir::FastHasher::default();
+    h.write_u64(key);
+    h.write_u64(0x6368_6563_6b65_6421); // "checked!"
+    h.finish()
 }

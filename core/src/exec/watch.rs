@@ -24,6 +24,9 @@ pub(crate) struct Synced {
     pub roots: Vec<NodeRef>,
     pub outputs: Vec<NodeRef>,
     pub location: SourceLocation,
+    /// Whether its results were all finite, when its program computed that (`None`: it did
+    /// not, a graph over a mesh: a graph of its own checks them).
+    pub finite: Option<bool>,
 }
 
 /// Whether syncs are checked for NaN and Inf now.

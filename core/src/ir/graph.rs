@@ -105,6 +105,9 @@ pub(crate) struct Graph<'a> {
     /// holds now: launched as not donatable (XLA copies them), instead of compiling the graph
     /// again for that donation alone.
     pub kept: Vec<usize>,
+    /// `detect_anomaly()`: the program has one more output, last, an f32 scalar that is 0 when
+    /// every floating-point output is finite and NaN otherwise (see `lower`). Part of the key.
+    pub check_finite: bool,
 }
 
 /// Every node the roots need, device data aside, each once, marked with `epoch` (iteratively:
@@ -252,6 +255,7 @@ impl<'a> Graph<'a> {
             root_outputs,
             donated: Vec::new(),
             kept: Vec::new(),
+            check_finite: false,
             undonated_key: 0,
         };
         if donate {

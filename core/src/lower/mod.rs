@@ -72,15 +72,21 @@ pub(crate) fn stablehlo(
         let sharding = if spmd.is_some() { replicated(0) } else { String::new() };
         params.push(format!("%s{slot}: tensor<{}>{sharding}", dtype.mlir_name()));
     }
-    let results: Vec<String> =
+    let mut results: Vec<String> =
         graph.outputs.iter().map(|&o| graph.order[o as usize].shape.mlir()).collect();
+    if graph.check_finite {
+        results.push("tensor<f32>".into()); // the marker, last (see below)
+    }
     let annotated: Vec<String> = match spmd {
         Some((mesh, shardings)) => {
             let _ = writeln!(out, "{}", mesh.sdy());
             results
                 .iter()
-                .zip(shardings)
-                .map(|(ty, s)| format!("{ty} {{sdy.sharding = {}}}", s.sdy()))
+                .enumerate()
+                .map(|(i, ty)| match shardings.get(i) {
+                    Some(s) => format!("{ty} {{sdy.sharding = {}}}", s.sdy()),
+                    None => format!("{ty}{}", replicated(0)),
+                })
                 .collect()
         }
         None => results.clone(),
@@ -125,7 +131,25 @@ pub(crate) fn stablehlo(
             let _ = writeln!(out, " loc(\"v{i}\"({}))", mlir_location(&node.location));
         }
     }
-    let names: Vec<String> = graph.outputs.iter().map(|&o| name(o as usize)).collect();
+    let mut names: Vec<String> = graph.outputs.iter().map(|&o| name(o as usize)).collect();
+    if graph.check_finite {
+        // detect_anomaly(): one more output, the sum of every floating-point output's marker
+        // (0 when all are finite), so the check costs no recorded op and no second graph.
+        let floats: Vec<(String, &crate::shape::Shape)> = graph
+            .outputs
+            .iter()
+            .map(|&o| (name(o as usize), &graph.order[o as usize].shape))
+            .filter(|(_, shape)| shape.dtype.is_float())
+            .collect();
+        match floats.is_empty() {
+            true => {
+                let _ =
+                    writeln!(out, "  %finite = stablehlo.constant {}", literal(DType::F32, 0.0));
+            }
+            false => reduce::not_finite_marker(&mut out, "%finite", &floats),
+        }
+        names.push("%finite".into());
+    }
     let _ = writeln!(out, "  return {} : {}", names.join(", "), results.join(", "));
     out.push_str("}\n");
     out

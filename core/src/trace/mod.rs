@@ -310,14 +310,6 @@ pub(crate) fn has_pending() -> bool {
     registry().pending.values().any(|w| w.strong_count() > 0)
 }
 
-/// The nodes of every live pending tensor (what a full sync would compute), oldest first.
-pub(crate) fn pending_nodes() -> Vec<NodeRef> {
-    let mut live: Vec<Arc<dyn Holder>> =
-        registry().pending.values().filter_map(Weak::upgrade).collect();
-    live.sort_by_key(|h| h.value().id);
-    live.iter().map(|h| h.value().node()).collect()
-}
-
 /// Hands a synced trace's nodes to the graveyard.
 pub(crate) fn bury(trace: Trace) {
     registry().bury(trace);

@@ -233,6 +233,7 @@ impl Trace {
             root_outputs: outputs.of_root,
             donated: Vec::new(),
             kept: Vec::new(),
+            check_finite: false,
             undonated_key: 0,
         };
         if donate {
