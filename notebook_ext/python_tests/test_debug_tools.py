@@ -114,6 +114,50 @@ def test_compare_with_eager_names_a_deliberately_wrong_op_at_its_line():
     assert all(p.grad is None for p in model.parameters())
 
 
+def test_compare_with_eager_pairs_what_the_device_runs_another_way_and_still_finds_a_divergence():
+    """BERT: CPU eager runs attention as one fused kernel and computes a linear layer's weight
+    gradient transposed, the device runs attention's decomposition and the gradient directly:
+    those ops are paired by their values, so what follows them is compared by data flow."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    import xlaprof.torch as xt
+    from xlaprof.torch.lowerings.registry import lower
+
+    @torch.library.custom_op("xptest::scaled", mutates_args=())
+    def scaled(x: torch.Tensor) -> torch.Tensor:
+        return x * 3
+
+    @scaled.register_fake
+    def _(x):
+        return torch.empty_like(x)
+
+    lower(torch.ops.xptest.scaled.default)(lambda x: x * 3.03)  # the planted divergence
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                     intermediate_size=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = transformers.BertForSequenceClassification(config)
+    ids, labels = torch.randint(0, 100, (2, 8)), torch.tensor([0, 1])
+
+    def step(m, ids, labels):
+        loss = m(input_ids=ids, labels=labels).loss
+        loss.backward()
+        return loss
+
+    clean = xt.compare_with_eager(step, model, ids, labels)
+    assert clean.first is None and clean.compared >= 100, clean
+    # Each run's attention and weight gradients paired (49 ops were seen by one run only).
+    assert clean.by_value >= 10 and clean.skipped <= 20, clean
+
+    def planted(m, ids):
+        hidden = m.bert(input_ids=ids).last_hidden_state
+        return scaled(hidden).sum()  # WRONG OP
+
+    found = xt.compare_with_eager(planted, model, ids)
+    line = line_of("# WRONG OP", test_compare_with_eager_pairs_what_the_device_runs_another_way_and_still_finds_a_divergence)
+    assert found.first is not None and found.first.op == "xptest.scaled", found
+    assert found.first.line.startswith(f"test_debug_tools.py:{line} "), found
+
+
 def test_xlaprof_check_makes_an_out_of_range_index_an_index_error_at_its_line(tmp_path):
     pytest.importorskip("torch")
     import subprocess

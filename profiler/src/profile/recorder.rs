@@ -10,17 +10,16 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use xlaprof_core::events::{
-    self, CapturedGraph, Counters, Direction, Event, GraphSummary, InputKind, Listener, SyncCause,
+    self, CapturedGraph, Counters, Direction, Event, GraphSummary, InputKind, Listener,
 };
-use xlaprof_core::ir::Attr;
-use xlaprof_core::{Shape, SourceLocation};
+use xlaprof_core::SourceLocation;
 
 use crate::error::{Error, Result};
 use crate::file::Writer;
 use crate::profile::Profile;
 use crate::record::{
-    AttrValue, Cause, CollectiveRec, CostRec, FunctionCompileRec, GraphDef, InputName, InputRec,
-    Location, MemoryRec, Meta, NodeRec, PartitionRec, Record, ShapeRec,
+    CollectiveRec, CostRec, FunctionCompileRec, GraphDef, InputName, InputRec, Location, MemoryRec,
+    Meta, NodeRec, PartitionRec, Record, ShapeRec,
 };
 use crate::variables::SourceFiles;
 
@@ -141,7 +140,7 @@ impl State {
             .iter()
             .enumerate()
             .map(|(i, input)| InputRec {
-                shape: shape(&input.shape),
+                shape: (&input.shape).into(),
                 data: input.kind == InputKind::Data,
                 location: self.location(&input.location),
                 donated: summary.donated.iter().any(|d| d.0 == i),
@@ -168,9 +167,9 @@ impl State {
             .iter()
             .map(|n| NodeRec {
                 op: n.op.to_string(),
-                attrs: n.attrs.iter().map(|(k, v)| (k.to_string(), attr(v))).collect(),
+                attrs: n.attrs.iter().map(|(k, v)| (k.to_string(), v.into())).collect(),
                 inputs: n.inputs.clone(),
-                shape: shape(&n.shape),
+                shape: (&n.shape).into(),
                 location: self.location(&n.location),
                 hash: n.hash,
             })
@@ -180,7 +179,7 @@ impl State {
             nodes: summary.nodes as u32,
             ops: summary.ops.iter().map(|(name, n)| (name.to_string(), *n as u32)).collect(),
             inputs,
-            outputs: summary.outputs.iter().map(shape).collect(),
+            outputs: summary.outputs.iter().map(ShapeRec::from).collect(),
             node_defs,
         };
         self.emit(Record::Graph(Box::new(def)));
@@ -245,29 +244,6 @@ impl State {
     }
 }
 
-fn attr(a: &Attr) -> AttrValue {
-    match a {
-        Attr::Int(v) => AttrValue::Int(*v),
-        Attr::Ints(v) => AttrValue::Ints(v.clone()),
-        Attr::Pairs(v) => AttrValue::Pairs(v.clone()),
-        Attr::Name(n) => AttrValue::Name(n.to_string()),
-        Attr::Text(t) => AttrValue::Name(t.clone()),
-    }
-}
-
-fn shape(s: &Shape) -> ShapeRec {
-    ShapeRec { dtype: s.dtype.to_string(), dims: s.dims.to_vec() }
-}
-
-fn cause(c: SyncCause) -> Cause {
-    match c {
-        SyncCause::Explicit => Cause::Explicit,
-        SyncCause::ValueRead => Cause::ValueRead,
-        SyncCause::StepEnd => Cause::StepEnd,
-        SyncCause::CompiledGraph => Cause::CompiledGraph,
-    }
-}
-
 /// The engine's counters as a profile records them: the names once (in `Meta`), the values in
 /// the same order at every sync. Both come from `Counters::named` and nothing else, so every
 /// counter the engine has reaches the profile, under its own name.
@@ -302,7 +278,7 @@ impl Listener for Recorder {
                 Record::SyncBegin {
                     t,
                     sync: *sync_id,
-                    cause: cause(*c),
+                    cause: (*c).into(),
                     location,
                     tensors: *tensors as u32,
                 }
@@ -333,19 +309,8 @@ impl Listener for Recorder {
                     sync: *sync_id,
                     hash: *hash,
                     dur: *duration_ns,
-                    memory: memory.map(|m| MemoryRec {
-                        generated_code_bytes: m.generated_code_bytes,
-                        argument_bytes: m.argument_bytes,
-                        output_bytes: m.output_bytes,
-                        alias_bytes: m.alias_bytes,
-                        temp_bytes: m.temp_bytes,
-                        peak_memory_bytes: m.peak_memory_bytes,
-                    }),
-                    cost: cost.as_ref().map(|c| CostRec {
-                        flops: c.flops().unwrap_or(0.0),
-                        bytes_accessed: c.bytes_accessed().unwrap_or(0.0),
-                        transcendentals: c.transcendentals().unwrap_or(0.0),
-                    }),
+                    memory: memory.as_ref().map(MemoryRec::from),
+                    cost: cost.as_ref().map(CostRec::from),
                 }
             }
             Event::Transfer { sync_id, direction, bytes, duration_ns } => {
@@ -380,7 +345,7 @@ impl Listener for Recorder {
                     .iter()
                     .map(|c| CollectiveRec {
                         kind: c.kind.clone(),
-                        shapes: c.shapes.iter().map(shape).collect(),
+                        shapes: c.shapes.iter().map(ShapeRec::from).collect(),
                         bytes: c.bytes,
                         groups: c.groups.clone(),
                         location: c.location.as_ref().map(|l| s.location(l)),
@@ -467,7 +432,7 @@ impl Listener for Recorder {
                 Record::ValueRead {
                     t,
                     location,
-                    shape: shape(sh),
+                    shape: sh.into(),
                     bytes: *bytes,
                     dur: *duration_ns,
                 }
@@ -616,8 +581,8 @@ pub fn init_from_env() -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use xlaprof_core::events::{CapturedNode, FunctionCompile, PartitionPlan, Tool};
-    use xlaprof_core::DType;
+    use xlaprof_core::events::{CapturedNode, FunctionCompile, PartitionPlan, SyncCause, Tool};
+    use xlaprof_core::{DType, Shape};
 
     /// Its name, by a match with no catch-all: an engine event added without a place in
     /// `every_engine_event_becomes_a_record` fails to compile here.

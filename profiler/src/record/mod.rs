@@ -2,12 +2,14 @@
 //!
 //! Locations and graph definitions are written once and referred to by id afterwards, so a sync
 //! that hits the cache costs a few dozen bytes. Every record is plain data (no engine types), so a
-//! profile can be read anywhere, by a program that never ran the engine.
+//! profile can be read anywhere, by a program that never ran the engine; the conversions from
+//! the engine's values are in `from_engine`.
 
 use std::borrow::Cow;
 use std::fmt::Debug;
 
 pub mod file;
+mod from_engine;
 
 use serde::{Deserialize, Serialize};
 

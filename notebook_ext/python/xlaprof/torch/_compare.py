@@ -5,8 +5,8 @@ instead of showing up as a loss that drifts after many steps.
 Both runs go under a dispatch mode that sees each aten op as torch calls it (above the bridge on
 the device, above the CPU kernels in eager) and keeps its outputs: on the device they stay
 pending until one sync at the end computes them all in one graph. The two sequences of ops are
-paired in order, by op and shape (a backend may take another path through a composite op; an op
-seen by one run only is skipped), and the first pair beyond tolerance is the divergence.
+paired by data flow (see `_compare`; an op the device runs another way is paired by its values,
+an op seen by one run only is skipped), and the first pair beyond tolerance is the divergence.
 """
 
 from __future__ import annotations
@@ -27,11 +27,12 @@ class _Op:
     """One aten op as a run saw it: its inputs and outputs (the objects themselves, held, so
     their ids stay theirs), and the user's line."""
 
-    __slots__ = ("name", "inputs", "outputs", "values", "site")
+    __slots__ = ("name", "inputs", "outputs", "values", "site", "view")
 
     def __init__(self, name: str, inputs: List[Any], outputs: List[Any], values: Optional[List[Any]],
-                 site: Optional[Tuple[str, int, str]]) -> None:
+                 site: Optional[Tuple[str, int, str]], view: bool) -> None:
         self.name, self.inputs, self.outputs, self.values, self.site = name, inputs, outputs, values, site
+        self.view = view
 
     @property
     def line(self) -> str:
@@ -49,8 +50,9 @@ class _Recorder(TorchDispatchMode):
         outputs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
         # The values as the op made them: a later in-place op changes the tensor itself (on the
         # device, the copy is one more node of the graph the final sync computes).
-        values = [t.detach().clone() for t in outputs] if _compared(func) else None
-        self.ops.append(_Op(str(func.overloadpacket), inputs, outputs, values, _user_site()))
+        values = [t.detach().clone() for t in outputs] if _valued(func) else None
+        view = bool(getattr(func, "is_view", False))
+        self.ops.append(_Op(str(func.overloadpacket), inputs, outputs, values, _user_site(), view))
         return out
 
 
@@ -63,10 +65,11 @@ _RANDOM = ("rand", "normal", "uniform", "bernoulli", "dropout", "multinomial", "
            "cauchy", "geometric", "log_normal", "random_")
 
 
-def _compared(func: Any) -> bool:
-    # A view computes nothing: its values are its input's, compared where they were made.
+def _valued(func: Any) -> bool:
+    """Whether an op's outputs are values to keep. A view's are (not compared: they are its
+    input's, compared where they were made; but they pair an op the device ran another way)."""
     name = str(func.overloadpacket)
-    return not (getattr(func, "is_view", False) or name in _ALLOCATIONS or any(r in name for r in _RANDOM))
+    return not (name in _ALLOCATIONS or any(r in name for r in _RANDOM))
 
 
 @dataclass
@@ -93,11 +96,15 @@ class Comparison:
 
     compared: int
     skipped: int
+    by_value: int = 0
     first: Optional[Divergence] = None
     worst: List[Tuple[str, str, float]] = field(default_factory=list)
 
     def __str__(self) -> str:
-        head = f"compared {self.compared} aten ops with torch's CPU eager ({self.skipped} seen by one run only)"
+        head = f"compared {self.compared} aten ops with torch's CPU eager ({self.skipped} seen by one run only"
+        if self.by_value:
+            head += f", {self.by_value} run another way on the device, paired by their values"
+        head += ")"
         if self.first is None:
             return head + ": every output within tolerance"
         return f"{head}: the first divergence is {self.first}"
@@ -164,6 +171,9 @@ def _compare(eager: List[_Op], lazy: List[_Op], roots: dict, rtol: float, atol: 
         waiting.setdefault((op.name, tuple(id(t) for t in op.inputs)), []).append(op)
         by_name.setdefault(op.name, []).append(op)
     taken: set = set()
+    used: set = set()  # device tensors paired by value
+    position = {id(o): i for i, o in enumerate(lazy)}
+    cursor = 0  # where the device's run is: the last op paired
     for op in eager:
         key = (op.name, tuple(id(pair[id(t)]) if id(t) in pair else -1 for t in op.inputs))
         found = next((o for o in waiting.get(key, []) if id(o) not in taken), None)
@@ -187,12 +197,18 @@ def _compare(eager: List[_Op], lazy: List[_Op], roots: dict, rtol: float, atol: 
                 for e, d in zip(op.inputs, found.inputs):
                     pair.setdefault(id(e), d)
         if found is None:
-            result.skipped += 1
+            window = lazy[max(0, cursor - _NEAR): cursor + _NEAR]
+            near = sorted(window, key=lambda o: abs(position[id(o)] - cursor))
+            if _pair_by_value(op, near, pair, used, rtol, atol):
+                result.by_value += 1
+            else:
+                result.skipped += 1
             continue
         taken.add(id(found))
+        cursor = position[id(found)]
         for e, d in zip(op.outputs, found.outputs):
             pair[id(e)] = d
-        if op.values is None or found.values is None:
+        if op.view or op.values is None or found.values is None:
             continue
         over, worst, divergence = _errors(op.values, found.values, rtol, atol)
         if divergence is None:
@@ -204,6 +220,49 @@ def _compare(eager: List[_Op], lazy: List[_Op], roots: dict, rtol: float, atol: 
             result.first = Divergence(op.name, op.line, worst, limit, tuple(want.shape), _range(want), _range(got))
             _native.caught("compare_with_eager", f"diverged from torch's CPU eager: {result.first}", found.site)
     return result
+
+
+# How far from where the device's run is (the last op paired) an op run another way is looked
+# for: a decomposition's ops, or a formula's, lie together.
+_NEAR = 64
+
+
+def _pair_by_value(op: _Op, candidates: List[_Op], pair: dict, used: set, rtol: float, atol: float) -> bool:
+    """An eager op the device ran another way (a fused CPU kernel, such as CPU attention, that
+    the device computes from its decomposition; a linear layer's weight gradient, which
+    autograd computes transposed or not by the operands' strides): each of its outputs is paired
+    with a tensor the device made near where its run is (`candidates`, nearest first), of the
+    same shape and dtype, that agrees with it, so the ops that use it are paired by data flow
+    again. Not compared: agreeing is how it was found."""
+    if op.values is None:
+        return False
+    found = []
+    for out, want in zip(op.outputs, op.values):
+        match = None
+        for cand in candidates:
+            if cand.values is None:
+                continue
+            for t, v in zip(cand.outputs, cand.values):
+                alike = id(t) not in used and v.shape == want.shape and v.dtype == want.dtype
+                if alike and _agree(want, v, rtol, atol):
+                    match = t
+                    break
+            if match is not None:
+                break
+        if match is not None:
+            found.append((out, match))
+    # An output the device has no counterpart of (a fused kernel's saved statistics, say) stays
+    # unpaired, and so do the ops that use it.
+    for out, match in found:
+        pair[id(out)] = match
+        used.add(id(match))
+    return bool(found)
+
+
+def _agree(want: torch.Tensor, got: torch.Tensor, rtol: float, atol: float) -> bool:
+    """Whether two floating-point tensors hold values within tolerance (never two empty ones)."""
+    over, _, detail = _errors([want], [got], rtol, atol)
+    return detail is not None and over == 0
 
 
 def _errors(outputs: List[torch.Tensor], got: List[torch.Tensor], rtol: float, atol: float) -> Any:
