@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
-# The main job: set up what is missing, build, and run `xlaprof demo`.
+# The main job: set up what is missing (the plugin, the Python package with torch), build the
+# `xlaprof` command, and run the demo: a PyTorch training loop on the xlaprof device under the
+# profiler, its report, and where to look next (samples/torch/demo.py). The engine's own Rust
+# demo is `cargo run --release -p xlaprof -- demo`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
-exec cargo run --release --quiet -p xlaprof -- demo "$@"
+bash scripts/setup_python.sh
+echo "[demo] building the xlaprof command (release)"
+cargo build --release --quiet -p xlaprof
+exec .venv/bin/python samples/torch/demo.py "$@"

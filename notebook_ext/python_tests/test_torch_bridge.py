@@ -768,3 +768,29 @@ def test_reshape_infers_a_minus_one_by_torchs_rule_in_one_place():
         assert x.to(dev).view(*size).shape == x.view(*size).shape
     with pytest.raises(xp.ShapeError, match=r"cannot reshape f32\[12\] \(12 elements\) to \[5, -1\]"):
         x.to(dev).view(5, -1)
+
+
+def test_the_demo_trains_on_the_device_and_its_report_finds_the_two_planted_mistakes(tmp_path):
+    """samples/torch/demo.py, what `bash scripts/demo.sh` runs: the ragged last batch is a
+    recompile explained by the batch's shape, the loss read mid-step a hidden sync at its line,
+    and the saved profile opens."""
+    import subprocess
+    import sys
+
+    demo = pathlib.Path(__file__).parents[2] / "samples" / "torch" / "demo.py"
+    out = tmp_path / "demo.xlaprof"
+    run = subprocess.run([sys.executable, str(demo), "--out", str(out)], capture_output=True, text=True,
+                         timeout=600, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    text = run.stdout
+    findings = text[text.index("Findings, by time lost"):]
+    assert "[recompile]" in findings and "from f32[64,784] to f32[40,784]" in findings, text
+    assert "drop it (`DataLoader(drop_last=True)`)" in findings, text
+    assert "[hidden sync]" in findings and "a value read at demo.py:55 in train" in findings, text
+    assert "Where to look next:" in text and f"view {out}" in text, text
+    import xlaprof as xp
+
+    saved = xp.load(str(out))
+    kinds = [d["kind"] for d in saved.diagnostics()]
+    assert "Recompile" in kinds and "HiddenSync" in kinds, kinds
+

@@ -104,6 +104,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(_trace_cost_probe, m)?,
         wrap_pyfunction!(torch_dispatch::torch_bridge_init, m)?,
         wrap_pyfunction!(torch_dispatch::torch_dispatch, m)?,
+        wrap_pyfunction!(torch_dispatch::link_view, m)?,
     ] {
         m.add_function(f)?;
     }

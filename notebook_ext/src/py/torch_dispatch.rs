@@ -12,8 +12,8 @@
 //! that declines the call) goes to the Python dispatcher, which decides as it always did.
 //!
 //! The commonest views (`view`, `reshape`, `detach`, `transpose`, `t`, `permute`, `unsqueeze`) are
-//! made here too, as `_tensor.make_view` makes them, their steps to and from the base being
-//! [`ViewForward`] and [`ViewBackward`] instead of Python closures.
+//! made here too, their steps to and from the base being [`ViewStep`]s instead of Python
+//! closures; every view, these and `_tensor.make_view`'s, is linked to its root by [`link`].
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
@@ -362,18 +362,7 @@ impl Bridge {
             _ => return Ok(None),
         };
         let view = self.wrap(&step.apply(&base_value)?)?;
-        // `make_view`: a view of a view reaches the root through its base's steps.
-        let root = base.getattr(intern!(py, "_root"))?;
-        let (root, base_forward, base_backward) = if root.is_none() {
-            (base, None, None)
-        } else {
-            let forward = base.getattr(intern!(py, "_fwd"))?.unbind();
-            (root, Some(forward), Some(base.getattr(intern!(py, "_bwd"))?.unbind()))
-        };
-        view.setattr(intern!(py, "_fwd"), ViewForward { step, base: base_forward })?;
-        view.setattr(intern!(py, "_bwd"), ViewBackward { inverse, base: base_backward })?;
-        view.setattr(intern!(py, "_seen"), root.getattr(intern!(py, "_gen"))?)?;
-        view.setattr(intern!(py, "_root"), root)?;
+        link(&view, &base, Step::Native(step), Step::Native(inverse), false)?;
         Ok(Some(view))
     }
 
@@ -506,28 +495,87 @@ impl ViewStep {
     }
 }
 
-/// A native view's `_fwd`: its root's value to its own (through its base's `_fwd`, if any).
+/// One step between a view and its base: made natively, or a Python function of `make_view`
+/// (forward: `fwd(base_value)`; back: `bwd(base_value, new)`, the base's new value).
+enum Step {
+    Native(ViewStep),
+    Python(Py<PyAny>),
+}
+
+/// Makes `view` a view of `base`: the one place a view is linked to its root, for the views
+/// made here and for `_tensor.make_view`'s. A view of a view reaches the root through its
+/// base's steps; `back_reads_base` says whether the step back needs the base's old value (a
+/// Python step that writes into part of it; a reshape or a transpose does not).
+fn link(
+    view: &Bound<'_, PyAny>,
+    base: &Bound<'_, PyAny>,
+    forward: Step,
+    back: Step,
+    back_reads_base: bool,
+) -> PyResult<()> {
+    let py = view.py();
+    let root = base.getattr(intern!(py, "_root"))?;
+    let (root, base_forward, base_backward) = if root.is_none() {
+        (base.clone(), None, None)
+    } else {
+        let forward = base.getattr(intern!(py, "_fwd"))?.unbind();
+        (root, Some(forward), Some(base.getattr(intern!(py, "_bwd"))?.unbind()))
+    };
+    let backward = ViewBackward {
+        step: back,
+        reads_base: back_reads_base,
+        base_forward: base_forward.as_ref().map(|f| f.clone_ref(py)),
+        base: base_backward,
+    };
+    view.setattr(intern!(py, "_fwd"), ViewForward { step: forward, base: base_forward })?;
+    view.setattr(intern!(py, "_bwd"), backward)?;
+    view.setattr(intern!(py, "_seen"), root.getattr(intern!(py, "_gen"))?)?;
+    view.setattr(intern!(py, "_root"), root)?;
+    Ok(())
+}
+
+/// `_tensor.make_view`'s linking: `view` (already holding its value) a view of `base` through
+/// `fwd` and `bwd` (see [`link`]).
+#[pyfunction]
+pub(crate) fn link_view(
+    view: &Bound<'_, PyAny>,
+    base: &Bound<'_, PyAny>,
+    fwd: Py<PyAny>,
+    bwd: Py<PyAny>,
+    bwd_reads_base: bool,
+) -> PyResult<()> {
+    link(view, base, Step::Python(fwd), Step::Python(bwd), bwd_reads_base)
+}
+
+/// A view's `_fwd`: its root's value to its own (through its base's `_fwd`, if any).
 #[pyclass(frozen)]
 struct ViewForward {
-    step: ViewStep,
+    step: Step,
     base: Option<Py<PyAny>>,
 }
 
 #[pymethods]
 impl ViewForward {
     fn __call__<'py>(&self, root: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        match &self.base {
-            None => self.step.apply(root),
-            Some(base) => self.step.apply(&base.bind(root.py()).call1((root,))?),
+        let base_value = match &self.base {
+            None => root.clone(),
+            Some(base) => base.bind(root.py()).call1((root,))?,
+        };
+        match &self.step {
+            Step::Native(step) => step.apply(&base_value),
+            Step::Python(fwd) => fwd.bind(root.py()).call1((base_value,)),
         }
     }
 }
 
-/// A native view's `_bwd`: the root's new value after a write of `new` through the view. The
-/// steps back need only the new value, not the base's old one (their Python closures ignore it).
+/// A view's `_bwd`: the root's new value after a write of `new` through the view. Native steps
+/// back need only the new value, not the base's old one; a Python step may need it
+/// (`reads_base`), recomputed from the root through the base's `_fwd`.
 #[pyclass(frozen)]
 struct ViewBackward {
-    inverse: ViewStep,
+    step: Step,
+    reads_base: bool,
+    base_forward: Option<Py<PyAny>>,
     base: Option<Py<PyAny>>,
 }
 
@@ -538,10 +586,21 @@ impl ViewBackward {
         root: &Bound<'py, PyAny>,
         new: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let base_value = self.inverse.apply(new)?;
+        let py = root.py();
+        let base_value = match &self.step {
+            Step::Native(inverse) => inverse.apply(new)?,
+            Step::Python(bwd) => {
+                let old = match (&self.base_forward, self.reads_base) {
+                    (None, _) => root.clone(), // the base is the root: its value is at hand
+                    (Some(_), false) => py.None().into_bound(py),
+                    (Some(forward), true) => forward.bind(py).call1((root,))?,
+                };
+                bwd.bind(py).call1((old, new))?
+            }
+        };
         match &self.base {
             None => Ok(base_value),
-            Some(base) => base.bind(root.py()).call1((root, base_value)),
+            Some(base) => base.bind(py).call1((root, base_value)),
         }
     }
 }

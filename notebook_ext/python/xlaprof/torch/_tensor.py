@@ -193,29 +193,11 @@ def make_view(base: LazyTensor, fwd: Fwd, bwd: Bwd, requires_grad: bool = False,
     """A view of ``base``: ``fwd`` maps the base's value to the view's, ``bwd`` writes back.
     ``bwd_reads_base=False`` says that ``bwd`` ignores its first argument (a reshape, a
     transpose): a write through a view of this view then does not recompute this view's base
-    value for it, which would leave unused nodes in the graph (and the root undonated). The
-    native dispatcher's views (``torch_dispatch.rs``) are made the same way."""
-    root = base._root
-    if root is None:
-        root, full_fwd, full_bwd = base, fwd, bwd
-    else:
-        bf, bb = base._fwd, base._bwd
-
-        def full_fwd(r: Any) -> Any:
-            return fwd(bf(r))  # type: ignore[misc]
-
-        if bwd_reads_base:
-            def full_bwd(r: Any, nv: Any) -> Any:
-                return bb(r, bwd(bf(r), nv))  # type: ignore[misc]
-        else:
-            def full_bwd(r: Any, nv: Any) -> Any:
-                return bb(r, bwd(None, nv))  # type: ignore[misc]
-
+    value for it, which would leave unused nodes in the graph (and the root undonated). Linked
+    to its root natively, as the native dispatcher's views are (``torch_dispatch.rs``: ``link``):
+    a view of a view reaches the root through its base's steps."""
     v = LazyTensor(fwd(value(base)))
-    v._root = root
-    v._fwd = full_fwd
-    v._bwd = full_bwd
-    v._seen = root._gen
+    _native.link_view(v, base, fwd, bwd, bwd_reads_base)
     return v
 
 
