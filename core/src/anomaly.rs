@@ -3,10 +3,11 @@
 //!
 //! The check is one scalar per sync: `Σ (x - x).sum()` over the synced floating-point results,
 //! which is 0 when every value is finite and NaN as soon as one is not (∞ - ∞ and NaN - NaN are
-//! NaN), computed by the sync's own program as one more output (`Graph::check_finite`). On a hit the sync's graph runs again, on the same inputs (donation is off while
-//! anomalies are looked for), with that sum taken of every node, read back as one vector: the
-//! first node in graph order whose sum is not finite made the first NaN or Inf (its inputs,
-//! earlier in the order, were finite).
+//! NaN), computed by the sync's own program as one more output (`Graph::check_finite`). On a
+//! hit the sync's graph runs again, on the same inputs (donation is off while anomalies are
+//! looked for), with that sum taken of every node, read back as one vector: the first node in
+//! graph order whose sum is not finite made the first NaN or Inf (its inputs, earlier in the
+//! order, were finite).
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -221,3 +221,22 @@ fn one_whole_tensor_serves_programs_over_two_meshes() {
         close(&y.to_vec::<f32>().unwrap(), &expected, 1e-5);
     }
 }
+
+#[test]
+fn detect_anomalies_checks_a_partitioned_graph_too() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mesh = mesh_1d();
+    let _on = xlaprof_core::detect_anomalies();
+    // Unsharded data, a sharded result: the graph is partitioned for its annotation.
+    let (xv, x) = matrix(8, 4, 0.5);
+    let y = x.mul_scalar(2.0).unwrap();
+    y.mark_sharding(&mesh, &spec(&[&["data"], &[]])).unwrap();
+    sync().unwrap();
+    let doubled: Vec<f32> = xv.iter().map(|v| v * 2.0).collect();
+    close(&y.to_vec::<f32>().unwrap(), &doubled, 0.0);
+    let z = x.log().unwrap(); // log of the negative values: NaN
+    z.mark_sharding(&mesh, &spec(&[&["data"], &[]])).unwrap();
+    let err = sync().unwrap_err();
+    assert!(matches!(err, Error::Anomaly { .. }), "{err}");
+    assert!(err.to_string().contains("`log`"), "{err}");
+}

@@ -130,7 +130,7 @@ pub(super) fn run(
     let (mut graph, trace) = build_graph(&roots, trace, epoch, full);
     // While anomalies are looked for, the program also computes whether its results are finite
     // (one more output): no op recorded for it, no second graph. Not for a graph over a mesh,
-    // whose outputs come back as shards of its plan (checked by a graph of its own above).
+    // whose outputs come back as shards of its plan (a graph of its own checks them above).
     if detecting && graph.data.iter().all(|d| d.sharding().is_none()) {
         graph.check_finite = true;
         graph.key = checked_key(graph.key);
@@ -207,8 +207,9 @@ pub(super) fn run(
         }
         Some(p) => execute_partitioned(engine, &graph, &compiled, p, sync_id, listening)?,
     };
-    // The marker is read now: an anomaly is reported at the line of the sync that made it.
-    let finite = match graph.check_finite {
+    // The marker is read now: an anomaly is reported at the line of the sync that made it. (A
+    // graph partitioned for its sharding annotations returns its plan's outputs: checked above.)
+    let finite = match graph.check_finite && compiled.partitioning.is_none() {
         true => {
             let marker = outputs.last().map(|d| d.to_vec::<f32>()).transpose()?;
             Some(marker.is_some_and(|m| m.first().is_some_and(|v| v.is_finite())))
