@@ -49,7 +49,11 @@ pub(crate) fn after_sync() -> Result<()> {
             None => all_finite(&synced)?,
         };
         match finite {
-            true => Ok(()),
+            true => {
+                // The step's graph, kept for a rerun not needed: freed off the step's path.
+                crate::trace::bury_nodes(synced.roots);
+                Ok(())
+            }
             false => Err(locate(&synced)?),
         }
     })

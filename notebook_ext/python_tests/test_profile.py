@@ -123,15 +123,16 @@ def test_the_line_profiler_times_the_recording_of_each_line():
     with xp.profile() as p:
         for _ in range(5):
             x = a
-            for _ in range(40):
-                x = x * 1.0001 + 0.5  # HEAVY: 80 ops per step
+            # Enough recording that a pause of the machine in the light line cannot outweigh it.
+            for _ in range(200):
+                x = x * 1.0001 + 0.5  # HEAVY: 400 ops per step
             y = a.sum()  # LIGHT: one op per step
             xp.step()
     lines = {r["line"]: r for r in p.lines() if r["file"] == "test_profile.py"}
     source = open(__file__).read().splitlines()
     heavy = next(i + 1 for i, l in enumerate(source) if "# HEAVY" in l and "x = x" in l)
     light = next(i + 1 for i, l in enumerate(source) if "# LIGHT" in l and "y = a.sum()" in l)
-    assert lines[heavy]["calls"] == 5 * 80, lines[heavy]
+    assert lines[heavy]["calls"] == 5 * 400, lines[heavy]
     assert lines[light]["calls"] == 5, lines[light]
     assert lines[heavy]["trace_ns"] > 3 * lines[light]["trace_ns"] > 0, (lines[heavy], lines[light])
     # Recording time, not the syncs': the step's line records nothing.

@@ -315,6 +315,14 @@ pub(crate) fn bury(trace: Trace) {
     registry().bury(trace);
 }
 
+/// Hands nodes kept past their sync (a checked sync's graph, see `anomaly`) to the graveyard:
+/// freed while the next program runs, not where the last holder lets go of them.
+pub(crate) fn bury_nodes(nodes: Vec<NodeRef>) {
+    let mut reg = registry();
+    reg.buried += nodes.len();
+    reg.graveyard.extend(nodes);
+}
+
 /// Hashes tensor ids (already unique) with one multiplication.
 #[derive(Default)]
 pub(crate) struct IdHasher(u64);

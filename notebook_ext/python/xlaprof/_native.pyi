@@ -455,3 +455,8 @@ def torch_dispatch(
     _cls: type, func: Any, _types: Any, args: Optional[Tuple[Any, ...]] = None,
     kwargs: Optional[Dict[str, Any]] = None,
 ) -> Any: ...
+# `_tensor.make_view`'s linking of a view (already holding its value) to its base's root.
+def link_view(
+    view: Any, base: Any, fwd: Callable[[Any], Any], bwd: Callable[[Any, Any], Any],
+    bwd_reads_base: bool,
+) -> None: ...
