@@ -70,21 +70,29 @@ def test_the_torch_bridge_has_both_tools():
     assert loss.item() >= 0.0
 
 
-def test_compare_with_eager_names_a_deliberately_wrong_op_at_its_line():
-    torch = pytest.importorskip("torch")
-    import xlaprof.torch as xt
+def _planted_op(name: str, factor: float, wrong: float):
+    """A custom op ``xptest::name`` that multiplies by ``factor`` in CPU eager and by ``wrong``
+    on the device (its lowering): a divergence planted for compare_with_eager to find."""
+    import torch
     from xlaprof.torch.lowerings.registry import lower
 
-    @torch.library.custom_op("xptest::doubled", mutates_args=())
-    def doubled(x: torch.Tensor) -> torch.Tensor:
-        return x * 2
+    @torch.library.custom_op(f"xptest::{name}", mutates_args=())
+    def op(x: torch.Tensor) -> torch.Tensor:
+        return x * factor
 
-    @doubled.register_fake
+    @op.register_fake
     def _(x):
         return torch.empty_like(x)
 
+    lower(getattr(torch.ops.xptest, name).default)(lambda x: x * wrong)
+    return op
+
+
+def test_compare_with_eager_names_a_deliberately_wrong_op_at_its_line():
+    torch = pytest.importorskip("torch")
+    import xlaprof.torch as xt
     # The device's lowering of the op is off by half a percent: a planted divergence.
-    lower(torch.ops.xptest.doubled.default)(lambda x: x * 2.01)
+    doubled = _planted_op("doubled", 2.0, 2.01)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
 
@@ -121,17 +129,7 @@ def test_compare_with_eager_pairs_what_the_device_runs_another_way_and_still_fin
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     import xlaprof.torch as xt
-    from xlaprof.torch.lowerings.registry import lower
-
-    @torch.library.custom_op("xptest::scaled", mutates_args=())
-    def scaled(x: torch.Tensor) -> torch.Tensor:
-        return x * 3
-
-    @scaled.register_fake
-    def _(x):
-        return torch.empty_like(x)
-
-    lower(torch.ops.xptest.scaled.default)(lambda x: x * 3.03)  # the planted divergence
+    scaled = _planted_op("scaled", 3.0, 3.03)  # the planted divergence
     torch.manual_seed(0)
     config = transformers.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                      intermediate_size=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)

@@ -266,7 +266,7 @@ impl PyTensor {
         binary(py, "add", &self.t, other, Tensor::add, Tensor::add_scalar)
     }
     fn __radd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(py, "add", &self.t, other, Tensor::add, Tensor::add_scalar)
+        self.__add__(py, other) // commutative
     }
     fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         binary(py, "sub", &self.t, other, Tensor::sub, Tensor::sub_scalar)
@@ -275,7 +275,7 @@ impl PyTensor {
         binary(py, "mul", &self.t, other, Tensor::mul, Tensor::mul_scalar)
     }
     fn __rmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(py, "mul", &self.t, other, Tensor::mul, Tensor::mul_scalar)
+        self.__mul__(py, other) // commutative
     }
     fn __truediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         binary(py, "div", &self.t, other, Tensor::div, Tensor::div_scalar)

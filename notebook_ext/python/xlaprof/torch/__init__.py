@@ -57,16 +57,12 @@ _compile.register()  # torch.compile(..., backend="xlaprof")
 
 def sync() -> None:
     """Compiles (or finds in the cache) and runs everything pending: ``torch_xla.sync()``."""
-    bounds = _check.before_sync()
-    _api.sync()
-    _check.after_sync(bounds)
+    _check.around_sync(_api.sync)
 
 
 def step() -> None:
     """Ends a training step: a sync, and the profiler's step boundary (``xm.mark_step()``)."""
-    bounds = _check.before_sync()
-    _api.step()
-    _check.after_sync(bounds)
+    _check.around_sync(_api.step)
 
 
 def wait() -> None:

@@ -121,6 +121,14 @@ def after_sync(bounds: Optional[Tuple[Any, int]]) -> None:
         _raise_if_out(low, high, size, dim, wraps, op, site)
 
 
+def around_sync(sync: Callable[[], None]) -> None:
+    """Runs ``sync`` (a full sync or a step) with the pending checks' bounds in its graph, then
+    raises for the first index out of range."""
+    bounds = before_sync()
+    sync()
+    after_sync(bounds)
+
+
 def after_read() -> None:
     """After a value read: the checks still pending, in a graph of their own."""
     if _pending:
@@ -135,8 +143,9 @@ def _raise_if_out(low: int, high: int, size: int, dim: int, wraps: bool, op: str
         bad = low
     if bad is None:
         return
-    line = "<unknown>" if site is None else f"{os.path.basename(site[0])}:{site[1]} in {site[2]}"
+    from ._dispatch import _line_of  # the dispatcher imports this module
+
     message = (f"index {bad} is out of bounds for dimension {dim} with size {size} "
-               f"({op}, at {line}; XLAPROF_CHECK=1)")
+               f"({op}, at {_line_of(site)}; XLAPROF_CHECK=1)")
     _native.caught("check", message, site)
     raise IndexError(message)

@@ -76,9 +76,7 @@ class DeviceLoader:
         try:
             while True:
                 if not first and self.mark_step:
-                    bounds = _check.before_sync()  # XLAPROF_CHECK's bounds, in the step's graph
-                    _api.step()
-                    _check.after_sync(bounds)
+                    _check.around_sync(_api.step)  # XLAPROF_CHECK's bounds in the step's graph
                 first = False
                 start = time.perf_counter()
                 try:
