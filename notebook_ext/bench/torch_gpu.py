@@ -137,6 +137,7 @@ def gpt2_path(path: str, size: str, eager_device: str, out_dir: str | None) -> D
             profile.save(os.path.join(out_dir, f"gpt2-{path}.xlaprof"))
         summary = profile.summary()
         row["device_memory"] = summary.get("device_memory")
+        row["profile_steps"] = summary.get("steps")
     elif device.type == "cuda":
         row["peak_gib"] = torch.cuda.max_memory_allocated() / 2**30
     return row
@@ -183,7 +184,9 @@ def main() -> None:
     ap.add_argument("--out", help="a folder for the lazy GPT-2 steps' profile and the figures as JSON")
     ap.add_argument("--models", nargs="*", default=["gpt2", "bert", "resnet18", "llama", "t5", "vit"])
     ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--skip", nargs="*", default=[], choices=["host", "parity", "gpt2"])
+    ap.add_argument("--skip", nargs="*", default=[],
+                    choices=["host", "parity", "parity-lazy", "parity-compiled", "gpt2"],
+                    help="parts left out (parity: both of its halves)")
     ap.add_argument("--paths", nargs="*", default=list(PATHS), choices=PATHS, help="the GPT-2 paths to run")
     ap.add_argument("--size", choices=list(SIZES), default="realistic", help="GPT-2's size")
     ap.add_argument("--eager-device", default="cuda",
@@ -207,12 +210,14 @@ def main() -> None:
         figures["host"] = h = host_cost()
         print(f"\n== host: recording one aten op: {h['per_op_us']:.2f} us; a no-op wrapper subclass "
               f"{h['floor_us']:.2f} us (ours beyond it {h['per_op_us'] - h['floor_us']:.2f} us)", flush=True)
-    if "parity" not in args.skip:
+    if not {"parity", "parity-lazy"} & set(args.skip):
         print(f"\n== parity: {args.steps} AdamW steps, lazy on the engine vs {args.eager_device} eager (f32)",
               flush=True)
         figures["parity"] = text = parity(args.models, args.steps, args.eager_device)
         print(text, flush=True)
-        print(f"\n== parity: the same under torch.compile(backend=\"xlaprof\")", flush=True)
+    if not {"parity", "parity-compiled"} & set(args.skip):
+        print(f"\n== parity: {args.steps} AdamW steps under torch.compile(backend=\"xlaprof\") vs "
+              f"{args.eager_device} eager (f32)", flush=True)
         figures["parity_compiled"] = text = parity(args.models, args.steps, args.eager_device, compiled=True)
         print(text, flush=True)
     if "gpt2" not in args.skip:
@@ -228,8 +233,12 @@ def main() -> None:
             ahead = lazy["host_ms"] < 0.9 * lazy["step_ms"]
             print(f"lazy: the host records a step's aten ops in {lazy['host_ms']:.1f} ms of the "
                   f"{lazy['step_ms']:.1f} ms step: "
-                  f"{'the device is the bottleneck, the host runs ahead' if ahead else 'the host is the bottleneck'}; "
-                  f"device memory: {lazy['device_memory']}", flush=True)
+                  f"{'the device is the bottleneck, the host runs ahead' if ahead else 'the host is the bottleneck'}",
+                  flush=True)
+        for r in rows:
+            if "profile_steps" in r:
+                print(f"{r['path']}: the profile of the {STEPS} timed steps has {r['profile_steps']} steps; "
+                      f"device memory: {r['device_memory']}", flush=True)
     if args.out:
         pathlib.Path(args.out, "torch_gpu.json").write_text(json.dumps(figures, indent=1, default=str))
 

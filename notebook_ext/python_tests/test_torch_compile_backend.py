@@ -67,11 +67,26 @@ def test_each_run_of_a_compiled_graph_draws_new_random_numbers():
 
 
 def test_random_factories_draw_anew_even_where_they_run_on_the_cpu():
-    # randn is lowered (a seed per run); randint.low falls back to the CPU, whose result must not
-    # become a constant of the captured graph.
-    for make in (lambda: torch.randn(64, device=DEV), lambda: torch.randint(0, 1000, (64,), device=DEV)):
+    # randn and randint are lowered (a seed per run); random_() over an integer dtype's whole
+    # range falls back to the CPU, whose result must not become a constant of the captured graph.
+    for make in (lambda: torch.randn(64, device=DEV), lambda: torch.randint(0, 1000, (64,), device=DEV),
+                 lambda: torch.empty(64, dtype=torch.int64, device=DEV).random_()):
         f = torch.compile(make, backend="xlaprof")
         assert not torch.equal(f().cpu(), f().cpu())
+
+
+def test_random_integers_are_drawn_on_the_device_in_their_range():
+    before = dict(xt.fallbacks())
+    a = torch.randint(2, 7, (4000,), device=DEV).cpu()
+    assert a.dtype == torch.int64 and set(a.unique().tolist()) == {2, 3, 4, 5, 6}
+    assert torch.bincount(a - 2).min().item() > 4000 / 5 * 0.8, "uniform over the range"
+    b = torch.randint(5, (3, 4), device=DEV, dtype=torch.float32).cpu()
+    assert b.dtype == torch.float32 and b.shape == (3, 4) and b.min() >= 0 and b.max() <= 4
+    c = torch.zeros(500, dtype=torch.int32, device=DEV).random_(-3, 3).cpu()
+    assert c.dtype == torch.int32 and set(c.unique().tolist()) == {-3, -2, -1, 0, 1, 2}
+    d = torch.zeros(500, device=DEV).random_(4).cpu()
+    assert set(d.unique().tolist()) == {0.0, 1.0, 2.0, 3.0}
+    assert xt.fallbacks() == before
 
 
 def test_lazy_code_before_and_after_a_compiled_function():
@@ -199,3 +214,33 @@ def test_the_profile_shows_dynamo_findings_and_the_engine_runs_of_each_compiled_
     ran = [s for s in data["profile"]["syncs"] if s["cause"] == "CompiledGraph"]
     assert len(ran) >= 4 * 3, "each call's forward pieces and backward run as the engine's syncs"
     assert all(s.get("hash") for s in ran)
+
+
+def test_a_compiled_optimizer_step_ends_each_step_of_the_profile():
+    # torch.compile(opt.step) traces the optimizer's step hooks into its graph, where they never
+    # run: the step ends where the optimizer's compiled graph has run, in a profile that saw the
+    # compiles and in one started after them.
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = _mlp().to(DEV)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    forward, step = torch.compile(model, backend="xlaprof"), torch.compile(opt.step, backend="xlaprof")
+
+    def train(steps):
+        for _ in range(steps):
+            x, y = torch.randn(16, 12), torch.randint(0, 5, (16,))
+            torch.nn.functional.cross_entropy(forward(x.to(DEV)), y.to(DEV)).backward()
+            step()
+            opt.zero_grad()
+        xt.wait()
+
+    with xp.profile() as p:
+        train(6)
+    assert p.steps == 6, p.report()
+    # The steps are the program's: its compiles are in the first two (the optimizer's state
+    # appears in the first), none after.
+    p.assert_max_compiles(0, after_step=2)
+    with xp.profile() as later:
+        train(4)
+    assert later.steps == 4, later.report()
+    later.assert_max_compiles(0)

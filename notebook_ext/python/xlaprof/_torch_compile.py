@@ -43,27 +43,43 @@ _breaks_seen: set = set()
 # does not name it again.
 _frame_functions: Dict[str, Frame] = {}
 _frame_callers: Dict[str, List[Frame]] = {}
-# Runs of captured graphs since the last step.
+# Runs of captured graphs since the last step, not counting the optimizer's own (`_timed`).
 _runs = [0]
+_OPTIM = os.sep + os.path.join("torch", "optim") + os.sep
 
 
 def install() -> None:
     """Starts watching torch.compile (once per process; torch must be importable), and starts
     counting steps afresh (a new profile's steps)."""
-    global _installed, _TORCH_DIR
+    global _installed
     _runs[0] = 0
     if _installed:
         return
-    import torch
-
     _installed = True
-    _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+    watch_runs()
     trace = logging.getLogger("torch.__trace")
     trace.addHandler(_Handler())
     trace.setLevel(logging.DEBUG)
     trace.propagate = False
+
+
+_watching_runs = False
+
+
+def watch_runs() -> None:
+    """Times each run of every graph compiled from now on, and ends steps at optimizers' steps,
+    before any profile records: a profile started once the program has compiled (a notebook's
+    later cell, a benchmark's timed loop) then still has the runs and the steps. Called where
+    torch's Dynamo is loaded anyway (`import xlaprof.torch`), and by `install`."""
+    global _watching_runs, _TORCH_DIR
+    if _watching_runs:
+        return
+    _watching_runs = True
+    import torch
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
+    _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+    _patch_backend_call()
     register_optimizer_step_post_hook(_optimizer_stepped)
 
 
@@ -71,7 +87,8 @@ def _optimizer_stepped(*_: Any) -> None:
     # A step of a torch.compile program ends at its optimizer's step, when compiled graphs ran
     # since the last one (an eager optimizer beside it, say a reference run, or a program on
     # the lazy device, which ends its steps with `xt.step()`, makes no steps here). Inside a
-    # compiled optimizer step Dynamo traces this hook: it must add nothing to the graph.
+    # compiled optimizer step Dynamo traces this hook: it must add nothing to the graph, and
+    # the step then ends where the optimizer's compiled graph has run (`_timed`).
     import torch
 
     if torch.compiler.is_compiling() or not _runs[0]:
@@ -297,14 +314,24 @@ def _patch_backend_call() -> None:
                 raise
             return compiled
         _compiles.setdefault(cid, {"start": time.perf_counter(), "caller": [], "graphs": []})["graphs"].append(graph)
-        return _timed(compiled, graph["hash"])
+        return _timed(compiled, graph["hash"], _compiles_optimizer(self))
 
     call_user_compiler._xlaprof = True  # type: ignore[attr-defined]
     OutputGraph.call_user_compiler = call_user_compiler
 
 
-def _timed(compiled: Any, graph: int) -> Any:
-    now, report, runs = time.perf_counter, _native.captured_run, _runs
+def _compiles_optimizer(output_graph: Any) -> bool:
+    """Whether Dynamo compiled an optimizer's step (`torch.compile(opt.step)` compiles torch's
+    wrapper of every optimizer's step, in torch/optim)."""
+    fields = getattr(output_graph, "co_fields", None) or {}
+    return _OPTIM in os.path.abspath(str(fields.get("co_filename") or ""))
+
+
+def _timed(compiled: Any, graph: int, optimizer: bool = False) -> Any:
+    """The compiled graph, each run timed and reported. A run of an optimizer's graph ends the
+    step when the model's graphs ran since the last one: where torch compiles the optimizer's
+    step whole, its step hooks are traced into the graph and never run."""
+    now, report, runs, mark = time.perf_counter, _native.captured_run, _runs, _native.mark_step
 
     def run(*args: Any, **kwargs: Any) -> Any:
         start = now()
@@ -312,7 +339,11 @@ def _timed(compiled: Any, graph: int) -> Any:
             return compiled(*args, **kwargs)
         finally:
             report(graph, now() - start)
-            runs[0] += 1
+            if not optimizer:
+                runs[0] += 1
+            elif runs[0]:
+                runs[0] = 0
+                mark()
 
     # What Dynamo reads off a compiled function (its calling convention) stays readable.
     try:

@@ -27,7 +27,7 @@ import time as _time
 
 import torch as _torch  # noqa: F401  (the real torch: this module is xlaprof.torch)
 
-from .. import _api, _native
+from .. import _api, _native, _torch_compile
 from ._device import DEVICE_TYPE, device, register
 
 register()  # before the modules below, which name the device
@@ -53,6 +53,7 @@ from ._tensor import LazyTensor, value  # noqa: E402
 from . import _check, _compile  # noqa: E402
 
 _compile.register()  # torch.compile(..., backend="xlaprof")
+_torch_compile.watch_runs()  # a profile started after the program compiled still sees its steps
 
 
 def sync() -> None:

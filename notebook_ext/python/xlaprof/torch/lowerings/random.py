@@ -9,7 +9,7 @@ from typing import Any, Callable
 import xlaprof as xp
 
 from .._tensor import LazyTensor, assign, value
-from .common import aten, broadcast_shape, factory_dtype, like_factory
+from .common import Unsupported, aten, broadcast_shape, factory_dtype, like_factory
 from .elementwise import ceil, tan
 from .registry import lower, lower_raw
 
@@ -52,6 +52,37 @@ def rand(size: Any, dtype: Any = None, layout: Any = None, device: Any = None, p
 @lower(aten.randn.default)
 def randn(size: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None) -> Any:
     return _random(xp.randn, size, factory_dtype(dtype), math.sqrt(0.5))
+
+
+def random_integers(size: Any, low: int, high: int, dtype: str) -> Any:
+    """Integers drawn uniformly from [low, high): a float64 uniform, scaled and floored (exact
+    for ranges up to 2**53)."""
+    u = xp.rand(*size, dtype="float64")
+    return (u * (high - low) + low).floor().clamp(low, high - 1).astype(dtype)
+
+
+@lower(aten.randint.default)
+def randint(high: int, size: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+            pin_memory: Any = None) -> Any:
+    return random_integers(size, 0, high, factory_dtype(dtype, 0))
+
+
+@lower(aten.randint.low)
+def randint_low(low: int, high: int, size: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+                pin_memory: Any = None) -> Any:
+    return random_integers(size, low, high, factory_dtype(dtype, 0))
+
+
+@lower_raw(getattr(aten.random_, "from"))  # `from` is a Python keyword
+def random_from(t: LazyTensor, low: int, high: Any = None, generator: Any = None) -> LazyTensor:
+    if high is None:
+        raise Unsupported("random_(from, None): draws from the dtype's whole range")
+    return assign(t, random_integers(t.shape, low, high, value(t).dtype))
+
+
+@lower_raw(aten.random_.to)
+def random_to(t: LazyTensor, high: int, generator: Any = None) -> LazyTensor:
+    return assign(t, random_integers(t.shape, 0, high, value(t).dtype))
 
 
 # torch's initializers fill tensors in place (`nn.init`, `torch.randn(device=)`).

@@ -14,6 +14,7 @@ from .._device import engine_dtype
 from .common import Unsupported, aten, is_float
 from .elementwise import isnan
 from .indexing import gather
+from .random import random_integers
 from .reductions import vector_norm
 from .registry import declare, lower
 
@@ -163,9 +164,7 @@ def randint_like(x: Any, high: int, dtype: Any = None, layout: Any = None, devic
 @lower(aten.randint_like.low_dtype)
 def randint_like_low(x: Any, low: int, high: int, dtype: Any = None, layout: Any = None,
                      device: Any = None, pin_memory: Any = None, memory_format: Any = None) -> Any:
-    out_dtype = engine_dtype(dtype) if dtype is not None else x.dtype
-    u = xp.rand(*x.shape, dtype="float64")
-    return (u * (high - low) + low).floor().clamp(low, high - 1).astype(out_dtype)
+    return random_integers(x.shape, low, high, engine_dtype(dtype) if dtype is not None else x.dtype)
 
 
 @lower(aten._trilinear.default)
