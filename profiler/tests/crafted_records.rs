@@ -404,7 +404,9 @@ fn everything(p: &Profile, thresholds: &Thresholds, dir: &Path) {
     let max = |v: &mut dyn Iterator<Item = u64>| v.max().unwrap_or(0);
     assert!(s.compile_ns >= max(&mut p.compiles.iter().map(|c| c.duration_ns)));
     assert!(s.bytes_to_host >= max(&mut p.value_reads.iter().map(|r| r.bytes)));
-    assert!(s.execute_ns >= max(&mut p.syncs.iter().map(|s| s.execute_ns)));
+    // Execution time is the union of the executions' spans: at least the longest, at most all.
+    assert!(s.execute_ns >= max(&mut p.executions.iter().map(|e| e.duration_ns)));
+    assert!(s.execute_ns <= p.executions.iter().fold(0u64, |t, e| t.saturating_add(e.duration_ns)));
     assert!(p.syncs.iter().all(|s| s.phases_ns() >= s.build_ns.max(s.compile_ns)));
     for d in &a.diagnostics {
         assert!(d.cost_ns >= max(&mut d.instances.iter().map(|i| i.cost_ns)), "{d:?}");

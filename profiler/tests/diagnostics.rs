@@ -393,6 +393,41 @@ fn steps_numbered_from_later_in_the_process_keep_their_own_syncs() {
 }
 
 #[test]
+fn programs_left_in_flight_count_their_execution_time_once() {
+    use xlaprof_profiler::record::{Cause, Record};
+    // Eight programs of 100 units launched 10 apart, each waiting for the one before: the
+    // device executes from 10 to 890, and the sum of the eight (800) must not be counted
+    // beside it as if the programs had run one after another.
+    let mut records = Vec::new();
+    for i in 0..8u64 {
+        records.extend([
+            Record::SyncBegin {
+                t: 10 * i + 1,
+                sync: i,
+                cause: Cause::CompiledGraph,
+                location: 0,
+                tensors: 1,
+            },
+            Record::SyncEnd { t: 10 * i + 5, sync: i, dur: 4, counters: Vec::new() },
+        ]);
+    }
+    for i in 0..8u64 {
+        let (start, end) = (10 + 110 * i, 10 + 110 * i + 100);
+        records.push(Record::Executed { t: end, sync: i, hash: 1, dur: end - start });
+    }
+    records.push(Record::Step { t: 1000, step: 1, location: 0 });
+    let a = analyze(&Profile::from_records(records), &Thresholds::default());
+    assert_eq!(a.summary.execute_ns, 8 * 100, "gaps of 10 between the programs are idle");
+    let mut overlapping = Vec::new();
+    for i in 0..8u64 {
+        overlapping.push(Record::Executed { t: 10 * i + 100, sync: i, hash: 1, dur: 100 });
+    }
+    overlapping.push(Record::Step { t: 1000, step: 1, location: 0 });
+    let a = analyze(&Profile::from_records(overlapping), &Thresholds::default());
+    assert_eq!(a.summary.execute_ns, 170, "eight spans of 100 starting 10 apart cover 0..170");
+}
+
+#[test]
 fn every_rule_reads_back_as_written_and_is_named_in_the_syntax() {
     let rules = [
         Rule::NoCompilesAfterStep(3),

@@ -43,6 +43,7 @@ pub struct Summary {
     pub build_ns: u64,
     pub lower_ns: u64,
     pub transfer_ns: u64,
+    /// Time a program was executing ([`busy_ns`]).
     pub execute_ns: u64,
     /// Time outside syncs (tracing ops, the program's own work).
     pub outside_syncs_ns: u64,
@@ -135,6 +136,22 @@ impl MemorySummary {
     }
 }
 
+/// Time some program was executing: the union of the executions' spans. Programs left in flight
+/// (compiled graphs replayed ahead, a host running ahead of the device) overlap, and the sum of
+/// their times would exceed the time recorded.
+fn busy_ns(executions: &[crate::profile::Execution]) -> u64 {
+    let mut spans: Vec<(u64, u64)> =
+        executions.iter().map(|e| (e.start_ns, e.start_ns.saturating_add(e.duration_ns))).collect();
+    spans.sort_unstable();
+    let (mut busy, mut reach) = (0u64, 0u64);
+    for (start, end) in spans {
+        let from = start.max(reach);
+        busy = busy.saturating_add(end.saturating_sub(from));
+        reach = reach.max(end);
+    }
+    busy
+}
+
 fn memory_summary(p: &Profile, warmup_steps: u64) -> Option<MemorySummary> {
     let device = p.device_memory.first()?.device;
     let samples: Vec<_> = p.device_memory.iter().filter(|m| m.device == device).collect();
@@ -218,7 +235,7 @@ pub fn analyze(p: &Profile, thresholds: &Thresholds) -> Analysis {
         build_ns: sum(&|s| s.build_ns),
         lower_ns: sum(&|s| s.lower_ns),
         transfer_ns: sum(&|s| s.transfer_ns),
-        execute_ns: sum(&|s| s.execute_ns),
+        execute_ns: busy_ns(&p.executions),
         outside_syncs_ns: p.end_ns().saturating_sub(syncs_ns),
         device_memory: memory_summary(p, thresholds.warmup_steps),
         torch_compile: compiled_summary(p),
