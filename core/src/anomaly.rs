@@ -38,24 +38,38 @@ pub fn step() -> Result<()> {
     crate::breaks::take()
 }
 
-/// Checks what the last sync on this thread computed, when anomalies are looked for: its
-/// program said whether its results were finite, or (a graph over a mesh) a graph of its own
-/// says.
+/// Checks what the syncs on this thread computed, when anomalies are looked for, the ones
+/// still running included (the end of a `detect_anomalies()` block, a wait for the device).
+pub fn check_all() -> Result<()> {
+    check(watch::take(true))
+}
+
+/// Checks what the syncs on this thread computed, when anomalies are looked for, but the last
+/// one when its program runs ahead: that is checked at the next sync, once the host has
+/// queued the next program (as it would without the check).
 pub(crate) fn after_sync() -> Result<()> {
-    let Some(synced) = watch::take() else { return Ok(()) };
+    check(watch::take(false))
+}
+
+/// Each sync's program said whether its results were finite, or (a graph over a mesh) a graph
+/// of its own says: the first one that was not is located.
+fn check(syncs: Vec<Synced>) -> Result<()> {
+    if syncs.is_empty() {
+        return Ok(());
+    }
     watch::unchecked(|| {
-        let finite = match synced.finite {
-            Some(finite) => finite,
-            None => all_finite(&synced)?,
-        };
-        match finite {
-            true => {
-                // The step's graph, kept for a rerun not needed: freed off the step's path.
-                crate::trace::bury_nodes(synced.roots);
-                Ok(())
+        for synced in syncs {
+            let finite = match &synced.marker {
+                Some(marker) => marker.to_vec::<f32>()?.first().is_some_and(|v| v.is_finite()),
+                None => all_finite(&synced)?,
+            };
+            if !finite {
+                return Err(locate(&synced)?);
             }
-            false => Err(locate(&synced)?),
+            // The step's graph, kept for a rerun not needed: freed off the step's path.
+            crate::trace::bury_nodes(synced.roots);
         }
+        Ok(())
     })
 }
 

@@ -27,7 +27,7 @@ pub mod spmd;
 mod tensor;
 mod trace;
 
-pub use anomaly::{detect_anomalies, step, sync, DetectingAnomalies};
+pub use anomaly::{check_all as check_anomalies, detect_anomalies, step, sync, DetectingAnomalies};
 pub use autograd::no_grad;
 pub use dtype::{DType, NativeType};
 pub use error::{Error, PjrtErrorCode, Result};

@@ -3,6 +3,9 @@
 `break_on()` / `XLAPROF_BREAK`: each names the user's line; nothing pending is lost by them."""
 
 import inspect
+import os
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -375,3 +378,40 @@ def test_what_each_tool_caught_is_a_finding_at_its_line_first_in_the_profile(tmp
     assert (first["kind"], first["location"].split(" in ")[0]) == ("IndexOutOfRange", "vocab.py:5"), first
     assert "index 12 is out of bounds for dimension 0 with size 10" in first["message"], first
 
+
+
+def test_detect_anomaly_with_the_host_running_ahead_names_the_nan_by_the_next_step(tmp_path):
+    # Where syncs return before their programs finish (GPUs; XLAPROF_RUN_AHEAD=1 here), a step's
+    # verdict is read at the next sync, or at the block's end, so the host still runs ahead: the
+    # NaN is still named at its line, and at the sync that made it.
+    import subprocess
+
+    program = tmp_path / "ahead.py"
+    program.write_text(textwrap.dedent("""
+        import numpy as np
+        import xlaprof as xp
+
+        found = []
+        for last in (False, True):
+            w = xp.from_numpy(np.ones(4, np.float32))
+            try:
+                with xp.detect_anomaly():
+                    for i in range(4):
+                        shift = 10.0 if i == (3 if last else 1) else -2.0
+                        w = (w - shift).sqrt() + 1.0  # NAN
+                        xp.step()  # STEP
+            except xp.AnomalyError as e:
+                found.append((i, str(e)))
+        for i, text in found:
+            print(i, text.replace("\\n", " | "))
+    """))
+    env = {**os.environ, "XLAPROF_RUN_AHEAD": "1"}
+    run = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == 0, run.stderr
+    found = run.stdout.strip().splitlines()
+    assert len(found) == 2, run.stdout
+    # The NaN of step 1 is found by step 2's sync (that step's program already queued); the
+    # NaN of the last step by the block's end. Both name the sqrt and the step that made it.
+    assert found[0].startswith("2 ") and found[1].startswith("3 "), found
+    for text in found:
+        assert "`sqrt`" in text and "ahead.py:12" in text and "ahead.py:13" in text, text

@@ -199,23 +199,17 @@ pub(super) fn run(
 
     // 6: inputs (device data, then the host scalars, each in its own dtype) and execute;
     // 7: every synced tensor becomes device data.
+    // A value read needs its program's end anyway: it does not run ahead.
+    let ahead = (engine.run_ahead && cause != SyncCause::ValueRead).then_some(IN_FLIGHT);
     let outputs = match &compiled.partitioning {
-        // A value read needs its program's end anyway: it does not run ahead.
-        None => {
-            let ahead = (engine.run_ahead && cause != SyncCause::ValueRead).then_some(IN_FLIGHT);
-            execute(engine, &graph, &compiled, sync_id, &location, listening, ahead)?
-        }
+        None => execute(engine, &graph, &compiled, sync_id, &location, listening, ahead)?,
         Some(p) => execute_partitioned(engine, &graph, &compiled, p, sync_id, listening)?,
     };
-    // The marker is read now: an anomaly is reported at the line of the sync that made it. (A
-    // graph partitioned for its sharding annotations returns its plan's outputs: checked above.)
-    let finite = match graph.check_finite && compiled.partitioning.is_none() {
-        true => {
-            let marker = outputs.last().map(|d| d.to_vec::<f32>()).transpose()?;
-            Some(marker.is_some_and(|m| m.first().is_some_and(|v| v.is_finite())))
-        }
-        false => None,
-    };
+    // The program's verdict on its results, read by the check (`anomaly`). (A graph
+    // partitioned for its sharding annotations returns its plan's outputs: checked above.)
+    let marker = (graph.check_finite && compiled.partitioning.is_none())
+        .then(|| outputs.last().cloned())
+        .flatten();
     let mut synced = Vec::new();
     for (tensor, &slot) in tensors.iter().zip(&graph.root_outputs) {
         let root = tensor.node();
@@ -235,7 +229,8 @@ pub(super) fn run(
             roots: roots.clone(),
             outputs: synced,
             location: location.clone(),
-            finite,
+            marker,
+            ran_ahead: ahead.is_some() && compiled.partitioning.is_none(),
         });
     }
     drop(graph);

@@ -1,20 +1,23 @@
 //! What `detect_anomaly()` needs from the executor: whether it is on (a block, or
 //! `XLAPROF_DEBUG_NANS=1` for the whole program), donation off while it is (a graph's inputs must
-//! survive it, to run it again with its intermediates exposed), and the last sync's graph kept
-//! for the check above the executor (the anomaly module, which uses the tensor API).
+//! survive it, to run it again with its intermediates exposed), and the syncs' graphs kept for
+//! the check above the executor (the anomaly module, which uses the tensor API). A sync whose
+//! program runs ahead (GPUs) is checked at the next sync, wait or the block's end: reading its
+//! verdict at once would wait for its program, and the host could no longer run ahead.
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
-use crate::ir::NodeRef;
+use crate::ir::{DeviceData, NodeRef};
 use crate::location::SourceLocation;
 
 static BLOCKS: AtomicU32 = AtomicU32::new(0);
 
 thread_local! {
-    /// The last sync on this thread, while anomalies are looked for.
-    static LAST: RefCell<Option<Synced>> = const { RefCell::new(None) };
+    /// The syncs on this thread not checked yet, oldest first (at most two: the one checked
+    /// next, and one that ran ahead), while anomalies are looked for.
+    static UNCHECKED: RefCell<Vec<Synced>> = const { RefCell::new(Vec::new()) };
     /// The check itself runs graphs: they are not checked in turn.
     static CHECKING: Cell<bool> = const { Cell::new(false) };
 }
@@ -24,9 +27,11 @@ pub(crate) struct Synced {
     pub roots: Vec<NodeRef>,
     pub outputs: Vec<NodeRef>,
     pub location: SourceLocation,
-    /// Whether its results were all finite, when its program computed that (`None`: it did
-    /// not, a graph over a mesh: a graph of its own checks them).
-    pub finite: Option<bool>,
+    /// The program's verdict on its results, on the device: 0 when all are finite (`None`: it
+    /// did not compute one, a graph over a mesh: a graph of its own checks them).
+    pub marker: Option<Arc<DeviceData>>,
+    /// Its program may still be running: its verdict is read later.
+    pub ran_ahead: bool,
 }
 
 /// Whether syncs are checked for NaN and Inf now.
@@ -54,12 +59,19 @@ impl Drop for DetectingAnomalies {
 }
 
 pub(crate) fn keep(synced: Synced) {
-    LAST.with(|l| *l.borrow_mut() = Some(synced));
+    UNCHECKED.with(|l| l.borrow_mut().push(synced));
 }
 
-/// The last sync's graph, once.
-pub(crate) fn take() -> Option<Synced> {
-    LAST.with(|l| l.borrow_mut().take())
+/// The syncs to check now, oldest first: all of them, or (`all` false) all but the newest
+/// when its program ran ahead.
+pub(crate) fn take(all: bool) -> Vec<Synced> {
+    UNCHECKED.with(|l| {
+        let mut l = l.borrow_mut();
+        let keep_newest = !all && l.last().is_some_and(|s| s.ran_ahead);
+        let split = l.len() - usize::from(keep_newest);
+        let rest = l.split_off(split);
+        std::mem::replace(&mut *l, rest)
+    })
 }
 
 /// Runs `f` (the check's own graphs) unchecked.

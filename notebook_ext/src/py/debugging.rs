@@ -45,10 +45,23 @@ impl PyBlock {
         slf
     }
 
-    #[pyo3(signature = (*_exc))]
-    fn __exit__(&mut self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+    /// Leaving a `detect_anomaly()` block checks what its syncs left running (where the host
+    /// runs ahead of the device: GPUs); after an error in the block, that error stands.
+    #[pyo3(signature = (*exc))]
+    fn __exit__(
+        &mut self,
+        py: Python<'_>,
+        exc: &Bound<'_, pyo3::types::PyTuple>,
+    ) -> PyResult<bool> {
+        let detecting = matches!(self.guard, Some(Guard::DetectAnomaly(_)));
         self.guard = None;
-        false
+        if detecting {
+            let checked = traced(py, "detect_anomaly", xlaprof_core::check_anomalies);
+            if exc.get_item(0).is_ok_and(|e| e.is_none()) {
+                checked?;
+            }
+        }
+        Ok(false)
     }
 }
 

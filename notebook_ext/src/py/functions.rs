@@ -482,7 +482,10 @@ pub(crate) fn step(py: Python<'_>) -> PyResult<()> {
 /// `wait_device_ops`): on a GPU a sync returns once its program is queued.
 #[pyfunction]
 pub(crate) fn wait(py: Python<'_>) -> PyResult<()> {
-    traced_detached(py, "wait", xlaprof_core::wait)
+    // What ran ahead under detect_anomaly() is checked once it has finished.
+    traced_detached(py, "wait", || {
+        xlaprof_core::wait().and_then(|()| xlaprof_core::check_anomalies())
+    })
 }
 
 #[pyfunction]
