@@ -6,6 +6,7 @@ init (nothing downloaded), trained with AdamW on the xlaprof device beside torch
     .venv/bin/python tests/zoo/zoo.py gpt2 t5 --steps 20
     .venv/bin/python tests/zoo/zoo.py --compiled      # under torch.compile(backend="xlaprof")
     XLAPROF_DEVICE=cuda python tests/zoo/zoo.py --reference cuda    # on a GPU, beside CUDA eager
+    .venv/bin/python tests/zoo/zoo.py resnet18 --dtype float64      # both sides in float64
 
 Each model runs in a process of its own (compiles and fallbacks counted for it alone). Its row:
 the largest relative loss gap over the steps and the largest parameter gap at the end (both
@@ -15,6 +16,11 @@ step against eager's, and the first step's time (XLA's compiles included). A mod
 when the loss gap is under 1e-4, nothing compiles after warm-up and nothing falls back; compiled,
 also when every graph was captured (none recorded at each call, which the fallbacks column counts
 as "uncaptured").
+
+`--dtype float64` trains both sides in float64 (torch's default dtype too): a model whose float32
+training amplifies rounding (ResNet-18's, where CPU eager differs from itself between thread
+counts) then tells a wrong lowering, which still shows, from float32's rounding, which no longer
+can.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 HERE = pathlib.Path(__file__).resolve().parent
 LOSS_TOLERANCE = 1e-4
+# In float64 both sides compute the same math to 1e-16: a gap above this is a wrong lowering.
+LOSS_TOLERANCE_F64 = 1e-9
 
 Batch = Dict[str, Any]
 
@@ -201,7 +209,7 @@ MODELS: Dict[str, Tuple[str, Callable[[], Any], Callable[[Any], Batch], Callable
 
 
 def train(name: str, model: Any, device: Any, steps: int, end_step: Callable[[], None] = lambda: None,
-          backend: str = "") -> Iterator[Tuple[float, float]]:
+          backend: str = "", dtype: str = "float32") -> Iterator[Tuple[float, float]]:
     """Trains ``model`` (``name``'s, on ``device``) ``steps`` AdamW steps on the zoo's batches
     (the same in every process): each step's loss and its time. With ``backend``, the model and
     the optimizer's step run under ``torch.compile(backend=backend)``, as PyTorch recommends."""
@@ -215,7 +223,7 @@ def train(name: str, model: Any, device: Any, steps: int, end_step: Callable[[],
         opt_step = torch.compile(opt.step, backend=backend)
     g = torch.Generator().manual_seed(1)
     for _ in range(steps):
-        batch = make_batch(g)
+        batch = {k: v.to(getattr(torch, dtype)) if v.is_floating_point() else v for k, v in make_batch(g).items()}
         start = time.perf_counter()
         loss = loss_of(forward, {k: v.to(device) for k, v in batch.items()})
         loss.backward()
@@ -226,7 +234,7 @@ def train(name: str, model: Any, device: Any, steps: int, end_step: Callable[[],
         yield value, time.perf_counter() - start
 
 
-def train_eager(name: str, steps: int, device: str) -> Dict[str, Any]:
+def train_eager(name: str, steps: int, device: str, dtype: str = "float32") -> Dict[str, Any]:
     """Trains ``name`` in torch's eager on ``device``: each step's loss and time, the parameters
     at the end (on the CPU), and how many there are."""
     import torch
@@ -236,13 +244,13 @@ def train_eager(name: str, steps: int, device: str) -> Dict[str, Any]:
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False
     torch.manual_seed(0)
-    model = MODELS[name][1]().to(device)
-    losses, times = zip(*train(name, model, device, steps))
+    model = MODELS[name][1]().to(device, getattr(torch, dtype))
+    losses, times = zip(*train(name, model, device, steps, dtype=dtype))
     return {"losses": list(losses), "times": list(times), "count": len(list(model.parameters())),
             "params": [p.detach().cpu() for p in model.parameters()]}
 
 
-def train_eager_elsewhere(name: str, steps: int, device: str) -> Dict[str, Any]:
+def train_eager_elsewhere(name: str, steps: int, device: str, dtype: str = "float32") -> Dict[str, Any]:
     """`train_eager` in a process that never imports xlaprof: once a PrivateUse1 device is
     registered, torch's autograd engine cannot run a CUDA backward (pytorch/pytorch#161129)."""
     import tempfile
@@ -252,14 +260,15 @@ def train_eager_elsewhere(name: str, steps: int, device: str) -> Dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "eager.pt")
         cmd = [sys.executable, __file__, "--eager-only", out, "--one", name, "--steps", str(steps),
-               "--reference", device]
+               "--reference", device, "--dtype", dtype]
         run = subprocess.run(cmd, capture_output=True, text=True)
         if run.returncode:
             raise RuntimeError(f"eager on {device}: " + (run.stderr.strip().splitlines() or ["?"])[-1])
         return torch.load(out)
 
 
-def run_one(name: str, steps: int, reference: str = "cpu", compiled: bool = False) -> Dict[str, Any]:
+def run_one(name: str, steps: int, reference: str = "cpu", compiled: bool = False,
+            dtype: str = "float32") -> Dict[str, Any]:
     """Trains ``name`` in torch's eager on ``reference`` ("cpu", or "cuda" beside the engine on a
     CUDA plugin), then on the device, step by step (lazily, or with ``compiled`` under
     ``torch.compile(backend="xlaprof")``); its row of the table."""
@@ -269,15 +278,16 @@ def run_one(name: str, steps: int, reference: str = "cpu", compiled: bool = Fals
     import xlaprof.torch as xt  # before any backward(): torch's autograd engine must know the device
 
     # Eager first: after the device's steps, torch's CPU kernels run slower in the same process.
-    ref = train_eager(name, steps, "cpu") if reference == "cpu" else train_eager_elsewhere(name, steps, reference)
+    ref = (train_eager(name, steps, "cpu", dtype) if reference == "cpu"
+           else train_eager_elsewhere(name, steps, reference, dtype))
 
     family, build, _, _ = MODELS[name]
     torch.manual_seed(0)
-    lazy = build().to(xt.device())
+    lazy = build().to(xt.device(), getattr(torch, dtype))
     gaps, times, compiles = [], [], []
     end_step = (lambda: None) if compiled else xt.step
     backend = "xlaprof" if compiled else ""
-    for (ours, took), expected in zip(train(name, lazy, xt.device(), steps, end_step, backend), ref["losses"]):
+    for (ours, took), expected in zip(train(name, lazy, xt.device(), steps, end_step, backend, dtype), ref["losses"]):
         times.append(took)
         compiles.append(xp.counters()["compiles"])
         gaps.append(abs(ours - expected) / max(abs(expected), 1e-12))
@@ -292,7 +302,7 @@ def run_one(name: str, steps: int, reference: str = "cpu", compiled: bool = Fals
     param_gap = diff / max(scale, 1e-12)
     eager_times = ref["times"]
     row = {
-        "model": name, "family": family, "steps": steps, "parameters": (ref["count"], len(list(lazy.parameters()))),
+        "model": name, "family": family, "steps": steps, "dtype": dtype, "parameters": (ref["count"], len(list(lazy.parameters()))),
         "loss_gap": max(gaps), "param_gap": param_gap,
         "compiles_after_warmup": compiles[-1] - compiles[min(1, steps - 1)],
         "fallbacks": sorted(xt.fallbacks()),
@@ -309,17 +319,18 @@ def run_one(name: str, steps: int, reference: str = "cpu", compiled: bool = Fals
 
 
 def at_parity(row: Dict[str, Any]) -> bool:
-    return ("error" not in row and row["loss_gap"] < LOSS_TOLERANCE and row["compiles_after_warmup"] == 0
+    tolerance = LOSS_TOLERANCE_F64 if row.get("dtype") == "float64" else LOSS_TOLERANCE
+    return ("error" not in row and row["loss_gap"] < tolerance and row["compiles_after_warmup"] == 0
             and not row["fallbacks"] and row["parameters"][0] == row["parameters"][1]
             and not row.get("uncaptured"))
 
 
 def measure(names: List[str], steps: int, timeout: float = 600, reference: str = "cpu",
-            compiled: bool = False) -> Iterator[Dict[str, Any]]:
+            compiled: bool = False, dtype: str = "float32") -> Iterator[Dict[str, Any]]:
     """Each model in a process of its own: its row, or the error that stopped it."""
     for name in names:
         cmd = [sys.executable, __file__, "--one", name, "--steps", str(steps), "--reference", reference]
-        cmd += ["--compiled"] if compiled else []
+        cmd += (["--compiled"] if compiled else []) + ["--dtype", dtype]
         try:
             run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                                  env={**os.environ, "PYTHONWARNINGS": "ignore"})
@@ -350,9 +361,10 @@ def row(r: Dict[str, Any]) -> str:
 
 
 def summary(rows: List[Dict[str, Any]]) -> str:
+    f64 = any(r.get("dtype") == "float64" for r in rows)
     return (f"{sum(at_parity(r) for r in rows)} of {len(rows)} models at parity "
-            f"(loss gap < {LOSS_TOLERANCE:g}, no compile after warm-up, no fallback, every compiled "
-            f"graph captured)")
+            f"(loss gap < {LOSS_TOLERANCE_F64 if f64 else LOSS_TOLERANCE:g}{' in float64' if f64 else ''}, "
+            f"no compile after warm-up, no fallback, every compiled graph captured)")
 
 
 def table(rows: List[Dict[str, Any]]) -> str:
@@ -367,23 +379,32 @@ def main() -> None:
                     help="where torch's eager runs beside the engine (cuda: with XLAPROF_DEVICE=cuda)")
     ap.add_argument("--compiled", action="store_true",
                     help='the model and the optimizer step under torch.compile(backend="xlaprof")')
+    ap.add_argument("--dtype", choices=("float32", "float64"), default="float32",
+                    help="the parameters' and inputs' dtype on both sides")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--eager-only", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.dtype == "float64":
+        import torch
+
+        # Also the optimizers' step counts: a compiled optimizer step computes its bias
+        # corrections in that tensor's dtype, where eager computes them in Python floats.
+        torch.set_default_dtype(torch.float64)
     if args.eager_only:
         import torch
 
-        torch.save(train_eager(args.one, args.steps, args.reference), args.eager_only)
+        torch.save(train_eager(args.one, args.steps, args.reference, args.dtype), args.eager_only)
         return
     if args.one:
-        print(json.dumps(run_one(args.one, args.steps, args.reference, args.compiled)))
+        print(json.dumps(run_one(args.one, args.steps, args.reference, args.compiled, args.dtype)))
         return
     unknown = [m for m in args.models if m not in MODELS]
     if unknown:
         ap.error(f"unknown models {unknown}; the zoo has: {' '.join(MODELS)}")
     print(HEADER + "\n" + "-" * len(HEADER), flush=True)
     rows = []
-    for r in measure(args.models or list(MODELS), args.steps, reference=args.reference, compiled=args.compiled):
+    for r in measure(args.models or list(MODELS), args.steps, reference=args.reference, compiled=args.compiled,
+                     dtype=args.dtype):
         rows.append(r)
         print(row(r), flush=True)
     print(summary(rows))
