@@ -415,3 +415,18 @@ def test_detect_anomaly_with_the_host_running_ahead_names_the_nan_by_the_next_st
     assert found[0].startswith("2 ") and found[1].startswith("3 "), found
     for text in found:
         assert "`sqrt`" in text and "ahead.py:12" in text and "ahead.py:13" in text, text
+    # XLAPROF_DEBUG_NANS=1 for a whole program: a NaN in the last step, which no later sync
+    # reads, is reported at exit.
+    last = tmp_path / "last.py"
+    last.write_text(textwrap.dedent("""
+        import numpy as np
+        import xlaprof as xp
+
+        w = xp.from_numpy(np.ones(4, np.float32))
+        for shift in (-2.0, 10.0):
+            w = (w - shift).sqrt()  # NAN
+            xp.step()
+    """))
+    env["XLAPROF_DEBUG_NANS"] = "1"
+    run = subprocess.run([sys.executable, str(last)], capture_output=True, text=True, timeout=300, env=env)
+    assert "`sqrt`" in run.stderr and "last.py:7" in run.stderr, run.stderr
