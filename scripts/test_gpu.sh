@@ -167,9 +167,11 @@ torch_part() {
     "$python" tests/opinfo/opinfo_sweep.py --samples 1 --dtype "$dtype" --verbose >"$dir/opinfo-$dtype.log" 2>&1 &
     pids+=($!)
   done
+  local status
   for i in 0 1 2; do
     wait "${pids[$i]}"
-    run_step "${names[$i]} on the GPU" bash -c "cat '$dir/${names[$i]}.log'; exit $?"
+    status=$?
+    run_step "${names[$i]} on the GPU" bash -c "cat '$dir/${names[$i]}.log'; exit $status"
   done
 }
 if [ "$only" != engine ]; then

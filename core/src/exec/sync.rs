@@ -199,8 +199,11 @@ pub(super) fn run(
 
     // 6: inputs (device data, then the host scalars, each in its own dtype) and execute;
     // 7: every synced tensor becomes device data.
-    // A value read needs its program's end anyway: it does not run ahead.
-    let ahead = (engine.run_ahead && cause != SyncCause::ValueRead).then_some(IN_FLIGHT);
+    // A value read needs its program's end anyway: it does not run ahead; nor does a graph over
+    // a mesh, launched on every device at once.
+    let ahead =
+        (engine.run_ahead && cause != SyncCause::ValueRead && compiled.partitioning.is_none())
+            .then_some(IN_FLIGHT);
     let outputs = match &compiled.partitioning {
         None => execute(engine, &graph, &compiled, sync_id, &location, listening, ahead)?,
         Some(p) => execute_partitioned(engine, &graph, &compiled, p, sync_id, listening)?,
@@ -230,7 +233,7 @@ pub(super) fn run(
             outputs: synced,
             location: location.clone(),
             marker,
-            ran_ahead: ahead.is_some() && compiled.partitioning.is_none(),
+            ran_ahead: ahead.is_some(),
         });
     }
     drop(graph);

@@ -67,10 +67,9 @@ pub(crate) fn keep(synced: Synced) {
 pub(crate) fn take(all: bool) -> Vec<Synced> {
     UNCHECKED.with(|l| {
         let mut l = l.borrow_mut();
-        let keep_newest = !all && l.last().is_some_and(|s| s.ran_ahead);
-        let split = l.len() - usize::from(keep_newest);
-        let rest = l.split_off(split);
-        std::mem::replace(&mut *l, rest)
+        let keep_newest = usize::from(!all && l.last().is_some_and(|s| s.ran_ahead));
+        let checkable = l.len() - keep_newest;
+        l.drain(..checkable).collect() // nothing allocated when there is nothing to check
     })
 }
 

@@ -141,13 +141,7 @@ pub(crate) fn stablehlo(
             .map(|&o| (name(o as usize), &graph.order[o as usize].shape))
             .filter(|(_, shape)| shape.dtype.is_float())
             .collect();
-        match floats.is_empty() {
-            true => {
-                let _ =
-                    writeln!(out, "  %finite = stablehlo.constant {}", literal(DType::F32, 0.0));
-            }
-            false => reduce::not_finite_marker(&mut out, "%finite", &floats),
-        }
+        reduce::not_finite_marker(&mut out, "%finite", &floats);
         names.push("%finite".into());
     }
     let _ = writeln!(out, "  return {} : {}", names.join(", "), results.join(", "));

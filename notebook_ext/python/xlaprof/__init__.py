@@ -12,6 +12,7 @@ In Jupyter: ``%load_ext xlaprof``, then ``%%xla_profile`` on a cell.
 
 from __future__ import annotations
 
+import atexit as _atexit
 import builtins as _builtins
 import os as _os
 import sys as _sys
@@ -67,7 +68,6 @@ for _dir in _library_dirs():
 # program from here on, every record on disk as it happens. Where the host runs ahead of the
 # device (GPUs), the programs still running at exit are waited for, so the profile has them.
 if _native.record_from_env():
-    import atexit as _atexit
 
     def _wait_at_exit() -> None:
         try:
@@ -86,8 +86,6 @@ if _native.record_from_env():
 # `XLAPROF_DEBUG_NANS=1`: where the host ran ahead of the device, the last sync's verdict is read
 # at the next sync or wait; one the program never made is read at exit, and a NaN reported then.
 if _os.environ.get("XLAPROF_DEBUG_NANS", "") not in ("", "0"):
-    import atexit as _atexit
-
     _atexit.register(_native.wait)
 
 from ._api import (  # noqa: E402

@@ -236,23 +236,15 @@ def _pair_by_value(op: _Op, candidates: List[_Op], pair: dict, used: set, rtol: 
     again. Not compared: agreeing is how it was found."""
     if op.values is None:
         return False
-    found = []
-    for out, want in zip(op.outputs, op.values):
-        match = None
-        for cand in candidates:
-            if cand.values is None:
-                continue
-            for t, v in zip(cand.outputs, cand.values):
-                alike = id(t) not in used and v.shape == want.shape and v.dtype == want.dtype
-                if alike and _agree(want, v, rtol, atol):
-                    match = t
-                    break
-            if match is not None:
-                break
-        if match is not None:
-            found.append((out, match))
+
+    def agreeing(want: torch.Tensor) -> Any:
+        made = ((t, v) for cand in candidates if cand.values is not None for t, v in zip(cand.outputs, cand.values))
+        return next((t for t, v in made if id(t) not in used and v.shape == want.shape and v.dtype == want.dtype
+                     and _agree(want, v, rtol, atol)), None)
+
     # An output the device has no counterpart of (a fused kernel's saved statistics, say) stays
     # unpaired, and so do the ops that use it.
+    found = [(out, match) for out, want in zip(op.outputs, op.values) if (match := agreeing(want)) is not None]
     for out, match in found:
         pair[id(out)] = match
         used.add(id(match))
