@@ -135,6 +135,27 @@ def test_a_new_size_is_a_new_capture_with_the_right_values():
         torch.testing.assert_close(f(x.to(DEV)).cpu(), (x * x).sum(-1))
 
 
+def test_empty_tensors_and_kernels_that_reshape_their_own_result_compile():
+    before = dict(xt.fallbacks())
+    # An empty argument: Dynamo's fake copy resizes its zero-byte storage, which torch sends to
+    # a device hook a Python-registered device cannot have.
+    x = torch.randn(0, 3, 4)
+    roll = torch.compile(lambda t: torch.roll(t, 1, 0) + 1, backend="xlaprof")
+    assert roll(x.to(DEV)).cpu().shape == (0, 3, 4)
+    # quantile of a 0-d tensor squeezes its own [1] result in place; stft transposes its own.
+    q = torch.compile(lambda t: torch.quantile(t, 0.5) * 2, backend="xlaprof")
+    s = torch.tensor(-4.25)
+    torch.testing.assert_close(q(s.to(DEV)).cpu(), torch.quantile(s, 0.5) * 2)
+    signal = torch.randn(2, 64, generator=torch.Generator().manual_seed(3))
+    window = torch.hann_window(16)
+    stft = torch.compile(lambda t, w: torch.stft(t, 16, window=w, return_complex=True).abs(),
+                         backend="xlaprof")
+    torch.testing.assert_close(stft(signal.to(DEV), window.to(DEV)).cpu(),
+                               torch.stft(signal, 16, window=window, return_complex=True).abs(),
+                               rtol=1e-4, atol=1e-4)
+    assert xt.fallbacks() == before  # all on the engine
+
+
 def test_a_function_of_cpu_tensors_runs_on_the_engine():
     f = torch.compile(lambda a, b: torch.relu(a @ b).mean(0), backend="xlaprof")
     g = torch.Generator().manual_seed(1)

@@ -118,9 +118,22 @@ def traced_dispatch(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) ->
         return a
 
     out = func(*tree_map(inner, args), **tree_map(inner, kwargs))
-    return tree_map(
-        lambda r: traced(r) if isinstance(r, torch.Tensor) and r.device.type == "meta" else r, out
-    )
+    # An in-place op returns its argument: the traced tensor itself, re-described where the op
+    # changed its fake's shape (`squeeze_`, which C++ kernels such as `quantile` apply to their
+    # own results; the object they hold must see it, as in `views._reshape_in_place`).
+    owners = {id(a.__dict__["_meta"]): a for a in args if isinstance(a, LazyTensor) and a._traced}
+
+    def outer(r: Any) -> Any:
+        if not isinstance(r, torch.Tensor) or r.device.type != "meta":
+            return r
+        owner = owners.get(id(r))
+        if owner is None:
+            return traced(r)
+        if owner.shape != r.shape or owner.stride() != r.stride():
+            torch.Tensor.data.__set__(owner, traced(r))  # type: ignore[attr-defined]
+        return owner
+
+    return tree_map(outer, out)
 
 
 # ---- the backend ----------------------------------------------------------------------------

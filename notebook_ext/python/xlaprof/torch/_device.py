@@ -65,6 +65,7 @@ def register() -> None:
 
     _native.add_internal_dir(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
     _explain_autograd_failures()
+    _resize_storage_in_place()
     _registered = True
 
 
@@ -107,6 +108,28 @@ def _explain_autograd_failures() -> None:
     engine_run_backward._xlaprof = True  # type: ignore[attr-defined]
     torch.autograd.graph._engine_run_backward = engine_run_backward
     torch.autograd._engine_run_backward = engine_run_backward
+
+
+def _resize_storage_in_place() -> None:
+    """Lets an xlaprof storage be "resized" to the size it has, which is nothing to do.
+
+    Dynamo's fake copy of a tensor with no elements (its storage has zero bytes) resizes the
+    fake's storage to zero bytes (`meta_utils.meta_tensor`). torch routes a storage resize of a
+    PrivateUse1 device to a C++ hook (`resizePrivateUse1Bytes`) that a device registered from
+    Python cannot implement, so `torch.compile` of any function given an empty tensor failed
+    with torch's "You should register PrivateUse1HooksInterface". A real resize of our storage
+    (a wrapper's, with no bytes of its own) still reaches torch and fails as before."""
+    resize = torch.UntypedStorage.resize_
+    if getattr(resize, "_xlaprof", False):
+        return
+
+    def resize_(self: Any, size: int) -> Any:
+        if self.device.type == DEVICE_TYPE and size == self.nbytes():
+            return self
+        return resize(self, size)
+
+    resize_._xlaprof = True  # type: ignore[attr-defined]
+    torch.UntypedStorage.resize_ = resize_  # type: ignore[method-assign]
 
 
 def _device_guard() -> Any:
