@@ -109,3 +109,41 @@ fn the_anomaly_check_is_part_of_each_syncs_own_program_and_records_nothing() {
         assert!(err.to_string().contains("`multiply`"), "{err}");
     }
 }
+
+#[test]
+fn the_check_finds_a_nan_in_any_output_small_or_large_of_any_dtype() {
+    // The program sums the small outputs of each dtype together and a large one on its own:
+    // a NaN in any of them, in a sync with all kinds, is found and located.
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _on = xlaprof_core::detect_anomalies();
+    let kinds: [(&[i64], xlaprof_core::DType); 5] = [
+        (&[3], xlaprof_core::DType::F32),
+        (&[2, 4], xlaprof_core::DType::F32),
+        (&[5], xlaprof_core::DType::F64),
+        (&[1 << 21], xlaprof_core::DType::F32),
+        (&[7], xlaprof_core::DType::BF16),
+    ];
+    for bad in 0..=kinds.len() {
+        let outputs: Vec<Tensor> = kinds
+            .iter()
+            .enumerate()
+            .map(|(k, (dims, dtype))| {
+                // sqrt of 2 everywhere, or of -2 in the one made bad
+                let sign = if k == bad { -2.0 } else { 2.0 };
+                Tensor::full(dims, sign, *dtype).sqrt().unwrap()
+            })
+            .collect();
+        let result = sync();
+        if bad == kinds.len() {
+            result.unwrap(); // none is bad
+            for t in &outputs {
+                assert!(t.cast(xlaprof_core::DType::F32).unwrap().to_vec::<f32>().unwrap()[0] > 1.4);
+            }
+        } else {
+            let err = result.unwrap_err();
+            let (dims, dtype) = kinds[bad];
+            let shape = xlaprof_core::Shape::new(dtype, dims);
+            assert!(err.to_string().contains(&format!("`sqrt` ({shape})")), "output {bad}: {err}");
+        }
+    }
+}

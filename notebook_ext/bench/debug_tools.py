@@ -1,8 +1,9 @@
 """What `detect_anomaly()` costs when nothing is NaN: the GPT-2 training step of samples/torch
 (small config, AdamW) on the device, with and without the check, in alternating rounds of one
 process (medians). The check is one more output of each sync's program (its results' sum of
-`x - x`, fused into one pass) and one scalar read per sync, and donation is off while it looks
-(a graph's inputs must survive it, to run again if it finds a NaN).
+`x - x`: the small ones concatenated and summed in one pass, each large one where it is) and one
+scalar read per sync, and donation is off while it looks (a graph's inputs must survive it, to
+run again if it finds a NaN).
 
     .venv/bin/python notebook_ext/bench/debug_tools.py
     XLAPROF_DEVICE=cuda python notebook_ext/bench/debug_tools.py --size realistic --rounds 5

@@ -150,48 +150,88 @@ pub(super) fn combiner(kind: ReduceKind, dt: DType) -> String {
 /// `detect_anomaly()`'s marker of the values named in `xs` (with their shapes), as `{name}`, an
 /// f32 scalar: `Σ (x - x)`, which is 0 when every value is finite and NaN as soon as one is not
 /// (∞ - ∞ and NaN - NaN are NaN). Each `x - x` is taken in `x`'s own dtype (an f64 beyond f32's
-/// range stays finite) and converted; all of them flattened and concatenated into one sum, which
-/// XLA fuses into one pass over the values (one reduction per value cost the CPU a kernel each:
-/// a GPT-2 step's program ran 40 % longer). With no values, 0.
+/// range stays finite) and converted. With no values, 0.
+///
+/// The cost is the number of kernels more than the values read: XLA splits a sum of a
+/// concatenation back into one reduction per value, and on a CPU each is two kernels (`x - x`,
+/// then its sum) of a few microseconds, two hundred for a small GPT-2 step (+5 % of it). So
+/// the small values of each dtype are concatenated behind an optimization barrier, which XLA
+/// keeps as one copy, and summed in one pass; a large value (a copy of it would cost more than
+/// a kernel does) is summed where it is.
 pub(super) fn not_finite_marker(out: &mut String, name: &str, xs: &[(String, &Shape)]) {
-    if xs.is_empty() {
-        let _ = writeln!(out, "  {name} = stablehlo.constant {}", literal(DType::F32, 0.0));
-        return;
-    }
-    let mut flat = Vec::with_capacity(xs.len());
-    let mut total = 0i64;
+    const LARGE: i64 = 1 << 20;
+    let mut sums: Vec<String> = Vec::new();
+    let mut small: Vec<(DType, Vec<(String, i64)>)> = Vec::new();
     for (k, (x, shape)) in xs.iter().enumerate() {
-        let ty = shape.mlir();
         let n: i64 = shape.dims.iter().product();
-        let v = format!("{name}_{k}");
-        let _ = writeln!(out, "  {v}_d = \"stablehlo.subtract\"({x}, {x}) : ({ty}, {ty}) -> {ty}");
-        let f32_ty = Shape::new(DType::F32, shape.dims.clone()).mlir();
-        let _ = writeln!(out, "  {v}_c = \"stablehlo.convert\"({v}_d) : ({ty}) -> {f32_ty}");
-        let _ =
-            writeln!(out, "  {v} = \"stablehlo.reshape\"({v}_c) : ({f32_ty}) -> tensor<{n}xf32>");
-        flat.push((v, n));
-        total += n;
-    }
-    let all = match flat.as_slice() {
-        [(v, _)] => v.clone(),
-        _ => {
-            let names: Vec<&str> = flat.iter().map(|(v, _)| v.as_str()).collect();
-            let types: Vec<String> = flat.iter().map(|(_, n)| format!("tensor<{n}xf32>")).collect();
-            let _ = writeln!(
-                out,
-                "  {name}_all = \"stablehlo.concatenate\"({}) {{dimension = 0 : i64}} : ({}) -> tensor<{total}xf32>",
-                names.join(", "),
-                types.join(", ")
-            );
-            format!("{name}_all")
+        let flat = format!("{name}_{k}");
+        let ty = shape.mlir();
+        let flat_ty = Shape::new(shape.dtype, vec![n]).mlir();
+        let _ = writeln!(out, "  {flat} = \"stablehlo.reshape\"({x}) : ({ty}) -> {flat_ty}");
+        if n >= LARGE {
+            sums.push(sum_of_differences(out, &flat, shape.dtype, n));
+            continue;
         }
-    };
-    let _ = writeln!(out, "  {name}_z = stablehlo.constant {}", literal(DType::F32, 0.0));
+        match small.iter_mut().find(|(dt, _)| *dt == shape.dtype) {
+            Some((_, group)) => group.push((flat, n)),
+            None => small.push((shape.dtype, vec![(flat, n)])),
+        }
+    }
+    for (g, (dt, group)) in small.iter().enumerate() {
+        let total: i64 = group.iter().map(|(_, n)| n).sum();
+        let all_ty = Shape::new(*dt, vec![total]).mlir();
+        let all = match group.as_slice() {
+            [(flat, _)] => flat.clone(),
+            _ => {
+                let names: Vec<&str> = group.iter().map(|(v, _)| v.as_str()).collect();
+                let types: Vec<String> =
+                    group.iter().map(|(_, n)| Shape::new(*dt, vec![*n]).mlir()).collect();
+                let joined = format!("{name}_g{g}_cat");
+                let _ = writeln!(
+                    out,
+                    "  {joined} = \"stablehlo.concatenate\"({}) {{dimension = 0 : i64}} : ({}) -> {all_ty}",
+                    names.join(", "),
+                    types.join(", ")
+                );
+                let kept = format!("{name}_g{g}");
+                let _ = writeln!(
+                    out,
+                    "  {kept} = \"stablehlo.optimization_barrier\"({joined}) : ({all_ty}) -> {all_ty}"
+                );
+                kept
+            }
+        };
+        sums.push(sum_of_differences(out, &all, *dt, total));
+    }
+    // Σ of the parts, from 0 (which is also the marker of no values).
+    let mut total = format!("{name}_zero");
+    let _ = writeln!(out, "  {total} = stablehlo.constant {}", literal(DType::F32, 0.0));
+    if sums.is_empty() {
+        let _ = writeln!(out, "  {name} = stablehlo.constant {}", literal(DType::F32, 0.0));
+    }
+    for (k, part) in sums.iter().enumerate() {
+        let next = if k + 1 == sums.len() { name.to_string() } else { format!("{name}_t{k}") };
+        let _ = writeln!(
+            out,
+            "  {next} = \"stablehlo.add\"({total}, {part}) : (tensor<f32>, tensor<f32>) -> tensor<f32>"
+        );
+        total = next;
+    }
+}
+
+/// `Σ (x - x)` of the flat value `x` (`n` values of `dt`), as an f32 scalar named after `x`.
+fn sum_of_differences(out: &mut String, x: &str, dt: DType, n: i64) -> String {
+    let ty = Shape::new(dt, vec![n]).mlir();
+    let f32_ty = Shape::new(DType::F32, vec![n]).mlir();
+    let _ = writeln!(out, "  {x}_d = \"stablehlo.subtract\"({x}, {x}) : ({ty}, {ty}) -> {ty}");
+    let _ = writeln!(out, "  {x}_c = \"stablehlo.convert\"({x}_d) : ({ty}) -> {f32_ty}");
+    let _ = writeln!(out, "  {x}_z = stablehlo.constant {}", literal(DType::F32, 0.0));
     let _ = writeln!(
         out,
-        "  {name} = \"stablehlo.reduce\"({all}, {name}_z) ({{\n{}  }}) {{dimensions = array<i64: 0>}} : (tensor<{total}xf32>, tensor<f32>) -> tensor<f32>",
+        "  {x}_s = \"stablehlo.reduce\"({x}_c, {x}_z) ({{\n{}  }}) {{dimensions = array<i64: 0>}} : ({f32_ty}, tensor<f32>) -> tensor<f32>",
         plain_combiner("add", DType::F32)
     );
+    format!("{x}_s")
 }
 
 /// A region that combines two values with `op` alone.
