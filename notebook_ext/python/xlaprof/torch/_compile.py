@@ -34,7 +34,7 @@ import torch
 from torch.utils._pytree import tree_map
 
 from .. import _native
-from ._device import DEVICE_TYPE
+from ._device import DEVICE_TYPE, TO_TORCH
 from ._tensor import LazyTensor, _DEVICE, assign, to_cpu, to_engine, value
 
 aten = torch.ops.aten
@@ -369,7 +369,7 @@ class Capture:
         out = []
         for (kind, what), n in zip(self.outputs, graph.outputs):
             if kind == "device":
-                out.append(_result(n, LazyTensor(results[what])))
+                out.append(_result_of_value(n, results[what]))
             elif kind == "node":
                 out.append(env[what])
             else:
@@ -432,6 +432,17 @@ def _argument(a: Any) -> Any:
             raise RuntimeError("xlaprof: a compiled graph was given a meta tensor, not a lazy one")
         return LazyTensor(x)
     return a
+
+
+def _result_of_value(node: torch.fx.Node, x: Any) -> Any:
+    """`_result` of an engine value: the meta stand-in made straight from it, with no lazy
+    tensor made and dropped on the way (AOTAutograd makes the one the user gets)."""
+    val = node.meta.get("val")
+    if isinstance(val, torch.Tensor) and val.device.type == "meta":
+        m = torch.empty(tuple(x.shape), dtype=TO_TORCH[x.dtype], device=_META)
+        m._xlaprof_value = x
+        return m
+    return _result(node, LazyTensor(x))
 
 
 def _result(node: Any, v: Any) -> Any:
