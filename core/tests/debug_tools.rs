@@ -137,7 +137,9 @@ fn the_check_finds_a_nan_in_any_output_small_or_large_of_any_dtype() {
         if bad == kinds.len() {
             result.unwrap(); // none is bad
             for t in &outputs {
-                assert!(t.cast(xlaprof_core::DType::F32).unwrap().to_vec::<f32>().unwrap()[0] > 1.4);
+                assert!(
+                    t.cast(xlaprof_core::DType::F32).unwrap().to_vec::<f32>().unwrap()[0] > 1.4
+                );
             }
         } else {
             let err = result.unwrap_err();

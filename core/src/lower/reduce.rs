@@ -152,7 +152,7 @@ pub(super) fn combiner(kind: ReduceKind, dt: DType) -> String {
 /// (∞ - ∞ and NaN - NaN are NaN). Each `x - x` is taken in `x`'s own dtype (an f64 beyond f32's
 /// range stays finite) and converted. With no values, 0.
 ///
-/// The cost is the number of kernels more than the values read: XLA splits a sum of a
+/// What the check costs is kernels more than the values it reads: XLA splits a sum of a
 /// concatenation back into one reduction per value, and on a CPU each is two kernels (`x - x`,
 /// then its sum) of a few microseconds, two hundred for a small GPT-2 step (+5 % of it). So
 /// the small values of each dtype are concatenated behind an optimization barrier, which XLA
@@ -203,12 +203,13 @@ pub(super) fn not_finite_marker(out: &mut String, name: &str, xs: &[(String, &Sh
         };
         sums.push(sum_of_differences(out, &all, *dt, total));
     }
-    // Σ of the parts, from 0 (which is also the marker of no values).
-    let mut total = format!("{name}_zero");
-    let _ = writeln!(out, "  {total} = stablehlo.constant {}", literal(DType::F32, 0.0));
     if sums.is_empty() {
         let _ = writeln!(out, "  {name} = stablehlo.constant {}", literal(DType::F32, 0.0));
+        return;
     }
+    // Σ of the parts, from 0 (the last sum is named `name`).
+    let mut total = format!("{name}_zero");
+    let _ = writeln!(out, "  {total} = stablehlo.constant {}", literal(DType::F32, 0.0));
     for (k, part) in sums.iter().enumerate() {
         let next = if k + 1 == sums.len() { name.to_string() } else { format!("{name}_t{k}") };
         let _ = writeln!(

@@ -121,7 +121,8 @@ def traced_dispatch(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) ->
     # An in-place op returns its argument: the traced tensor itself, re-described where the op
     # changed its fake's shape (`squeeze_`, which C++ kernels such as `quantile` apply to their
     # own results; the object they hold must see it, as in `views._reshape_in_place`).
-    owners = {id(a.__dict__["_meta"]): a for a in args if isinstance(a, LazyTensor) and a._traced}
+    owners = {id(a.__dict__["_meta"]): a for a in (*args, *kwargs.values())
+              if isinstance(a, LazyTensor) and a._traced}
 
     def outer(r: Any) -> Any:
         if not isinstance(r, torch.Tensor) or r.device.type != "meta":
