@@ -160,6 +160,13 @@ pub(super) fn combiner(kind: ReduceKind, dt: DType) -> String {
 /// a kernel does) is summed where it is.
 pub(super) fn not_finite_marker(out: &mut String, name: &str, xs: &[(String, &Shape)]) {
     const LARGE: i64 = 1 << 20;
+    if xs.is_empty() {
+        let _ = writeln!(out, "  {name} = stablehlo.constant {}", literal(DType::F32, 0.0));
+        return;
+    }
+    // Every sum starts from this 0, and so does the sum of the sums.
+    let zero = format!("{name}_zero");
+    let _ = writeln!(out, "  {zero} = stablehlo.constant {}", literal(DType::F32, 0.0));
     let mut sums: Vec<String> = Vec::new();
     let mut small: Vec<(DType, Vec<(String, i64)>)> = Vec::new();
     for (k, (x, shape)) in xs.iter().enumerate() {
@@ -169,7 +176,7 @@ pub(super) fn not_finite_marker(out: &mut String, name: &str, xs: &[(String, &Sh
         let flat_ty = Shape::new(shape.dtype, vec![n]).mlir();
         let _ = writeln!(out, "  {flat} = \"stablehlo.reshape\"({x}) : ({ty}) -> {flat_ty}");
         if n >= LARGE {
-            sums.push(sum_of_differences(out, &flat, shape.dtype, n));
+            sums.push(sum_of_differences(out, &flat, shape.dtype, n, &zero));
             continue;
         }
         match small.iter_mut().find(|(dt, _)| *dt == shape.dtype) {
@@ -201,15 +208,10 @@ pub(super) fn not_finite_marker(out: &mut String, name: &str, xs: &[(String, &Sh
                 kept
             }
         };
-        sums.push(sum_of_differences(out, &all, *dt, total));
+        sums.push(sum_of_differences(out, &all, *dt, total, &zero));
     }
-    if sums.is_empty() {
-        let _ = writeln!(out, "  {name} = stablehlo.constant {}", literal(DType::F32, 0.0));
-        return;
-    }
-    // Σ of the parts, from 0 (the last sum is named `name`).
-    let mut total = format!("{name}_zero");
-    let _ = writeln!(out, "  {total} = stablehlo.constant {}", literal(DType::F32, 0.0));
+    // Σ of the parts (the last sum is named `name`).
+    let mut total = zero;
     for (k, part) in sums.iter().enumerate() {
         let next = if k + 1 == sums.len() { name.to_string() } else { format!("{name}_t{k}") };
         let _ = writeln!(
@@ -220,16 +222,16 @@ pub(super) fn not_finite_marker(out: &mut String, name: &str, xs: &[(String, &Sh
     }
 }
 
-/// `Σ (x - x)` of the flat value `x` (`n` values of `dt`), as an f32 scalar named after `x`.
-fn sum_of_differences(out: &mut String, x: &str, dt: DType, n: i64) -> String {
+/// `Σ (x - x)` of the flat value `x` (`n` values of `dt`), as an f32 scalar named after `x`;
+/// `zero` names an f32 0.
+fn sum_of_differences(out: &mut String, x: &str, dt: DType, n: i64, zero: &str) -> String {
     let ty = Shape::new(dt, vec![n]).mlir();
     let f32_ty = Shape::new(DType::F32, vec![n]).mlir();
     let _ = writeln!(out, "  {x}_d = \"stablehlo.subtract\"({x}, {x}) : ({ty}, {ty}) -> {ty}");
     let _ = writeln!(out, "  {x}_c = \"stablehlo.convert\"({x}_d) : ({ty}) -> {f32_ty}");
-    let _ = writeln!(out, "  {x}_z = stablehlo.constant {}", literal(DType::F32, 0.0));
     let _ = writeln!(
         out,
-        "  {x}_s = \"stablehlo.reduce\"({x}_c, {x}_z) ({{\n{}  }}) {{dimensions = array<i64: 0>}} : ({f32_ty}, tensor<f32>) -> tensor<f32>",
+        "  {x}_s = \"stablehlo.reduce\"({x}_c, {zero}) ({{\n{}  }}) {{dimensions = array<i64: 0>}} : ({f32_ty}, tensor<f32>) -> tensor<f32>",
         plain_combiner("add", DType::F32)
     );
     format!("{x}_s")

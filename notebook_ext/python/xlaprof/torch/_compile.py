@@ -305,7 +305,8 @@ class Capture:
         self.fed = fed
         # Lazy arguments the graph writes: the replay's results after the outputs' ones.
         self.writes = writes
-        # Per graph output: ("device", i) the replay's i-th result, ("node", n) a CPU value or
+        # Per graph output: ("meta", i) the replay's i-th result, handed back as its meta
+        # stand-in (decided once: `_result`), ("device", i) that result otherwise, ("node", n) a CPU value or
         # a non-tensor of the graph, ("const", v) a constant.
         self.outputs = outputs
 
@@ -344,7 +345,7 @@ class Capture:
         for n in graph.outputs:
             v = outs.get(n) if isinstance(n, torch.fx.Node) else n
             if isinstance(v, LazyTensor):
-                layout.append(("device", len(device_outs)))
+                layout.append(("meta" if _traced_as_meta(n) else "device", len(device_outs)))
                 device_outs.append(value(v))
             elif isinstance(n, torch.fx.Node) and n in graph.host:
                 layout.append(("node", n))
@@ -369,8 +370,10 @@ class Capture:
             assign(env[node], new)
         out = []
         for (kind, what), n in zip(self.outputs, graph.outputs):
-            if kind == "device":
-                out.append(_result_of_value(n, results[what]))
+            if kind == "meta":  # no lazy tensor made and dropped: AOTAutograd makes the user's
+                out.append(_stand_in(results[what]))
+            elif kind == "device":
+                out.append(_result(n, LazyTensor(results[what])))
             elif kind == "node":
                 out.append(env[what])
             else:
@@ -435,29 +438,28 @@ def _argument(a: Any) -> Any:
     return a
 
 
-def _result_of_value(node: torch.fx.Node, x: Any) -> Any:
-    """`_result` of an engine value: the meta stand-in made straight from it, with no lazy
-    tensor made and dropped on the way (AOTAutograd makes the one the user gets)."""
-    val = node.meta.get("val")
-    if isinstance(val, torch.Tensor) and val.device.type == "meta":
-        m = torch.empty(tuple(x.shape), dtype=TO_TORCH[x.dtype], device=_META)
-        m._xlaprof_value = x
-        return m
-    return _result(node, LazyTensor(x))
+def _traced_as_meta(node: Any) -> bool:
+    """Whether tracing saw a lazy tensor (a meta value) at ``node``."""
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    return isinstance(val, torch.Tensor) and val.device.type == "meta"
+
+
+def _stand_in(x: Any) -> torch.Tensor:
+    """The meta stand-in of the engine value ``x``, carrying it (see `meta_of`)."""
+    m = torch.empty(tuple(x.shape), dtype=TO_TORCH[x.dtype], device=_META)
+    m._xlaprof_value = x
+    return m
 
 
 def _result(node: Any, v: Any) -> Any:
     """A result as AOTAutograd expects it: a meta stand-in where tracing saw a lazy tensor, a
     CPU tensor where it saw one (a graph of CPU tensors run on the device)."""
-    if isinstance(node, torch.fx.Node) and isinstance(v, LazyTensor):
-        val = node.meta.get("val")
-        if isinstance(val, torch.Tensor) and val.device.type == "meta":
-            m = torch.empty(v.shape, dtype=v.dtype, device=_META)
-            m._xlaprof_value = value(v)
-            return m
-        if isinstance(val, torch.Tensor) and val.device.type == "cpu":
-            return to_cpu(v)
-    return v
+    if not isinstance(v, LazyTensor):
+        return v
+    if _traced_as_meta(node):
+        return _stand_in(value(v))
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    return to_cpu(v) if isinstance(val, torch.Tensor) and val.device.type == "cpu" else v
 
 
 def _load(node: torch.fx.Node, env: Dict[torch.fx.Node, Any],

@@ -118,15 +118,20 @@ def _resize_storage_in_place() -> None:
     PrivateUse1 device to a C++ hook (`resizePrivateUse1Bytes`) that a device registered from
     Python cannot implement, so `torch.compile` of any function given an empty tensor failed
     with torch's "You should register PrivateUse1HooksInterface". A real resize of our storage
-    (a wrapper's, with no bytes of its own) still reaches torch and fails as before."""
+    (a wrapper's, with no bytes of its own) is an error that says so."""
     resize = torch.UntypedStorage.resize_
     if getattr(resize, "_xlaprof", False):
         return
 
     def resize_(self: Any, size: int) -> Any:
-        if self.device.type == DEVICE_TYPE and size == self.nbytes():
+        if self.device.type != DEVICE_TYPE:
+            return resize(self, size)
+        if size == self.nbytes():
             return self
-        return resize(self, size)
+        raise NotImplementedError(
+            f"an xlaprof tensor's storage cannot be resized (to {size} bytes from {self.nbytes()}): "
+            "its values live on the device, not in the storage; resize the tensor instead "
+            "(`t.resize_(shape)`)")
 
     resize_._xlaprof = True  # type: ignore[attr-defined]
     torch.UntypedStorage.resize_ = resize_  # type: ignore[method-assign]
