@@ -34,11 +34,17 @@ impl Replay {
     }
 
     /// Runs the captured graph on `arguments` (shaped as at the capture; pending ones are
-    /// computed first), at `location`: the outputs' values, in the capture's order.
-    pub fn run(&self, arguments: &[&Tensor], location: SourceLocation) -> Result<Vec<Tensor>> {
+    /// computed first), at `location`: the outputs' values, in the capture's order. None, with
+    /// nothing run, when the arguments are split over a mesh otherwise than at the capture
+    /// (capture the graph again for them).
+    pub fn run(
+        &self,
+        arguments: &[&Tensor],
+        location: SourceLocation,
+    ) -> Result<Option<Vec<Tensor>>> {
         let a: Vec<_> = arguments.iter().map(|t| &t.0.value).collect();
-        let data = self.0.run(&a, location.clone())?;
-        Ok(data.into_iter().map(|d| Tensor::from_data(d, location.clone())).collect())
+        let Some(data) = self.0.run(&a, location.clone())? else { return Ok(None) };
+        Ok(Some(data.into_iter().map(|d| Tensor::from_data(d, location.clone())).collect()))
     }
 
     /// The captured graph's structural key (its compiled-graph cache key).

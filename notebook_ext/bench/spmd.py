@@ -5,7 +5,12 @@ waits for its result). The all-reduce's share of the step: an all-reduce of the 
 (669,706 floats) timed alone on the same devices, over the step time (the CPU plugin has no
 per-op timing).
 
-    .venv/bin/python notebook_ext/bench/spmd.py [--jax PYTHON]
+With `--torch`, the same step written in torch on the xlaprof device (the same initial weights,
+batches and shardings: `xt.mark_sharding` on each batch), run lazily and under
+`torch.compile(backend="xlaprof")` (the model and `opt.step` compiled, each graph captured once
+as a partitioned program and replayed).
+
+    .venv/bin/python notebook_ext/bench/spmd.py [--jax PYTHON] [--torch]
 
 `--jax PYTHON` names a Python with `jax` installed (e.g. a venv's); JAX then runs in a
 subprocess with XLA's 4 host devices.
@@ -84,6 +89,50 @@ print(statistics.median(times[5:]) * 1e3)
     return float(out.stdout.strip().splitlines()[-1])
 
 
+TORCH = f"""
+import statistics, sys, time, numpy as np, torch, xlaprof as xp, xlaprof.torch as xt
+devices, compiled = int(sys.argv[1]), sys.argv[2] == "compiled"
+mesh = xp.get_1d_mesh("data", devices) if devices > 1 else None
+dev = xt.device()
+rng = np.random.default_rng(0)
+layers = []
+for din, dout in zip({SIZES}[:-1], {SIZES}[1:]):
+    lin = torch.nn.Linear(din, dout)
+    with torch.no_grad():
+        lin.weight.copy_(torch.from_numpy((rng.standard_normal((dout, din)) * np.sqrt(2.0 / din)).astype(np.float32)))
+        lin.bias.zero_()
+    layers += [lin, torch.nn.ReLU()]
+model = torch.nn.Sequential(*layers[:-1]).to(dev)
+opt = torch.optim.SGD(model.parameters(), lr={LR})
+forward, step = (torch.compile(model, backend="xlaprof"), torch.compile(opt.step, backend="xlaprof")) if compiled else (model, opt.step)
+times = []
+for i in range({STEPS} + 1):
+    x = torch.from_numpy(rng.standard_normal(({BATCH}, 784)).astype(np.float32))
+    y = torch.from_numpy(rng.integers(0, 10, {BATCH}))
+    t = time.perf_counter()
+    x, y = x.to(dev), y.to(dev)
+    if mesh is not None:
+        xt.mark_sharding(x, mesh, ("data", None))
+        xt.mark_sharding(y, mesh, ("data",))
+    loss = torch.nn.functional.cross_entropy(forward(x), y)
+    loss.backward()
+    step()
+    opt.zero_grad()
+    if not compiled:
+        xt.step()
+    loss.item()
+    times.append(time.perf_counter() - t)
+print(statistics.median(times[5:]) * 1e3)
+"""
+
+
+def torch_step_ms(devices: int, mode: str) -> float:
+    """The step in torch, lazy or compiled: one process per device count and mode."""
+    out = subprocess.run([sys.executable, "-c", TORCH, str(devices), mode], check=True, capture_output=True,
+                         text=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
 JAX = f"""
 import os
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
@@ -131,6 +180,10 @@ def main() -> None:
     figures = {}
     for devices in (1, 2, 4):
         figures[f"xlaprof, {devices} device(s), step (ms)"] = xlaprof_step_ms(devices)
+    if "--torch" in sys.argv:
+        for mode in ("lazy", "compiled"):
+            for devices in (1, 2, 4):
+                figures[f"torch {mode}, {devices} device(s), step (ms)"] = torch_step_ms(devices, mode)
     jax_ms = None
     if "--jax" in sys.argv:
         python = sys.argv[sys.argv.index("--jax") + 1]
@@ -149,6 +202,10 @@ def main() -> None:
         for devices in (1, 2, 4):
             ratio = figures[f"xlaprof, {devices} device(s), step (ms)"] / jax_ms[str(devices)]
             print(f"  xlaprof / JAX, {devices} device(s): {ratio:.2f}")
+            if "--torch" in sys.argv:
+                for mode in ("lazy", "compiled"):
+                    ratio = figures[f"torch {mode}, {devices} device(s), step (ms)"] / jax_ms[str(devices)]
+                    print(f"  torch {mode} / JAX, {devices} device(s): {ratio:.2f}")
     print(json.dumps(figures))
 
 

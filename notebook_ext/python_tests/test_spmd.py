@@ -3,6 +3,7 @@ API and torch's) against the one-device run, and the profile of it. Each program
 process: the engine's device count is fixed when it starts (by the first mesh)."""
 
 import json
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -165,3 +166,96 @@ def test_torch_data_parallel_and_fsdp_match_one_device():
         assert many["compiles"] == one["compiles"] == 2, (fsdp, many, one)
         # AdamW's moments are made split like their parameter.
         assert (many["state"] or "").startswith("('data', None)") == fsdp, many["state"]
+
+
+COMPILED_GPT2 = """
+import json, sys, torch
+sys.path.insert(0, {samples!r})
+import models, xlaprof as xp, xlaprof.torch as xt
+from xlaprof.torch import _compile
+mesh = xp.get_1d_mesh("data", 4)
+dev = xt.device()
+torch.manual_seed(0)
+eager, ours = models.gpt2(), models.gpt2()
+ours.load_state_dict(eager.state_dict())
+ours.to(dev)
+if {fsdp}:
+    for p in ours.parameters():
+        if p.shape[0] % 4 == 0:
+            xt.mark_sharding(p, mesh, ("data",) + (None,) * (p.dim() - 1))
+opt_e = torch.optim.AdamW(eager.parameters(), lr=1e-3)
+opt = torch.optim.AdamW(ours.parameters(), lr=1e-3)
+model, step = torch.compile(ours, backend="xlaprof"), torch.compile(opt.step, backend="xlaprof")
+g = torch.Generator().manual_seed(1)
+losses, compiles = [], []
+with xp.profile() as prof:
+    for i in range(20):
+        b = models.gpt2_batch(g)
+        loss_e = models.hf_loss(eager, b)
+        loss_e.backward()
+        opt_e.step()
+        opt_e.zero_grad()
+        b = {{k: v.to(dev) for k, v in b.items()}}
+        for v in b.values():
+            xt.mark_sharding(v, mesh, ("data", None))
+        loss = models.hf_loss(model, b)
+        loss.backward()
+        step()
+        opt.zero_grad()
+        losses.append((loss.item(), loss_e.item()))
+        compiles.append(xp.counters()["compiles"])
+params = max((q.cpu() - p.detach()).abs().max().item() for p, q in zip(eager.parameters(), ours.parameters()))
+w = ours.transformer.h[0].mlp.c_fc.weight
+print(json.dumps({{"losses": losses, "params": params, "compiles": compiles, "stats": _compile.stats(),
+                   "fallbacks": xt.fallbacks(), "report": prof.report(),
+                   "state": opt.state[w]["exp_avg"]._xp.sharding}}))
+"""
+
+
+def test_torch_compile_over_a_mesh_trains_gpt2_like_cpu_eager_data_parallel_and_fsdp():
+    # Dynamo's graphs over split arguments: each captured once as a partitioned program and
+    # replayed on the 4 devices; the step's losses and parameters those of torch's CPU eager.
+    samples = str(pathlib.Path(__file__).parents[2] / "samples" / "torch")
+    for fsdp in (False, True):
+        out = run(COMPILED_GPT2.format(samples=samples, fsdp=fsdp))
+        for i, (ours, eager) in enumerate(out["losses"]):
+            assert abs(ours - eager) <= 1e-5 * abs(eager), (fsdp, i, out["losses"])
+        assert out["params"] < 1e-4, (fsdp, out["params"])
+        assert out["compiles"][-1] == out["compiles"][2], (fsdp, "compiled again after warm-up", out["compiles"])
+        stats = out["stats"]
+        assert stats["uncaptured"] == 0 and stats["recorded_runs"] == 0 and out["fallbacks"] == {}, out
+        assert stats["replays"] >= 4 * 17, stats
+        assert "partitioned executions on 4 devices" in out["report"], out["report"]
+        assert "all-reduce" in out["report"], out["report"]
+        assert (out["state"] or "").startswith("('data', None)") == fsdp, out["state"]
+
+
+def test_a_compiled_graph_is_captured_again_for_arguments_split_another_way():
+    # How an argument is split is part of the program, and Dynamo's guards do not see it: a call
+    # with the split changed runs a capture of its own (kept beside the first), with the right
+    # values.
+    out = run(
+        """
+        import json, torch, xlaprof as xp, xlaprof.torch as xt
+        from xlaprof.torch import _compile
+        mesh = xp.get_1d_mesh("data", 4)
+        dev = xt.device()
+        f = torch.compile(lambda x, w: torch.relu(x @ w).sum(0), backend="xlaprof")
+        g = torch.Generator().manual_seed(0)
+        x, w = torch.randn(8, 12, generator=g), torch.randn(12, 4, generator=g)
+        errors, captured = [], []
+        for spec in [("data", None), ("data", None), None, (None, "data"), ("data", None)]:
+            xd = x.to(dev)
+            if spec is not None:
+                xt.mark_sharding(xd, mesh, spec)
+            got = f(xd, w.to(dev))
+            errors.append((got.cpu() - torch.relu(x @ w).sum(0)).abs().max().item())
+            captured.append(_compile.stats()["captured"])
+        print(json.dumps({"errors": errors, "captured": captured, "stats": _compile.stats()}))
+        """
+    )
+    assert max(out["errors"]) < 1e-5, out
+    # Captured for the first split, replayed for the same, captured again for each other one,
+    # and the first split's capture replayed again after them.
+    assert out["captured"] == [1, 1, 2, 3, 3], out
+    assert out["stats"]["replays"] == 2, out

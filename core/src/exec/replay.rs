@@ -8,6 +8,11 @@
 //! host scalar (a fixed value), or a random seed (drawn afresh at every run, or every run would
 //! repeat the first one's random numbers). A run then costs the launch alone: no node is
 //! recorded, hashed or walked.
+//!
+//! A graph over a mesh (an argument split by `mark_sharding`) is captured the same way: XLA
+//! partitions the program once and each run launches it on every device of the mesh. How the
+//! arguments are split is part of the program, so a run whose arguments are split otherwise than
+//! at the capture runs nothing and says so: the front end captures the graph again for that split.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
@@ -15,13 +20,14 @@ use std::sync::Arc;
 
 use super::cache::CachedGraph;
 use super::engine::REPLAYS_IN_FLIGHT;
-use super::{compile, engine, execute, summary, sync_tensors, NEXT_SYNC};
+use super::{compile, engine, execute, execute_partitioned, summary, sync_tensors, NEXT_SYNC};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::events::{self, bump, counter, Event, SyncCause};
 use crate::ir::{DeviceData, Graph, Node, Op};
 use crate::location::SourceLocation;
 use crate::shape::Shape;
+use crate::spmd::Sharding;
 use crate::trace::{self, Value};
 
 /// A captured graph (see the module's comment).
@@ -31,6 +37,8 @@ pub(crate) struct Replay {
     key: u64,
     /// The shape each argument had at the capture: a run checks its arguments against them.
     arguments: Vec<Shape>,
+    /// How each argument was split at the capture (None: whole on one device, or replicated).
+    splits: Vec<Option<Arc<Sharding>>>,
     /// Where each device-data parameter of the program comes from.
     inputs: Vec<Source>,
     /// Each host-scalar parameter: its value, or `None` for a seed drawn at every run.
@@ -102,6 +110,7 @@ impl Replay {
                 compiled: None,
                 key: 0,
                 arguments: arguments.iter().map(|a| a.node().shape.clone()).collect(),
+                splits: arguments.iter().map(|a| split_of(a)).collect(),
                 inputs: Vec::new(),
                 scalars: Vec::new(),
                 outputs,
@@ -115,11 +124,6 @@ impl Replay {
         let epoch = engine.epoch.fetch_add(1, Ordering::Relaxed);
         let t = events::now_ns();
         let graph = Graph::build(&roots, epoch, false);
-        if graph.data.iter().any(|d| d.sharding().is_some()) {
-            return Err(Error::Unsupported(
-                "a compiled graph over a mesh (sharded inputs): run it lazily instead".into(),
-            ));
-        }
         let summary = Arc::new(summary::summary(&graph));
         if listening {
             events::emit(Event::GraphBuilt {
@@ -186,6 +190,7 @@ impl Replay {
         let replay = Replay {
             key: graph.key,
             arguments: arguments.iter().map(|a| a.node().shape.clone()).collect(),
+            splits: arguments.iter().map(|a| split_of(a)).collect(),
             inputs: graph.data.iter().map(source_of).collect(),
             scalars,
             outputs,
@@ -213,12 +218,13 @@ impl Replay {
     }
 
     /// Runs the captured graph on `arguments` (shaped as at the capture; pending ones are
-    /// computed first), at `location`: the outputs' values, in the capture's order.
+    /// computed first), at `location`: the outputs' values, in the capture's order. None, with
+    /// nothing run, when the arguments are split over a mesh otherwise than at the capture.
     pub fn run(
         &self,
         arguments: &[&Value],
         location: SourceLocation,
-    ) -> Result<Vec<Arc<DeviceData>>> {
+    ) -> Result<Option<Vec<Arc<DeviceData>>>> {
         if arguments.len() != self.arguments.len()
             || arguments.iter().zip(&self.arguments).any(|(a, s)| a.node().shape != *s)
         {
@@ -235,8 +241,11 @@ impl Replay {
             });
         }
         materialize(arguments, &location)?;
+        if arguments.iter().zip(&self.splits).any(|(a, s)| split_of(a) != *s) {
+            return Ok(None);
+        }
         let Some(compiled) = &self.compiled else {
-            return self.passed_through(arguments);
+            return self.passed_through(arguments).map(Some);
         };
         let engine = engine()?;
         let _serial = trace::serialize();
@@ -263,7 +272,7 @@ impl Replay {
         if listening {
             events::emit(Event::SyncEnd { sync_id, duration_ns: events::now_ns() - sync_start });
         }
-        Ok(results)
+        Ok(Some(results))
     }
 
     /// The host scalars of a run: the captured values, a fresh seed where the graph draws one.
@@ -320,19 +329,23 @@ impl Replay {
         let Some(compiled) = &self.compiled else {
             return self.passed_through(arguments);
         };
-        let computed = execute(
-            engine,
-            &graph,
-            compiled,
-            sync_id,
-            location,
-            listening,
-            // A compiled step is several graphs (forward, backward, the optimizer's), each with
-            // the host's work of its call around it: launched without waiting, that work overlaps
-            // the device's, on the CPU too (where a sync of the lazy path waits: one graph a step
-            // leaves nothing to overlap).
-            engine.replay_ahead.then_some(REPLAYS_IN_FLIGHT),
-        )?;
+        let computed = match &compiled.partitioning {
+            None => execute(
+                engine,
+                &graph,
+                compiled,
+                sync_id,
+                location,
+                listening,
+                // A compiled step is several graphs (forward, backward, the optimizer's), each
+                // with the host's work of its call around it: launched without waiting, that
+                // work overlaps the device's, on the CPU too (where a sync of the lazy path
+                // waits: one graph a step leaves nothing to overlap).
+                engine.replay_ahead.then_some(REPLAYS_IN_FLIGHT),
+            )?,
+            // Over a mesh: launched on every device at once, as a sync's is.
+            Some(p) => execute_partitioned(engine, &graph, compiled, p, sync_id, listening)?,
+        };
         self.outputs
             .iter()
             .map(|(source, _)| match source {
@@ -340,6 +353,15 @@ impl Replay {
                 other => self.resolve(other, arguments),
             })
             .collect()
+    }
+}
+
+/// How an argument (device data) is split over a mesh; None when whole or replicated, which a
+/// program takes alike.
+fn split_of(argument: &Value) -> Option<Arc<Sharding>> {
+    match &argument.node().op {
+        Op::Data(d) => d.sharding().filter(|s| !s.is_replicated()).cloned(),
+        _ => None,
     }
 }
 

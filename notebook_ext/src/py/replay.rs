@@ -50,18 +50,19 @@ impl PyReplay {
         Ok((PyReplay { replay }, wrapped(py, values)?))
     }
 
-    /// Runs the graph on `arguments`: its outputs, in the capture's order.
+    /// Runs the graph on `arguments`: its outputs, in the capture's order; None, with nothing
+    /// run, when the arguments are split over a mesh otherwise than at the capture.
     fn run(
         &self,
         py: Python<'_>,
         arguments: Vec<PyRef<'_, PyTensor>>,
-    ) -> PyResult<Vec<Py<PyTensor>>> {
+    ) -> PyResult<Option<Vec<Py<PyTensor>>>> {
         let arguments = tensors(&arguments);
         let values = traced_detached(py, "compiled graph", || {
             let a: Vec<&Tensor> = arguments.iter().collect();
             self.replay.run(&a, SourceLocation::caller())
         })?;
-        wrapped(py, values)
+        values.map(|v| wrapped(py, v)).transpose()
     }
 
     /// The graph's structural key (its compiled-graph cache key).

@@ -22,6 +22,12 @@ constant of the capture) is recorded anew at every call, lazily: it gives the sa
 the recording, and the split is reported where it happens (the op, its line,
 ``xt.fallbacks()``); ``XLAPROF_STRICT=1`` makes such an op an error instead.
 Dynamo's symbolic sizes are specialized: each new size is a new capture.
+
+Many devices. Arguments split over a mesh (``xt.mark_sharding``, outside the compiled function)
+make the captured program a partitioned one, launched on every device of the mesh, its results
+split as a sync's are. The split is part of the program, which Dynamo's guards do not see: a
+call whose arguments are split otherwise than at each capture so far is captured again, for that
+split.
 """
 
 from __future__ import annotations
@@ -253,9 +259,10 @@ class CompiledGraph:
 
         self.stacks = {n: _traceback_frames(n.meta["stack_trace"]) or None
                        for n in nodes if n.meta.get("stack_trace")}
-        # Per tuple of the integer arguments (symbolic sizes, specialized): the capture, or
-        # None where the graph is recorded anew at each call (see the module's comment).
-        self.captures: Dict[Tuple[int, ...], Optional[Capture]] = {}
+        # Per tuple of the integer arguments (symbolic sizes, specialized): the captures, one per
+        # way the arguments were split over a mesh, or None where the graph is recorded anew at
+        # each call (see the module's comment).
+        self.captures: Dict[Tuple[int, ...], List[Optional[Capture]]] = {}
 
     def __call__(self, args: List[Any]) -> List[Any]:
         env: Dict[torch.fx.Node, Any] = dict(self.constants)
@@ -265,16 +272,19 @@ class CompiledGraph:
         key = tuple(v for n, v in env.items() if type(v) is int)
         if self.host_nodes:
             env.update(zip(self.host_nodes, self.host_part(*[env[n] for n in self.host_inputs])))
-        capture = self.captures.get(key, _MISSING)
-        if capture is _MISSING:
+        captures = self.captures.setdefault(key, [])
+        out = None
+        for capture in captures:
+            # A capture's run is None where the arguments are split over a mesh otherwise than
+            # at that capture (a program of its own).
+            out = self._recorded(env) if capture is None else capture.run(self, env)
+            if out is not None:
+                break
+        else:
             # The recording is this call's run either way: a graph that writes its arguments
             # must not run twice.
             capture, out = Capture.record(self, env)
-            self.captures[key] = capture
-        elif capture is None:
-            out = self._recorded(env)
-        else:
-            out = capture.run(self, env)
+            captures.append(capture)
         if self.host_writes:
             self.host_write_part(*[env[n] for n in self.host_inputs + self.host_nodes])
         return out
@@ -288,9 +298,6 @@ class CompiledGraph:
         """The graph's outputs from a recording of it, run."""
         _native.sync()
         return [_result(n, outs[n] if isinstance(n, torch.fx.Node) else n) for n in self.outputs]
-
-
-_MISSING: Any = object()
 
 
 class Capture:
@@ -357,11 +364,16 @@ class Capture:
         capture = Capture(replay, lazy_args, fed, writes, layout)
         return capture, capture._finish(graph, env, results)
 
-    def run(self, graph: CompiledGraph, env: Dict[torch.fx.Node, Any]) -> List[Any]:
-        STATS["replays"] += 1
+    def run(self, graph: CompiledGraph, env: Dict[torch.fx.Node, Any]) -> Optional[List[Any]]:
+        """The graph's outputs; None, with nothing run, where the arguments are split over a
+        mesh otherwise than at the capture."""
         args = [value(env[n]) for n in self.arguments]
         args += [value(_pack(group, env)) for group in self.fed]
-        return self._finish(graph, env, self.replay.run(args))
+        results = self.replay.run(args)
+        if results is None:
+            return None
+        STATS["replays"] += 1
+        return self._finish(graph, env, results)
 
     def _finish(self, graph: CompiledGraph, env: Dict[torch.fx.Node, Any], results: List[Any]) -> List[Any]:
         """Writes the lazy arguments the graph writes; the graph's outputs."""
