@@ -54,6 +54,10 @@ def test_a_compiled_model_and_optimizer_train_like_cpu_eager():
     assert xt.fallbacks() == before
     s = _compile.stats()
     assert s["replays"] >= 3 * 17 and s["uncaptured"] == 0
+    # AdamW's step counts live on the device, as Dynamo puts them for CUDA: counted and used
+    # inside the optimizer's graph, with no CPU part computed and uploaded at each call.
+    counts = [opt.state[p]["step"] for p in ours.parameters()]
+    assert all(c.device == DEV for c in counts) and {c.item() for c in counts} == {20.0}
 
 
 def test_each_run_of_a_compiled_graph_draws_new_random_numbers():
@@ -154,6 +158,26 @@ def test_empty_tensors_and_kernels_that_reshape_their_own_result_compile():
                                torch.stft(signal, 16, window=window, return_complex=True).abs(),
                                rtol=1e-4, atol=1e-4)
     assert xt.fallbacks() == before  # all on the engine
+
+
+def test_cpu_values_of_a_device_graph_are_computed_on_the_cpu_and_fed_to_it_each_call():
+    # A CPU count beside device values (as an optimizer's step count, unless it is capturable):
+    # torch computes the CPU part at each call, the device graph reads it as an argument (never
+    # a constant of the capture), and the count is written after the graph has read it.
+    def f(w, count, scale):
+        count.add_(1)
+        return w * (1 - 0.9 ** count) * scale, count * 2
+
+    g = torch.compile(f, backend="xlaprof")
+    w = torch.arange(4, dtype=torch.float32)
+    count, scale = torch.zeros(()), torch.tensor(3.0)
+    replays = _compile.stats()["replays"]
+    with torch.no_grad():
+        for calls in (1, 2, 3, 4):
+            got, doubled = g(w.to(DEV), count, scale)
+            assert count.item() == calls and doubled.device.type == "cpu" and doubled.item() == 2 * calls
+            torch.testing.assert_close(got.cpu(), w * (1 - 0.9 ** calls) * 3)
+    assert _compile.stats()["replays"] == replays + 3
 
 
 def test_a_function_of_cpu_tensors_runs_on_the_engine():

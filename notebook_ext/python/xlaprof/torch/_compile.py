@@ -13,8 +13,9 @@ step is one more) is recorded once, on its first call, by running it on the real
 through the bridge's own dispatcher: one lowering path, the same one eager code takes. The
 recorded graph is then captured (`_native.Replay`): compiled once through the compiled-graph and
 persistent caches, and from then on each call is one launch on the arguments' device buffers,
-with nothing recorded. Values on the CPU (an optimizer's step count) are computed by torch on
-the CPU at each call and fed to the device graph as arguments, never baked into it.
+with nothing recorded. Values on the CPU (a count kept there) are computed by torch on the CPU
+at each call and fed to the device graph as arguments, never baked into it; a compiled
+optimizer's step counts are made on the device instead, as Dynamo makes them on CUDA.
 
 What cannot be captured. A graph whose recording read values on the host or ran an op on the
 CPU (an op with no lowering: the graph splits there; a factory's result would otherwise be a
@@ -198,6 +199,37 @@ def register() -> None:
 
         lazy_never_const._xlaprof = True  # type: ignore[attr-defined]
         FakeTensorMode.may_turn_const = lazy_never_const  # type: ignore[method-assign]
+    _steps_on_the_device()
+
+
+def _steps_on_the_device() -> None:
+    """A compiled optimizer's step counts live on the device, as Dynamo puts them for CUDA.
+
+    torch keeps an optimizer's step counts on the CPU unless it is capturable; when Dynamo first
+    traces a step whose parameters are all on a GPU it makes them capturable for the state's
+    creation, so the counts and the bias corrections made from them are part of the device graph.
+    The same for this device: else each call computes them on the CPU with torch, uploads them and
+    writes the counts back: a fifth of a small GPT-2's compiled AdamW step (see
+    ``bench/compiled_optimizer.py``). (Then, as on CUDA, an eager step on that state reads each
+    count back.)"""
+    try:
+        from torch._dynamo.variables.optimizer import OptimizerVariable
+    except ImportError:  # another torch: its own placement stands
+        return
+    gpu_only = getattr(OptimizerVariable, "_safe_to_set_capturable", None)
+    if gpu_only is None or getattr(gpu_only, "_xlaprof", False):
+        return
+
+    def device_too(self: Any, group: Dict[str, Any]) -> bool:
+        params = group.get("params", [])
+        if (params and "capturable" in group and all(p.device.type == DEVICE_TYPE for p in params)
+                and all(p not in self.value.state for p in params)):
+            return True
+        return gpu_only(self, group)
+
+    device_too._xlaprof = True  # type: ignore[attr-defined]
+    device_too.gpu_only = gpu_only  # type: ignore[attr-defined]
+    OptimizerVariable._safe_to_set_capturable = device_too  # type: ignore[method-assign]
 
 
 # What the backend did, for tests and the bench: graphs captured, graphs recorded at each call
