@@ -178,12 +178,27 @@ fn options_for_the_cpu_plugin_are_not_sent_to_another() {
     }
 }
 
-/// A fresh folder for one test.
-fn temp_dir(name: &str) -> PathBuf {
+/// A fresh folder for one test, removed when the test ends.
+struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn temp_dir(name: &str) -> TempDir {
     let dir = std::env::temp_dir().join(format!("xlaprof-plugins-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    TempDir(dir)
 }
 
 /// An empty file where an installed package would put its library: only the lookup is tested.
@@ -227,7 +242,7 @@ fn without_a_cuda_plugin_the_error_says_what_was_looked_for_where_and_how_to_ins
     let project = temp_dir("project-without");
     let site = project.join(".venv/lib/python3.12/site-packages");
     fake_install(&site, "xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so");
-    let err = match DeviceKind::Cuda.find_plugin(std::slice::from_ref(&project)) {
+    let err = match DeviceKind::Cuda.find_plugin(std::slice::from_ref(&*project)) {
         Err(err) => err,
         // The machine has a CUDA plugin in the active environment; the lookup is right to find it.
         Ok(found) => return eprintln!("skipped: a real CUDA plugin is installed at {found:?}"),

@@ -14,6 +14,15 @@ fn golden(version: u16) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/profile-v{version}.xlaprof"))
 }
 
+/// A file removed when the test ends, passed or failed.
+struct TempFile(PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 fn from_bytes(bytes: &[u8]) -> Result<Profile, Error> {
     let decoded = file::decode(bytes)?;
     let mut p = Profile::from_records(decoded.records);
@@ -75,9 +84,9 @@ fn every_engine_counter_survives_into_a_saved_profile() {
     bytes.extend(file::frame(&sync_end));
     let path =
         std::env::temp_dir().join(format!("xlaprof-counters-{}.xlaprof", std::process::id()));
+    let _file = TempFile(path.clone());
     std::fs::write(&path, &bytes).unwrap();
     let p = load(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
     let named = engine.named();
     assert!(named.iter().any(|&(_, v)| v > 0), "{named:?}");
     let read: Vec<(&str, u64)> = p.counters[0].1.iter().collect();
@@ -99,12 +108,12 @@ fn every_engine_counter_survives_into_a_saved_profile() {
 fn a_recording_keeps_every_counter_of_every_sync() {
     let path = std::env::temp_dir()
         .join(format!("xlaprof-recorded-counters-{}.xlaprof", std::process::id()));
+    let _file = TempFile(path.clone());
     let recording = Recording::to_file(&path).unwrap();
     let x = xlaprof_core::Tensor::from_slice(&[1f32, 2.0, 3.0], &[3]).unwrap();
     let _ = x.mul(&x).unwrap().to_vec::<f32>();
     let live = recording.stop();
     let p = load(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
     let names: Vec<&str> = Counters::default().named().into_iter().map(|(n, _)| n).collect();
     assert!(!p.counters.is_empty());
     for (_, c) in &p.counters {
@@ -194,6 +203,7 @@ fn every_truncation_point_loads_without_panicking() {
 fn a_follower_sees_records_as_they_are_appended() {
     let bytes = std::fs::read(golden(1)).unwrap();
     let path = std::env::temp_dir().join(format!("xlaprof-follow-{}.xlaprof", std::process::id()));
+    let _file = TempFile(path.clone());
     std::fs::write(&path, &bytes[..5]).unwrap(); // not even a whole header yet
     let mut follower = file::Follower::open(&path).unwrap();
     let mut total = 0;
@@ -203,13 +213,13 @@ fn a_follower_sees_records_as_they_are_appended() {
         total += follower.poll().unwrap().records.len();
     }
     assert_eq!(total as u64, from_bytes(&bytes).unwrap().records);
-    let _ = std::fs::remove_file(&path);
 }
 
 #[test]
 fn a_follower_checks_a_header_that_arrives_late() {
     let path =
         std::env::temp_dir().join(format!("xlaprof-follow-late-{}.xlaprof", std::process::id()));
+    let _file = TempFile(path.clone());
     std::fs::write(&path, b"").unwrap();
     let mut follower = file::Follower::open(&path).unwrap();
     let mut newer = file::header();
@@ -217,7 +227,6 @@ fn a_follower_checks_a_header_that_arrives_late() {
     std::fs::write(&path, &newer).unwrap();
     let err = follower.poll().unwrap_err();
     assert!(err.to_string().contains("newer xlaprof"), "{err}");
-    let _ = std::fs::remove_file(&path);
 }
 
 #[test]
@@ -228,13 +237,13 @@ fn a_follower_names_damage_by_its_place_in_the_file() {
     assert_eq!(expected.len(), 1, "{expected:?}");
     let path =
         std::env::temp_dir().join(format!("xlaprof-follow-damage-{}.xlaprof", std::process::id()));
+    let _file = TempFile(path.clone());
     std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
     let mut follower = file::Follower::open(&path).unwrap();
     let mut warnings = follower.poll().unwrap().warnings;
     std::fs::write(&path, &bytes).unwrap();
     warnings.extend(follower.poll().unwrap().warnings);
     assert_eq!(warnings, expected);
-    let _ = std::fs::remove_file(&path);
 }
 
 proptest! {

@@ -13,30 +13,58 @@ fn text(o: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
-fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("xlaprof-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A folder for one test's files, removed when the test ends.
+struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
 }
 
-/// The demo's profile, recorded once for all tests.
-fn demo_profile() -> &'static Path {
-    static PROFILE: OnceLock<PathBuf> = OnceLock::new();
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A fresh folder for the test `test`.
+fn dir(test: &str) -> TempDir {
+    let d = std::env::temp_dir().join(format!("xlaprof-cli-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    TempDir(d)
+}
+
+/// The demo's profile, recorded once for all tests. Kept as bytes, not as a file: many tests
+/// share it, and none knows when the last is done with it.
+fn demo_bytes() -> &'static [u8] {
+    static PROFILE: OnceLock<Vec<u8>> = OnceLock::new();
     PROFILE.get_or_init(|| {
-        let out = dir().join("demo.xlaprof");
+        let dir = dir("demo");
+        let out = dir.join("demo.xlaprof");
         let o = xlaprof(&["demo", "--out", out.to_str().unwrap()]);
         assert!(o.status.success(), "{}", text(&o));
         let t = text(&o);
         assert!(t.contains("Findings, by time lost"), "{t}");
         assert!(t.contains("[recompile]") && t.contains("f32[64,784] to f32[40,784]"), "{t}");
         assert!(t.contains("[hidden sync]") && t.contains("ui/src/demo.rs:"), "{t}");
-        out
+        std::fs::read(&out).unwrap()
     })
+}
+
+/// The demo's profile as a file in `dir`, for the commands the test runs.
+fn demo_profile(dir: &Path) -> PathBuf {
+    let path = dir.join("demo.xlaprof");
+    std::fs::write(&path, demo_bytes()).unwrap();
+    path
 }
 
 #[test]
 fn report_prints_summary_findings_and_metrics() {
-    let o = xlaprof(&["report", demo_profile().to_str().unwrap()]);
+    let dir = dir("report");
+    let o = xlaprof(&["report", demo_profile(&dir).to_str().unwrap()]);
     assert!(o.status.success());
     let t = text(&o);
     for want in [
@@ -52,8 +80,9 @@ fn report_prints_summary_findings_and_metrics() {
 
 #[test]
 fn every_export_format_writes_what_it_says() {
-    let profile = demo_profile().to_str().unwrap();
-    let d = dir();
+    let d = dir("exports");
+    let profile = demo_profile(&d);
+    let profile = profile.to_str().unwrap();
     let json = d.join("r.json");
     assert!(xlaprof(&["report", profile, "--format", "json", "-o", json.to_str().unwrap()])
         .status
@@ -87,7 +116,9 @@ fn every_export_format_writes_what_it_says() {
 
 #[test]
 fn check_fails_the_build_when_a_rule_fails() {
-    let profile = demo_profile().to_str().unwrap();
+    let dir = dir("check");
+    let profile = demo_profile(&dir);
+    let profile = profile.to_str().unwrap();
     let o =
         xlaprof(&["check", profile, "--rule", "max-hidden-syncs=0", "--rule", "max-compiles=100"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
@@ -110,7 +141,9 @@ fn check_fails_the_build_when_a_rule_fails() {
 
 #[test]
 fn diff_compares_two_runs_metric_by_metric() {
-    let profile = demo_profile().to_str().unwrap();
+    let dir = dir("diff");
+    let profile = demo_profile(&dir);
+    let profile = profile.to_str().unwrap();
     let o = xlaprof(&["diff", profile, profile]);
     assert!(o.status.success());
     let t = text(&o);
@@ -122,8 +155,9 @@ fn bad_files_are_clear_errors_and_damaged_ones_open_with_a_warning() {
     let o = xlaprof(&["report", "/nonexistent/run.xlaprof"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("/nonexistent/run.xlaprof"), "{}", text(&o));
-    let bytes = std::fs::read(demo_profile()).unwrap();
-    let cut = dir().join("cut.xlaprof");
+    let bytes = demo_bytes();
+    let dir = dir("bad-files");
+    let cut = dir.join("cut.xlaprof");
     // One byte short: always inside the last record (a cut further back can land on a boundary).
     std::fs::write(&cut, &bytes[..bytes.len() - 1]).unwrap();
     let o = xlaprof(&["report", cut.to_str().unwrap(), "--format", "short"]);
@@ -131,7 +165,7 @@ fn bad_files_are_clear_errors_and_damaged_ones_open_with_a_warning() {
     let t = text(&o);
     assert!(t.contains("warning: the file ends in the middle of a record"), "{t}");
     assert!(t.contains("xlaprof report:"), "{t}");
-    let junk = dir().join("junk.xlaprof");
+    let junk = dir.join("junk.xlaprof");
     std::fs::write(&junk, b"certainly not a profile").unwrap();
     let o = xlaprof(&["report", junk.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
@@ -142,7 +176,8 @@ fn bad_files_are_clear_errors_and_damaged_ones_open_with_a_warning() {
 /// their figures null with a warning, never a failed bench.
 #[test]
 fn bench_prints_its_figures_as_json() {
-    let missing = dir().join("no-peers-here");
+    let dir = dir("bench");
+    let missing = dir.join("no-peers-here");
     let o = xlaprof(&[
         "bench",
         "--json",
@@ -188,7 +223,9 @@ fn bench_prints_its_figures_as_json() {
 
 #[test]
 fn report_merges_the_profiles_of_several_processes() {
-    let demo = demo_profile().to_str().unwrap();
+    let dir = dir("merge");
+    let demo = demo_profile(&dir);
+    let demo = demo.to_str().unwrap();
     let spmd =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiler/tests/data/profile-spmd.xlaprof");
     let spmd = spmd.to_str().unwrap();
@@ -199,7 +236,7 @@ fn report_merges_the_profiles_of_several_processes() {
     assert!(o.status.success(), "{}", text(&o));
     let t = text(&o);
     assert!(t.contains("merged report: 2 processes") && t.contains("== process 1"), "{t}");
-    let out = dir().join("merged.json");
+    let out = dir.join("merged.json");
     let o = xlaprof(&[
         "report",
         demo,

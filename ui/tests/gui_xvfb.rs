@@ -104,14 +104,26 @@ fn content(image: &Image) -> (usize, f64) {
     (colours.len(), 1.0 - black as f64 / image.rgb.len().max(1) as f64)
 }
 
+/// A folder removed when dropped.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running `xlaprof gui` and its private home. Fields drop in the order they are declared:
+/// the process is killed and waited for before its home is removed.
+struct Gui {
+    process: Running,
+    _home: TempDir,
+}
+
 /// Starts `xlaprof gui` (with the arguments `args` adds) on `display`, with software OpenGL and a
 /// private home (`name` tells tests apart), so a test neither reads nor writes the user's saved
 /// settings.
-fn start_gui(
-    display: &str,
-    name: &str,
-    args: impl FnOnce(&mut Command) -> &mut Command,
-) -> Running {
+fn start_gui(display: &str, name: &str, args: impl FnOnce(&mut Command) -> &mut Command) -> Gui {
     let home = std::env::temp_dir().join(format!("xlaprof-gui-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&home).unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_xlaprof"));
@@ -123,7 +135,7 @@ fn start_gui(
         .env("LIBGL_ALWAYS_SOFTWARE", "1")
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    Running(command.spawn().expect("start xlaprof gui"))
+    Gui { process: Running(command.spawn().expect("start xlaprof gui")), _home: TempDir(home) }
 }
 
 fn write_png(path: &Path, image: &Image) {
@@ -149,9 +161,9 @@ fn gui_renders_a_recorded_profile_under_xvfb() {
     // Wait for a rendered window: many colours, and most of the screen covered.
     let deadline = Instant::now() + Duration::from_secs(60);
     let image = loop {
-        if let Some(status) = gui.0.try_wait().unwrap() {
+        if let Some(status) = gui.process.0.try_wait().unwrap() {
             let mut err = String::new();
-            std::io::Read::read_to_string(gui.0.stderr.as_mut().unwrap(), &mut err).ok();
+            std::io::Read::read_to_string(gui.process.0.stderr.as_mut().unwrap(), &mut err).ok();
             panic!("xlaprof gui exited ({status}) before rendering: {err}");
         }
         std::thread::sleep(Duration::from_millis(700));
@@ -194,14 +206,14 @@ fn gui_writes_its_own_png_screenshot_under_xvfb() {
     let mut gui = start_gui(&display, "png", |c| c.arg(&profile).arg("--screenshot").arg(&out));
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
-        if let Some(status) = gui.0.try_wait().unwrap() {
+        if let Some(status) = gui.process.0.try_wait().unwrap() {
             break status;
         }
         assert!(Instant::now() < deadline, "xlaprof gui --screenshot did not quit");
         std::thread::sleep(Duration::from_millis(200));
     };
     let mut err = String::new();
-    std::io::Read::read_to_string(gui.0.stderr.as_mut().unwrap(), &mut err).ok();
+    std::io::Read::read_to_string(gui.process.0.stderr.as_mut().unwrap(), &mut err).ok();
     assert!(status.success(), "{status}: {err}");
     let decoder =
         png::Decoder::new(BufReader::new(std::fs::File::open(&out).expect("the PNG was written")));

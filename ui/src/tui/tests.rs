@@ -15,23 +15,23 @@ use super::app::{App, Tab};
 use super::draw::frame;
 use crate::viewer::Source;
 
-fn dir() -> PathBuf {
+fn dir() -> TempDir {
     // A fixed-width name: the snapshots show paths cut at the screen's edge.
-    let d = std::env::temp_dir().join(format!("xlaprof-tui-tests-{:010}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    let n = NEXT_DIR.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!("xlaprof-tui-tests-{:010}-{n:03}", std::process::id());
+    TempDir::new(std::env::temp_dir().join(name))
 }
 
 /// A short training run with the two mistakes the views must show: a ragged last batch (a
 /// second graph) and a loss read inside the step (a hidden sync), inside a named scope.
-fn recorded() -> &'static Path {
-    static FILE: OnceLock<PathBuf> = OnceLock::new();
+fn recorded() -> &'static [u8] {
+    static FILE: OnceLock<Vec<u8>> = OnceLock::new();
     FILE.get_or_init(|| {
-        let path = dir().join("train.xlaprof");
+        let dir = dir();
         let mut data = Prototypes::new(4, 16, 3);
         let model = Mlp::new(&[16, 32, 4], 5).unwrap();
         let mut opt = Adam::new(model.parameters(), 1e-2).unwrap();
-        let recording = Recording::to_file(&path).unwrap();
+        let recording = Recording::to_file(&dir.join("train.xlaprof")).unwrap();
         for batch in [8usize, 8, 8, 5, 8, 8] {
             let _scope = xlaprof_core::events::scope("train step");
             let (x, y) = data.batch(batch, 1.0).unwrap();
@@ -43,20 +43,50 @@ fn recorded() -> &'static Path {
             xlaprof_core::step().unwrap();
         }
         recording.stop();
-        path
+        // Kept as bytes, not as a file: many tests share it, and none knows when the last is
+        // done with it.
+        std::fs::read(dir.join("train.xlaprof")).unwrap()
     })
+}
+
+/// A folder for one test's files, removed when the test ends. Defined here, below `recorded`:
+/// the training run's lines show in the snapshots, so code above it moves them.
+struct TempDir(PathBuf);
+
+/// Numbers the folders: tests running side by side never share one.
+static NEXT_DIR: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+impl TempDir {
+    fn new(dir: PathBuf) -> TempDir {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl std::ops::Deref for TempDir {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// The same profile on a made-up clock (a record every millisecond, every duration half of
 /// one) and under a fixed program name, so snapshots are the same from run to run while
 /// everything else is as recorded.
-fn on_fixed_clock() -> &'static Path {
-    use xlaprof_profiler::file::{frame as encode, header, read};
+fn on_fixed_clock() -> &'static [u8] {
+    use xlaprof_profiler::file::{decode, frame as encode, header};
     use xlaprof_profiler::record::Record;
-    static FILE: OnceLock<PathBuf> = OnceLock::new();
+    static FILE: OnceLock<Vec<u8>> = OnceLock::new();
     FILE.get_or_init(|| {
         let mut bytes = header();
-        for (i, mut r) in read(recorded()).unwrap().records.into_iter().enumerate() {
+        for (i, mut r) in decode(recorded()).unwrap().records.into_iter().enumerate() {
             let at = (i as u64 + 1) * 1_000_000;
             match &mut r {
                 // The test binary's name and arguments change from run to run too.
@@ -82,18 +112,25 @@ fn on_fixed_clock() -> &'static Path {
             }
             bytes.extend(encode(&r));
         }
-        let path = dir().join("fixed-clock.xlaprof");
-        std::fs::write(&path, bytes).unwrap();
-        path
+        bytes
     })
 }
 
+/// Opens `bytes` as the profile file `name`. `Source::open` reads a file whole and never again,
+/// so its folder is removed when this returns.
+fn open(bytes: &[u8], name: &str) -> App {
+    let dir = dir();
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    App::new(Source::open(&path), Thresholds::default())
+}
+
 fn app() -> App {
-    App::new(Source::open(recorded()), Thresholds::default())
+    open(recorded(), "train.xlaprof")
 }
 
 fn app_on_fixed_clock() -> App {
-    let mut app = App::new(Source::open(on_fixed_clock()), Thresholds::default());
+    let mut app = open(on_fixed_clock(), "fixed-clock.xlaprof");
     // Shown in the status line: the same name wherever the temporary folder is.
     app.source.path = PathBuf::from("fixed-clock.xlaprof");
     app
@@ -323,7 +360,8 @@ fn the_timeline_zooms_pans_and_finds_the_slowest_step() {
 
 #[test]
 fn zooming_a_profile_shorter_than_a_microsecond_keeps_it_whole() {
-    let path = dir().join("empty.xlaprof");
+    let dir = dir();
+    let path = dir.join("empty.xlaprof");
     std::fs::write(&path, xlaprof_profiler::file::header()).unwrap();
     let mut app = App::new(Source::open(&path), Thresholds::default());
     assert!(app.model.end_ns < 1_000);
@@ -336,7 +374,8 @@ fn zooming_a_profile_shorter_than_a_microsecond_keeps_it_whole() {
 fn hostile_strings_are_shown_inert() {
     use xlaprof_profiler::file::{frame as encode, header};
     use xlaprof_profiler::record::{Location, Meta, Record};
-    let path = dir().join("hostile.xlaprof");
+    let dir = dir();
+    let path = dir.join("hostile.xlaprof");
     let mut bytes = header();
     let meta = Meta { program: "evil\x1b]0;pwned\x07\x1b[2J".into(), ..Meta::default() };
     bytes.extend(encode(&Record::Meta(meta)));
@@ -364,15 +403,16 @@ fn missing_corrupt_and_truncated_files_show_what_they_can() {
     assert!(screen.contains("nope.xlaprof"), "{screen}");
     snapshot!("error_missing_80x24", screen);
 
-    let garbage = dir().join("garbage.xlaprof");
+    let dir = dir();
+    let garbage = dir.join("garbage.xlaprof");
     std::fs::write(&garbage, b"this is not a profile at all").unwrap();
     let screen = render(&App::new(Source::open(&garbage), Thresholds::default()), 80, 24);
     assert!(screen.contains("cannot show this profile"), "{screen}");
 
     // The first half of a real profile, cut inside a record (a cut that lands on a record
     // boundary is no damage): the views open on what was read, with a warning.
-    let whole = std::fs::read(recorded()).unwrap();
-    let half = dir().join("half.xlaprof");
+    let whole = recorded();
+    let half = dir.join("half.xlaprof");
     let app = (whole.len() / 2..whole.len())
         .find_map(|cut| {
             std::fs::write(&half, &whole[..cut]).unwrap();
@@ -387,14 +427,15 @@ fn missing_corrupt_and_truncated_files_show_what_they_can() {
 
 #[test]
 fn following_a_growing_file_shows_new_steps() {
-    let whole = std::fs::read(recorded()).unwrap();
-    let growing = dir().join("growing.xlaprof");
+    let whole = recorded();
+    let dir = dir();
+    let growing = dir.join("growing.xlaprof");
     let cut = whole.len() / 3;
     std::fs::write(&growing, &whole[..cut]).unwrap();
     let mut app = App::new(Source::follow(&growing), Thresholds::default());
     let before = app.model.analysis.steps.len();
     assert!(app.source.profile.warnings.is_empty(), "an unfinished record is not damage");
-    std::fs::write(&growing, &whole).unwrap();
+    std::fs::write(&growing, whole).unwrap();
     let start = std::time::Instant::now();
     let mut redrawn = false;
     while app.model.analysis.steps.len() < 6 {
