@@ -179,26 +179,8 @@ fn options_for_the_cpu_plugin_are_not_sent_to_another() {
 }
 
 /// A fresh folder for one test, removed when the test ends.
-struct TempDir(PathBuf);
-
-impl std::ops::Deref for TempDir {
-    type Target = PathBuf;
-    fn deref(&self) -> &PathBuf {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn temp_dir(name: &str) -> TempDir {
-    let dir = std::env::temp_dir().join(format!("xlaprof-plugins-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    TempDir(dir)
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("xlaprof-plugins-{name}-")).tempdir().unwrap()
 }
 
 /// An empty file where an installed package would put its library: only the lookup is tested.
@@ -218,31 +200,31 @@ fn every_cuda_package_is_found_where_it_installs_its_plugin() {
     );
     for package in CUDA_PLUGINS {
         let site = temp_dir(&format!("site-{}", package.package));
-        let library = fake_install(&site, package.library);
-        let found = locate::find_in_site(&site, CUDA_PLUGINS).unwrap();
+        let library = fake_install(site.path(), package.library);
+        let found = locate::find_in_site(site.path(), CUDA_PLUGINS).unwrap();
         assert_eq!(found, (*package, library));
     }
     // The official package comes before JAX's in one environment.
     let site = temp_dir("site-both");
-    let official = fake_install(&site, "xla_plugins/xla_cuda12_pjrt/xla_gpu_pjrt.so");
-    fake_install(&site, "jax_plugins/xla_cuda13/xla_cuda_plugin.so");
-    assert_eq!(locate::find_in_site(&site, CUDA_PLUGINS).unwrap().1, official);
+    let official = fake_install(site.path(), "xla_plugins/xla_cuda12_pjrt/xla_gpu_pjrt.so");
+    fake_install(site.path(), "jax_plugins/xla_cuda13/xla_cuda_plugin.so");
+    assert_eq!(locate::find_in_site(site.path(), CUDA_PLUGINS).unwrap().1, official);
 }
 
 #[test]
 fn a_cuda_plugin_in_the_projects_venv_is_found() {
     let project = temp_dir("project");
-    let site = project.join(".venv/lib/python3.12/site-packages");
+    let site = project.path().join(".venv/lib/python3.12/site-packages");
     let library = fake_install(&site, "jax_plugins/xla_cuda12/xla_cuda_plugin.so");
-    assert_eq!(DeviceKind::Cuda.find_plugin(&[project.join("src")]).unwrap(), library);
+    assert_eq!(DeviceKind::Cuda.find_plugin(&[project.path().join("src")]).unwrap(), library);
 }
 
 #[test]
 fn without_a_cuda_plugin_the_error_says_what_was_looked_for_where_and_how_to_install() {
     let project = temp_dir("project-without");
-    let site = project.join(".venv/lib/python3.12/site-packages");
+    let site = project.path().join(".venv/lib/python3.12/site-packages");
     fake_install(&site, "xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so");
-    let err = match DeviceKind::Cuda.find_plugin(std::slice::from_ref(&*project)) {
+    let err = match DeviceKind::Cuda.find_plugin(&[project.path().to_path_buf()]) {
         Err(err) => err,
         // The machine has a CUDA plugin in the active environment; the lookup is right to find it.
         Ok(found) => return eprintln!("skipped: a real CUDA plugin is installed at {found:?}"),
@@ -265,13 +247,16 @@ fn xlaprof_device_cuda_looks_for_a_cuda_plugin() {
     // would be loaded. The project's own .venv comes first; if it has a real CUDA plugin, fine.
     let venv = temp_dir("active-venv");
     let library = fake_install(
-        &venv.join("lib/python3.11/site-packages"),
+        &venv.path().join("lib/python3.11/site-packages"),
         "xla_plugins/xla_cuda13_pjrt/xla_gpu_pjrt.so",
     );
     let cwd = temp_dir("cwd");
-    let venv_s = venv.display().to_string();
-    let run =
-        run_child("locate", &[("XLAPROF_DEVICE", "cuda"), ("VIRTUAL_ENV", &venv_s)], Some(&cwd));
+    let venv_s = venv.path().display().to_string();
+    let run = run_child(
+        "locate",
+        &[("XLAPROF_DEVICE", "cuda"), ("VIRTUAL_ENV", &venv_s)],
+        Some(cwd.path()),
+    );
     let result = run.result();
     let found = result.strip_prefix("ok ").unwrap_or_else(|| panic!("{result}"));
     assert!(
@@ -283,7 +268,7 @@ fn xlaprof_device_cuda_looks_for_a_cuda_plugin() {
     let run = run_child(
         "locate",
         &[("XLAPROF_DEVICE", "cuda"), ("XLAPROF_PJRT_PLUGIN", "/opt/mine.so")],
-        Some(&cwd),
+        Some(cwd.path()),
     );
     assert_eq!(run.result(), "ok /opt/mine.so");
 }

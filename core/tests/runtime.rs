@@ -224,25 +224,14 @@ fn host_data_that_does_not_fill_the_shape_is_an_error() {
     assert!(matches!(buf.to_vec::<i32>(), Err(Error::DTypeMismatch { .. })));
 }
 
-/// A folder removed when the test ends.
-struct TempDir(std::path::PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[test]
 fn bad_plugin_paths_are_clear_errors() {
     let err = Plugin::load(std::path::Path::new("/nonexistent/xla_plugin.so")).unwrap_err();
     assert!(matches!(err, Error::PluginLoad { .. }));
     assert!(err.to_string().contains("/nonexistent/xla_plugin.so"), "{err}");
 
-    let dir =
-        TempDir(std::env::temp_dir().join(format!("xlaprof-notaplugin-{}", std::process::id())));
-    std::fs::create_dir_all(&dir.0).unwrap();
-    let text = dir.0.join("text.so");
+    let dir = tempfile::Builder::new().prefix("xlaprof-notaplugin-").tempdir().unwrap();
+    let text = dir.path().join("text.so");
     std::fs::write(&text, "not a shared library").unwrap();
     let err = Plugin::load(&text).unwrap_err();
     assert!(matches!(err, Error::PluginLoad { .. }), "{err}");

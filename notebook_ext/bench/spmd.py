@@ -44,11 +44,17 @@ print(statistics.median(times[5:]) * 1e3)
 """
 
 
+def last_line(python: str, code: str, *args: str) -> str:
+    """Runs `code` in a new `python` (the engine's device count is fixed when it starts): the
+    last line it printed."""
+    out = subprocess.run([python, "-c", code, *args], check=True, capture_output=True, text=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
 def xlaprof_all_reduce_ms(devices: int) -> float:
     """A sum over the split dimension: one all-reduce of the gradients' size per execution."""
     code = ALL_REDUCE.format(devices=devices)
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-    return float(out.stdout.strip().splitlines()[-1])
+    return float(last_line(sys.executable, code))
 
 
 def xlaprof_step_ms(devices: int) -> float:
@@ -85,8 +91,7 @@ for i in range({STEPS} + 1):
     times.append(time.perf_counter() - t)
 print(statistics.median(times[5:]) * 1e3)
 """
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-    return float(out.stdout.strip().splitlines()[-1])
+    return float(last_line(sys.executable, code))
 
 
 TORCH = f"""
@@ -128,9 +133,7 @@ print(statistics.median(times[5:]) * 1e3)
 
 def torch_step_ms(devices: int, mode: str) -> float:
     """The step in torch, lazy or compiled: one process per device count and mode."""
-    out = subprocess.run([sys.executable, "-c", TORCH, str(devices), mode], check=True, capture_output=True,
-                         text=True)
-    return float(out.stdout.strip().splitlines()[-1])
+    return float(last_line(sys.executable, TORCH, str(devices), mode))
 
 
 JAX = f"""
@@ -187,8 +190,7 @@ def main() -> None:
     jax_ms = None
     if "--jax" in sys.argv:
         python = sys.argv[sys.argv.index("--jax") + 1]
-        out = subprocess.run([python, "-c", JAX], check=True, capture_output=True, text=True)
-        jax_ms = json.loads(out.stdout.strip().splitlines()[-1])
+        jax_ms = json.loads(last_line(python, JAX))
         for devices in (1, 2, 4):
             figures[f"JAX, {devices} device(s), step (ms)"] = jax_ms[str(devices)]
     for devices in (2, 4):

@@ -14,13 +14,11 @@ fn golden(version: u16) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/profile-v{version}.xlaprof"))
 }
 
-/// A file removed when the test ends, passed or failed.
-struct TempFile(PathBuf);
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+/// A fresh file for a profile, removed when the test ends, passed or failed.
+fn scratch(name: &str) -> tempfile::TempPath {
+    let prefix = format!("xlaprof-{name}-");
+    let file = tempfile::Builder::new().prefix(&prefix).suffix(".xlaprof").tempfile().unwrap();
+    file.into_temp_path()
 }
 
 fn from_bytes(bytes: &[u8]) -> Result<Profile, Error> {
@@ -82,9 +80,7 @@ fn every_engine_counter_survives_into_a_saved_profile() {
     let mut bytes = file::header();
     bytes.extend(file::frame(&Record::Meta(meta)));
     bytes.extend(file::frame(&sync_end));
-    let path =
-        std::env::temp_dir().join(format!("xlaprof-counters-{}.xlaprof", std::process::id()));
-    let _file = TempFile(path.clone());
+    let path = scratch("counters");
     std::fs::write(&path, &bytes).unwrap();
     let p = load(&path).unwrap();
     let named = engine.named();
@@ -106,9 +102,7 @@ fn every_engine_counter_survives_into_a_saved_profile() {
 /// A recording writes the engine's counters as they are, and reads them back the same.
 #[test]
 fn a_recording_keeps_every_counter_of_every_sync() {
-    let path = std::env::temp_dir()
-        .join(format!("xlaprof-recorded-counters-{}.xlaprof", std::process::id()));
-    let _file = TempFile(path.clone());
+    let path = scratch("recorded-counters");
     let recording = Recording::to_file(&path).unwrap();
     let x = xlaprof_core::Tensor::from_slice(&[1f32, 2.0, 3.0], &[3]).unwrap();
     let _ = x.mul(&x).unwrap().to_vec::<f32>();
@@ -202,8 +196,7 @@ fn every_truncation_point_loads_without_panicking() {
 #[test]
 fn a_follower_sees_records_as_they_are_appended() {
     let bytes = std::fs::read(golden(1)).unwrap();
-    let path = std::env::temp_dir().join(format!("xlaprof-follow-{}.xlaprof", std::process::id()));
-    let _file = TempFile(path.clone());
+    let path = scratch("follow");
     std::fs::write(&path, &bytes[..5]).unwrap(); // not even a whole header yet
     let mut follower = file::Follower::open(&path).unwrap();
     let mut total = 0;
@@ -217,9 +210,7 @@ fn a_follower_sees_records_as_they_are_appended() {
 
 #[test]
 fn a_follower_checks_a_header_that_arrives_late() {
-    let path =
-        std::env::temp_dir().join(format!("xlaprof-follow-late-{}.xlaprof", std::process::id()));
-    let _file = TempFile(path.clone());
+    let path = scratch("follow-late");
     std::fs::write(&path, b"").unwrap();
     let mut follower = file::Follower::open(&path).unwrap();
     let mut newer = file::header();
@@ -235,9 +226,7 @@ fn a_follower_names_damage_by_its_place_in_the_file() {
     *bytes.last_mut().unwrap() ^= 0xff; // the last record's checksum fails
     let expected = file::decode(&bytes).unwrap().warnings;
     assert_eq!(expected.len(), 1, "{expected:?}");
-    let path =
-        std::env::temp_dir().join(format!("xlaprof-follow-damage-{}.xlaprof", std::process::id()));
-    let _file = TempFile(path.clone());
+    let path = scratch("follow-damage");
     std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
     let mut follower = file::Follower::open(&path).unwrap();
     let mut warnings = follower.poll().unwrap().warnings;

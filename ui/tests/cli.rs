@@ -13,28 +13,9 @@ fn text(o: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
-/// A folder for one test's files, removed when the test ends.
-struct TempDir(PathBuf);
-
-impl std::ops::Deref for TempDir {
-    type Target = PathBuf;
-    fn deref(&self) -> &PathBuf {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A fresh folder for the test `test`.
-fn dir(test: &str) -> TempDir {
-    let d = std::env::temp_dir().join(format!("xlaprof-cli-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    TempDir(d)
+/// A fresh folder for the test `test`, removed when it ends.
+fn dir(test: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("xlaprof-cli-{test}-")).tempdir().unwrap()
 }
 
 /// The demo's profile, recorded once for all tests. Kept as bytes, not as a file: many tests
@@ -43,7 +24,7 @@ fn demo_bytes() -> &'static [u8] {
     static PROFILE: OnceLock<Vec<u8>> = OnceLock::new();
     PROFILE.get_or_init(|| {
         let dir = dir("demo");
-        let out = dir.join("demo.xlaprof");
+        let out = dir.path().join("demo.xlaprof");
         let o = xlaprof(&["demo", "--out", out.to_str().unwrap()]);
         assert!(o.status.success(), "{}", text(&o));
         let t = text(&o);
@@ -64,7 +45,7 @@ fn demo_profile(dir: &Path) -> PathBuf {
 #[test]
 fn report_prints_summary_findings_and_metrics() {
     let dir = dir("report");
-    let o = xlaprof(&["report", demo_profile(&dir).to_str().unwrap()]);
+    let o = xlaprof(&["report", demo_profile(dir.path()).to_str().unwrap()]);
     assert!(o.status.success());
     let t = text(&o);
     for want in [
@@ -81,27 +62,27 @@ fn report_prints_summary_findings_and_metrics() {
 #[test]
 fn every_export_format_writes_what_it_says() {
     let d = dir("exports");
-    let profile = demo_profile(&d);
+    let profile = demo_profile(d.path());
     let profile = profile.to_str().unwrap();
-    let json = d.join("r.json");
+    let json = d.path().join("r.json");
     assert!(xlaprof(&["report", profile, "--format", "json", "-o", json.to_str().unwrap()])
         .status
         .success());
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(v["format"], "xlaprof-json");
-    let chrome = d.join("trace.json");
+    let chrome = d.path().join("trace.json");
     assert!(xlaprof(&["report", profile, "--format", "chrome", "-o", chrome.to_str().unwrap()])
         .status
         .success());
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&chrome).unwrap()).unwrap();
     assert!(v["traceEvents"].as_array().unwrap().len() > 50);
-    let svg = d.join("flame.svg");
+    let svg = d.path().join("flame.svg");
     assert!(xlaprof(&["report", profile, "--format", "flamegraph", "-o", svg.to_str().unwrap()])
         .status
         .success());
     assert!(String::from_utf8_lossy(&std::fs::read(&svg).unwrap()).contains("<svg"));
     for (format, ext) in [("csv", "csv"), ("parquet", "parquet")] {
-        let out = d.join(format);
+        let out = d.path().join(format);
         assert!(xlaprof(&["report", profile, "--format", format, "-o", out.to_str().unwrap()])
             .status
             .success());
@@ -117,7 +98,7 @@ fn every_export_format_writes_what_it_says() {
 #[test]
 fn check_fails_the_build_when_a_rule_fails() {
     let dir = dir("check");
-    let profile = demo_profile(&dir);
+    let profile = demo_profile(dir.path());
     let profile = profile.to_str().unwrap();
     let o =
         xlaprof(&["check", profile, "--rule", "max-hidden-syncs=0", "--rule", "max-compiles=100"]);
@@ -142,7 +123,7 @@ fn check_fails_the_build_when_a_rule_fails() {
 #[test]
 fn diff_compares_two_runs_metric_by_metric() {
     let dir = dir("diff");
-    let profile = demo_profile(&dir);
+    let profile = demo_profile(dir.path());
     let profile = profile.to_str().unwrap();
     let o = xlaprof(&["diff", profile, profile]);
     assert!(o.status.success());
@@ -157,7 +138,7 @@ fn bad_files_are_clear_errors_and_damaged_ones_open_with_a_warning() {
     assert!(text(&o).contains("/nonexistent/run.xlaprof"), "{}", text(&o));
     let bytes = demo_bytes();
     let dir = dir("bad-files");
-    let cut = dir.join("cut.xlaprof");
+    let cut = dir.path().join("cut.xlaprof");
     // One byte short: always inside the last record (a cut further back can land on a boundary).
     std::fs::write(&cut, &bytes[..bytes.len() - 1]).unwrap();
     let o = xlaprof(&["report", cut.to_str().unwrap(), "--format", "short"]);
@@ -165,7 +146,7 @@ fn bad_files_are_clear_errors_and_damaged_ones_open_with_a_warning() {
     let t = text(&o);
     assert!(t.contains("warning: the file ends in the middle of a record"), "{t}");
     assert!(t.contains("xlaprof report:"), "{t}");
-    let junk = dir.join("junk.xlaprof");
+    let junk = dir.path().join("junk.xlaprof");
     std::fs::write(&junk, b"certainly not a profile").unwrap();
     let o = xlaprof(&["report", junk.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
@@ -177,7 +158,7 @@ fn bad_files_are_clear_errors_and_damaged_ones_open_with_a_warning() {
 #[test]
 fn bench_prints_its_figures_as_json() {
     let dir = dir("bench");
-    let missing = dir.join("no-peers-here");
+    let missing = dir.path().join("no-peers-here");
     let o = xlaprof(&[
         "bench",
         "--json",
@@ -224,7 +205,7 @@ fn bench_prints_its_figures_as_json() {
 #[test]
 fn report_merges_the_profiles_of_several_processes() {
     let dir = dir("merge");
-    let demo = demo_profile(&dir);
+    let demo = demo_profile(dir.path());
     let demo = demo.to_str().unwrap();
     let spmd =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiler/tests/data/profile-spmd.xlaprof");
@@ -236,7 +217,7 @@ fn report_merges_the_profiles_of_several_processes() {
     assert!(o.status.success(), "{}", text(&o));
     let t = text(&o);
     assert!(t.contains("merged report: 2 processes") && t.contains("== process 1"), "{t}");
-    let out = dir.join("merged.json");
+    let out = dir.path().join("merged.json");
     let o = xlaprof(&[
         "report",
         demo,

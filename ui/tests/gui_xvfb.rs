@@ -104,38 +104,28 @@ fn content(image: &Image) -> (usize, f64) {
     (colours.len(), 1.0 - black as f64 / image.rgb.len().max(1) as f64)
 }
 
-/// A folder removed when dropped.
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// A running `xlaprof gui` and its private home. Fields drop in the order they are declared:
 /// the process is killed and waited for before its home is removed.
 struct Gui {
     process: Running,
-    _home: TempDir,
+    _home: tempfile::TempDir,
 }
 
 /// Starts `xlaprof gui` (with the arguments `args` adds) on `display`, with software OpenGL and a
 /// private home (`name` tells tests apart), so a test neither reads nor writes the user's saved
 /// settings.
 fn start_gui(display: &str, name: &str, args: impl FnOnce(&mut Command) -> &mut Command) -> Gui {
-    let home = std::env::temp_dir().join(format!("xlaprof-gui-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&home).unwrap();
+    let home = tempfile::Builder::new().prefix(&format!("xlaprof-gui-{name}-")).tempdir().unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_xlaprof"));
     args(command.arg("gui"))
         .env("DISPLAY", display)
         .env_remove("WAYLAND_DISPLAY")
-        .env("HOME", &home)
-        .env("XDG_DATA_HOME", home.join("data"))
+        .env("HOME", home.path())
+        .env("XDG_DATA_HOME", home.path().join("data"))
         .env("LIBGL_ALWAYS_SOFTWARE", "1")
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    Gui { process: Running(command.spawn().expect("start xlaprof gui")), _home: TempDir(home) }
+    Gui { process: Running(command.spawn().expect("start xlaprof gui")), _home: home }
 }
 
 fn write_png(path: &Path, image: &Image) {

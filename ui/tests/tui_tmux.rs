@@ -79,29 +79,12 @@ impl Drop for Session {
     }
 }
 
-/// A folder for one test's files, removed when the test ends.
-struct TempDir(PathBuf);
-
-impl std::ops::Deref for TempDir {
-    type Target = PathBuf;
-    fn deref(&self) -> &PathBuf {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[test]
 fn run_follows_a_real_program_live_and_keeps_its_final_state() {
     let demo = sample("recompile_demo");
     // Made before the session, so it is dropped after it: the session's programs write here.
-    let dir = TempDir(std::env::temp_dir().join(format!("xlaprof-tmux-{}", std::process::id())));
-    std::fs::create_dir_all(dir.as_path()).unwrap();
-    let profile = dir.join("run.xlaprof");
+    let dir = tempfile::Builder::new().prefix("xlaprof-tmux-").tempdir().unwrap();
+    let profile = dir.path().join("run.xlaprof");
     let name = format!("xlaprof-e2e-{}", std::process::id());
     // The shell stays after xlaprof exits, so what it printed then can be read from the pane.
     let line = format!(

@@ -16,28 +16,9 @@ fn golden() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiler/tests/data/profile-v1.xlaprof")
 }
 
-/// A folder for one test's files, removed when the test ends.
-struct TempDir(PathBuf);
-
-impl std::ops::Deref for TempDir {
-    type Target = PathBuf;
-    fn deref(&self) -> &PathBuf {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A fresh folder for the test `test`.
-fn scratch(test: &str) -> TempDir {
-    let dir = std::env::temp_dir().join(format!("xlaprof-gui-tests-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    TempDir(dir)
+/// A fresh folder for the test `test`, removed when it ends.
+fn scratch(test: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("xlaprof-gui-tests-{test}-")).tempdir().unwrap()
 }
 
 fn harness(app: GuiApp) -> Harness<'static, GuiApp> {
@@ -191,7 +172,7 @@ fn plots_and_graph_list() {
 fn damaged_files_show_what_was_read_and_a_message() {
     let bytes = std::fs::read(golden()).unwrap();
     let dir = scratch("damaged");
-    let truncated = dir.join("truncated.xlaprof");
+    let truncated = dir.path().join("truncated.xlaprof");
     std::fs::write(&truncated, &bytes[..bytes.len() * 2 / 3]).unwrap();
     let h = opened(&truncated);
     let app = h.state();
@@ -203,13 +184,13 @@ fn damaged_files_show_what_was_read_and_a_message() {
     assert!(!app.model.as_ref().unwrap().analysis.spans.is_empty(), "what was read is shown");
     h.get_by_label_contains("warning: the file is damaged");
 
-    let garbage = dir.join("garbage.xlaprof");
+    let garbage = dir.path().join("garbage.xlaprof");
     std::fs::write(&garbage, b"this is not a profile at all").unwrap();
     let h = opened(&garbage);
     assert!(h.state().model.is_none());
     h.get_by_label_contains("cannot open the profile: not an xlaprof profile");
 
-    let h = opened(&dir.join("missing.xlaprof"));
+    let h = opened(&dir.path().join("missing.xlaprof"));
     h.get_by_label_contains("cannot open the profile");
     h.get_by_label_contains("drop a .xlaprof file");
 }
@@ -218,7 +199,7 @@ fn damaged_files_show_what_was_read_and_a_message() {
 fn following_a_growing_file_shows_new_records() {
     let bytes = std::fs::read(golden()).unwrap();
     let dir = scratch("following");
-    let live = dir.join("live.xlaprof");
+    let live = dir.path().join("live.xlaprof");
     std::fs::write(&live, &bytes[..bytes.len() / 2]).unwrap();
     let mut app = GuiApp::new(Settings::default());
     app.open(live.clone(), true);
@@ -240,18 +221,18 @@ fn exports_write_the_cli_formats_and_png() {
     app.open(golden(), false);
     let model = app.model.as_ref().unwrap();
     let dir = scratch("exports");
-    let json = dir.join("export.json");
+    let json = dir.path().join("export.json");
     assert!(matches!(export_ui::write_export(model, Format::Json, &json), Notice::Info(_)));
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(doc["format"], "xlaprof-json");
-    let csv = dir.join("export-csv");
+    let csv = dir.path().join("export-csv");
     assert!(matches!(export_ui::write_export(model, Format::Csv, &csv), Notice::Info(_)));
     assert!(std::fs::read_dir(&csv).unwrap().count() > 0);
-    let bad = dir.join("no-such-dir/x/y.json");
+    let bad = dir.path().join("no-such-dir/x/y.json");
     assert!(matches!(export_ui::write_export(model, Format::Json, &bad), Notice::Error(_)));
 
     let image = egui::ColorImage::new([3, 2], vec![egui::Color32::from_rgb(10, 20, 30); 6]);
-    let png_path = dir.join("shot.png");
+    let png_path = dir.path().join("shot.png");
     export_ui::write_png(&png_path, &image).unwrap();
     let decoder =
         png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png_path).unwrap()));
@@ -297,7 +278,7 @@ fn settings_persist_through_eframe_storage() {
 #[test]
 fn an_empty_profile_draws_every_panel_and_zooms() {
     let dir = scratch("empty");
-    let empty = dir.join("empty.xlaprof");
+    let empty = dir.path().join("empty.xlaprof");
     std::fs::write(&empty, xlaprof_profiler::file::header()).unwrap();
     let mut h = opened(&empty);
     let fit = h.get_by_label("Fit").rect();

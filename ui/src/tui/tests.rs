@@ -15,11 +15,11 @@ use super::app::{App, Tab};
 use super::draw::frame;
 use crate::viewer::Source;
 
-fn dir() -> TempDir {
-    // A fixed-width name: the snapshots show paths cut at the screen's edge.
-    let n = NEXT_DIR.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let name = format!("xlaprof-tui-tests-{:010}-{n:03}", std::process::id());
-    TempDir::new(std::env::temp_dir().join(name))
+fn dir() -> tempfile::TempDir {
+    // A fixed-width name: the snapshots show paths cut at the screen's edge. Tests running side
+    // by side never share a folder.
+    let named = tempfile::Builder::new().prefix("xlaprof-tui-tests-").rand_bytes(14).tempdir();
+    named.unwrap()
 }
 
 /// A short training run with the two mistakes the views must show: a ragged last batch (a
@@ -31,7 +31,7 @@ fn recorded() -> &'static [u8] {
         let mut data = Prototypes::new(4, 16, 3);
         let model = Mlp::new(&[16, 32, 4], 5).unwrap();
         let mut opt = Adam::new(model.parameters(), 1e-2).unwrap();
-        let recording = Recording::to_file(&dir.join("train.xlaprof")).unwrap();
+        let recording = Recording::to_file(&dir.path().join("train.xlaprof")).unwrap();
         for batch in [8usize, 8, 8, 5, 8, 8] {
             let _scope = xlaprof_core::events::scope("train step");
             let (x, y) = data.batch(batch, 1.0).unwrap();
@@ -45,36 +45,8 @@ fn recorded() -> &'static [u8] {
         recording.stop();
         // Kept as bytes, not as a file: many tests share it, and none knows when the last is
         // done with it.
-        std::fs::read(dir.join("train.xlaprof")).unwrap()
+        std::fs::read(dir.path().join("train.xlaprof")).unwrap()
     })
-}
-
-/// A folder for one test's files, removed when the test ends. Defined here, below `recorded`:
-/// the training run's lines show in the snapshots, so code above it moves them.
-struct TempDir(PathBuf);
-
-/// Numbers the folders: tests running side by side never share one.
-static NEXT_DIR: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-impl TempDir {
-    fn new(dir: PathBuf) -> TempDir {
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl std::ops::Deref for TempDir {
-    type Target = PathBuf;
-    fn deref(&self) -> &PathBuf {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// The same profile on a made-up clock (a record every millisecond, every duration half of
@@ -120,7 +92,7 @@ fn on_fixed_clock() -> &'static [u8] {
 /// so its folder is removed when this returns.
 fn open(bytes: &[u8], name: &str) -> App {
     let dir = dir();
-    let path = dir.join(name);
+    let path = dir.path().join(name);
     std::fs::write(&path, bytes).unwrap();
     App::new(Source::open(&path), Thresholds::default())
 }
@@ -361,7 +333,7 @@ fn the_timeline_zooms_pans_and_finds_the_slowest_step() {
 #[test]
 fn zooming_a_profile_shorter_than_a_microsecond_keeps_it_whole() {
     let dir = dir();
-    let path = dir.join("empty.xlaprof");
+    let path = dir.path().join("empty.xlaprof");
     std::fs::write(&path, xlaprof_profiler::file::header()).unwrap();
     let mut app = App::new(Source::open(&path), Thresholds::default());
     assert!(app.model.end_ns < 1_000);
@@ -375,7 +347,7 @@ fn hostile_strings_are_shown_inert() {
     use xlaprof_profiler::file::{frame as encode, header};
     use xlaprof_profiler::record::{Location, Meta, Record};
     let dir = dir();
-    let path = dir.join("hostile.xlaprof");
+    let path = dir.path().join("hostile.xlaprof");
     let mut bytes = header();
     let meta = Meta { program: "evil\x1b]0;pwned\x07\x1b[2J".into(), ..Meta::default() };
     bytes.extend(encode(&Record::Meta(meta)));
@@ -404,7 +376,7 @@ fn missing_corrupt_and_truncated_files_show_what_they_can() {
     snapshot!("error_missing_80x24", screen);
 
     let dir = dir();
-    let garbage = dir.join("garbage.xlaprof");
+    let garbage = dir.path().join("garbage.xlaprof");
     std::fs::write(&garbage, b"this is not a profile at all").unwrap();
     let screen = render(&App::new(Source::open(&garbage), Thresholds::default()), 80, 24);
     assert!(screen.contains("cannot show this profile"), "{screen}");
@@ -412,7 +384,7 @@ fn missing_corrupt_and_truncated_files_show_what_they_can() {
     // The first half of a real profile, cut inside a record (a cut that lands on a record
     // boundary is no damage): the views open on what was read, with a warning.
     let whole = recorded();
-    let half = dir.join("half.xlaprof");
+    let half = dir.path().join("half.xlaprof");
     let app = (whole.len() / 2..whole.len())
         .find_map(|cut| {
             std::fs::write(&half, &whole[..cut]).unwrap();
@@ -429,7 +401,7 @@ fn missing_corrupt_and_truncated_files_show_what_they_can() {
 fn following_a_growing_file_shows_new_steps() {
     let whole = recorded();
     let dir = dir();
-    let growing = dir.join("growing.xlaprof");
+    let growing = dir.path().join("growing.xlaprof");
     let cut = whole.len() / 3;
     std::fs::write(&growing, &whole[..cut]).unwrap();
     let mut app = App::new(Source::follow(&growing), Thresholds::default());

@@ -304,7 +304,9 @@ class CompiledGraph:
         key = tuple(v for n, v in env.items() if type(v) is int)
         if self.host_nodes:
             env.update(zip(self.host_nodes, self.host_part(*[env[n] for n in self.host_inputs])))
-        captures = self.captures.setdefault(key, [])
+        captures = self.captures.get(key)
+        if captures is None:
+            captures = self.captures[key] = []
         out = None
         for capture in captures:
             # A capture's run is None where the arguments are split over a mesh otherwise than
