@@ -42,7 +42,7 @@ from torch.utils._pytree import tree_map
 
 from .. import _native
 from ._device import DEVICE_TYPE, TO_TORCH
-from ._tensor import LazyTensor, _DEVICE, assign, to_cpu, to_engine, value
+from ._tensor import LazyTensor, _DEVICE, rebind, to_cpu, to_engine, value
 
 aten = torch.ops.aten
 _META = torch.device("meta")
@@ -59,13 +59,14 @@ def meta_of(t: LazyTensor) -> torch.Tensor:
     traced tensor's is the fake it was made from). AOTAutograd unwraps a compiled graph's
     arguments just before the call and may drop the lazy tensor itself (a gradient passed to a
     backward graph), so the stand-in carries the tensor's value until the graph has read it."""
+    d = t.__dict__
+    m = d.get("_meta")
     if t._traced:
-        return t.__dict__["_meta"]
-    m = t.__dict__.get("_meta")
+        return m
     if m is None or m.shape != t.shape or m.dtype != t.dtype:
         m = torch.empty(t.shape, dtype=t.dtype, device=_META)
         m._xlaprof_owner = weakref.ref(t)
-        t.__dict__["_meta"] = m
+        d["_meta"] = m
     m._xlaprof_value = value(t)
     return m
 
@@ -298,10 +299,13 @@ class CompiledGraph:
 
     def __call__(self, args: List[Any]) -> List[Any]:
         env: Dict[torch.fx.Node, Any] = dict(self.constants)
+        sizes = []
         for node, a in zip(self.placeholders, args):
+            if type(a) is int:
+                sizes.append(a)
             env[node] = _argument(a)
         args.clear()  # the boxed convention: the graph owns its arguments now
-        key = tuple(v for n, v in env.items() if type(v) is int)
+        key = tuple(sizes)
         if self.host_nodes:
             env.update(zip(self.host_nodes, self.host_part(*[env[n] for n in self.host_inputs])))
         captures = self.captures.get(key)
@@ -346,9 +350,9 @@ class Capture:
         self.fed = fed
         # Lazy arguments the graph writes: the replay's results after the outputs' ones.
         self.writes = writes
-        # Per graph output: ("meta", i) the replay's i-th result, handed back as its meta
-        # stand-in (decided once: `_result`), ("device", i) that result otherwise, ("node", n) a CPU value or
-        # a non-tensor of the graph, ("const", v) a constant.
+        # Per graph output: ("meta", (i, like)) the replay's i-th result, handed back as a meta
+        # stand-in made from ``like`` (decided once: `_result`), ("device", i) that result
+        # otherwise, ("node", n) a CPU value or a non-tensor of the graph, ("const", v) a constant.
         self.outputs = outputs
 
     @staticmethod
@@ -386,7 +390,10 @@ class Capture:
         for n in graph.outputs:
             v = outs.get(n) if isinstance(n, torch.fx.Node) else n
             if isinstance(v, LazyTensor):
-                layout.append(("meta" if _traced_as_meta(n) else "device", len(device_outs)))
+                if _traced_as_meta(n):
+                    layout.append(("meta", (len(device_outs), torch.empty(v.shape, dtype=v.dtype, device=_META))))
+                else:
+                    layout.append(("device", len(device_outs)))
                 device_outs.append(value(v))
             elif isinstance(n, torch.fx.Node) and n in graph.host:
                 layout.append(("node", n))
@@ -413,11 +420,14 @@ class Capture:
         """Writes the lazy arguments the graph writes; the graph's outputs."""
         n_out = len(results) - len(self.writes)
         for node, new in zip(self.writes, results[n_out:]):
-            assign(env[node], new)
+            rebind(env[node], new)  # the capture's own result for it: its dtype and shape
         out = []
         for (kind, what), n in zip(self.outputs, graph.outputs):
             if kind == "meta":  # no lazy tensor made and dropped: AOTAutograd makes the user's
-                out.append(_stand_in(results[what]))
+                i, like = what
+                m = like.detach()  # (a third of `torch.empty`'s cost)
+                m._xlaprof_value = results[i]
+                out.append(m)
             elif kind == "device":
                 out.append(_result(n, LazyTensor(results[what])))
             elif kind == "node":
@@ -470,7 +480,7 @@ def _argument(a: Any) -> Any:
     """A runtime argument as the graph takes it: a meta stand-in becomes its lazy tensor (the
     user's own, which the graph may write), or a lazy tensor of the value it carries when
     AOTAutograd has let go of the tensor (see `meta_of`)."""
-    if type(a) is torch.Tensor and a.device.type == "meta":
+    if type(a) is torch.Tensor and a.is_meta:
         d = a.__dict__
         owner = d.get("_xlaprof_owner")
         t = owner() if owner is not None else None

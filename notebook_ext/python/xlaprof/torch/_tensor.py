@@ -186,6 +186,18 @@ def assign(t: LazyTensor, new: Any) -> LazyTensor:
     return t
 
 
+def rebind(t: LazyTensor, new: Any) -> None:
+    """``assign`` of a value known to have ``t``'s dtype and shape (a compiled graph's result
+    for the argument it writes), without checking them: a compiled optimizer step writes four
+    tensors per parameter."""
+    if t._root is not None:
+        assign(t, new)
+        return
+    new._keep_name_of(t._xp)
+    t._xp = new
+    t._gen += 1
+
+
 def make_view(base: LazyTensor, fwd: Fwd, bwd: Bwd, requires_grad: bool = False,
               bwd_reads_base: bool = True) -> LazyTensor:
     """A view of ``base``: ``fwd`` maps the base's value to the view's, ``bwd`` writes back.
