@@ -20,7 +20,9 @@ use std::sync::Arc;
 
 use super::cache::CachedGraph;
 use super::engine::REPLAYS_IN_FLIGHT;
-use super::{compile, engine, execute, execute_partitioned, summary, sync_tensors, NEXT_SYNC};
+use super::{
+    compile, engine, execute, execute_partitioned, summary, sync_all, sync_tensors, NEXT_SYNC,
+};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::events::{self, bump, counter, Event, SyncCause};
@@ -57,9 +59,18 @@ enum Source {
     Computed(usize),
 }
 
-/// Makes the pending values among `values` device data (a sync of what they need): a captured
-/// graph's arguments must be data, before the capture records on them and before each run.
+/// Makes the pending values among `values` device data: a captured graph's arguments must be
+/// data, before the capture records on them and before each run. Where one is pending, every
+/// live pending tensor is computed with it, in one program, as a step's sync computes them:
+/// the lazy code around a compiled graph (a loss computed outside the compiled model, whose
+/// gradient the backward graph takes) then costs one program, and a later read of another of
+/// its values (the loss) finds it computed instead of running a program of its own.
 pub(crate) fn materialize(values: &[&Value], location: &SourceLocation) -> Result<()> {
+    if values.iter().all(|v| v.is_data()) {
+        return Ok(());
+    }
+    sync_all(SyncCause::CompiledGraph, location.clone())?;
+    // (A value that no live tensor holds is not in the trace.)
     let pending: Vec<&Value> = values.iter().copied().filter(|v| !v.is_data()).collect();
     if pending.is_empty() {
         return Ok(());
