@@ -391,7 +391,8 @@ class Capture:
             v = outs.get(n) if isinstance(n, torch.fx.Node) else n
             if isinstance(v, LazyTensor):
                 if _traced_as_meta(n):
-                    layout.append(("meta", (len(device_outs), torch.empty(v.shape, dtype=v.dtype, device=_META))))
+                    like = torch.empty(v.shape, dtype=v.dtype, device=_META)
+                    layout.append(("meta", (len(device_outs), like)))
                 else:
                     layout.append(("device", len(device_outs)))
                 device_outs.append(value(v))

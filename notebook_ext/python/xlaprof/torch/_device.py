@@ -99,11 +99,11 @@ def _run_backward_on_the_calling_thread() -> None:
     run = torch.autograd.graph._engine_run_backward
     if getattr(run, "_xlaprof", False):
         return
-    here = torch.autograd.set_multithreading_enabled
+    multithreading = torch.autograd.set_multithreading_enabled
 
     def engine_run_backward(*args: Any, **kwargs: Any) -> Any:
         try:
-            with here(False):
+            with multithreading(False):
                 return run(*args, **kwargs)
         except RuntimeError as e:
             text = str(e)
