@@ -259,3 +259,70 @@ def test_a_compiled_graph_is_captured_again_for_arguments_split_another_way():
     # and the first split's capture replayed again after them.
     assert out["captured"] == [1, 1, 2, 3, 3], out
     assert out["stats"]["replays"] == 2, out
+
+
+def test_mark_sharding_inside_a_compiled_function_is_an_op_of_its_graph():
+    # Inside a compiled forward, `mark_sharding` of its input and of an activation neither
+    # breaks the graph nor is cut on the host once: the forward is one graph, captured once as a
+    # partitioned program (the input split inside it at every run and handed back split, as the
+    # eager call leaves it), and training matches CPU eager.
+    out = run(
+        """
+        import json, torch, xlaprof as xp, xlaprof.torch as xt
+        from xlaprof.torch import _compile
+        mesh = xp.get_1d_mesh("data", 4)
+        dev = xt.device()
+
+        class Model(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a, self.b = torch.nn.Linear(12, 16), torch.nn.Linear(16, 3)
+
+            def forward(self, x):
+                if x.device.type == "xlaprof":
+                    xt.mark_sharding(x, mesh, ("data", None))
+                h = torch.relu(self.a(x))
+                if h.device.type == "xlaprof":
+                    xt.mark_sharding(h, mesh, ("data", None))
+                return self.b(h)
+
+        torch.manual_seed(0)
+        eager, ours = Model(), Model()
+        ours.load_state_dict(eager.state_dict())
+        ours.to(dev)
+        model = torch.compile(ours, backend="xlaprof")
+        opt_e = torch.optim.SGD(eager.parameters(), lr=0.1)
+        opt = torch.optim.SGD(ours.parameters(), lr=0.1)
+        g = torch.Generator().manual_seed(1)
+        losses, splits = [], []
+        with xp.profile() as prof:
+            for i in range(10):
+                x, y = torch.randn(8, 12, generator=g), torch.randint(0, 3, (8,), generator=g)
+                loss_e = torch.nn.functional.cross_entropy(eager(x), y)
+                loss_e.backward()
+                opt_e.step()
+                opt_e.zero_grad()
+                xd = x.to(dev)
+                loss = torch.nn.functional.cross_entropy(model(xd), y.to(dev))
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+                xt.step()
+                losses.append((loss.item(), loss_e.item()))
+                splits.append(xt.value(xd).sharding)
+        params = max((q.cpu() - p.detach()).abs().max().item()
+                     for p, q in zip(eager.parameters(), ours.parameters()))
+        explained = torch._dynamo.explain(ours)(torch.randn(8, 12).to(dev))
+        print(json.dumps({"losses": losses, "params": params, "splits": splits, "stats": _compile.stats(),
+                          "breaks": explained.graph_break_count, "report": prof.report()}))
+        """
+    )
+    for ours, eager in out["losses"]:
+        assert abs(ours - eager) <= 1e-5 * abs(eager), out["losses"]
+    assert out["params"] < 1e-5, out["params"]
+    assert out["breaks"] == 0, out
+    # The forward and the backward, each captured once and replayed at every later step.
+    stats = out["stats"]
+    assert stats["captured"] == 2 and stats["uncaptured"] == 0 and stats["replays"] == 2 * 9, stats
+    assert all(s.startswith("('data', None) over Mesh(data=4") for s in out["splits"]), out["splits"]
+    assert "partitioned executions on 4 devices" in out["report"], out["report"]

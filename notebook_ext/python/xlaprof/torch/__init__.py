@@ -50,7 +50,7 @@ from ._compare import compare_with_eager  # noqa: E402
 from ._dispatch import fallbacks  # noqa: E402
 from ._loader import DeviceLoader  # noqa: E402
 from ._tensor import LazyTensor, value  # noqa: E402
-from . import _check, _compile  # noqa: E402
+from . import _check, _compile, _sharding  # noqa: E402
 
 _compile.register()  # torch.compile(..., backend="xlaprof")
 _torch_compile.watch_runs()  # a profile started after the program compiled still sees its steps
@@ -71,12 +71,17 @@ def wait() -> None:
     _native.wait()
 
 
+# Dynamo skips the package (`_compile.register`); this one it traces, into `_sharding`.
+@_torch._dynamo.dont_skip_tracing
 def mark_sharding(t: _torch.Tensor, mesh: _native.Mesh, partition_spec: tuple) -> _torch.Tensor:
     """Splits ``t`` over ``mesh`` (an ``xlaprof.Mesh``) as PyTorch/XLA's ``xs.mark_sharding``
     does: one entry per dimension, None (whole), a mesh axis name, or a tuple of names. Mark the
     batch (and, for FSDP, each parameter) before the step; XLA's partitioner runs the step over
     the mesh's devices and inserts the collectives. Make the mesh before the first tensor: the
-    engine starts with the devices it needs. Returns ``t``."""
+    engine starts with the devices it needs. Inside a compiled function it is an op of the
+    graph (``_sharding``). Returns ``t``."""
+    if _torch.compiler.is_compiling():
+        return _sharding.traced(t, mesh, partition_spec)
     if not isinstance(t, LazyTensor):
         raise TypeError(f"mark_sharding: the tensor is on {t.device}, not on the xlaprof device")
     root = t._root

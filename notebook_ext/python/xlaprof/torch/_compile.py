@@ -24,11 +24,11 @@ the recording, and the split is reported where it happens (the op, its line,
 ``xt.fallbacks()``); ``XLAPROF_STRICT=1`` makes such an op an error instead.
 Dynamo's symbolic sizes are specialized: each new size is a new capture.
 
-Many devices. Arguments split over a mesh (``xt.mark_sharding``, outside the compiled function)
-make the captured program a partitioned one, launched on every device of the mesh, its results
-split as a sync's are. The split is part of the program, which Dynamo's guards do not see: a
-call whose arguments are split otherwise than at each capture so far is captured again, for that
-split.
+Many devices. Arguments split over a mesh (``xt.mark_sharding``, before the call or inside the
+compiled function, where it is an op of the graph: `_sharding`) make the captured program a
+partitioned one, launched on every device of the mesh, its results split as a sync's are. The
+split is part of the program, which Dynamo's guards do not see: a call whose arguments are split
+otherwise than at each capture so far is captured again, for that split.
 """
 
 from __future__ import annotations
