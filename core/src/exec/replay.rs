@@ -100,6 +100,8 @@ impl Replay {
                 "a captured graph's arguments must be device data".into(),
             ));
         }
+        let shapes: Vec<Shape> = arguments.iter().map(|a| a.node().shape.clone()).collect();
+        let splits: Vec<_> = arguments.iter().map(|a| split_of(a)).collect();
         let source_of = |d: &Arc<DeviceData>| match by_buffer.get(&Arc::as_ptr(d)) {
             Some(&i) => Source::Argument(i),
             None => Source::Constant(d.clone()),
@@ -120,8 +122,8 @@ impl Replay {
             let replay = Replay {
                 compiled: None,
                 key: 0,
-                arguments: arguments.iter().map(|a| a.node().shape.clone()).collect(),
-                splits: arguments.iter().map(|a| split_of(a)).collect(),
+                arguments: shapes,
+                splits,
                 inputs: Vec::new(),
                 scalars: Vec::new(),
                 outputs,
@@ -200,8 +202,8 @@ impl Replay {
             .collect();
         let replay = Replay {
             key: graph.key,
-            arguments: arguments.iter().map(|a| a.node().shape.clone()).collect(),
-            splits: arguments.iter().map(|a| split_of(a)).collect(),
+            arguments: shapes,
+            splits,
             inputs: graph.data.iter().map(source_of).collect(),
             scalars,
             outputs,

@@ -311,7 +311,6 @@ class CompiledGraph:
         captures = self.captures.get(key)
         if captures is None:
             captures = self.captures[key] = []
-        out = None
         for capture in captures:
             # A capture's run is None where the arguments are split over a mesh otherwise than
             # at that capture (a program of its own).

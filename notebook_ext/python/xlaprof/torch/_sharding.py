@@ -46,8 +46,9 @@ def _spec(text: str) -> Tuple[Any, ...]:
 
 @torch.library.custom_op("xlaprof::mark_sharding", mutates_args=())
 def _op(t: torch.Tensor, mesh: int, spec: str) -> None:
-    # Reached only for a tensor that is not on the device (a lazy one takes the lowering below).
-    raise TypeError(f"mark_sharding: the tensor is on {t.device}, not on the xlaprof device")
+    # Reached only for a tensor that is not on the device (a lazy one takes the lowering below):
+    # the eager call's error.
+    _eager(t, _MESHES[mesh], _spec(spec))
 
 
 @_op.register_fake
@@ -73,8 +74,6 @@ def traced(t: torch.Tensor, mesh: Any, spec: Tuple[Any, ...]) -> torch.Tensor:
 
 @lower_raw(torch.ops.xlaprof.mark_sharding.default)
 def _lowering(t: Any, mesh: int, spec: str) -> None:
-    from . import mark_sharding  # (the package imports this module)
-
     x = value(t)
     if not x.is_pending:
         # An argument of the graph: split eagerly, its data would be cut on the host once, at
@@ -82,4 +81,10 @@ def _lowering(t: Any, mesh: int, spec: str) -> None:
         # (two reshapes, which XLA removes) splits it inside the program at every run, and the
         # argument is rebound to that split result, as the eager call leaves it.
         assign(t, x.unsqueeze(0).squeeze(0))
-    mark_sharding(t, _MESHES[mesh], _spec(spec))
+    _eager(t, _MESHES[mesh], _spec(spec))
+
+
+def _eager(t: Any, mesh: Any, spec: Tuple[Any, ...]) -> None:
+    from . import mark_sharding  # (the package imports this module)
+
+    mark_sharding(t, mesh, spec)

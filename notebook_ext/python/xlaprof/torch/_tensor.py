@@ -171,31 +171,26 @@ def assign(t: LazyTensor, new: Any) -> LazyTensor:
     shape = tuple(t.shape)
     if tuple(new.shape) != shape:
         new = new.expand(*shape) if shape else new.reshape(())
+    rebind(t, new)
+    return t
+
+
+def rebind(t: LazyTensor, new: Any) -> None:
+    """The write of ``assign``, of a value known to have ``t``'s dtype and shape (checked by
+    ``assign``; a compiled graph's result for the argument it writes, which a compiled optimizer
+    step does four times per parameter, is known to)."""
     root = t._root
     if root is None:
         new._keep_name_of(t._xp)  # a parameter keeps its name in findings, step after step
         t._xp = new
         t._gen += 1
-        return t
+        return
     whole = t._bwd(root._xp, new)  # type: ignore[misc]
     whole._keep_name_of(root._xp)
     root._xp = whole
     root._gen += 1
     t._xp = new
     t._seen = root._gen
-    return t
-
-
-def rebind(t: LazyTensor, new: Any) -> None:
-    """``assign`` of a value known to have ``t``'s dtype and shape (a compiled graph's result
-    for the argument it writes), without checking them: a compiled optimizer step writes four
-    tensors per parameter."""
-    if t._root is not None:
-        assign(t, new)
-        return
-    new._keep_name_of(t._xp)
-    t._xp = new
-    t._gen += 1
 
 
 def make_view(base: LazyTensor, fwd: Fwd, bwd: Bwd, requires_grad: bool = False,
