@@ -4,9 +4,12 @@
 
 use std::sync::{Arc, Mutex};
 
+use xlaprof_core::events::{Event, Listener};
 use xlaprof_core::nn::{Linear, Module, Optimizer, Sgd};
 use xlaprof_core::spmd::Mesh;
-use xlaprof_core::{engine_with_devices, events, step, sync, DType, Error, Tensor};
+use xlaprof_core::{
+    engine_with_devices, events, step, sync, wait, DType, Error, Replay, SourceLocation, Tensor,
+};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -239,4 +242,59 @@ fn detect_anomalies_checks_a_partitioned_graph_too() {
     let err = sync().unwrap_err();
     assert!(matches!(err, Error::Anomaly { .. }), "{err}");
     assert!(err.to_string().contains("`log`"), "{err}");
+}
+
+/// Per sync: its executions, and how many devices each `DevicesFinished` named.
+#[derive(Default)]
+struct Ends(Mutex<Vec<(u64, &'static str, usize)>>);
+
+impl Listener for Ends {
+    fn on_event(&self, _at: u64, event: &Event) {
+        let seen = match event {
+            Event::Executed { sync_id, .. } => (*sync_id, "executed", 0),
+            Event::DevicesFinished { sync_id, after_launch_ns, .. } => {
+                (*sync_id, "devices", after_launch_ns.len())
+            }
+            _ => return,
+        };
+        self.0.lock().unwrap().push(seen);
+    }
+}
+
+/// A captured graph over a mesh is replayed without waiting for it, as one device's is: chained
+/// runs, each taking the split output of the one before, give the right values, and each run's
+/// execution is reported once, with every device's end.
+#[test]
+fn replays_over_a_mesh_run_ahead_and_each_is_reported() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mesh = mesh_1d();
+    let (xv, x) = matrix(8, 4, 0.5);
+    x.mark_sharding(&mesh, &spec(&[&["data"], &[]])).unwrap();
+    let y = x.mul_scalar(0.5).unwrap().add_scalar(1.0).unwrap();
+    let here = SourceLocation::caller();
+    let (replay, mut out) = Replay::capture(&[&x], &[&y], here.clone()).unwrap();
+    let ends = Arc::new(Ends::default());
+    let id = events::add_listener(ends.clone());
+    let runs = 20;
+    for _ in 0..runs {
+        out = replay.run(&[&out[0]], here.clone()).unwrap().expect("split as at the capture");
+    }
+    wait().unwrap();
+    events::remove_listener(id);
+    let mut want = xv;
+    for _ in 0..=runs {
+        want.iter_mut().for_each(|v| *v = *v * 0.5 + 1.0);
+    }
+    close(&out[0].to_vec::<f32>().unwrap(), &want, 1e-6);
+    let ends = ends.0.lock().unwrap().clone();
+    let mut syncs: Vec<u64> = ends.iter().map(|e| e.0).collect();
+    syncs.sort_unstable();
+    syncs.dedup();
+    assert_eq!(syncs.len(), runs, "one sync per run: {ends:?}");
+    for sync in syncs {
+        let of: Vec<_> = ends.iter().filter(|e| e.0 == sync).collect();
+        assert_eq!(of.len(), 2, "sync {sync}: {ends:?}");
+        assert!(of.iter().any(|e| e.1 == "executed"), "sync {sync}: {ends:?}");
+        assert!(of.iter().any(|e| e.1 == "devices" && e.2 == 4), "sync {sync}: {ends:?}");
+    }
 }

@@ -31,7 +31,8 @@ pub struct Engine {
 pub(super) struct InFlight {
     pub(super) graph: u64,
     pub(super) location: SourceLocation,
-    pub(super) done: crate::runtime::Pending,
+    /// Its end on each of its devices (one unless partitioned).
+    pub(super) done: Vec<crate::runtime::Pending>,
     /// For the memory plan an out-of-memory error shows.
     pub(super) executable: Arc<crate::runtime::Executable>,
 }
@@ -167,7 +168,11 @@ impl Engine {
         let mut status = Ok(());
         while queue.len() > keep {
             let Some(f) = queue.pop_front() else { break };
-            if let Err(e) = f.done.wait() {
+            let mut waited = Ok(());
+            for pending in f.done {
+                waited = waited.and(pending.wait());
+            }
+            if let Err(e) = waited {
                 // Its sync has returned: the error names the graph and the line that ran it.
                 let e = match self.device_error(e, f.graph, &f.location, &f.executable) {
                     e @ crate::Error::OutOfMemory { .. } => e,

@@ -48,7 +48,7 @@ pub(crate) fn execute(
         queue.push_back(InFlight {
             graph: graph.key,
             location: location.clone(),
-            done,
+            done: vec![done],
             executable,
         });
         drop(queue);
@@ -64,14 +64,18 @@ pub(crate) fn execute(
 }
 
 /// Runs a graph partitioned over a mesh: every partition's shards in, in one launch; each output
-/// comes back as one shard per partition, with the sharding the plan gave it.
+/// comes back as one shard per partition, with the sharding the plan gave it. With `ahead`, it
+/// returns once the graph is launched on every device, leaving that many graphs running (its own
+/// included), as [`execute`] does; without, once every device has run it.
 pub(super) fn execute_partitioned(
     engine: &Engine,
     graph: &Graph,
     compiled: &CachedGraph,
     partitioning: &partition::Partitioning,
     sync_id: u64,
+    location: &SourceLocation,
     listening: bool,
+    ahead: Option<usize>,
 ) -> Result<Vec<Arc<DeviceData>>> {
     let mesh = &partitioning.mesh;
     let devices = mesh.partitions();
@@ -99,17 +103,40 @@ pub(super) fn execute_partitioned(
         })
         .collect();
     let t = events::now_ns();
-    let run = compiled.executable.execute_partitioned(&inputs, listening)?;
+    let exe = &compiled.executable;
+    let launched = exe
+        .launch_partitioned(&inputs)
+        .map_err(|e| engine.device_error(e, graph.key, location, exe))?;
     bump(&counter::executions, 1);
+    let mut done = launched.done;
     if listening {
-        let duration_ns = events::now_ns() - t;
-        events::emit(Event::Executed { sync_id, hash: graph.key, duration_ns });
-        let after_launch_ns = run.device_done_ns.iter().map(|&d| d.saturating_sub(t)).collect();
-        events::emit(Event::DevicesFinished { sync_id, hash: graph.key, after_launch_ns });
+        time_devices(&mut done, t, sync_id, graph.key);
     }
-    let mut outputs = run.outputs;
+    match ahead {
+        Some(keep) => {
+            let mut queue = engine.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            queue.push_back(InFlight {
+                graph: graph.key,
+                location: location.clone(),
+                done,
+                executable: exe.clone(),
+            });
+            drop(queue);
+            engine.wait_in_flight(keep)?;
+        }
+        None => {
+            // Every device's end is waited for (and with it its timing callback), the first
+            // failure reported.
+            let mut waited = Ok(());
+            for pending in done {
+                waited = waited.and(pending.wait());
+            }
+            waited.map_err(|e| engine.device_error(e, graph.key, location, exe))?;
+        }
+    }
+    let mut outputs = launched.outputs;
     // outputs[partition][output] -> per output, its shards in partition order.
-    let count = compiled.executable.num_outputs();
+    let count = exe.num_outputs();
     let mut shards: Vec<Vec<crate::runtime::Buffer>> = (0..count).map(|_| Vec::new()).collect();
     for partition in outputs.iter_mut() {
         for (o, buffer) in partition.drain(..).enumerate() {
@@ -121,6 +148,36 @@ pub(super) fn execute_partitioned(
         .zip(&partitioning.outputs)
         .map(|(shards, sharding)| Arc::new(DeviceData::sharded(shards, sharding.clone())))
         .collect())
+}
+
+/// Times a partitioned launch made at `launched` (`events::now_ns`) on every device: when the
+/// last device has finished, the graph's execution (launch to last end) and each device's end are
+/// emitted, from the thread that saw it (the caller's own when it waits). A device whose end cannot
+/// be watched counts as done now.
+fn time_devices(done: &mut [crate::runtime::Pending], launched: u64, sync_id: u64, hash: u64) {
+    let devices = done.len();
+    // Per device its end (0 while running), and how many have ended.
+    let ends = Arc::new(Mutex::new((vec![0u64; devices], 0usize)));
+    for (device, pending) in done.iter_mut().enumerate() {
+        let ended = ends.clone();
+        let note = move |at: u64| {
+            let mut e = ended.lock().unwrap_or_else(|p| p.into_inner());
+            e.0[device] = at;
+            e.1 += 1;
+            if e.1 == devices {
+                let last = e.0.iter().copied().max().unwrap_or(at);
+                let after_launch_ns = e.0.iter().map(|&d| d.saturating_sub(launched)).collect();
+                drop(e);
+                let duration_ns = last.saturating_sub(launched);
+                events::emit(Event::Executed { sync_id, hash, duration_ns });
+                events::emit(Event::DevicesFinished { sync_id, hash, after_launch_ns });
+            }
+        };
+        let watched = note.clone();
+        if pending.on_done(move |at, _| watched(at)).is_err() {
+            note(events::now_ns());
+        }
+    }
 }
 
 pub(super) fn note_scalar_upload(uploaded: u64, start: u64, sync_id: u64, listening: bool) {

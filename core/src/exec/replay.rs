@@ -356,8 +356,17 @@ impl Replay {
                 // waits: one graph a step leaves nothing to overlap).
                 engine.replay_ahead.then_some(REPLAYS_IN_FLIGHT),
             )?,
-            // Over a mesh: launched on every device at once, as a sync's is.
-            Some(p) => execute_partitioned(engine, &graph, compiled, p, sync_id, listening)?,
+            // Over a mesh: launched on every device at once, and likewise not waited for.
+            Some(p) => execute_partitioned(
+                engine,
+                &graph,
+                compiled,
+                p,
+                sync_id,
+                location,
+                listening,
+                engine.replay_ahead.then_some(REPLAYS_IN_FLIGHT),
+            )?,
         };
         self.outputs
             .iter()

@@ -199,14 +199,13 @@ pub(super) fn run(
 
     // 6: inputs (device data, then the host scalars, each in its own dtype) and execute;
     // 7: every synced tensor becomes device data.
-    // A value read needs its program's end anyway: it does not run ahead; nor does a graph over
-    // a mesh, launched on every device at once.
-    let ahead =
-        (engine.run_ahead && cause != SyncCause::ValueRead && compiled.partitioning.is_none())
-            .then_some(IN_FLIGHT);
+    // A value read needs its program's end anyway: it does not run ahead.
+    let ahead = (engine.run_ahead && cause != SyncCause::ValueRead).then_some(IN_FLIGHT);
     let outputs = match &compiled.partitioning {
         None => execute(engine, &graph, &compiled, sync_id, &location, listening, ahead)?,
-        Some(p) => execute_partitioned(engine, &graph, &compiled, p, sync_id, listening)?,
+        Some(p) => {
+            execute_partitioned(engine, &graph, &compiled, p, sync_id, &location, listening, ahead)?
+        }
     };
     // The program's verdict on its results, read by the check (`anomaly`). (A graph
     // partitioned for its sharding annotations returns its plan's outputs: checked above.)

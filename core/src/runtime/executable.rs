@@ -56,12 +56,12 @@ impl CostAnalysis {
     }
 }
 
-/// What a partitioned execution gives back.
-pub struct Partitioned {
+/// A partitioned program started on all its devices ([`Executable::launch_partitioned`]).
+pub struct LaunchedPartitioned {
     /// `outputs[partition][output]`.
     pub outputs: Vec<Vec<Buffer>>,
-    /// When each partition's device finished (`events::now_ns` time); empty unless timed.
-    pub device_done_ns: Vec<u64>,
+    /// Each partition's end on its device, in partition order.
+    pub done: Vec<Pending>,
 }
 
 /// A program started on its device ([`Executable::launch`]).
@@ -354,14 +354,12 @@ impl Executable {
         Ok(Launched { outputs, done })
     }
 
-    /// Runs a partitioned program on all its devices at once and waits for every one:
-    /// `inputs[p]` are partition `p`'s arguments (its shards), and so are the outputs.
-    /// One call for all devices, as XLA's collectives need every partition in one launch; each
-    /// launch gets a new id, on which the collectives meet. Partitioned programs donate nothing.
-    ///
-    /// `timed`: also note when each device finished (an `OnReady` callback per device), for a
-    /// profiler that listens.
-    pub fn execute_partitioned(&self, inputs: &[Vec<&Buffer>], timed: bool) -> Result<Partitioned> {
+    /// Starts a partitioned program on all its devices at once: `inputs[p]` are partition `p`'s
+    /// arguments (its shards), and so are the outputs. One call for all devices, as XLA's
+    /// collectives need every partition in one launch; each launch gets a new id, on which the
+    /// collectives meet. Partitioned programs donate nothing. Returns once the plugin has it,
+    /// as [`launch`](Self::launch) does: each device's end is in `done`.
+    pub fn launch_partitioned(&self, inputs: &[Vec<&Buffer>]) -> Result<LaunchedPartitioned> {
         static LAUNCH: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(1);
         let misuse = |message: String| Err(Error::Sharding { message, location: None });
         if inputs.len() != self.partitions {
@@ -400,7 +398,7 @@ impl Executable {
         });
         let plugin = self.plugin();
         let launched = call!(plugin, PJRT_LoadedExecutable_Execute, &mut a);
-        // Own every output before looking at errors, so none leaks.
+        // Own every output and event before looking at errors, so none leaks.
         let mut owned: Vec<Vec<Buffer>> = Vec::with_capacity(self.partitions);
         let mut typing: Result<()> = Ok(());
         for list in &outputs {
@@ -413,39 +411,25 @@ impl Executable {
             }
             owned.push(part);
         }
-        // Each device's end, timed (when asked) by the callback that sees it: `wait` also waits
-        // for that callback, so every time is in when the last wait returns.
-        let times = Arc::new(std::sync::Mutex::new(vec![0u64; done.len()]));
-        let mut waited = Ok(());
-        for (device, event) in done.into_iter().enumerate() {
-            let mut pending = Pending { plugin, event, watched: None };
-            if timed {
-                let times = times.clone();
-                let noted = pending.on_done(move |at, _| {
-                    times.lock().unwrap_or_else(|p| p.into_inner())[device] = at;
-                });
-                waited = waited.and(noted);
+        let done: Vec<Pending> =
+            done.into_iter().map(|event| Pending { plugin, event, watched: None }).collect();
+        let failed = launched.and(typing).and_then(|()| {
+            if owned.iter().any(|o| o.len() != self.num_outputs) {
+                return Err(Error::Unsupported(format!(
+                    "a partitioned execution returned fewer than {} outputs",
+                    self.num_outputs
+                )));
             }
-            waited = waited.and(pending.wait());
+            Ok(())
+        });
+        if let Err(e) = failed {
+            // Whatever did start is waited for before its outputs go.
+            for pending in done {
+                let _ = pending.wait();
+            }
+            return Err(e);
         }
-        let device_done_ns = if timed {
-            // A device whose callback could not be registered counts as done now.
-            let now = crate::events::now_ns();
-            let times = times.lock().unwrap_or_else(|p| p.into_inner());
-            times.iter().map(|&t| if t == 0 { now } else { t }).collect()
-        } else {
-            Vec::new()
-        };
-        launched?;
-        waited?;
-        typing?;
-        if owned.iter().any(|o| o.len() != self.num_outputs) {
-            return Err(Error::Unsupported(format!(
-                "a partitioned execution returned fewer than {} outputs",
-                self.num_outputs
-            )));
-        }
-        Ok(Partitioned { outputs: owned, device_done_ns })
+        Ok(LaunchedPartitioned { outputs: owned, done })
     }
 
     fn check_inputs(&self, inputs: &[&Buffer]) -> Result<()> {

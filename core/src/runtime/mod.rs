@@ -22,7 +22,7 @@ pub use buffer::Buffer;
 pub use client::{Client, Device, DeviceMemory};
 pub use device::{DeviceKind, DEVICE_ENV};
 pub use executable::{
-    CompileOptions, CostAnalysis, Executable, Launched, MemoryStats, Partitioned, Pending,
+    CompileOptions, CostAnalysis, Executable, Launched, LaunchedPartitioned, MemoryStats, Pending,
 };
 pub use options::{
     env_create_options, parse_create_options, ClientOptions, CreateOption, OptionValue, PluginKind,

@@ -402,10 +402,11 @@ impl Profile {
                 }
             }
             Record::DevicesFinished { sync, hash, after_launch } => {
-                // The execution it follows; a damaged file's stray record is ignored.
-                if let Some(e) =
-                    self.executions.last_mut().filter(|e| e.sync == sync && e.hash == hash)
-                {
+                // The execution it follows, among the last few: a replay that ran ahead reports
+                // both from the device's thread, where another run's may come between. A damaged
+                // file's stray record is ignored.
+                let mut recent = self.executions.iter_mut().rev().take(16);
+                if let Some(e) = recent.find(|e| e.sync == sync && e.hash == hash) {
                     e.device_end_ns =
                         after_launch.iter().map(|&d| e.start_ns.saturating_add(d)).collect();
                 }
