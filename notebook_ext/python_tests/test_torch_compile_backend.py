@@ -289,3 +289,40 @@ def test_a_compiled_optimizer_step_ends_each_step_of_the_profile():
         train(4)
     assert later.steps == 4, later.report()
     later.assert_max_compiles(0)
+
+
+def test_a_compiled_optimizer_step_breaks_only_where_the_program_does():
+    # The package's own step hook (which ends a profile's steps) is traced into the optimizer's
+    # graph, not a graph break; a hook of the program's that breaks is found at its line, the
+    # compiled function named by torch's frame, never by this extension's Rust source.
+    torch._dynamo.reset()
+    model = torch.nn.Linear(4, 2).to(DEV)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+    step = torch.compile(opt.step, backend="xlaprof")
+
+    def train(steps):
+        for _ in range(steps):
+            model(torch.randn(3, 4).to(DEV)).sum().backward()
+            step()
+            opt.zero_grad()
+
+    with xp.profile() as p:
+        train(3)
+    assert [d for d in p.diagnostics() if d["kind"] == "GraphBreak"] == [], p.report()
+
+    def hook(optimizer, args, kwargs):
+        torch._dynamo.graph_break()  # LINE_HOOK
+
+    torch._dynamo.reset()
+    opt.register_step_post_hook(hook)
+    with xp.profile() as p:
+        train(3)
+    breaks = [d for d in p.diagnostics() if d["kind"] == "GraphBreak"]
+    assert len(breaks) == 1, p.report()
+    import inspect
+
+    lines, start = inspect.getsourcelines(test_a_compiled_optimizer_step_breaks_only_where_the_program_does)
+    line = start + next(i for i, l in enumerate(lines) if "LINE_HOOK" in l and "if" not in l)
+    message = breaks[0]["message"]
+    assert f"test_torch_compile_backend.py:{line} in hook" in message, message
+    assert ".rs:" not in message and "optimizer.py" in message, message

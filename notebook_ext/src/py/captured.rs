@@ -18,6 +18,12 @@ fn at(py: Python<'_>, stack: &[Frame]) -> Option<SourceLocation> {
     location::from_stack(py, stack).map(SourceLocation::External)
 }
 
+/// The program's line in `stack`; where it has none (all of it torch's, say), its innermost
+/// frame as given: never this extension's own Rust source.
+fn at_or_innermost(py: Python<'_>, stack: &[Frame]) -> SourceLocation {
+    at(py, stack).unwrap_or_else(|| SourceLocation::External(location::as_given(py, stack.first())))
+}
+
 /// A graph Dynamo captured: `nodes` in order, inputs first, each `(op, operands, dtype, dims,
 /// stack)`.
 #[pyfunction]
@@ -30,7 +36,6 @@ pub(crate) fn captured_graph(
     if !events::enabled() {
         return;
     }
-    let fallback = SourceLocation::caller();
     let nodes = nodes
         .into_iter()
         .map(|(op, operands, dtype, dims, stack)| CapturedNode {
@@ -38,7 +43,7 @@ pub(crate) fn captured_graph(
             operands,
             dtype: dtype.into(),
             dims,
-            location: at(py, &stack).unwrap_or_else(|| fallback.clone()),
+            location: at_or_innermost(py, &stack),
         })
         .collect();
     events::captured_graph(hash, CapturedGraph { nodes, inputs });
@@ -63,7 +68,7 @@ pub(crate) fn function_compiled(
     if !events::enabled() {
         return;
     }
-    let function = at(py, std::slice::from_ref(&function)).unwrap_or_else(SourceLocation::caller);
+    let function = at_or_innermost(py, std::slice::from_ref(&function));
     events::function_compiled(FunctionCompile {
         id: id.into(),
         function,
@@ -83,8 +88,7 @@ pub(crate) fn graph_break(py: Python<'_>, compile: &str, reason: &str, stack: Ve
     if !events::enabled() {
         return;
     }
-    let location = at(py, &stack).unwrap_or_else(SourceLocation::caller);
-    events::graph_break(compile, reason, location);
+    events::graph_break(compile, reason, at_or_innermost(py, &stack));
 }
 
 /// A run of captured graph `hash` that took `seconds`, ending now.

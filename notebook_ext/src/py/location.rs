@@ -413,6 +413,20 @@ pub(crate) fn from_stack(
     found
 }
 
+/// A frame as given, even one of this package or of a library (which [`from_stack`] passes
+/// over): where no frame of the program is at hand, the frame that was, named as any file is.
+/// None given: an unknown place (`?`).
+pub(crate) fn as_given(
+    py: Python<'_>,
+    frame: Option<&(String, u32, String)>,
+) -> Arc<ExternalLocation> {
+    let (file, line, function) = match frame {
+        Some((path, line, function)) => (shown_name(py, path), *line, function.clone()),
+        None => ("?".to_string(), 0, String::new()),
+    };
+    Arc::new(ExternalLocation { file, line, function, caller: None })
+}
+
 /// Reads a code object's file and function names, and notes the real path behind the name.
 ///
 /// # Safety
