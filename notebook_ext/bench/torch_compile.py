@@ -14,7 +14,9 @@ the same program finds them (inductor keeps its caches by default; the engine's 
   which tells our lowering from XLA's code generation.
 
 The compiled step compiles the model and the optimizer's step (`torch.compile(opt.step)`), as
-PyTorch recommends. Also: one call of a compiled `x + 1` on f32[4] (Dynamo's guards, the wrappers
+PyTorch recommends. The `aot_eager` row is torch's backend that traces as the others do (Dynamo,
+then AOTAutograd's forward and backward) and runs the traced graphs with torch's eager kernels: its
+first step is the tracing every backend pays before its own compiles. Also: one call of a compiled `x + 1` on f32[4] (Dynamo's guards, the wrappers
 and the engine's launch), beside the same call under inductor.
 
     .venv/bin/python notebook_ext/bench/torch_compile.py [mlp gpt2 llama] [--jax /path/to/python]
@@ -36,7 +38,7 @@ from typing import Any, Callable, Dict, Tuple
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "samples" / "torch"))
 
-MODES = ("eager", "inductor", "lazy", "xlaprof")
+MODES = ("eager", "inductor", "aot_eager", "lazy", "xlaprof")
 STEPS = {"mlp": (5, 20), "gpt2": (5, 20), "llama": (2, 5)}  # warm-up, measured
 LLAMA = dict(vocab_size=1024, hidden_size=256, intermediate_size=1024, num_hidden_layers=4,
              num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=256)
@@ -88,7 +90,7 @@ def run_one(name: str, mode: str, first_only: bool = False) -> Dict[str, Any]:
     model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     forward, opt_step = model, opt.step
-    if mode in ("inductor", "xlaprof"):
+    if mode in ("inductor", "aot_eager", "xlaprof"):
         forward = torch.compile(model, backend=mode)
         opt_step = torch.compile(opt.step, backend=mode)
     warm, measured = (0, 1) if first_only else STEPS[name]
