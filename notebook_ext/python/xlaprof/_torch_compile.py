@@ -80,8 +80,8 @@ def watch_runs() -> None:
 
     _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
     _patch_backend_call()
-    # Dynamo skips this package (`torch._compile.register`); it must trace the hook, which adds
-    # nothing to a compiled step, instead of breaking the optimizer's graph at it.
+    # Dynamo skips this package (`xlaprof.torch._compile.register`); it must trace the hook, which
+    # adds nothing to a compiled step, instead of breaking the optimizer's graph at it.
     traced = getattr(torch._dynamo, "dont_skip_tracing", lambda f: f)
     register_optimizer_step_post_hook(traced(_optimizer_stepped))
 
