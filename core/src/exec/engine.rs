@@ -162,17 +162,19 @@ impl Engine {
         self.run_ahead
     }
 
+    /// Leaves a launched program running, then waits until at most `keep` are.
+    pub(super) fn leave_running(&self, program: InFlight, keep: usize) -> Result<()> {
+        self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).push_back(program);
+        self.wait_in_flight(keep)
+    }
+
     /// Waits for every program still running; the first failure, named by its graph and sync.
     pub(super) fn wait_in_flight(&self, keep: usize) -> Result<()> {
         let mut queue = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
         let mut status = Ok(());
         while queue.len() > keep {
             let Some(f) = queue.pop_front() else { break };
-            let mut waited = Ok(());
-            for pending in f.done {
-                waited = waited.and(pending.wait());
-            }
-            if let Err(e) = waited {
+            if let Err(e) = crate::runtime::Pending::wait_all(f.done) {
                 // Its sync has returned: the error names the graph and the line that ran it.
                 let e = match self.device_error(e, f.graph, &f.location, &f.executable) {
                     e @ crate::Error::OutOfMemory { .. } => e,

@@ -2,9 +2,28 @@
 
 use super::*;
 
-/// Runs a one-device graph: its outputs, in order. With `ahead`, it returns once the graph is
-/// launched, leaving that many graphs running (its own included); without, once it has run.
+/// Runs a compiled graph, on one device or partitioned over its mesh: its outputs, in order.
+/// With `ahead`, it returns once the graph is launched, leaving that many graphs running (its
+/// own included); without, once it has run.
 pub(crate) fn execute(
+    engine: &Engine,
+    graph: &Graph,
+    compiled: &CachedGraph,
+    sync_id: u64,
+    location: &SourceLocation,
+    listening: bool,
+    ahead: Option<usize>,
+) -> Result<Vec<Arc<DeviceData>>> {
+    match &compiled.partitioning {
+        None => execute_one(engine, graph, compiled, sync_id, location, listening, ahead),
+        Some(p) => {
+            execute_partitioned(engine, graph, compiled, p, sync_id, location, listening, ahead)
+        }
+    }
+}
+
+/// Runs a one-device graph (see [`execute`]).
+fn execute_one(
     engine: &Engine,
     graph: &Graph,
     compiled: &CachedGraph,
@@ -43,16 +62,13 @@ pub(crate) fn execute(
     // While it runs, the host frees earlier graphs (see `trace`).
     while !done.is_done() && trace::reap_while_executing() {}
     if let Some(keep) = ahead {
-        let mut queue = engine.in_flight.lock().unwrap_or_else(|p| p.into_inner());
-        let executable = compiled.executable.clone();
-        queue.push_back(InFlight {
+        let program = InFlight {
             graph: graph.key,
             location: location.clone(),
             done: vec![done],
-            executable,
-        });
-        drop(queue);
-        engine.wait_in_flight(keep)?;
+            executable: exe.clone(),
+        };
+        engine.leave_running(program, keep)?;
     } else {
         done.wait().map_err(|e| engine.device_error(e, graph.key, location, exe))?;
         if listening {
@@ -63,11 +79,10 @@ pub(crate) fn execute(
     Ok(launched.outputs.into_iter().map(|b| Arc::new(DeviceData::single(b))).collect())
 }
 
-/// Runs a graph partitioned over a mesh: every partition's shards in, in one launch; each output
-/// comes back as one shard per partition, with the sharding the plan gave it. With `ahead`, it
-/// returns once the graph is launched on every device, leaving that many graphs running (its own
-/// included), as [`execute`] does; without, once every device has run it.
-pub(super) fn execute_partitioned(
+/// Runs a graph partitioned over a mesh (see [`execute`]): every partition's shards in, in one
+/// launch; each output comes back as one shard per partition, with the sharding the plan gave it.
+#[allow(clippy::too_many_arguments)]
+fn execute_partitioned(
     engine: &Engine,
     graph: &Graph,
     compiled: &CachedGraph,
@@ -114,25 +129,17 @@ pub(super) fn execute_partitioned(
     }
     match ahead {
         Some(keep) => {
-            let mut queue = engine.in_flight.lock().unwrap_or_else(|p| p.into_inner());
-            queue.push_back(InFlight {
+            let program = InFlight {
                 graph: graph.key,
                 location: location.clone(),
                 done,
                 executable: exe.clone(),
-            });
-            drop(queue);
-            engine.wait_in_flight(keep)?;
+            };
+            engine.leave_running(program, keep)?;
         }
-        None => {
-            // Every device's end is waited for (and with it its timing callback), the first
-            // failure reported.
-            let mut waited = Ok(());
-            for pending in done {
-                waited = waited.and(pending.wait());
-            }
-            waited.map_err(|e| engine.device_error(e, graph.key, location, exe))?;
-        }
+        // Every device's end, and with it its timing callback.
+        None => crate::runtime::Pending::wait_all(done)
+            .map_err(|e| engine.device_error(e, graph.key, location, exe))?,
     }
     let mut outputs = launched.outputs;
     // outputs[partition][output] -> per output, its shards in partition order.
@@ -180,7 +187,7 @@ fn time_devices(done: &mut [crate::runtime::Pending], launched: u64, sync_id: u6
     }
 }
 
-pub(super) fn note_scalar_upload(uploaded: u64, start: u64, sync_id: u64, listening: bool) {
+fn note_scalar_upload(uploaded: u64, start: u64, sync_id: u64, listening: bool) {
     if uploaded > 0 {
         bump(&counter::bytes_to_device, uploaded);
         if listening {

@@ -46,5 +46,4 @@ pub(crate) use sync::sync_tensors;
 pub use sync::{mark_step, step, sync, wait};
 
 use engine::*;
-use launch::*;
 use sync::*;

@@ -20,9 +20,7 @@ use std::sync::Arc;
 
 use super::cache::CachedGraph;
 use super::engine::REPLAYS_IN_FLIGHT;
-use super::{
-    compile, engine, execute, execute_partitioned, summary, sync_all, sync_tensors, NEXT_SYNC,
-};
+use super::{compile, engine, execute, summary, sync_all, sync_tensors, NEXT_SYNC};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::events::{self, bump, counter, Event, SyncCause};
@@ -342,32 +340,12 @@ impl Replay {
         let Some(compiled) = &self.compiled else {
             return self.passed_through(arguments);
         };
-        let computed = match &compiled.partitioning {
-            None => execute(
-                engine,
-                &graph,
-                compiled,
-                sync_id,
-                location,
-                listening,
-                // A compiled step is several graphs (forward, backward, the optimizer's), each
-                // with the host's work of its call around it: launched without waiting, that
-                // work overlaps the device's, on the CPU too (where a sync of the lazy path
-                // waits: one graph a step leaves nothing to overlap).
-                engine.replay_ahead.then_some(REPLAYS_IN_FLIGHT),
-            )?,
-            // Over a mesh: launched on every device at once, and likewise not waited for.
-            Some(p) => execute_partitioned(
-                engine,
-                &graph,
-                compiled,
-                p,
-                sync_id,
-                location,
-                listening,
-                engine.replay_ahead.then_some(REPLAYS_IN_FLIGHT),
-            )?,
-        };
+        // A compiled step is several graphs (forward, backward, the optimizer's), each with the
+        // host's work of its call around it: launched without waiting (on one device or over a
+        // mesh), that work overlaps the device's, on the CPU too (where a sync of the lazy path
+        // waits: one graph a step leaves nothing to overlap).
+        let ahead = engine.replay_ahead.then_some(REPLAYS_IN_FLIGHT);
+        let computed = execute(engine, &graph, compiled, sync_id, location, listening, ahead)?;
         self.outputs
             .iter()
             .map(|(source, _)| match source {

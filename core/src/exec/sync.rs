@@ -201,12 +201,7 @@ pub(super) fn run(
     // 7: every synced tensor becomes device data.
     // A value read needs its program's end anyway: it does not run ahead.
     let ahead = (engine.run_ahead && cause != SyncCause::ValueRead).then_some(IN_FLIGHT);
-    let outputs = match &compiled.partitioning {
-        None => execute(engine, &graph, &compiled, sync_id, &location, listening, ahead)?,
-        Some(p) => {
-            execute_partitioned(engine, &graph, &compiled, p, sync_id, &location, listening, ahead)?
-        }
-    };
+    let outputs = execute(engine, &graph, &compiled, sync_id, &location, listening, ahead)?;
     // The program's verdict on its results, read by the check (`anomaly`). (A graph
     // partitioned for its sharding annotations returns its plan's outputs: checked above.)
     let marker = (graph.check_finite && compiled.partitioning.is_none())

@@ -102,6 +102,11 @@ impl Pending {
         status
     }
 
+    /// Waits for every one of `done` (each device's end of one execution): the first error.
+    pub fn wait_all(done: Vec<Pending>) -> Result<()> {
+        done.into_iter().fold(Ok(()), |status, pending| status.and(pending.wait()))
+    }
+
     /// Calls `then` once the device has finished, with when (`events::now_ns` time) and how, on
     /// the thread that sees it finish (at once, on this one, if it has). Once per execution.
     pub fn on_done(&mut self, then: impl FnOnce(u64, Result<()>) + Send + 'static) -> Result<()> {
@@ -424,9 +429,7 @@ impl Executable {
         });
         if let Err(e) = failed {
             // Whatever did start is waited for before its outputs go.
-            for pending in done {
-                let _ = pending.wait();
-            }
+            let _ = Pending::wait_all(done);
             return Err(e);
         }
         Ok(LaunchedPartitioned { outputs: owned, done })
