@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Sets up the Python side on top of scripts/setup.sh, and does nothing when it is already there:
-# - the tools the Python tests use (maturin, pytest, Jupyter's nbclient/nbconvert/ipykernel,
-#   polars, Pillow) into the project's .venv;
+# - the tools the Python tests use (maturin, pytest and pytest-xdist, Jupyter's nbclient,
+#   nbconvert and ipykernel, polars, Pillow) into the project's .venv;
 # - torch, transformers, accelerate and expecttest (the torch bridge's tests, its real models and
 #   the Hugging Face Trainer, PyTorch's OpInfo database);
 # - Chromium (Debian package), which renders the exported notebook in the tests;
 # - the `xlaprof` package itself: a wheel built by maturin and installed into .venv, rebuilt
 #   only when its sources (or the engine's) changed.
+# `--packages` stops before the last step: what it installs needs no build, so the test command
+# installs it while cargo builds (scripts/test.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -18,10 +20,10 @@ bash scripts/setup.sh
 py="$root/.venv/bin/python"
 
 # --- Python tools ---------------------------------------------------------------------------
-if ! "$py" -c 'import pytest, nbclient, nbconvert, nbformat, ipykernel, IPython, numpy, polars, PIL' \
+if ! "$py" -c 'import pytest, xdist, nbclient, nbconvert, nbformat, ipykernel, IPython, numpy, polars, PIL' \
      >/dev/null 2>&1 || [ ! -x "$root/.venv/bin/maturin" ]; then
-  say "installing maturin, pytest, nbclient, nbconvert, ipykernel, numpy, polars, pillow into .venv"
-  "$py" -m pip install -q --disable-pip-version-check "maturin>=1.5,<2" pytest nbclient nbconvert \
+  say "installing maturin, pytest, pytest-xdist, nbclient, nbconvert, ipykernel, numpy, polars, pillow into .venv"
+  "$py" -m pip install -q --disable-pip-version-check "maturin>=1.5,<2" pytest pytest-xdist nbclient nbconvert \
     nbformat ipykernel ipython numpy polars pillow
 fi
 # The interactive notebook view (anywidget), and what its test drives: a real JupyterLab, in
@@ -44,6 +46,8 @@ if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null;
   say "installing chromium (the notebook test renders the exported HTML with it)"
   apt_install chromium
 fi
+
+[ "${1:-}" = "--packages" ] && exit 0
 
 # --- the xlaprof package --------------------------------------------------------------------
 stamp="$root/.venv/.xlaprof-wheel-sources"

@@ -4,5 +4,22 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
-cargo test --release --workspace "$@"
+
+# The Python side's packages (torch's 2.8 GB of wheels among them) download and install while
+# cargo builds: on a fresh machine that is minutes of waiting on the network and the disk, beside
+# a build that keeps the CPUs busy.
+packages_log="$(mktemp)"
+bash scripts/setup_python.sh --packages >"$packages_log" 2>&1 &
+packages=$!
+rust=0
+cargo test --release --workspace "$@" || rust=$?
+if ! wait "$packages"; then
+  cat "$packages_log" >&2
+  echo "[test] installing the Python packages failed (above)" >&2
+  exit 1
+fi
+grep -v '^\[setup\] ready' "$packages_log" >&2 || true
+rm -f "$packages_log"
+[ "$rust" -eq 0 ] || exit "$rust"
+
 bash scripts/test_python.sh
