@@ -6,7 +6,9 @@ set -euo pipefail
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-have_lib() { ldconfig -p 2>/dev/null | grep -q "$1"; }
+# grep reads the whole list: `grep -q` would stop at the first match, and ldconfig, still
+# writing, would die of SIGPIPE, which `pipefail` reports as a missing library.
+have_lib() { ldconfig -p 2>/dev/null | grep -F "$1" >/dev/null; }
 
 missing=()
 command -v Xvfb >/dev/null || missing+=(xvfb)
