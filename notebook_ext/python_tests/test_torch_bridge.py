@@ -787,14 +787,17 @@ def test_the_demo_trains_on_the_device_and_its_report_finds_the_two_planted_mist
                          timeout=600, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     text = run.stdout
-    findings = text[text.index("Findings, by time lost"):]
-    assert "[recompile]" in findings and "from f32[64,784] to f32[40,784]" in findings, text
-    assert "drop it (`DataLoader(drop_last=True)`)" in findings, text
-    assert "[hidden sync]" in findings and "a value read at demo.py:55 in train" in findings, text
+    assert "Findings, by time lost" in text, text
     assert "Where to look next:" in text and f"view {out}" in text, text
     import xlaprof as xp
 
+    # The planted mistakes among all the findings: the demo prints the first three by time lost,
+    # and on a loaded machine its compiles can pass the slow-compile threshold and rank first.
     saved = xp.load(str(out))
+    findings = saved.report()
+    assert "[recompile]" in findings and "from f32[64,784] to f32[40,784]" in findings, findings
+    assert "drop it (`DataLoader(drop_last=True)`)" in findings, findings
+    assert "[hidden sync]" in findings and "a value read at demo.py:55 in train" in findings, findings
     kinds = [d["kind"] for d in saved.diagnostics()]
     assert "Recompile" in kinds and "HiddenSync" in kinds, kinds
 
