@@ -10,8 +10,11 @@ the same program finds them (inductor keeps its caches by default; the engine's 
 - mlp: the MLP 784-512-512-10, batch 64;
 - gpt2: the Hugging Face GPT-2 of samples/torch (2 layers, d=64, sequence 32, batch 4);
 - llama: a Hugging Face Llama, 4 layers, hidden 256, sequence 256, batch 8 (compute-bound: the
-  host hardly matters), beside the same model written in JAX (`llama_jax.py`, with --jax PYTHON),
-  which tells our lowering from XLA's code generation.
+  host hardly matters).
+
+With --jax PYTHON (a Python with JAX), the MLP and the Llama also run as written directly in JAX
+(`mlp_jax.py`, `llama_jax.py`): one jitted step, the same XLA, which tells the engine's lowering
+and launches from XLA's code generation.
 
 The compiled step compiles the model and the optimizer's step (`torch.compile(opt.step)`), as
 PyTorch recommends. The `aot_eager` row is torch's backend that traces as the others do (Dynamo,
@@ -150,18 +153,21 @@ def measured(name: str, mode: str) -> Dict[str, Any]:
     return row
 
 
-def jax_llama(python: str) -> Dict[str, Any]:
-    run = subprocess.run([python, str(HERE / "llama_jax.py")], capture_output=True, text=True)
+JAX_PROGRAMS = {"mlp": "mlp_jax.py", "llama": "llama_jax.py"}
+
+
+def in_jax(name: str, python: str) -> Dict[str, Any]:
+    run = subprocess.run([python, str(HERE / JAX_PROGRAMS[name])], capture_output=True, text=True)
     lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
     if run.returncode or not lines:
-        return {"workload": "llama", "mode": "jax", "error": (run.stderr.strip().splitlines() or ["?"])[-1][:100]}
+        return {"workload": name, "mode": "jax", "error": (run.stderr.strip().splitlines() or ["?"])[-1][:100]}
     return json.loads(lines[-1])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("workloads", nargs="*", default=list(STEPS))
-    ap.add_argument("--jax", help="a Python with JAX, for the Llama written in JAX")
+    ap.add_argument("--jax", help="a Python with JAX, for the MLP and the Llama written in JAX")
     ap.add_argument("--one", nargs=2, help=argparse.SUPPRESS)
     ap.add_argument("--first", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -172,8 +178,8 @@ def main() -> None:
           f"{'x+1 call us':>11}  loss")
     for name in args.workloads:
         rows = [measured(name, mode) for mode in MODES]
-        if name == "llama" and args.jax:
-            rows.append(jax_llama(args.jax))
+        if name in JAX_PROGRAMS and args.jax:
+            rows.append(in_jax(name, args.jax))
         eager = rows[0].get("step_ms")
         for r in rows:
             if "error" in r:

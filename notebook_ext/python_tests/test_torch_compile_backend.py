@@ -60,6 +60,30 @@ def test_a_compiled_model_and_optimizer_train_like_cpu_eager():
     assert all(c.device == DEV for c in counts) and {c.item() for c in counts} == {20.0}
 
 
+def test_a_forward_saves_weights_for_its_backward_not_copies_of_their_transposes(monkeypatch):
+    # A program cannot return a view: a transposed weight saved for the backward would be
+    # written out by every forward. The backward recomputes it from the weight instead.
+    graphs = []
+    init = _compile.CompiledGraph.__init__
+
+    def keep(self, gm, kind):
+        init(self, gm, kind)
+        graphs.append(self)
+
+    monkeypatch.setattr(_compile.CompiledGraph, "__init__", keep)
+    # A first compile of `Sequential.forward`: recompiled for a second model, its graph takes
+    # that model's parameters otherwise (and the partitioner saves `t(t(w))`, a copy of w).
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.ReLU(), torch.nn.Linear(32, 5)).to(DEV)
+    torch.compile(model, backend="xlaprof")(torch.randn(8, 12).to(DEV)).sum().backward()
+    (forward,) = [g for g in graphs if g.kind == "forward"]
+    views = {torch.ops.aten.t.default, torch.ops.aten.permute.default, torch.ops.aten.transpose.int}
+    saved = [n for n in forward.outputs if isinstance(n, torch.fx.Node) and n.target in views]
+    assert not saved, f"the forward returns {[n.format_node() for n in saved]}"
+    assert model[0].weight.grad is not None
+
+
 def test_each_run_of_a_compiled_graph_draws_new_random_numbers():
     f = torch.compile(lambda x: torch.nn.functional.dropout(x, 0.5, training=True), backend="xlaprof")
     x = torch.ones(4000, device=DEV)

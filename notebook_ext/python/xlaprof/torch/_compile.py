@@ -152,6 +152,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs: List[Any], **options: Any)
     """The ``xlaprof`` backend: AOTAutograd's forward, backward and inference graphs, each run
     on the engine (see the module's comment)."""
     from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
 
     def compiler(kind: str) -> Any:
         def compile_graph(g: torch.fx.GraphModule, inputs: List[Any]) -> Any:
@@ -174,6 +175,10 @@ def backend(gm: torch.fx.GraphModule, example_inputs: List[Any], **options: Any)
         # `copy_` node) the writes cost nothing per tensor, where AOTAutograd's own epilogue
         # would dispatch one `copy_` per tensor after each call.
         keep_inference_input_mutations=True,
+        # The forward saves a weight, not its transpose, and the backward recomputes the views
+        # and cheap ops it needs, which XLA folds into its products (the default partition made
+        # every forward write a transposed copy of each weight: ARCHITECTURE.md).
+        partition_fn=min_cut_rematerialization_partition,
     )(gm, example_inputs)
 
 
