@@ -7,8 +7,9 @@ forward graph, the lazy code between the compiled calls (torch_compile.py's loss
 outside the compiled model), the backward graph and the optimizer's. Here the host waits for each
 program before it goes on (`XLAPROF_RUN_AHEAD=0`), so each execution's time is the device's alone;
 the step's wall time minus their sum is then the host's share (guards, wrappers, launches, the
-lazy code's recording, and the profiler's own events, which it records to time the programs). XLA fuses across the forward, the backward and the optimizer only inside
-one program: JAX's whole step against its three parts tells what the split costs on the device.
+lazy code's recording, and the events of the profiler that times the programs). XLA fuses across
+the forward, the backward and the optimizer only inside one program: JAX's whole step against its
+parts tells what the split costs on the device.
 
     .venv/bin/python notebook_ext/bench/compiled_split.py [mlp gpt2] [--jax /path/to/python]
 """

@@ -71,8 +71,8 @@ def test_a_forward_saves_weights_for_its_backward_not_copies_of_their_transposes
         graphs.append(self)
 
     monkeypatch.setattr(_compile.CompiledGraph, "__init__", keep)
-    # A first compile of `Sequential.forward`: recompiled for a second model, its graph takes
-    # that model's parameters otherwise (and the partitioner saves `t(t(w))`, a copy of w).
+    # A first compile of `Sequential.forward`: a recompile of it (after another test's model)
+    # is partitioned otherwise, saving `t(t(w))`, a copy of w rather than of its transpose.
     torch._dynamo.reset()
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.ReLU(), torch.nn.Linear(32, 5)).to(DEV)
