@@ -3,8 +3,9 @@ batch 64, cross-entropy (mean over the batch), AdamW as torch's defaults make it
 0.9 and 0.999, eps 1e-8, weight decay 0.01), one jitted step. The same XLA compiles it, so its
 step beside the compiled PyTorch step tells the engine's lowering and launches from what XLA's
 CPU code makes of these shapes. Prints one JSON row: the steady step's median and the first step
-(trace and compile included). With --split (for compiled_split.py): the device time of the forward,
-of the forward and backward, of AdamW alone and of the whole step, each a program of its own.
+(trace and compile included). With --split (for compiled_split.py): the device time of the forward
+(also with the weights as torch keeps them, [out, in]), of the forward and backward, of AdamW alone
+and of the whole step, each a program of its own.
 
     /path/to/python-with-jax notebook_ext/bench/mlp_jax.py [--split]
 """
@@ -76,8 +77,13 @@ def split():
     x = jax.random.normal(jax.random.PRNGKey(2), (BATCH, SIZES[0]), jnp.float32)
     y = jax.random.randint(jax.random.PRNGKey(3), (BATCH,), 0, SIZES[-1])
     forward, grad, opt = jax.jit(logits), jax.jit(jax.value_and_grad(loss_fn)), jax.jit(adamw)
+    # The weights as torch's Linear keeps them, [out, in], each product against the transpose.
+    as_torch = [{"w": p["w"].T.copy(), "b": p["b"]} for p in params]
+    forward_torch = jax.jit(lambda ps, x: logits([{"w": p["w"].T, "b": p["b"]} for p in ps], x))
     _, grads = grad(params, x, y)
-    parts = {"forward": lambda: forward(params, x), "forward+backward": lambda: grad(params, x, y),
+    parts = {"forward": lambda: forward(params, x),
+             "forward, torch's weight layout": lambda: forward_torch(as_torch, x),
+             "forward+backward": lambda: grad(params, x, y),
              "AdamW": lambda: opt(params, m, v, t, grads),
              "whole step": lambda: step(params, m, v, t, x, y)}
     out = {}
