@@ -24,7 +24,7 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 HERE = pathlib.Path(__file__).resolve().parent
 WARM, MEASURED = 10, 60
@@ -74,6 +74,18 @@ def split(name: str) -> Dict[str, Any]:
                          for r in programs.iter_rows(named=True)]}
 
 
+def json_row(cmd: List[str], env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    """The last JSON line a run of ``cmd`` prints, or {"error": its last line of stderr}."""
+    try:
+        run = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    except OSError as e:  # a --jax Python that is not there
+        return {"error": f"cannot run {cmd[0]}: {e.strerror}"}
+    lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
+    if run.returncode or not lines:
+        return {"error": (run.stderr.strip().splitlines() or ["?"])[-1][:200]}
+    return json.loads(lines[-1])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("workloads", nargs="*", default=["mlp"])
@@ -84,13 +96,10 @@ def main() -> None:
         print(json.dumps(split(args.one)))
         return
     for name in args.workloads:
-        run = subprocess.run([sys.executable, __file__, "--one", name], capture_output=True, text=True,
-                             env={**os.environ, "PYTHONWARNINGS": "ignore"})
-        lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
-        if run.returncode or not lines:
-            print(f"{name}: error: {(run.stderr.strip().splitlines() or ['?'])[-1][:200]}")
+        row = json_row([sys.executable, __file__, "--one", name], {**os.environ, "PYTHONWARNINGS": "ignore"})
+        if "error" in row:
+            print(f"{name}: error: {row['error']}")
             continue
-        row = json.loads(lines[-1])
         device_ms = sum(p["us"] for p in row["programs"]) / 1e3
         print(f"{name}, compiled (backend=\"xlaprof\"): step {row['step_ms']:.2f} ms wall, "
               f"{device_ms:.2f} ms on the device in {len(row['programs'])} programs, "
@@ -99,12 +108,10 @@ def main() -> None:
         for p in row["programs"]:
             print(f"  {p['us']:>9.1f} {p['nodes']:>6} {p['inputs']:>4} {p['outputs']:>4}  {p['source'] or '-'}")
         if name == "mlp" and args.jax:
-            jax = subprocess.run([args.jax, str(HERE / "mlp_jax.py"), "--split"], capture_output=True, text=True)
-            lines = [line for line in jax.stdout.splitlines() if line.startswith("{")]
-            if jax.returncode or not lines:
-                print(f"mlp, JAX: error: {(jax.stderr.strip().splitlines() or ['?'])[-1][:200]}")
+            parts = json_row([args.jax, str(HERE / "mlp_jax.py"), "--split"])
+            if "error" in parts:
+                print(f"mlp, JAX: error: {parts['error']}")
                 continue
-            parts = json.loads(lines[-1])
             print("mlp, JAX (device time, each program alone): " +
                   ", ".join(f"{k} {v:.2f} ms" for k, v in parts.items()))
 

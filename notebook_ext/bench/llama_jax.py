@@ -15,9 +15,10 @@ import time
 import jax
 import jax.numpy as jnp
 
+from adamw_jax import adamw, initial
+
 VOCAB, HIDDEN, MLP, LAYERS, HEADS, SEQ, BATCH = 1024, 256, 1024, 4, 4, 256, 8
 HEAD = HIDDEN // HEADS
-LR, BETAS, EPS, DECAY = 1e-3, (0.9, 0.999), 1e-8, 0.01
 
 
 def init(key):
@@ -75,23 +76,12 @@ def loss_fn(params, ids):
 @jax.jit
 def step(params, m, v, t, ids):
     loss, grads = jax.value_and_grad(loss_fn)(params, ids)
-    t = t + 1
-    m = jax.tree.map(lambda m, g: BETAS[0] * m + (1 - BETAS[0]) * g, m, grads)
-    v = jax.tree.map(lambda v, g: BETAS[1] * v + (1 - BETAS[1]) * g * g, v, grads)
-    c1, c2 = 1 - BETAS[0] ** t, 1 - BETAS[1] ** t
-
-    def update(p, m, v):
-        p = p * (1 - LR * DECAY)
-        return p - LR * (m / c1) / (jnp.sqrt(v / c2) + EPS)
-
-    return jax.tree.map(update, params, m, v), m, v, t, loss
+    return (*adamw(params, m, v, t, grads), loss)
 
 
 def main():
     params = init(jax.random.PRNGKey(0))
-    m = jax.tree.map(jnp.zeros_like, params)
-    v = jax.tree.map(jnp.zeros_like, params)
-    t = jnp.zeros((), jnp.float32)
+    m, v, t = initial(params)
     key = jax.random.PRNGKey(1)
     times = []
     for i in range(7):

@@ -18,8 +18,9 @@ import time
 import jax
 import jax.numpy as jnp
 
+from adamw_jax import adamw, initial
+
 SIZES, BATCH = (784, 512, 512, 10), 64
-LR, BETAS, EPS, DECAY = 1e-3, (0.9, 0.999), 1e-8, 0.01
 WARM, MEASURED = 5, 20  # as torch_compile.py's STEPS["mlp"]
 
 
@@ -47,19 +48,6 @@ def loss_fn(params, x, y):
     return -jnp.mean(jnp.take_along_axis(logp, y[:, None], -1))
 
 
-def adamw(params, m, v, t, grads):
-    t = t + 1
-    m = jax.tree.map(lambda m, g: BETAS[0] * m + (1 - BETAS[0]) * g, m, grads)
-    v = jax.tree.map(lambda v, g: BETAS[1] * v + (1 - BETAS[1]) * g * g, v, grads)
-    c1, c2 = 1 - BETAS[0] ** t, 1 - BETAS[1] ** t
-
-    def update(p, m, v):
-        p = p * (1 - LR * DECAY)
-        return p - LR * (m / c1) / (jnp.sqrt(v / c2) + EPS)
-
-    return jax.tree.map(update, params, m, v), m, v, t
-
-
 @jax.jit
 def step(params, m, v, t, x, y):
     loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
@@ -68,7 +56,7 @@ def step(params, m, v, t, x, y):
 
 def state():
     params = init(jax.random.PRNGKey(0))
-    return params, jax.tree.map(jnp.zeros_like, params), jax.tree.map(jnp.zeros_like, params), jnp.zeros((), jnp.float32)
+    return (params, *initial(params))
 
 
 def split():

@@ -157,7 +157,10 @@ JAX_PROGRAMS = {"mlp": "mlp_jax.py", "llama": "llama_jax.py"}
 
 
 def in_jax(name: str, python: str) -> Dict[str, Any]:
-    run = subprocess.run([python, str(HERE / JAX_PROGRAMS[name])], capture_output=True, text=True)
+    try:
+        run = subprocess.run([python, str(HERE / JAX_PROGRAMS[name])], capture_output=True, text=True)
+    except OSError as e:  # a --jax Python that is not there
+        return {"workload": name, "mode": "jax", "error": f"cannot run {python}: {e.strerror}"}
     lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
     if run.returncode or not lines:
         return {"workload": name, "mode": "jax", "error": (run.stderr.strip().splitlines() or ["?"])[-1][:100]}
