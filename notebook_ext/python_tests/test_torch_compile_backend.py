@@ -3,6 +3,7 @@ checked against torch's CPU eager (training many steps, parameters too), and the
 can leave the fast path: random ops, lazy code around compiled code, an op with no lowering,
 new shapes, CPU tensors, a program that never imports xlaprof."""
 
+import copy
 import os
 import subprocess
 import sys
@@ -71,17 +72,49 @@ def test_a_forward_saves_weights_for_its_backward_not_copies_of_their_transposes
         graphs.append(self)
 
     monkeypatch.setattr(_compile.CompiledGraph, "__init__", keep)
-    # A first compile of `Sequential.forward`: a recompile of it (after another test's model)
-    # is partitioned otherwise, saving `t(t(w))`, a copy of w rather than of its transpose.
+    # The first compile of `Sequential.forward` has static sizes; the second model's new batch
+    # size recompiles it with symbolic ones, where the partitioner saves `t(t(w))`, which the
+    # backend folds back to w (the weight itself, an argument: no copy).
     torch._dynamo.reset()
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.ReLU(), torch.nn.Linear(32, 5)).to(DEV)
-    torch.compile(model, backend="xlaprof")(torch.randn(8, 12).to(DEV)).sum().backward()
-    (forward,) = [g for g in graphs if g.kind == "forward"]
+    models = []
+    for batch in (8, 16):
+        model = torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.ReLU(), torch.nn.Linear(32, 5))
+        reference = copy.deepcopy(model)
+        x = torch.randn(batch, 12)
+        reference(x).square().sum().backward()
+        model.to(DEV)
+        torch.compile(model, backend="xlaprof")(x.to(DEV)).square().sum().backward()
+        models.append((model, reference))
+    forwards = [g for g in graphs if g.kind == "forward"]
+    assert len(forwards) == 2 and any(p.meta.get("val") is not None and not isinstance(p.meta["val"], torch.Tensor)
+                                       for p in forwards[1].placeholders), "no recompile with symbolic sizes"
     views = {torch.ops.aten.t.default, torch.ops.aten.permute.default, torch.ops.aten.transpose.int}
-    saved = [n for n in forward.outputs if isinstance(n, torch.fx.Node) and n.target in views]
-    assert not saved, f"the forward returns {[n.format_node() for n in saved]}"
-    assert model[0].weight.grad is not None
+    for forward in forwards:
+        saved = [n for n in forward.outputs if isinstance(n, torch.fx.Node) and n.target in views]
+        assert not saved, f"the forward returns {[n.format_node() for n in saved]}"
+    for model, reference in models:
+        for p, q in zip(model.parameters(), reference.parameters()):
+            torch.testing.assert_close(p.grad.cpu(), q.grad, rtol=1e-5, atol=1e-5)
+
+
+def test_views_that_give_back_their_input_fold_to_it():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    x = torch.randn(3, 4)
+    gm = make_fx(lambda x: (x.t().t(), x.transpose(0, 1).transpose(1, 0), x.t().contiguous()))(x)
+    folded = _compile.fold_identity_views(gm)
+    ops = [n.target for n in folded.graph.nodes if n.op == "call_function"]
+    assert ops == [torch.ops.aten.t.default, torch.ops.aten.clone.default], ops
+    for got, want in zip(folded(x), (x, x, x.t().contiguous())):
+        torch.testing.assert_close(got, want)
+    y = torch.randn(2, 3, 4)
+    gm = make_fx(lambda y: (y.permute(1, 2, 0).permute(2, 0, 1), y.permute(1, 2, 0).permute(1, 0, 2)))(y)
+    folded = _compile.fold_identity_views(gm)
+    permutes = [n for n in folded.graph.nodes if n.target is torch.ops.aten.permute.default]
+    assert len(permutes) == 2, folded.code  # the second pair is no identity: kept
+    for got, want in zip(folded(y), (y, y.permute(1, 2, 0).permute(1, 0, 2))):
+        torch.testing.assert_close(got, want)
 
 
 def test_each_run_of_a_compiled_graph_draws_new_random_numbers():

@@ -156,7 +156,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs: List[Any], **options: Any)
 
     def compiler(kind: str) -> Any:
         def compile_graph(g: torch.fx.GraphModule, inputs: List[Any]) -> Any:
-            graph = CompiledGraph(g, kind)
+            graph = CompiledGraph(fold_identity_views(g), kind)
 
             def run(args: List[Any]) -> List[Any]:
                 return graph(args)
@@ -180,6 +180,58 @@ def backend(gm: torch.fx.GraphModule, example_inputs: List[Any], **options: Any)
         # every forward write a transposed copy of each weight: ARCHITECTURE.md).
         partition_fn=min_cut_rematerialization_partition,
     )(gm, example_inputs)
+
+
+_PERMUTES = {aten.t.default, aten.transpose.int, aten.permute.default}
+
+
+def _permutation(node: torch.fx.Node) -> Optional[List[int]]:
+    """The dimension order a `t`, `transpose` or `permute` node gives its input (None for
+    another node, or one whose rank tracing did not record)."""
+    if node.op != "call_function" or node.target not in _PERMUTES:
+        return None
+    val = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor):
+        return None
+    rank = val.dim()
+    order = list(range(rank))
+    if node.target is aten.permute.default:
+        return [d % rank for d in node.args[1]] if rank else order
+    if node.target is aten.t.default:
+        a, b = (0, 1) if rank == 2 else (0, 0)
+    else:
+        a, b = (node.args[1] % rank, node.args[2] % rank) if rank else (0, 0)
+    order[a], order[b] = order[b], order[a]
+    return order
+
+
+def fold_identity_views(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """``gm`` with each chain of transposes that gives back its input (``t(t(w))``) replaced
+    by that input.
+
+    Where Dynamo traces sizes symbolically (a recompile for a new batch size), the partitioner
+    saves ``t(t(w))`` for the backward rather than ``w``: a forward output that is a new array,
+    so every forward would write a copy of the weight. As ``w`` itself it is an argument, which
+    the forward hands back without a copy."""
+    folded = []
+    for node in gm.graph.nodes:
+        order = _permutation(node)
+        if order is None:
+            continue
+        base = node.args[0]
+        while (inner := _permutation(base)) is not None and order != sorted(order):
+            order = [inner[d] for d in order]
+            base = base.args[0]
+        if order == sorted(order) and base is not node:
+            node.replace_all_uses_with(base)
+            folded.append(node)
+    # The chains' own nodes, now unused (views: nothing else to keep them for).
+    for node in reversed(list(gm.graph.nodes)):
+        if _permutation(node) is not None and not node.users:
+            gm.graph.erase_node(node)
+    if folded:
+        gm.recompile()
+    return gm
 
 
 def register() -> None:
