@@ -213,23 +213,25 @@ def fold_identity_views(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     saves ``t(t(w))`` for the backward rather than ``w``: a forward output that is a new array,
     so every forward would write a copy of the weight. As ``w`` itself it is an argument, which
     the forward hands back without a copy."""
-    folded = []
+    changed = False
     for node in gm.graph.nodes:
         order = _permutation(node)
         if order is None:
             continue
+        identity = list(range(len(order)))
         base = node.args[0]
-        while (inner := _permutation(base)) is not None and order != sorted(order):
+        while order != identity and (inner := _permutation(base)) is not None:
             order = [inner[d] for d in order]
             base = base.args[0]
-        if order == sorted(order) and base is not node:
+        if order == identity:
             node.replace_all_uses_with(base)
-            folded.append(node)
+            changed = True
     # The chains' own nodes, now unused (views: nothing else to keep them for).
     for node in reversed(list(gm.graph.nodes)):
         if _permutation(node) is not None and not node.users:
             gm.graph.erase_node(node)
-    if folded:
+            changed = True
+    if changed:
         gm.recompile()
     return gm
 
