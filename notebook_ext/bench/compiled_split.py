@@ -21,10 +21,11 @@ import json
 import os
 import pathlib
 import statistics
-import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
+
+from torch_compile import json_row
 
 HERE = pathlib.Path(__file__).resolve().parent
 WARM, MEASURED = 10, 60
@@ -72,18 +73,6 @@ def split(name: str) -> Dict[str, Any]:
     return {"workload": name, "step_ms": statistics.median(walls[WARM:]) * 1e3,
             "programs": [{k: r[k] for k in ("runs", "us", "nodes", "inputs", "outputs", "source")}
                          for r in programs.iter_rows(named=True)]}
-
-
-def json_row(cmd: List[str], env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
-    """The last JSON line a run of ``cmd`` prints, or {"error": its last line of stderr}."""
-    try:
-        run = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    except OSError as e:  # a --jax Python that is not there
-        return {"error": f"cannot run {cmd[0]}: {e.strerror}"}
-    lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
-    if run.returncode or not lines:
-        return {"error": (run.stderr.strip().splitlines() or ["?"])[-1][:200]}
-    return json.loads(lines[-1])
 
 
 def main() -> None:

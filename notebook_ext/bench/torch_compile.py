@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "samples" / "torch"))
@@ -132,15 +132,24 @@ def tiny_call_us(backend: str, device: Any) -> float:
     return statistics.median(times) * 1e6
 
 
+def json_row(cmd: List[str], env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    """The last JSON line a run of ``cmd`` prints, or {"error": its last line of stderr} (the
+    bench's programs each run in a process of their own; compiled_split.py's too)."""
+    try:
+        run = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    except OSError as e:  # a --jax Python that is not there
+        return {"error": f"cannot run {cmd[0]}: {e.strerror}"}
+    lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
+    if run.returncode or not lines:
+        return {"error": (run.stderr.strip().splitlines() or ["?"])[-1][:100]}
+    return json.loads(lines[-1])
+
+
 def in_process(name: str, mode: str, caches: str, first_only: bool = False) -> Dict[str, Any]:
     cmd = [sys.executable, __file__, "--one", name, mode] + (["--first"] if first_only else [])
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "TORCHINDUCTOR_CACHE_DIR": os.path.join(caches, "inductor"),
            "XLAPROF_CACHE_DIR": os.path.join(caches, "xlaprof")}
-    run = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
-    if run.returncode or not lines:
-        return {"workload": name, "mode": mode, "error": (run.stderr.strip().splitlines() or ["?"])[-1][:100]}
-    return json.loads(lines[-1])
+    return {"workload": name, "mode": mode, **json_row(cmd, env)}
 
 
 def measured(name: str, mode: str) -> Dict[str, Any]:
@@ -157,14 +166,7 @@ JAX_PROGRAMS = {"mlp": "mlp_jax.py", "llama": "llama_jax.py"}
 
 
 def in_jax(name: str, python: str) -> Dict[str, Any]:
-    try:
-        run = subprocess.run([python, str(HERE / JAX_PROGRAMS[name])], capture_output=True, text=True)
-    except OSError as e:  # a --jax Python that is not there
-        return {"workload": name, "mode": "jax", "error": f"cannot run {python}: {e.strerror}"}
-    lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
-    if run.returncode or not lines:
-        return {"workload": name, "mode": "jax", "error": (run.stderr.strip().splitlines() or ["?"])[-1][:100]}
-    return json.loads(lines[-1])
+    return {"workload": name, "mode": "jax", **json_row([python, str(HERE / JAX_PROGRAMS[name])])}
 
 
 def main() -> None:
