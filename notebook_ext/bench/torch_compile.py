@@ -19,8 +19,10 @@ and launches from XLA's code generation.
 The compiled step compiles the model and the optimizer's step (`torch.compile(opt.step)`), as
 PyTorch recommends. The `aot_eager` row is torch's backend that traces as the others do (Dynamo,
 then AOTAutograd's forward and backward) and runs the traced graphs with torch's eager kernels: its
-first step is the tracing every backend pays before its own compiles. Also: one call of a compiled `x + 1` on f32[4] (Dynamo's guards, the wrappers
-and the engine's launch), beside the same call under inductor.
+first step is the tracing every backend pays before its own compiles. Also: one call of a
+compiled `x + 1` on f32[4] (Dynamo's guards, the wrappers and the engine's launch), and one of a
+function that adds 1 in place to 40 such tensors (what each argument costs: an optimizer step has
+four per parameter), beside the same calls under inductor.
 
     .venv/bin/python notebook_ext/bench/torch_compile.py [mlp gpt2 llama] [--jax /path/to/python]
 """
@@ -113,6 +115,7 @@ def run_one(name: str, mode: str, first_only: bool = False) -> Dict[str, Any]:
            "first_s": times[0], "loss": losses[-1]}
     if mode in ("inductor", "xlaprof") and not first_only:
         row["call_us"] = tiny_call_us(mode, device)
+        row["args40_us"] = many_args_call_us(mode, device)
     return row
 
 
@@ -121,13 +124,35 @@ def tiny_call_us(backend: str, device: Any) -> float:
     import torch
 
     f = torch.compile(lambda x: x + 1, backend=backend)
-    x = torch.zeros(4, device=device)
+    x = [torch.zeros(4, device=device)]
+
+    def call() -> None:
+        x[0] = f(x[0])
+
+    return median_call_us(call)
+
+
+def many_args_call_us(backend: str, device: Any) -> float:
+    """One call of a compiled function that adds 1 in place to each of 40 f32[4] tensors, in µs
+    (an optimizer step's pattern: many arguments, each written; what each argument costs)."""
+    import torch
+
+    @torch.compile(backend=backend)
+    def f(xs: List[Any]) -> None:
+        for x in xs:
+            x.add_(1)
+
+    xs = [torch.zeros(4, device=device) for _ in range(40)]
+    return median_call_us(lambda: f(xs), calls=500)
+
+
+def median_call_us(call: Callable[[], None], calls: int = 2000) -> float:
     for _ in range(20):
-        x = f(x)
+        call()
     times = []
-    for _ in range(2000):
+    for _ in range(calls):
         t = time.perf_counter()
-        x = f(x)
+        call()
         times.append(time.perf_counter() - t)
     return statistics.median(times) * 1e6
 
@@ -180,7 +205,7 @@ def main() -> None:
         print(json.dumps(run_one(*args.one, first_only=args.first)))
         return
     print(f"{'workload':<9} {'mode':<9} {'step ms':>9} {'vs eager':>8} {'first s':>8} {'warm':>6} "
-          f"{'x+1 call us':>11}  loss")
+          f"{'x+1 call us':>11} {'40 args us':>10}  loss")
     for name in args.workloads:
         rows = [measured(name, mode) for mode in MODES]
         if name in JAX_PROGRAMS and args.jax:
@@ -192,6 +217,7 @@ def main() -> None:
                 continue
             ratio = f"{r['step_ms'] / eager:>7.2f}x" if eager else "       -"
             call = f"{r['call_us']:>11.1f}" if "call_us" in r else " " * 11
+            call += f" {r['args40_us']:>10.1f}" if "args40_us" in r else " " * 11
             warm = f"{r['warm_first_s']:>6.2f}" if r.get("warm_first_s") is not None else f"{'-':>6}"
             print(f"{name:<9} {r['mode']:<9} {r['step_ms']:>9.2f} {ratio} {r['first_s']:>8.2f} {warm} {call}  "
                   f"{r['loss']:.6f}", flush=True)

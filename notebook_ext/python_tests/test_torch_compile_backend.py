@@ -196,6 +196,40 @@ def test_a_new_size_is_a_new_capture_with_the_right_values():
         torch.testing.assert_close(f(x.to(DEV)).cpu(), (x * x).sum(-1))
 
 
+def test_a_tensor_reshaped_in_place_between_calls_is_seen_with_its_new_shape():
+    # A lazy tensor's stand-in in Dynamo's graphs is made once and kept: each way of changing a
+    # tensor's shape or dtype in place must drop it, or the next call traces the old shape.
+    f = torch.compile(lambda x: x * 2 + 1, backend="xlaprof")
+    cpu = torch.arange(6, dtype=torch.float32)
+    t = cpu.to(DEV)
+    changes = [
+        lambda a: a.unsqueeze_(0),
+        lambda a: a.t_(),
+        lambda a: a.squeeze_(),
+        lambda a: a.resize_(2, 2),
+        lambda a: setattr(a, "data", torch.ones(3, 1, dtype=torch.float64, device=a.device)),
+    ]
+    for change in changes:
+        torch.testing.assert_close(f(t).cpu(), cpu * 2 + 1)
+        change(t)
+        change(cpu)
+        assert t.shape == cpu.shape and t.dtype == cpu.dtype
+        torch.testing.assert_close(f(t).cpu(), cpu * 2 + 1)
+
+
+def test_a_compiled_result_passed_back_keeps_one_stand_in():
+    # `x = f(x)` in a loop: each result is handed to the next call as made by the last one (its
+    # stand-in made with it), and arguments stand in by themselves, not by a copy per call.
+    f = torch.compile(lambda x: x + 1, backend="xlaprof")
+    x = torch.zeros(3, device=DEV)
+    x = f(f(x))
+    for _ in range(5):
+        m = x.__dict__["_meta"]  # made with x, by the call that returned it
+        y = f(x)
+        assert x.__dict__["_meta"] is m and m._xlaprof_owner() is x
+        x = y
+    torch.testing.assert_close(x.cpu(), torch.full((3,), 7.0))
+
 def test_empty_tensors_and_kernels_that_reshape_their_own_result_compile():
     before = dict(xt.fallbacks())
     # An empty argument: Dynamo's fake copy resizes its zero-byte storage, which torch sends to

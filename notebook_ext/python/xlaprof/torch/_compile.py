@@ -58,12 +58,16 @@ def meta_of(t: LazyTensor) -> torch.Tensor:
     """The shape-only tensor that stands for ``t`` in Dynamo's graphs (one per tensor, kept; a
     traced tensor's is the fake it was made from). AOTAutograd unwraps a compiled graph's
     arguments just before the call and may drop the lazy tensor itself (a gradient passed to a
-    backward graph), so the stand-in carries the tensor's value until the graph has read it."""
+    backward graph), so the stand-in carries the tensor's value until the graph has read it.
+    The common case, a stand-in already made, is `LazyTensor._compile_meta`'s own: Dynamo's
+    guards and AOTAutograd's unwrapping ask it twice per argument per call. A stand-in is
+    made once for its tensor's shape and dtype: what changes them in place (the data setter,
+    `views._reshape_in_place`) drops it."""
     d = t.__dict__
     m = d.get("_meta")
     if t._traced:
         return m
-    if m is None or m.shape != t.shape or m.dtype != t.dtype:
+    if m is None:
         m = torch.empty(t.shape, dtype=t.dtype, device=_META)
         m._xlaprof_owner = weakref.ref(t)
         d["_meta"] = m
@@ -74,9 +78,17 @@ def meta_of(t: LazyTensor) -> torch.Tensor:
 def unflatten(inner: Dict[str, torch.Tensor], ctx: Any, size: Any, stride: Any) -> LazyTensor:
     m = inner["_compile_meta"]
     if type(m) is torch.Tensor:
-        made = m.__dict__.get("_xlaprof_value")
+        d = m.__dict__
+        made = d.get("_xlaprof_value")
         if made is not None:  # a result of a compiled graph
-            return LazyTensor(made)
+            t = LazyTensor(made)
+            if "_xlaprof_owner" not in d:
+                # Its stand-in from now on: the guards and the unwrapping of the next call that
+                # takes it find one made (a `torch.empty` a call saved). The value stays on it
+                # until a call takes the tensor (`_argument`), as on any stand-in `meta_of` gave.
+                d["_xlaprof_owner"] = weakref.ref(t)
+                t.__dict__["_meta"] = m
+            return t
     return traced(m)
 
 
@@ -355,16 +367,18 @@ class CompiledGraph:
         # way the arguments were split over a mesh, or None where the graph is recorded anew at
         # each call (see the module's comment).
         self.captures: Dict[Tuple[int, ...], List[Optional[Capture]]] = {}
+        # Where the integer arguments may be (the placeholders tracing gave no tensor).
+        self.sizes_at = [i for i, n in enumerate(self.placeholders)
+                         if not isinstance(n.meta.get("val"), torch.Tensor)]
 
     def __call__(self, args: List[Any]) -> List[Any]:
-        env: Dict[torch.fx.Node, Any] = dict(self.constants)
-        sizes = []
-        for node, a in zip(self.placeholders, args):
-            if type(a) is int:
-                sizes.append(a)
-            env[node] = _argument(a)
+        # (Per argument, no Python statement of ours: a compiled optimizer's step has four
+        # arguments per parameter.)
+        given = [_argument(a) for a in args]
         args.clear()  # the boxed convention: the graph owns its arguments now
-        key = tuple(sizes)
+        env: Dict[torch.fx.Node, Any] = dict(self.constants)
+        env.update(zip(self.placeholders, given))
+        key = tuple([given[i] for i in self.sizes_at if type(given[i]) is int])
         if self.host_nodes:
             env.update(zip(self.host_nodes, self.host_part(*[env[n] for n in self.host_inputs])))
         captures = self.captures.get(key)

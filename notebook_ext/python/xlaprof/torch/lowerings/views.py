@@ -285,6 +285,7 @@ def _reshape_in_place(t: LazyTensor, new: Any) -> LazyTensor:
     t._xp = new
     t._root = t._fwd = t._bwd = None
     t._gen += 1
+    t.__dict__.pop("_meta", None)  # torch.compile's stand-in was for the old shape
     return t
 
 
