@@ -279,13 +279,8 @@ def as_strided(t: LazyTensor, size: Sequence[int], stride: Sequence[int], storag
 def _reshape_in_place(t: LazyTensor, new: Any) -> LazyTensor:
     """``t`` itself takes ``new``'s shape and values: torch's data setter re-describes the
     tensor object that C++ callers hold (`matmul` squeezes its own result in place)."""
-    shell = LazyTensor(new)
-    torch.Tensor.data.__set__(t, shell)  # type: ignore[attr-defined]
     new._keep_name_of(t._xp)
-    t._xp = new
-    t._root = t._fwd = t._bwd = None
-    t._gen += 1
-    t.__dict__.pop("_meta", None)  # torch.compile's stand-in was for the old shape
+    t.data = LazyTensor(new)  # (the data setter: the object re-described, its value rebound)
     return t
 
 
