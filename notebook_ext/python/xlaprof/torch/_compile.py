@@ -61,8 +61,8 @@ def meta_of(t: LazyTensor) -> torch.Tensor:
     backward graph), so the stand-in carries the tensor's value until the graph has read it.
     The common case, a stand-in already made, is `LazyTensor._compile_meta`'s own: Dynamo's
     guards and AOTAutograd's unwrapping ask it twice per argument per call. A stand-in is
-    made once for its tensor's shape and dtype: what changes them in place (the data setter,
-    `views._reshape_in_place`) drops it."""
+    made once for its tensor's shape and dtype: the data setter, through which everything that
+    changes them in place goes (`views._reshape_in_place`), drops it."""
     d = t.__dict__
     m = d.get("_meta")
     if t._traced:
