@@ -157,7 +157,7 @@ torch_part() {
   mkdir -p "$dir"
   run_step "f32 products on the GPU: the engine's against CUDA eager's, TF32 off and on" \
     "$python" notebook_ext/bench/gpu_precision.py
-  run_step "torch bridge on the GPU: host cost; GPT-2 eager, inductor, lazy and compiled" \
+  run_step "torch bridge on the GPU: host cost; GPT-2 eager, inductor, lazy, compiled and fused" \
     "$python" notebook_ext/bench/torch_gpu.py --skip parity --out "$dir"
   # Side by side: each writes its log, shown in order once all have ended.
   local names=(parity opinfo-float32 opinfo-bfloat16) pids=() i

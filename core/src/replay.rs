@@ -1,13 +1,30 @@
-//! A graph captured once and run again with nothing recorded (torch.compile's graphs), in
-//! tensors: the face of `exec::replay` for front ends.
+//! A graph captured once and run again with no front end in the loop (torch.compile's graphs),
+//! in tensors, one of two ways: launched on its own at each run (`exec::replay`), or recorded
+//! into the lazy trace at each run (`trace::template`), where the next sync computes it with
+//! the rest of the step, as one program.
 
 use crate::error::Result;
+use crate::events::{bump, counter, SyncCause};
 use crate::exec;
 use crate::location::SourceLocation;
-use crate::tensor::Tensor;
+use crate::tensor::{Tensor, TensorInner};
+use crate::trace::{self, Template};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A captured graph: see `exec::replay`.
-pub struct Replay(exec::Replay);
+/// A captured graph: see the module's comment.
+pub struct Replay(Kind);
+
+enum Kind {
+    Launched(exec::Replay),
+    Recorded(Recorded),
+}
+
+struct Recorded {
+    template: Template,
+    /// `exec::FULL_SYNCS` after this graph's last run: while it is unchanged, that run's
+    /// results are still pending.
+    ran_before: AtomicU64,
+}
 
 /// Computes the pending tensors among `tensors` (a sync the profile reports as a compiled
 /// graph's): a capture records on device data, and each run takes device data.
@@ -28,9 +45,36 @@ impl Replay {
         let o: Vec<_> = outputs.iter().map(|t| &t.0.value).collect();
         let (replay, data) = exec::Replay::capture(&a, &o, location.clone())?;
         Ok((
-            Replay(replay),
+            Replay(Kind::Launched(replay)),
             data.into_iter().map(|d| Tensor::from_data(d, location.clone())).collect(),
         ))
+    }
+
+    /// Keeps the graph that computes `outputs` (pending) from `arguments` (device data: see
+    /// [`materialize`]) to record it into the lazy trace at each run, and records it once now:
+    /// the replay and this run's outputs, pending. None where it cannot be: an argument that is
+    /// not device data, or one split over a mesh (a program of its own per split:
+    /// [`Replay::capture`]).
+    ///
+    /// This first run's outputs are new tensors made as every later run makes them, not the
+    /// front end's recording: a sync orders the tensors it computes by when they were made, and
+    /// the step that captures a graph and the steps that replay it must give the same program.
+    pub fn recorded(
+        arguments: &[&Tensor],
+        outputs: &[&Tensor],
+        location: SourceLocation,
+    ) -> Result<Option<(Replay, Vec<Tensor>)>> {
+        if arguments.iter().any(|a| a.sharding().is_some_and(|s| !s.is_replicated())) {
+            return Ok(None);
+        }
+        let a: Vec<_> = arguments.iter().map(|t| &t.0.value).collect();
+        let o: Vec<_> = outputs.iter().map(|t| &t.0.value).collect();
+        let Some(template) = Template::new(&a, &o) else { return Ok(None) };
+        // The next sync is not this graph's to wait for.
+        let ran_before = AtomicU64::new(exec::FULL_SYNCS.load(Ordering::Relaxed).wrapping_sub(1));
+        let replay = Replay(Kind::Recorded(Recorded { template, ran_before }));
+        let Some(outputs) = replay.run(arguments, location)? else { return Ok(None) };
+        Ok(Some((replay, outputs)))
     }
 
     /// Runs the captured graph on `arguments` (shaped as at the capture; pending ones are
@@ -43,12 +87,34 @@ impl Replay {
         location: SourceLocation,
     ) -> Result<Option<Vec<Tensor>>> {
         let a: Vec<_> = arguments.iter().map(|t| &t.0.value).collect();
-        let Some(data) = self.0.run(&a, location.clone())? else { return Ok(None) };
-        Ok(Some(data.into_iter().map(|d| Tensor::from_data(d, location.clone())).collect()))
+        let recorded = match &self.0 {
+            Kind::Launched(replay) => {
+                let Some(data) = replay.run(&a, location.clone())? else { return Ok(None) };
+                let tensors = data.into_iter().map(|d| Tensor::from_data(d, location.clone()));
+                return Ok(Some(tensors.collect()));
+            }
+            Kind::Recorded(recorded) => recorded,
+        };
+        // Called again before its last results were computed: a step has ended (a loop that
+        // never reads a value, or an optimizer's step that is not compiled). Its program runs
+        // now, or the trace would grow by a step at every call.
+        if recorded.ran_before.load(Ordering::Relaxed) == exec::FULL_SYNCS.load(Ordering::Relaxed) {
+            exec::sync_all(SyncCause::CompiledGraph, location)?;
+        }
+        bump(&counter::ops_traced, recorded.template.len() as u64);
+        let tensors =
+            trace::record_template(&recorded.template, &a, |node| TensorInner::new(node, None));
+        recorded.ran_before.store(exec::FULL_SYNCS.load(Ordering::Relaxed), Ordering::Relaxed);
+        exec::REPLAYED.store(true, Ordering::Relaxed);
+        Ok(Some(tensors.into_iter().map(Tensor).collect()))
     }
 
-    /// The captured graph's structural key (its compiled-graph cache key).
+    /// The captured graph's structural key (its compiled-graph cache key); 0 for one recorded
+    /// into the trace, which is part of a larger program.
     pub fn key(&self) -> u64 {
-        self.0.key()
+        match &self.0 {
+            Kind::Launched(replay) => replay.key(),
+            Kind::Recorded(_) => 0,
+        }
     }
 }

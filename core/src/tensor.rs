@@ -192,6 +192,13 @@ impl Tensor {
 
     #[track_caller]
     fn data_at(&self, location: SourceLocation) -> Result<Arc<DeviceData>> {
+        if exec::REPLAYED.load(std::sync::atomic::Ordering::Relaxed) {
+            // Compiled graphs recorded into the trace: the read computes the whole step, in
+            // one program, rather than the part it needs and the rest in another. Also when
+            // the value read was computed already (by a capture's sync, in the step that
+            // captured a graph): the read is where a step ends, whichever graph ran last.
+            exec::sync_all(SyncCause::CompiledGraph, location.clone())?;
+        }
         if let Op::Data(data) = &self.node().op {
             return Ok(data.clone());
         }

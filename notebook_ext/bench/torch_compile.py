@@ -22,7 +22,9 @@ then AOTAutograd's forward and backward) and runs the traced graphs with torch's
 first step is the tracing every backend pays before its own compiles. Also: one call of a
 compiled `x + 1` on f32[4] (Dynamo's guards, the wrappers and the engine's launch), and one of a
 function that adds 1 in place to 40 such tensors (what each argument costs: an optimizer step has
-four per parameter), beside the same calls under inductor.
+four per parameter), beside the same calls under inductor. The `fused` row is the engine's
+backend with `XLAPROF_FUSED_STEPS=1`: each step's graphs and the lazy code between them as one
+program (its calls then include computing that program, one per call).
 
     .venv/bin/python notebook_ext/bench/torch_compile.py [mlp gpt2 llama] [--jax /path/to/python]
 """
@@ -43,7 +45,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "samples" / "torch"))
 
-MODES = ("eager", "inductor", "aot_eager", "lazy", "xlaprof")
+MODES = ("eager", "inductor", "aot_eager", "lazy", "xlaprof", "fused")
 STEPS = {"mlp": (5, 20), "gpt2": (5, 20), "llama": (2, 5)}  # warm-up, measured
 LLAMA = dict(vocab_size=1024, hidden_size=256, intermediate_size=1024, num_hidden_layers=4,
              num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=256)
@@ -85,7 +87,9 @@ def run_one(name: str, mode: str, first_only: bool = False) -> Dict[str, Any]:
 
     device: Any = "cpu"
     end_step: Callable[[], None] = lambda: None
-    if mode in ("lazy", "xlaprof"):
+    if mode == "fused":
+        os.environ["XLAPROF_FUSED_STEPS"] = "1"  # read when xlaprof.torch is imported
+    if mode in ("lazy", "xlaprof", "fused"):
         import xlaprof.torch as xt
 
         device = xt.device()
@@ -95,9 +99,10 @@ def run_one(name: str, mode: str, first_only: bool = False) -> Dict[str, Any]:
     model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     forward, opt_step = model, opt.step
-    if mode in ("inductor", "aot_eager", "xlaprof"):
-        forward = torch.compile(model, backend=mode)
-        opt_step = torch.compile(opt.step, backend=mode)
+    if mode in ("inductor", "aot_eager", "xlaprof", "fused"):
+        backend = "xlaprof" if mode == "fused" else mode
+        forward = torch.compile(model, backend=backend)
+        opt_step = torch.compile(opt.step, backend=backend)
     warm, measured = (0, 1) if first_only else STEPS[name]
     g = torch.Generator().manual_seed(1)
     times, losses = [], []
@@ -113,9 +118,10 @@ def run_one(name: str, mode: str, first_only: bool = False) -> Dict[str, Any]:
         times.append(time.perf_counter() - start)
     row = {"workload": name, "mode": mode, "step_ms": statistics.median(times[warm:]) * 1e3,
            "first_s": times[0], "loss": losses[-1]}
-    if mode in ("inductor", "xlaprof") and not first_only:
-        row["call_us"] = tiny_call_us(mode, device)
-        row["args40_us"] = many_args_call_us(mode, device)
+    if mode in ("inductor", "xlaprof", "fused") and not first_only:
+        backend = "xlaprof" if mode == "fused" else mode
+        row["call_us"] = tiny_call_us(backend, device)
+        row["args40_us"] = many_args_call_us(backend, device)
     return row
 
 

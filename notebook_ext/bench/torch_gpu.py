@@ -10,8 +10,9 @@ CUDA, transformers, and a CUDA plugin (`pip install xlaprof[cuda13]`, or JAX's `
    ``torch.compile(backend="xlaprof")``, and in CUDA eager, f32 on both sides (TF32 off), each
    model in a process of its own.
 3. GPT-2 at a realistic size (12 layers, d=768, sequence 512, batch 8, random init, dropout off),
-   one AdamW step: CUDA eager, inductor, xlaprof lazy and xlaprof compiled (the two compiled
-   paths compile the model and the optimizer's step, as PyTorch recommends), each from the same
+   one AdamW step: CUDA eager, inductor, xlaprof lazy, xlaprof compiled and xlaprof fused (the
+   compiled paths compile the model and the optimizer's step, as PyTorch recommends; fused is
+   compiled with `XLAPROF_FUSED_STEPS=1`, each step one program), each from the same
    initial weights: the first step (tracing and compiling included), the step's mean over 10
    back to back, the loss after the last step. On the engine the step is also split: the host
    work of a step, beside the steps' wall time when the host does not wait for the device (the
@@ -64,16 +65,18 @@ def gpt2(size: str) -> Any:
     return transformers.GPT2LMHeadModel(config)
 
 
-PATHS = ("eager", "inductor", "lazy", "compiled")
+PATHS = ("eager", "inductor", "lazy", "compiled", "fused")
 
 
 def gpt2_path(path: str, size: str, eager_device: str, out_dir: str | None) -> Dict[str, Any]:
-    """One path's figures for the GPT-2 step: "eager" and "inductor" on `eager_device`, "lazy" and
-    "compiled" on the engine. Each path runs in a process of its own (see `gpt2_runs`)."""
+    """One path's figures for the GPT-2 step: "eager" and "inductor" on `eager_device`, "lazy",
+    "compiled" and "fused" on the engine. Each path runs in a process of its own (see `gpt2_runs`)."""
     import torch
 
     lazy = path == "lazy"
-    on_engine = path in ("lazy", "compiled")
+    on_engine = path in ("lazy", "compiled", "fused")
+    if path == "fused":
+        os.environ["XLAPROF_FUSED_STEPS"] = "1"  # read when xlaprof.torch is imported
     if on_engine:
         import xlaprof as xp
         import xlaprof.torch as xt
@@ -88,8 +91,8 @@ def gpt2_path(path: str, size: str, eager_device: str, out_dir: str | None) -> D
     model = model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     fn, opt_step = model, opt.step
-    if path in ("inductor", "compiled"):
-        backend = "xlaprof" if path == "compiled" else "inductor"
+    if path in ("inductor", "compiled", "fused"):
+        backend = "inductor" if path == "inductor" else "xlaprof"
         fn, opt_step = torch.compile(model, backend=backend), torch.compile(opt.step, backend=backend)
     b = {k: v.to(device) for k, v in batch.items()}
 
@@ -147,7 +150,7 @@ def gpt2_runs(out_dir: str | None, size: str, eager_device: str, paths: List[str
     """Each path in a process of its own: torch cannot run a CUDA backward in a process where a
     PrivateUse1 device is registered (pytorch/pytorch#161129), and each path's memory is its own."""
     names = {"eager": f"{eager_device.upper()} eager", "inductor": "inductor", "lazy": "xlaprof lazy",
-             "compiled": "xlaprof compiled"}
+             "compiled": "xlaprof compiled", "fused": "xlaprof fused"}
     rows = []
     for path in paths:
         cmd = [sys.executable, __file__, "--path", path, "--size", size, "--eager-device", eager_device]

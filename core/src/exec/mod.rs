@@ -42,8 +42,8 @@ use crate::trace::{self, Trace, Value};
 pub(crate) use compile::compile;
 pub use engine::{engine, engine_with_devices, request_devices, started_engine, Engine};
 pub(crate) use launch::execute;
-pub(crate) use sync::sync_tensors;
 pub use sync::{mark_step, step, sync, wait};
+pub(crate) use sync::{sync_all, sync_tensors, FULL_SYNCS, REPLAYED};
 
 use engine::*;
 use sync::*;

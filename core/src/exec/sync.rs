@@ -1,6 +1,8 @@
 //! Sync points: the pending graph collected, hashed and found compiled or compiled, then run;
 //! steps, explicit syncs, value reads and waits.
 
+use std::sync::atomic::AtomicBool;
+
 use super::*;
 
 /// Computes every live pending tensor in one graph and makes each device data
@@ -59,8 +61,16 @@ pub(super) fn sync_what(cause: SyncCause) -> &'static str {
     }
 }
 
+/// Full syncs so far: a compiled graph recorded into the trace (`crate::replay`) tells from it
+/// whether the results of its last run have been computed since.
+pub(crate) static FULL_SYNCS: AtomicU64 = AtomicU64::new(0);
+
+/// Set while compiled graphs recorded into the trace wait for a sync: a value read then computes
+/// every pending tensor, not a part, so that a step stays one program.
+pub(crate) static REPLAYED: AtomicBool = AtomicBool::new(false);
+
 /// Computes every live pending tensor, from the trace that recorded them (see `trace`).
-pub(super) fn sync_all(cause: SyncCause, location: SourceLocation) -> Result<()> {
+pub(crate) fn sync_all(cause: SyncCause, location: SourceLocation) -> Result<()> {
     let engine = engine()?;
     let _serial = trace::serialize();
     // Checked before the trace is taken: what is pending stays pending. The pending tensors
@@ -70,6 +80,8 @@ pub(super) fn sync_all(cause: SyncCause, location: SourceLocation) -> Result<()>
     }
     trace::free_small_graveyard();
     let (holders, mut trace) = trace::take();
+    FULL_SYNCS.fetch_add(1, Ordering::Relaxed);
+    REPLAYED.store(false, Ordering::Relaxed);
     let tensors: Vec<&Value> = holders.iter().map(|h| h.value()).collect();
     let result = if tensors.is_empty() {
         Ok(())

@@ -18,6 +18,7 @@
 //! that much longer.
 
 mod recording;
+mod template;
 mod value;
 
 use std::collections::HashMap;
@@ -25,6 +26,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 pub(crate) use recording::Trace;
+pub(crate) use template::{record_template, Template};
 pub(crate) use value::{Holder, Value};
 
 use crate::ir::{Inputs, Node, NodeRef, Op};

@@ -50,8 +50,27 @@ impl PyReplay {
         Ok((PyReplay { replay }, wrapped(py, values)?))
     }
 
-    /// Runs the graph on `arguments`: its outputs, in the capture's order; None, with nothing
-    /// run, when the arguments are split over a mesh otherwise than at the capture.
+    /// Keeps the graph that computes `outputs` (pending) from `arguments` (device data) to
+    /// record into the lazy trace at each run, and records it once now: `(replay, outputs)`,
+    /// pending; None where it cannot be (an argument split over a mesh: `capture` it).
+    #[staticmethod]
+    fn recorded(
+        py: Python<'_>,
+        arguments: Vec<PyRef<'_, PyTensor>>,
+        outputs: Vec<PyRef<'_, PyTensor>>,
+    ) -> PyResult<Option<(PyReplay, Vec<Py<PyTensor>>)>> {
+        let (arguments, outputs) = (tensors(&arguments), tensors(&outputs));
+        let recorded = traced_detached(py, "compiled graph", || {
+            let a: Vec<&Tensor> = arguments.iter().collect();
+            let o: Vec<&Tensor> = outputs.iter().collect();
+            Replay::recorded(&a, &o, SourceLocation::caller())
+        })?;
+        recorded.map(|(replay, values)| Ok((PyReplay { replay }, wrapped(py, values)?))).transpose()
+    }
+
+    /// Runs the graph on `arguments` (launched, or recorded into the trace, as it was
+    /// captured): its outputs, in the capture's order; None, with nothing run, when the
+    /// arguments are split over a mesh otherwise than at the capture.
     fn run(
         &self,
         py: Python<'_>,

@@ -17,6 +17,13 @@ with nothing recorded. Values on the CPU (a count kept there) are computed by to
 at each call and fed to the device graph as arguments, never baked into it; a compiled
 optimizer's step counts are made on the device instead, as Dynamo makes them on CUDA.
 
+One program a step (``XLAPROF_FUSED_STEPS=1``). A capture's runs are recorded into the lazy
+trace instead of launched (`_native.Replay.recorded`, from a template of the graph's nodes, no
+dispatch), so the next value read computes the step's graphs and the lazy code between them as
+one program; a graph called again before its last results were computed runs the pending step
+first. Not the default: one program a step gives up the overlap of the device's graph with the
+host's next call (ARCHITECTURE.md).
+
 What cannot be captured. A graph whose recording read values on the host or ran an op on the
 CPU (an op with no lowering: the graph splits there; a factory's result would otherwise be a
 constant of the capture) is recorded anew at every call, lazily: it gives the same results, pays
@@ -34,6 +41,7 @@ otherwise than at each capture so far is captured again, for that split.
 from __future__ import annotations
 
 import operator
+import os
 import weakref
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -49,6 +57,11 @@ _META = torch.device("meta")
 
 # True once Dynamo has traced a lazy tensor: only then does the dispatcher look for traced ones.
 tracing = False
+
+# Whether a captured graph's runs are recorded into the lazy trace, where the next sync computes
+# a step's graphs and the lazy code between them as one program, rather than launched one by one
+# (`XLAPROF_FUSED_STEPS=1`; see the module's comment).
+FUSED_STEPS = os.environ.get("XLAPROF_FUSED_STEPS") == "1"
 
 
 # ---- the traceable-subclass protocol (installed on LazyTensor by `_tensor`) -----------------
@@ -474,7 +487,9 @@ class Capture:
                 layout.append(("const", v))
         written = [value(env[n]) for n in writes]
         arg_values = [before[n] for n in lazy_args] + packed
-        replay, results = _native.Replay.capture(arg_values, device_outs + written)
+        # Recorded into the trace, the graph is computed by the next sync with the rest of the step.
+        recorded = _native.Replay.recorded(arg_values, device_outs + written) if FUSED_STEPS else None
+        replay, results = recorded or _native.Replay.capture(arg_values, device_outs + written)
         capture = Capture(replay, lazy_args, fed, writes, layout)
         return capture, capture._finish(graph, env, results)
 
