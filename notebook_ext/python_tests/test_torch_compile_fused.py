@@ -30,15 +30,20 @@ def _mlp():
                                torch.nn.Dropout(0.0), torch.nn.Linear(32, 5))
 
 
+def _beside(eager, lr):
+    """A copy of ``eager`` on the device and AdamW for each, the copy and its optimizer's step
+    compiled: ``(ours, model, opt_e, opt, step)``."""
+    ours = copy.deepcopy(eager).to(DEV)
+    opt_e = torch.optim.AdamW(eager.parameters(), lr=lr)
+    opt = torch.optim.AdamW(ours.parameters(), lr=lr)
+    return ours, torch.compile(ours, backend="xlaprof"), opt_e, opt, torch.compile(opt.step, backend="xlaprof")
+
+
 @pytest.mark.parametrize("read_each_step", [True, False])
 def test_a_compiled_step_is_one_program_and_trains_like_cpu_eager(read_each_step):
     torch.manual_seed(0)
     eager = _mlp()
-    ours = copy.deepcopy(eager).to(DEV)
-    opt_e = torch.optim.AdamW(eager.parameters(), lr=1e-2)
-    opt = torch.optim.AdamW(ours.parameters(), lr=1e-2)
-    model = torch.compile(ours, backend="xlaprof")
-    step = torch.compile(opt.step, backend="xlaprof")
+    ours, model, opt_e, opt, step = _beside(eager, 1e-2)
     g = torch.Generator().manual_seed(3)
     losses, losses_e, counts = [], [], []
     for i in range(20):
@@ -104,11 +109,7 @@ def test_a_hugging_face_gpt2_trains_like_cpu_eager():
 
     torch.manual_seed(0)
     eager = models.gpt2()
-    ours = copy.deepcopy(eager).to(DEV)
-    opt_e = torch.optim.AdamW(eager.parameters(), lr=1e-3)
-    opt = torch.optim.AdamW(ours.parameters(), lr=1e-3)
-    model = torch.compile(ours, backend="xlaprof")
-    step = torch.compile(opt.step, backend="xlaprof")
+    ours, model, opt_e, opt, step = _beside(eager, 1e-3)
     g = torch.Generator().manual_seed(1)
     for i in range(8):
         batch = models.gpt2_batch(g)
