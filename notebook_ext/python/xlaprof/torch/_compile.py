@@ -61,7 +61,7 @@ tracing = False
 # Whether a captured graph's runs are recorded into the lazy trace, where the next sync computes
 # a step's graphs and the lazy code between them as one program, rather than launched one by one
 # (`XLAPROF_FUSED_STEPS=1`; see the module's comment).
-FUSED_STEPS = os.environ.get("XLAPROF_FUSED_STEPS") == "1"
+FUSED_STEPS = os.environ.get("XLAPROF_FUSED_STEPS", "").strip() not in ("", "0")
 
 
 # ---- the traceable-subclass protocol (installed on LazyTensor by `_tensor`) -----------------
