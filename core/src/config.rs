@@ -26,6 +26,8 @@ pub const STRICT: &str = "XLAPROF_STRICT";
 /// Read by the torch bridge, likewise.
 pub const CHECK: &str = "XLAPROF_CHECK";
 pub const DEBUG_NANS: &str = "XLAPROF_DEBUG_NANS";
+/// Read by the torch bridge's torch.compile backend, likewise.
+pub const FUSED_STEPS: &str = "XLAPROF_FUSED_STEPS";
 
 /// Every variable, in the order `docs/environment.md` lists them.
 pub const VARS: &[Var] = &[
@@ -44,6 +46,7 @@ pub const VARS: &[Var] = &[
     Var { name: STRICT, effect: "torch bridge: 1 makes an aten op with no lowering an error instead of a CPU fallback" },
     Var { name: DEBUG_NANS, effect: "1: every sync is checked for NaN and Inf, and the op that made the first is named (detect_anomaly() for the whole program)" },
     Var { name: CHECK, effect: "torch bridge: 1 checks the bounds of every index on the device, read with the next sync's results; out of range is an IndexError naming the op's line" },
+    Var { name: FUSED_STEPS, effect: "torch.compile (backend=\"xlaprof\"): 1 records each run of a captured graph into the lazy trace, so a step's graphs and the lazy code between them run as one program (less device time, no overlap of the host with the device)" },
 ];
 
 /// The engine's settings.
