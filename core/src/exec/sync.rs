@@ -61,7 +61,7 @@ pub(super) fn sync_what(cause: SyncCause) -> &'static str {
     }
 }
 
-/// Full syncs so far: a compiled graph recorded into the trace (`crate::replay`) tells from it
+/// Full syncs so far: a compiled graph recorded into the trace (`Replay::recorded`) tells from it
 /// whether the results of its last run have been computed since.
 pub(crate) static FULL_SYNCS: AtomicU64 = AtomicU64::new(0);
 
