@@ -44,6 +44,7 @@ def test_a_compiled_step_is_one_program_and_trains_like_cpu_eager(read_each_step
     torch.manual_seed(0)
     eager = _mlp()
     ours, model, opt_e, opt, step = _beside(eager, 1e-2)
+    uncaptured = _compile.stats()["uncaptured"]  # counted for the process: other tests' too
     g = torch.Generator().manual_seed(3)
     losses, losses_e, counts = [], [], []
     for i in range(20):
@@ -68,7 +69,7 @@ def test_a_compiled_step_is_one_program_and_trains_like_cpu_eager(read_each_step
     assert last["compiles"] == first["compiles"], "the step's program compiled again"
     # One program a step: the forward, the loss, the backward and AdamW together.
     assert last["executions"] - first["executions"] == 15
-    assert _compile.stats()["uncaptured"] == 0
+    assert _compile.stats()["uncaptured"] == uncaptured
 
 
 def test_a_loop_that_never_reads_runs_a_program_per_call_and_not_a_growing_one():
