@@ -8,7 +8,7 @@ use crate::events::{bump, counter, SyncCause};
 use crate::exec;
 use crate::location::SourceLocation;
 use crate::tensor::{Tensor, TensorInner};
-use crate::trace::{self, Template};
+use crate::trace::{self, Template, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A captured graph: see the module's comment.
@@ -24,6 +24,24 @@ struct Recorded {
     /// `exec::FULL_SYNCS` after this graph's last run: while it is unchanged, that run's
     /// results are still pending.
     ran_before: AtomicU64,
+}
+
+impl Recorded {
+    /// Records the graph over `arguments` into the lazy trace: its outputs, pending.
+    fn run(&self, arguments: &[&Value], location: SourceLocation) -> Result<Vec<Tensor>> {
+        // Called again before its last results were computed: a step has ended (a loop that
+        // never reads a value, or an optimizer's step that is not compiled). Its program runs
+        // now, or the trace would grow by a step at every call.
+        if self.ran_before.load(Ordering::Relaxed) == exec::FULL_SYNCS.load(Ordering::Relaxed) {
+            exec::sync_all(SyncCause::CompiledGraph, location)?;
+        }
+        bump(&counter::ops_traced, self.template.len() as u64);
+        let tensors =
+            trace::record_template(&self.template, arguments, |node| TensorInner::new(node, None));
+        self.ran_before.store(exec::FULL_SYNCS.load(Ordering::Relaxed), Ordering::Relaxed);
+        exec::REPLAYED.store(true, Ordering::Relaxed);
+        Ok(tensors.into_iter().map(Tensor).collect())
+    }
 }
 
 /// Computes the pending tensors among `tensors` (a sync the profile reports as a compiled
@@ -72,9 +90,9 @@ impl Replay {
         let Some(template) = Template::new(&a, &o) else { return Ok(None) };
         // The next sync is not this graph's to wait for.
         let ran_before = AtomicU64::new(exec::FULL_SYNCS.load(Ordering::Relaxed).wrapping_sub(1));
-        let replay = Replay(Kind::Recorded(Recorded { template, ran_before }));
-        let Some(outputs) = replay.run(arguments, location)? else { return Ok(None) };
-        Ok(Some((replay, outputs)))
+        let recorded = Recorded { template, ran_before };
+        let outputs = recorded.run(&a, location)?;
+        Ok(Some((Replay(Kind::Recorded(recorded)), outputs)))
     }
 
     /// Runs the captured graph on `arguments` (shaped as at the capture; pending ones are
@@ -87,26 +105,13 @@ impl Replay {
         location: SourceLocation,
     ) -> Result<Option<Vec<Tensor>>> {
         let a: Vec<_> = arguments.iter().map(|t| &t.0.value).collect();
-        let recorded = match &self.0 {
+        match &self.0 {
             Kind::Launched(replay) => {
                 let Some(data) = replay.run(&a, location.clone())? else { return Ok(None) };
-                let tensors = data.into_iter().map(|d| Tensor::from_data(d, location.clone()));
-                return Ok(Some(tensors.collect()));
+                Ok(Some(data.into_iter().map(|d| Tensor::from_data(d, location.clone())).collect()))
             }
-            Kind::Recorded(recorded) => recorded,
-        };
-        // Called again before its last results were computed: a step has ended (a loop that
-        // never reads a value, or an optimizer's step that is not compiled). Its program runs
-        // now, or the trace would grow by a step at every call.
-        if recorded.ran_before.load(Ordering::Relaxed) == exec::FULL_SYNCS.load(Ordering::Relaxed) {
-            exec::sync_all(SyncCause::CompiledGraph, location)?;
+            Kind::Recorded(recorded) => recorded.run(&a, location).map(Some),
         }
-        bump(&counter::ops_traced, recorded.template.len() as u64);
-        let tensors =
-            trace::record_template(&recorded.template, &a, |node| TensorInner::new(node, None));
-        recorded.ran_before.store(exec::FULL_SYNCS.load(Ordering::Relaxed), Ordering::Relaxed);
-        exec::REPLAYED.store(true, Ordering::Relaxed);
-        Ok(Some(tensors.into_iter().map(Tensor).collect()))
     }
 
     /// The captured graph's structural key (its compiled-graph cache key); 0 for one recorded

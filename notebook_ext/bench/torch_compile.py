@@ -87,6 +87,7 @@ def run_one(name: str, mode: str, first_only: bool = False) -> Dict[str, Any]:
 
     device: Any = "cpu"
     end_step: Callable[[], None] = lambda: None
+    backend = "xlaprof" if mode == "fused" else mode
     if mode == "fused":
         os.environ["XLAPROF_FUSED_STEPS"] = "1"  # read when xlaprof.torch is imported
     if mode in ("lazy", "xlaprof", "fused"):
@@ -100,7 +101,6 @@ def run_one(name: str, mode: str, first_only: bool = False) -> Dict[str, Any]:
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     forward, opt_step = model, opt.step
     if mode in ("inductor", "aot_eager", "xlaprof", "fused"):
-        backend = "xlaprof" if mode == "fused" else mode
         forward = torch.compile(model, backend=backend)
         opt_step = torch.compile(opt.step, backend=backend)
     warm, measured = (0, 1) if first_only else STEPS[name]
@@ -119,7 +119,6 @@ def run_one(name: str, mode: str, first_only: bool = False) -> Dict[str, Any]:
     row = {"workload": name, "mode": mode, "step_ms": statistics.median(times[warm:]) * 1e3,
            "first_s": times[0], "loss": losses[-1]}
     if mode in ("inductor", "xlaprof", "fused") and not first_only:
-        backend = "xlaprof" if mode == "fused" else mode
         row["call_us"] = tiny_call_us(backend, device)
         row["args40_us"] = many_args_call_us(backend, device)
     return row

@@ -15,7 +15,6 @@ engine as exact as torch's float32 stays in the band torch's two thread counts m
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Dict, List
 
 import zoo
@@ -63,4 +62,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
