@@ -211,8 +211,16 @@ pub(super) fn run(
 
     // 6: inputs (device data, then the host scalars, each in its own dtype) and execute;
     // 7: every synced tensor becomes device data.
-    // A value read needs its program's end anyway: it does not run ahead.
-    let ahead = (engine.run_ahead && cause != SyncCause::ValueRead).then_some(IN_FLIGHT);
+    // A value read needs its program's end anyway: it does not run ahead. The lazy code between
+    // compiled graphs (a backward's seed, the zeros it takes for outputs with no gradient, a
+    // loss computed outside the compiled model) is computed for the next graph, never read:
+    // it runs ahead as the graphs around it do, on the CPU too, or the host would wait there
+    // for the graphs launched before it.
+    let ahead = match cause {
+        SyncCause::ValueRead => None,
+        SyncCause::CompiledGraph if engine.replay_ahead => Some(REPLAYS_IN_FLIGHT),
+        _ => engine.run_ahead.then_some(IN_FLIGHT),
+    };
     let outputs = execute(engine, &graph, &compiled, sync_id, &location, listening, ahead)?;
     // The program's verdict on its results, read by the check (`anomaly`). (A graph
     // partitioned for its sharding annotations returns its plan's outputs: checked above.)
