@@ -198,6 +198,9 @@ impl Tensor {
             // the value read was computed already (by a capture's sync, in the step that
             // captured a graph): the read is where a step ends, whichever graph ran last.
             exec::sync_all(SyncCause::CompiledGraph, location.clone())?;
+            // That sync runs ahead as the compiled graphs' do, but the read needs its end: a
+            // program that failed is named here by its graph and line, as a value read's is.
+            exec::wait()?;
         }
         if let Op::Data(data) = &self.node().op {
             return Ok(data.clone());

@@ -16,7 +16,8 @@ pub struct Engine {
     pub(super) epoch: AtomicU64,
     /// A sync returns once its program is queued (`XLAPROF_RUN_AHEAD`; GPUs by default).
     pub(super) run_ahead: bool,
-    /// A captured graph's run returns once its program is queued (`replay.rs`): unless
+    /// A captured graph's run, and a sync of the lazy code between compiled graphs (cause
+    /// `CompiledGraph`), return once the program is queued (`replay.rs`, `sync.rs`): unless
     /// `XLAPROF_RUN_AHEAD=0`, on every device, the CPU's included.
     pub(super) replay_ahead: bool,
     /// f32 sums accumulate in f64 (`XLAPROF_WIDE_SUMS`; the CPU's default).
@@ -42,11 +43,12 @@ pub(super) struct InFlight {
 /// of at most two steps' outputs is pending.
 pub(super) const IN_FLIGHT: usize = 1;
 
-/// The same for a compiled graph's replay. A compiled step is several graphs (forward, backward,
-/// the optimizer's, small ones between them), each with the host's work of its call around it
-/// (guards, autograd): waiting for the graph before each launch left the device idle while the
-/// host worked between two graphs (a GPT-2 step on a GPU: 22 of its 111 ms). Eight lets the host
-/// run about one step ahead, as the lazy path does.
+/// The same for a compiled graph's replay, and for the lazy code synced between two compiled
+/// graphs. A compiled step is several graphs (forward, backward, the optimizer's, small ones
+/// between them), each with the host's work of its call around it (guards, autograd): waiting
+/// for the graph before each launch left the device idle while the host worked between two
+/// graphs (a GPT-2 step on a GPU: 22 of its 111 ms). Eight lets the host run about one step
+/// ahead, as the lazy path does.
 pub(super) const REPLAYS_IN_FLIGHT: usize = 8;
 
 pub(super) static ENGINE: OnceLock<Engine> = OnceLock::new();
