@@ -334,6 +334,17 @@ def test_in_place_shape_changes_reach_the_tensor_torch_holds():
     assert not xt.fallbacks().get("squeeze_.dim")
 
 
+def test_an_in_place_op_takes_the_functional_overload_of_its_arguments():
+    # `x.pow_(2)` is `aten.pow_.Scalar`, whose functional form is `pow.Tensor_Scalar`, not
+    # `pow.Scalar` (`2 ** x`); Adafactor squares its gradient norms so.
+    x = torch.randn(3, 4)
+    before = dict(xt.fallbacks())
+    for write in (lambda t: t.pow_(2), lambda t: t.pow_(2.5), lambda t: t.pow_(t.abs()), lambda t: t.square_()):
+        got = write(x.to(DEV))
+        torch.testing.assert_close(got.cpu(), write(x.clone()), equal_nan=True)
+    assert xt.fallbacks() == before
+
+
 def test_transposed_convolution_and_its_gradients_match_the_cpu():
     torch.manual_seed(0)
     cpu = torch.nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2)

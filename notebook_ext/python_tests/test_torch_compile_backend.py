@@ -119,6 +119,42 @@ def test_views_that_give_back_their_input_fold_to_it():
         torch.testing.assert_close(got, want)
 
 
+def test_writes_into_a_tensor_made_from_an_argument_reach_the_result():
+    """torch's circular padding makes its result with `new_empty(x, device=...)` and writes the
+    input into slices of it; that result was made as a real tensor while tracing, taken into the
+    graph as a copy of its values, and the writes lost: the compiled padding returned zeros."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+
+    def pad_and_fill(x):
+        out = torch.nn.functional.pad(x, (2, 1), mode="circular")
+        made = x.new_zeros(x.shape[0], 2, device=x.device)
+        made[:, 1:] = x[:, :1] * 3
+        return out * 2, made
+
+    for shape in ((2, 4), (3, 5)):
+        x = torch.randn(*shape, requires_grad=True)
+        xd = x.detach().to(DEV).requires_grad_()
+        want = pad_and_fill(x)
+        got = torch.compile(pad_and_fill, backend="xlaprof")(xd)
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g.cpu(), w)
+        (want[0].sum() + want[1].sum()).backward()
+        (got[0].sum() + got[1].sum()).backward()
+        torch.testing.assert_close(xd.grad.cpu(), x.grad)
+
+
+def test_a_fractional_max_pool_3d_backward_compiles():
+    """torch has no meta kernel for its backward: the bridge registers one."""
+    torch._dynamo.reset()
+    pool = torch.nn.FractionalMaxPool3d(2, output_ratio=0.5, _random_samples=torch.rand(1, 2, 3))
+    x = torch.randn(1, 2, 6, 6, 6, requires_grad=True)
+    xd = x.detach().to(DEV).requires_grad_()
+    pool(x).sum().backward()
+    torch.compile(copy.deepcopy(pool).to(DEV), backend="xlaprof")(xd).sum().backward()
+    torch.testing.assert_close(xd.grad.cpu(), x.grad)
+
+
 def test_each_run_of_a_compiled_graph_draws_new_random_numbers():
     f = torch.compile(lambda x: torch.nn.functional.dropout(x, 0.5, training=True), backend="xlaprof")
     x = torch.ones(4000, device=DEV)

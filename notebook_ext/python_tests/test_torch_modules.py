@@ -147,6 +147,63 @@ def test_a_negative_size_is_an_error_at_the_users_line():
             make()
 
 
+def test_a_lazy_module_moved_before_its_first_call_is_made_on_the_device():
+    """As on CUDA: `.to(device)` keeps an uninitialized parameter uninitialized; the first call
+    makes it on the device, in place, so an optimizer made before the call trains it."""
+    torch.manual_seed(0)
+    before = dict(xt.fallbacks())
+    model = torch.nn.Sequential(torch.nn.LazyLinear(8), torch.nn.ReLU(), torch.nn.LazyLinear(3)).to(DEV)
+    weight = model[0].weight
+    assert isinstance(weight, torch.nn.parameter.UninitializedParameter)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(16, 5, device=DEV), torch.randn(16, 3, device=DEV)
+    losses = []
+    for _ in range(5):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert model[0].weight is weight and isinstance(weight, torch.nn.Parameter)
+    assert not isinstance(weight, torch.nn.parameter.UninitializedParameter)
+    assert weight.device == DEV and tuple(weight.shape) == (8, 5) and tuple(model[2].weight.shape) == (3, 8)
+    assert weight.grad is not None and weight.grad.device == DEV
+    assert losses[-1] < losses[0], losses
+    assert xt.fallbacks() == before
+
+
+_FAILING_BACKWARD = """
+import torch, xlaprof.torch as xt
+from xlaprof.torch.lowerings import registry
+
+def broken(*args, **kwargs):
+    raise ValueError("the backward's lowering failed")
+
+registry.FUNCTIONAL[torch.ops.aten.hardshrink_backward.default] = broken
+x = torch.randn(4, device=xt.device(), requires_grad=True)
+try:
+    torch.nn.functional.hardshrink(x).sum().backward()
+except ValueError as e:
+    print("raised:", e)
+print("still running")
+"""
+
+
+def test_an_error_in_a_builtin_backward_nodes_op_is_raised_and_the_process_lives(tmp_path):
+    """torch unwinds a failed built-in backward node through its device guard with the op's
+    error pending; the guard's answer keeps the error, which backward() raises (it ended the
+    process with `std::terminate` before)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "failing_backward.py"
+    script.write_text(_FAILING_BACKWARD)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "raised: the backward's lowering failed" in run.stdout, run.stdout + run.stderr[-2000:]
+    assert "still running" in run.stdout
+
+
 def test_a_moved_module_names_its_parameters_and_buffers_after_the_callers_variable():
     from xlaprof.torch._tensor import value
 

@@ -125,14 +125,16 @@ def _run_one(op: Any, samples: int, dtype_name: str, compiled: bool = False) -> 
                     return "mismatch", f"{g} != {e}"
     if seen == 0:
         return "error", "no sample ran on the CPU"
+    if compiled and (_compile.stats()["captured"], _compile.stats()["uncaptured"]) == (captured, uncaptured):
+        # Before the fallback: an op Dynamo left to eager torch is not compiled, whether or not
+        # it then ran on the CPU fallback.
+        return "uncompiled", "Dynamo handed the backend no graph"
     used = sum(c for c, _ in xt.fallbacks().values()) - before
     if used:
         names = ",".join(sorted(xt.fallbacks()))
         return "fallback", f"CPU fallback: {names}"[:160]
     if compiled and _compile.stats()["uncaptured"] != uncaptured:
         return "fallback", "a graph recorded at each call (not captured)"
-    if compiled and _compile.stats()["captured"] == captured:
-        return "uncompiled", "Dynamo handed the backend no graph"
     return "passed", ""
 
 
@@ -169,15 +171,27 @@ def sweep(samples: int = 3, dtype_name: str = "float32", names: Optional[List[st
     """Every OpInfo's outcome, each batch of OpInfos in a child process so a crash costs one.
     ``db``: ``ops`` (torch's ``op_db``) or ``foreach`` (its ``foreach_op_db``); ``compiled``:
     each op under ``torch.compile(backend="xlaprof")``."""
-    results: Dict[str, Tuple[str, str]] = {}
-    start = 0
-    while True:
+
+    def command(start: int) -> List[str]:
         cmd = [sys.executable, __file__, "--worker", str(start), "--samples", str(samples),
                "--dtype", dtype_name, "--db", db]
         if names:
             cmd += ["--ops", ",".join(names)]
         if compiled:
             cmd.append("--compiled")
+        return cmd
+
+    return run_workers(command, verbose)
+
+
+def run_workers(command: Any, verbose: bool = False) -> Dict[str, Tuple[str, str]]:
+    """Runs ``command(start)`` (a worker printing a JSON line as each entry starts and ends, from
+    index ``start`` on) until the database is done, a worker dying inside an entry recording it
+    as a crash and the next worker starting after it (the module sweep's workers too)."""
+    results: Dict[str, Tuple[str, str]] = {}
+    start = 0
+    while True:
+        cmd = command(start)
         errors = tempfile.TemporaryFile("w+")  # the worker's stderr: the last line says why it died early
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errors, text=True,
                                 env={**os.environ, "XLAPROF_STRICT": ""})
@@ -200,7 +214,7 @@ def sweep(samples: int = 3, dtype_name: str = "float32", names: Optional[List[st
             if rc != 0 and not results:
                 errors.seek(0)
                 last = (errors.read().strip().splitlines() or ["(nothing on stderr)"])[-1]
-                raise SystemExit(f"the sweep's worker failed before its first OpInfo (exit status {rc}): "
+                raise SystemExit(f"the sweep's worker failed before its first entry (exit status {rc}): "
                                  f"{last}; run `{' '.join(cmd)}` to see more")
             break
         # The child died inside `current`: record it and go on after it.
@@ -211,16 +225,16 @@ def sweep(samples: int = 3, dtype_name: str = "float32", names: Optional[List[st
     return results
 
 
-def table(results: Dict[str, Tuple[str, str]]) -> str:
-    counts = {o: 0 for o in OUTCOMES}
+def table(results: Dict[str, Tuple[str, str]], what: str = "OpInfos", outcomes: Tuple[str, ...] = OUTCOMES) -> str:
+    counts = {o: 0 for o in outcomes}
     for outcome, _ in results.values():
         counts[outcome] += 1
     total = len(results) or 1
     native = counts["passed"]
     with_fallback = native + counts["fallback"]
-    lines = [f"{'outcome':12} {'OpInfos':>8}"]
-    lines += [f"{o:12} {counts[o]:8d}" for o in OUTCOMES]
-    lines.append(f"{'total':12} {len(results):8d}")
+    lines = [f"{'outcome':12} {what:>11}"]
+    lines += [f"{o:12} {counts[o]:11d}" for o in outcomes]
+    lines.append(f"{'total':12} {len(results):11d}")
     lines.append(f"passed natively: {native}/{len(results)} ({100 * native / total:.1f}%); "
                  f"with the CPU fallback: {with_fallback}/{len(results)} ({100 * with_fallback / total:.1f}%)")
     return "\n".join(lines)

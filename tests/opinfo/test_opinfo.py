@@ -1,16 +1,24 @@
 """PyTorch's OpInfo database on the xlaprof device: a capped sweep (the first sample of every
 float32 OpInfo, and of every multi-tensor `torch._foreach_*` OpInfo; the float32 ones again under
-torch.compile(backend="xlaprof")) held to the floor in opinfo_floor.json. Raise the floor as coverage grows; never
-lower it. The whole sweep (3 samples, the per-op table): python tests/opinfo/opinfo_sweep.py"""
+torch.compile(backend="xlaprof")) held to the floor in opinfo_floor.json; and its ModuleInfo
+database (`module_sweep.py`: each module moved to the device, a forward and a backward against
+the CPU, the first sample of each, lazily and under torch.compile) and its OptimizerInfo
+database (`optim_sweep.py`: five steps of every optimizer against the CPU, its first three
+settings in each implementation). Raise the floor as coverage grows; never lower it. The whole
+sweeps print their tables: python tests/opinfo/opinfo_sweep.py, module_sweep.py, optim_sweep.py"""
 
 import json
 import pathlib
 import sys
 
+import pytest
+
 HERE = pathlib.Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
+import module_sweep  # noqa: E402
 import opinfo_sweep  # noqa: E402
+import optim_sweep  # noqa: E402
 
 
 def test_opinfo_coverage_holds_its_floor():
@@ -50,3 +58,28 @@ def test_opinfo_coverage_under_torch_compile_holds_its_floor():
     assert len(results) >= floor["opinfos"], f"only {len(results)} OpInfos ran"
     assert native >= floor["native"], f"{native} OpInfos pass natively compiled, floor {floor['native']}"
     assert native + outcomes.count("fallback") >= floor["with_fallback"]
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["lazy", "compiled"])
+def test_module_db_coverage_holds_its_floor_and_no_module_computes_a_wrong_value(compiled):
+    floor = json.loads((HERE / "opinfo_floor.json").read_text())["modules_compiled" if compiled else "modules"]
+    results = module_sweep.sweep(samples=floor["samples"], compiled=compiled)
+    print("\n" + module_sweep.table(results))
+    wrong = {name: why for name, (o, why) in results.items() if o in ("mismatch", "dtype", "crash")}
+    assert not wrong, f"ModuleInfos whose outputs, gradients or parameters differ from the CPU's: {wrong}"
+    outcomes = [o for o, _ in results.values()]
+    native = outcomes.count("passed")
+    assert len(results) >= floor["moduleinfos"], f"only {len(results)} ModuleInfos ran"
+    assert native >= floor["native"], f"{native} ModuleInfos pass natively, floor {floor['native']}"
+    assert native + outcomes.count("fallback") >= floor["with_fallback"]
+
+
+def test_every_optimizer_steps_as_on_the_cpu():
+    floor = json.loads((HERE / "opinfo_floor.json").read_text())["optimizers"]
+    results = optim_sweep.sweep(settings=floor["settings"])
+    print("\n" + optim_sweep.table(results))
+    wrong = {name: why for name, (o, why) in results.items() if o in ("mismatch", "crash")}
+    assert not wrong, f"optimizers whose parameters differ from the CPU's: {wrong}"
+    native = [name for name, (o, _) in results.items() if o == "passed"]
+    assert len(results) >= floor["optimizers"], f"only {len(results)} optimizers ran"
+    assert len(native) >= floor["native"], f"{len(native)} pass natively, floor {floor['native']}: {results}"

@@ -7,6 +7,35 @@ use super::partition::Partitioning;
 use crate::events::GraphSummary;
 use crate::runtime::Executable;
 
+/// Every executable the CPU plugin compiles holds a hundred or more memory mappings of its
+/// own (its code and data, per kernel), and a process may have only `vm.max_map_count` of them
+/// (65530 by default on Linux). A program that compiles many distinct graphs (an L-BFGS step
+/// grows its history, and with it its graph, for a hundred iterations) ran out of mappings
+/// with a few hundred executables cached, far below the cache's capacity, and XLA's compiler
+/// then crashed the process. So from this many entries on, each insertion counts the
+/// process's mappings, and past half the limit the least recently used quarter is evicted
+/// (their mappings go with the last holder of each executable).
+const CHECK_MAPS_FROM: usize = 32;
+
+/// The process's memory mappings and the system's limit on them, where the system says
+/// (Linux); None elsewhere.
+fn memory_maps() -> Option<(usize, usize)> {
+    let limit = std::fs::read_to_string("/proc/sys/vm/max_map_count").ok()?.trim().parse().ok()?;
+    let maps = std::fs::read("/proc/self/maps").ok()?;
+    Some((maps.iter().filter(|&&b| b == b'\n').count(), limit))
+}
+
+/// How many of `entries` cached graphs to keep: at most `capacity`, and three quarters of them
+/// when the process's memory mappings (`maps`: in use, limit) are past half the limit.
+fn entries_to_keep(entries: usize, capacity: usize, maps: Option<(usize, usize)>) -> usize {
+    let near_limit = maps.is_some_and(|(in_use, limit)| in_use > limit / 2);
+    if near_limit {
+        capacity.min(entries - entries / 4)
+    } else {
+        capacity
+    }
+}
+
 #[derive(Clone)]
 pub(crate) struct CachedGraph {
     pub executable: Arc<Executable>,
@@ -118,7 +147,10 @@ impl GraphCache {
     }
 
     fn evict(&mut self) {
-        while self.entries.len() > self.capacity {
+        let entries = self.entries.len();
+        let maps = if entries >= CHECK_MAPS_FROM { memory_maps() } else { None };
+        let keep = entries_to_keep(entries, self.capacity, maps);
+        while self.entries.len() > keep {
             // A linear scan: eviction is rare and the cache holds at most a few thousand graphs.
             let Some((&oldest, _)) = self.entries.iter().min_by_key(|(_, (_, used))| *used) else {
                 return;
@@ -133,6 +165,27 @@ impl GraphCache {
             entries: self.entries.len(),
             capacity: self.capacity,
             evictions: self.evictions,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_sheds_a_quarter_when_the_process_nears_its_limit_of_memory_maps() {
+        assert_eq!(entries_to_keep(100, 1024, Some((30_000, 65_530))), 1024);
+        assert_eq!(entries_to_keep(100, 1024, Some((33_000, 65_530))), 75);
+        assert_eq!(entries_to_keep(100, 50, Some((33_000, 65_530))), 50);
+        assert_eq!(entries_to_keep(2000, 1024, None), 1024, "no mapping count: the capacity alone");
+    }
+
+    #[test]
+    fn this_system_reports_its_memory_maps() {
+        if cfg!(target_os = "linux") {
+            let (in_use, limit) = memory_maps().expect("Linux has /proc/self/maps");
+            assert!(in_use > 10 && in_use < limit, "{in_use} of {limit}");
         }
     }
 }

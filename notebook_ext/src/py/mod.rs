@@ -19,6 +19,7 @@ mod replay;
 mod spmd;
 mod tensor;
 mod torch_dispatch;
+mod torch_guard;
 mod trace;
 
 use pyo3::prelude::*;
@@ -40,6 +41,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<functions::PyScope>()?;
     m.add_class::<spmd::PyMesh>()?;
     m.add_class::<replay::PyReplay>()?;
+    m.add_class::<torch_guard::DeviceTypeAnswer>()?;
     m.add_function(wrap_pyfunction!(replay::materialize, m)?)?;
     m.add_function(wrap_pyfunction!(location::pin_location, m)?)?;
     m.add_function(wrap_pyfunction!(spmd::get_1d_mesh, m)?)?;
@@ -105,6 +107,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(torch_dispatch::torch_bridge_init, m)?,
         wrap_pyfunction!(torch_dispatch::torch_dispatch, m)?,
         wrap_pyfunction!(torch_dispatch::link_view, m)?,
+        wrap_pyfunction!(torch_guard::take_guard_error, m)?,
     ] {
         m.add_function(f)?;
     }

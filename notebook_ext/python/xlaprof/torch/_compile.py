@@ -137,9 +137,15 @@ def any_traced(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> bool:
 
 def traced_dispatch(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
     """An op while tracing: run on the inner fakes; a plain tensor on the device (a factory's)
-    meets them on the meta device, which the backend reads as the device again."""
+    meets them on the meta device, which the backend reads as the device again. The device as
+    an argument is the meta device too: an op that makes a tensor of a traced one on the device
+    (`new_empty(x, ..., device=dev)`, which torch's circular padding then writes into) makes a
+    traced tensor, whose writes the graph records. A real tensor made there would be taken into
+    the graph as a copy of its values, and writes into it lost."""
 
     def inner(a: Any) -> Any:
+        if isinstance(a, torch.device) and a.type == DEVICE_TYPE:
+            return _META
         if isinstance(a, LazyTensor) and a._traced:
             return a.__dict__["_meta"]
         if isinstance(a, LazyTensor):

@@ -9,7 +9,6 @@ through the tensor subclass's ``__torch_dispatch__``.
 
 from __future__ import annotations
 
-import itertools
 import os
 from typing import Any, Optional
 
@@ -52,6 +51,11 @@ def register() -> None:
             op = getattr(op, part)
         op = getattr(op, "default", op)
         lib.impl(name, (lambda op: lambda *a, **k: dispatch(op, a, k))(op), "PrivateUse1")
+    # torch has no meta kernel for this backward, so `torch.compile` of a model holding
+    # `nn.FractionalMaxPool3d` failed tracing the backward, whatever the backend; its result is
+    # shaped as the input.
+    if not torch._C._dispatch_has_kernel_for_dispatch_key("aten::fractional_max_pool3d_backward", "Meta"):
+        lib.impl("fractional_max_pool3d_backward", lambda grad, x, *rest: torch.empty_like(x), "Meta")
     from . import _autocast, _module, _recurrent
 
     _module.register()
@@ -92,9 +96,12 @@ def _run_backward_on_the_calling_thread() -> None:
     backward(), as a CPU's does (and a backward that ran before the device was registered, when
     the engine made its threads and queues once and for all, no longer leaves this device
     without one). Also, the engine failure above surfaces as an error that says what happened
-    and what to do."""
+    and what to do, and an op that failed in a built-in backward node raises its own error,
+    which the device guard kept (`_device_guard`)."""
     import torch.autograd
     import torch.autograd.graph
+
+    from .. import _native
 
     run = torch.autograd.graph._engine_run_backward
     if getattr(run, "_xlaprof", False):
@@ -102,9 +109,17 @@ def _run_backward_on_the_calling_thread() -> None:
     multithreading = torch.autograd.set_multithreading_enabled
 
     def engine_run_backward(*args: Any, **kwargs: Any) -> Any:
+        _native.take_guard_error()  # none kept from before this backward
         try:
             with multithreading(False):
                 return run(*args, **kwargs)
+        except SystemError:
+            # An op of a built-in backward node failed: the device guard kept its error (see
+            # `_device_guard`) and torch, finding none pending, raised this instead.
+            kept = _native.take_guard_error()
+            if kept is None:
+                raise
+            raise kept.with_traceback(kept.__traceback__) from None
         except RuntimeError as e:
             text = str(e)
             for sign, explanation in _ENGINE_FAILURES:
@@ -147,12 +162,15 @@ def _resize_storage_in_place() -> None:
 def _device_guard() -> Any:
     """The device guard torch asks its device type of, two or three times per aten op under
     autograd (the backward's ops most). torch's default answers
-    from a Python method; this one from a C callable that returns the constant, with no Python
-    frame (a microsecond per recorded op of a training step)."""
-    private_use1 = torch._C._autograd.DeviceType.PrivateUse1
+    from a Python method; this one from a native callable that returns the constant, with no
+    Python frame (a microsecond per recorded op of a training step). torch also asks it while
+    unwinding a backward node whose op failed, with the op's error still pending, where a failed
+    answer would end the process: the answer keeps that error for the backward's caller
+    (`_run_backward_on_the_calling_thread`) to raise."""
+    from .. import _native
 
     class DeviceGuard(torch._C._acc.DeviceGuard):  # type: ignore[name-defined,misc]
-        type_ = staticmethod(itertools.repeat(private_use1).__next__)
+        type_ = _native.DeviceTypeAnswer(torch._C._autograd.DeviceType.PrivateUse1)
 
     return DeviceGuard()
 

@@ -446,13 +446,28 @@ _SPECIAL: Dict[Any, Route] = {
 }
 
 
+def _functional_form(func: Any, name: str) -> Any:
+    """The overload of ``name`` that an in-place op computes: the one of the same name when it
+    takes the same arguments, else the one that does (``pow_.Scalar`` is ``x.pow_(2)``, which
+    is ``pow.Tensor_Scalar``; ``pow.Scalar`` is ``2 ** x``)."""
+    packet = getattr(aten, name, None)
+    if packet is None:
+        return None
+    same = getattr(packet, func._overloadname, None)
+    if same is not None and str(same._schema.arguments[0].type) == "Tensor":
+        return same
+    kinds = [str(a.type) for a in func._schema.arguments]
+    overloads = [getattr(packet, n) for n in packet.overloads()]
+    return next((op for op in overloads if [str(a.type) for a in op._schema.arguments] == kinds), None)
+
+
 def _mutating_route(func: Any) -> Optional[Route]:
     """``x.add_(y)`` and ``torch.add(x, y, out=z)`` as the lowered functional op plus a write."""
     schema = func._schema
     name = schema.name.split("::")[-1]
     packet = func.overloadpacket
     if name.endswith("_") and schema.arguments and _writes(schema.arguments[0]):
-        functional = getattr(getattr(aten, name[:-1], None), func._overloadname, None)
+        functional = _functional_form(func, name[:-1])
         if functional is None or (functional not in FUNCTIONAL and functional not in _SPECIAL):
             return None
         inner = _route(functional)

@@ -13,6 +13,10 @@ value (``torch.utils.swap_tensors``, torch's own way to change a tensor object's
 keeping its identity), and every module that held it holds it again. Conversions that do not
 touch the device are left as torch made them.
 
+A lazy module (``nn.LazyLinear``) moved before its first call keeps its uninitialized
+parameters and buffers, as on CUDA: they stay uninitialized, marked for the device, and are made
+there, with the dtype of the move, when the first call gives them a shape.
+
 A module moved onto the device names its parameters and buffers for the profiler
 (``model.lm_head.weight``): findings say which tensor changed or stopped being donated by that
 name, not by the line that last wrote it. The module's own name is the caller's variable.
@@ -27,9 +31,10 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
+from torch.nn.parameter import UninitializedTensorMixin
 
 from .. import _native
-from ._tensor import BRIDGE_ATTRIBUTES, LazyTensor, value
+from ._tensor import _DEVICE, BRIDGE_ATTRIBUTES, LazyTensor, value
 
 
 _original_apply: Callable[..., Any] = torch.nn.Module._apply
@@ -40,6 +45,8 @@ def register() -> None:
     """Wraps ``torch.nn.Module._apply`` (idempotent)."""
     if torch.nn.Module._apply is not _apply:
         torch.nn.Module._apply = _apply  # type: ignore[method-assign]
+    if UninitializedTensorMixin.materialize is not _materialize:
+        UninitializedTensorMixin.materialize = _materialize  # type: ignore[method-assign]
     # A lazy tensor is a traceable subclass (for torch.compile, `_compile`), which `_apply`
     # takes as a reason to swap each moved parameter for a new `Parameter` of it (attributes
     # lost, the parameter a view of the moved tensor); the swap here is the one that keeps them.
@@ -63,12 +70,21 @@ def _apply(self: torch.nn.Module, fn: Callable[[torch.Tensor], torch.Tensor], re
     held: List[Tuple[torch.nn.Module, str, torch.Tensor, bool]] = [
         (m, key, p, isinstance(p, LazyTensor)) for m in modules for key, p in m._parameters.items() if p is not None
     ]
+    uninitialized = [(table, key, t) for m in modules for table in (m._parameters, m._buffers)
+                     for key, t in table.items() if isinstance(t, UninitializedTensorMixin)]
     on_device = _count_on_device(self) if recurse else 0
     _converting.active = True
     try:
         out = _original_apply(self, fn, recurse)
     finally:
         _converting.active = False
+    for table, key, t in uninitialized:
+        moved = table[key]
+        if isinstance(moved, LazyTensor):
+            # torch made an empty tensor of it on the device, no longer uninitialized: the
+            # module would never give it its shape. It stays as it was, made on the device later.
+            t._xlaprof_device_dtype = moved.dtype
+            table[key] = t
     if torch.__future__.get_overwrite_module_params_on_conversion():
         return out  # the user asked for new parameter objects
     kept: Dict[int, torch.Tensor] = {}
@@ -82,6 +98,25 @@ def _apply(self: torch.nn.Module, fn: Callable[[torch.Tensor], torch.Tensor], re
     if recurse and _count_on_device(self) > on_device:
         _name_tensors(self)
     return out
+
+
+_original_materialize = UninitializedTensorMixin.materialize
+
+
+def _materialize(self: Any, shape: Any, device: Any = None, dtype: Any = None) -> None:
+    """An uninitialized parameter or buffer moved to the device is made there, in place (the
+    module and any optimizer keep the object), as what torch would have made it."""
+    device_dtype = vars(self).get("_xlaprof_device_dtype")
+    if device_dtype is None or device is not None:
+        return _original_materialize(self, shape, device, dtype)
+    made = torch.empty(shape, device=_DEVICE, dtype=dtype or device_dtype)
+    if issubclass(self.cls_to_become, torch.nn.Parameter):
+        fresh = LazyTensor(value(made), requires_grad=self.requires_grad)
+        fresh._is_param = True
+    else:
+        fresh = made
+    del vars(self)["_xlaprof_device_dtype"]
+    torch.utils.swap_tensors(self, fresh)
 
 
 def _count_on_device(module: torch.nn.Module) -> int:

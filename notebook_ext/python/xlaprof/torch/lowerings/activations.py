@@ -82,6 +82,11 @@ def hardshrink(x: Any, lambd: Any = 0.5) -> Any:
     return xp.where((x > lambd).logical_or(x < -lambd), x, xp.zeros_like(x))
 
 
+@lower(aten.softshrink_backward.default, aten.hardshrink_backward.default)
+def shrink_backward(grad: Any, x: Any, lambd: Any) -> Any:
+    return xp.where((x > lambd).logical_or(x < -lambd), grad, xp.zeros_like(grad))
+
+
 @lower(aten.threshold.default)
 def threshold(x: Any, th: Any, v: Any) -> Any:
     return xp.where(x > th, x, xp.full((), v, dtype=x.dtype).expand(*x.shape))

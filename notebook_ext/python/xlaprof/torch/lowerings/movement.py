@@ -12,7 +12,7 @@ import xlaprof as xp
 
 from .._device import TO_TORCH, engine_dtype
 from .._tensor import LazyTensor, value
-from .common import aten, triangle
+from .common import aten, triangle, vjp
 from .registry import lower, lower_raw
 from .views import slice_
 
@@ -31,6 +31,24 @@ def stack(tensors: Sequence[Any], dim: int = 0) -> Any:
 @lower(aten.flip.default, complex_safe=True)
 def flip(x: Any, dims: Sequence[int]) -> Any:
     return x.flip(list(dims))
+
+
+@lower(aten.replication_pad1d_backward.default, aten.replication_pad2d_backward.default,
+       aten.replication_pad3d_backward.default)
+def replication_pad_backward(grad: Any, x: Any, padding: Sequence[int]) -> Any:
+    """torch decomposes the forward; the backward is the gradient of the same gather."""
+    return vjp(lambda v: _replicate(v, padding), [x], grad)[0]
+
+
+def _replicate(x: Any, pad: Sequence[int]) -> Any:
+    """Replication padding (``pad`` as torch orders it, the last dim first): a gather of the
+    clamped positions along each padded dim."""
+    for i in range(len(pad) // 2):
+        d = x.ndim - 1 - i
+        n = x.shape[d]
+        rows = [min(max(j, 0), n - 1) for j in range(-int(pad[2 * i]), n + int(pad[2 * i + 1]))]
+        x = x.index_select(d, xp.tensor(rows, dtype="int64"))
+    return x
 
 
 @lower(aten.constant_pad_nd.default, complex_safe=True)

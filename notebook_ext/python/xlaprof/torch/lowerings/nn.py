@@ -9,6 +9,7 @@ from typing import Any, Optional, Sequence
 import xlaprof as xp
 
 from .common import Unsupported, aten, vjp
+from .cumulative import cumsum
 from .registry import declare, lower
 
 
@@ -251,6 +252,54 @@ def huber_loss(x: Any, target: Any, reduction: int = 1, delta: float = 1.0) -> A
     d = (x - target).abs()
     loss = xp.where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
     return loss.mean() if reduction == 1 else loss.sum() if reduction == 2 else loss
+
+
+def _reduced(per_sample: Any, reduction: int) -> Any:
+    return per_sample.mean() if reduction == 1 else per_sample.sum() if reduction == 2 else per_sample
+
+
+def _multi_margin(x: Any, target: Any, p: int, margin: float, weight: Any, reduction: int) -> Any:
+    """``sum over j != y of max(0, margin - x[y] + x[j]) ** p * w[y] / C`` per sample: torch's
+    decomposition of the forward, written here for the backward's gradient."""
+    rows = x.reshape(-1, x.shape[-1])
+    classes = rows.shape[1]
+    hot = target.reshape(-1).astype("int64").one_hot(classes).astype("bool")        # [N, C]
+    picked = xp.where(hot, rows, xp.zeros_like(rows)).sum([1], keepdim=True)       # x[y]
+    z = (rows - picked + margin).maximum(0.0)
+    z = z * z if p == 2 else z
+    if weight is not None:
+        z = z * xp.where(hot, weight.reshape(1, classes), xp.zeros_like(rows)).sum([1], keepdim=True)
+    per = xp.where(hot, xp.zeros_like(z), z).sum([1]) * (1.0 / classes)
+    return _reduced(per if x.ndim == 2 else per.reshape(), reduction)
+
+
+@lower(aten.multi_margin_loss_backward.default)
+def multi_margin_loss_backward(grad: Any, x: Any, target: Any, p: int, margin: float, weight: Any = None,
+                               reduction: int = 1) -> Any:
+    """torch decomposes the forward but not its backward: the gradient of the same sum."""
+    return vjp(lambda v: _multi_margin(v, target, p, margin, weight, reduction), [x], grad)[0]
+
+
+def _multilabel_margin(x: Any, target: Any, reduction: int) -> Any:
+    """``sum over labels k, non-labels j of max(0, 1 - (x[y_k] - x[j])) / C`` per sample, the
+    labels being ``target``'s entries before its first -1."""
+    rows = x.reshape(-1, x.shape[-1])
+    classes = rows.shape[1]
+    t = target.reshape(-1, classes).astype("int64")
+    valid = cumsum((t < 0).astype("int64"), 1).eq(0)                              # [N, K]
+    label = t.maximum(0).one_hot(classes).astype("bool").logical_and(valid.unsqueeze(2))   # [N, K, C]
+    is_target = label.astype("int64").sum([1]).gt(0)                              # [N, C]
+    x_label = xp.where(label, rows.unsqueeze(1), xp.zeros_like(label.astype(x.dtype))).sum([2])   # [N, K]
+    z = (rows.unsqueeze(1) - x_label.unsqueeze(2) + 1.0).maximum(0.0)            # [N, K, C]
+    keep = valid.unsqueeze(2).logical_and(is_target.logical_not().unsqueeze(1))
+    per = xp.where(keep, z, xp.zeros_like(z)).sum([1, 2]) * (1.0 / classes)
+    return _reduced(per if x.ndim == 2 else per.reshape(), reduction)
+
+
+@lower(aten.multilabel_margin_loss_backward.default)
+def multilabel_margin_loss_backward(grad: Any, x: Any, target: Any, reduction: int, is_target: Any) -> Any:
+    """torch decomposes the forward but not its backward: the gradient of the same sum."""
+    return vjp(lambda v: _multilabel_margin(v, target, reduction), [x], grad)[0]
 
 
 # torch's autocast lists for CUDA (aten/src/ATen/autocast_mode.cpp) name these ops, which torch

@@ -1,5 +1,5 @@
-"""torch's fused optimizer kernels (``torch._fused_adamw_``, ``_fused_adam_``, ``_fused_sgd_``)
-on the device, as the multi-tensor steps torch writes in Python for the same optimizers.
+"""torch's fused optimizer kernels (``torch._fused_adamw_``, ``_fused_adam_``, ``_fused_sgd_``,
+``_fused_adagrad_``) on the device, as the multi-tensor steps torch writes in Python for the same optimizers.
 
 ``AdamW(fused=True)`` and Hugging Face Trainer's default optimizer (``adamw_torch_fused``) call
 one fused kernel per step, which torch has for CUDA and the CPU only: without these it ran on
@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 import torch
+from torch.optim.adagrad import _multi_tensor_adagrad
 from torch.optim.adam import _multi_tensor_adam
 
 from .common import Unsupported, aten
@@ -71,3 +72,19 @@ def fused_sgd(params: List[Any], grads: List[Any], momentum_buffers: List[Any], 
             torch._foreach_add_(params, torch._foreach_mul(grads, -lr))
         else:
             torch._foreach_add_(params, grads, alpha=-lr)
+
+
+@lower_raw(aten._fused_adagrad_.default, aten._fused_adagrad_.tensor_lr)
+def fused_adagrad(params: List[Any], grads: List[Any], state_sums: List[Any], state_steps: List[Any], *, lr: Any,
+                  lr_decay: float, weight_decay: float, eps: float, maximize: bool, grad_scale: Optional[Any] = None,
+                  found_inf: Optional[Any] = None) -> None:
+    if grad_scale is not None or found_inf is not None:
+        raise Unsupported("a fused Adagrad step with a gradient scaler")
+    with torch.no_grad():
+        # The fused kernel takes the counts already advanced; the foreach step advances them.
+        torch._foreach_sub_(state_steps, 1)
+        _multi_tensor_adagrad(
+            params, grads, state_sums, state_steps, None, None, lr=lr, weight_decay=weight_decay,
+            lr_decay=lr_decay, eps=eps, has_sparse_grad=False, maximize=maximize, differentiable=False,
+            has_complex=False,
+        )

@@ -9,13 +9,18 @@ matrix product per dim, its max a masked maximum per dim (keeping where each cam
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any, List, Sequence, Tuple
+
+import numpy as np
 
 import xlaprof as xp
 
 from .common import Unsupported, aten, vjp
+from .indexing import gather
 from .registry import lower
+from .scatter import scatter_add
 
 
 def _window_sum(x: Any, d: int, k: int, s: int) -> Any:
@@ -117,8 +122,13 @@ def _bounds(n: int, out: int) -> List[Tuple[int, int]]:
 
 @lower(aten._adaptive_avg_pool3d.default)
 def adaptive_avg_pool3d(x: Any, output_size: Sequence[int]) -> Any:
+    return _adaptive_avg(x, output_size)
+
+
+def _adaptive_avg(x: Any, output_size: Sequence[int]) -> Any:
+    """Adaptive average pooling over the last ``len(output_size)`` dims: a product per dim."""
     out = x
-    first = x.ndim - 3
+    first = x.ndim - len(output_size)
     for i, o in enumerate(output_size):
         d = first + i
         n = x.shape[d]
@@ -130,7 +140,12 @@ def adaptive_avg_pool3d(x: Any, output_size: Sequence[int]) -> Any:
 
 @lower(aten._adaptive_avg_pool3d_backward.default)
 def adaptive_avg_pool3d_backward(grad: Any, x: Any) -> Any:
-    return vjp(lambda v: adaptive_avg_pool3d(v, grad.shape[-3:]), [x], grad)[0]
+    return vjp(lambda v: _adaptive_avg(v, grad.shape[-3:]), [x], grad)[0]
+
+
+@lower(aten._adaptive_avg_pool2d_backward.default)
+def adaptive_avg_pool2d_backward(grad: Any, x: Any) -> Any:
+    return vjp(lambda v: _adaptive_avg(v, grad.shape[-2:]), [x], grad)[0]
 
 
 @lower(aten.max_pool2d_with_indices.default)
@@ -167,47 +182,124 @@ def max_pool2d_with_indices(x: Any, kernel: Sequence[int], stride: Sequence[int]
     return values, index
 
 
-@lower(aten.adaptive_max_pool2d.default)
-def adaptive_max_pool2d(x: Any, output_size: Sequence[int]) -> Any:
-    """``(values, indices)``: each window's maximum and its flat position ``h * W + w`` in the
-    input plane, the first in row-major order among equal maxima (torch's scan)."""
-    h_out, w_out = output_size
-    H, W = x.shape[-2], x.shape[-1]
-
-    def mask(n: int, out: int) -> Any:
-        return xp.tensor([[b <= j < e for j in range(n)] for b, e in _bounds(n, out)], dtype="bool")
-
-    # Along W: [..., H, Wo] maxima and the w each came from.
-    mw = mask(W, w_out)                                                   # [Wo, W]
-    cand = xp.where(mw, x.unsqueeze(-2), -math.inf)                       # [..., H, Wo, W]
-    row_max = cand.amax(-1)
-    row_arg = cand.argmax(-1)                                             # first maximum
-    # Along H: the first row holding each window's maximum.
-    mh = mask(H, h_out)                                                   # [Ho, H]
-    by_col = row_max.transpose(-2, -1)                                    # [..., Wo, H]
-    cand_h = xp.where(mh, by_col.unsqueeze(-2), -math.inf)                # [..., Wo, Ho, H]
-    values = cand_h.amax(-1)                                              # [..., Wo, Ho]
-    h_arg = cand_h.argmax(-1)                                             # [..., Wo, Ho]
-    w_of = row_arg.transpose(-2, -1)                                      # [..., Wo, H]
-    hot = h_arg.unsqueeze(-1) == xp.arange(0, H, 1, dtype="int64")        # [..., Wo, Ho, H]
-    w_arg = xp.where(hot, w_of.unsqueeze(-2), 0).sum([hot.ndim - 1])
-    index = h_arg * W + w_arg
-    return values.transpose(-2, -1), index.transpose(-2, -1).astype("int64")
+@lower(aten.adaptive_max_pool2d.default, aten.adaptive_max_pool3d.default)
+def adaptive_max_pool(x: Any, output_size: Sequence[int]) -> Any:
+    """``(values, indices)``: each window's maximum and its flat position in the input's
+    spatial dims, the first in row-major order among equal maxima (torch's scan). One masked
+    maximum per dim, the last dim first, each carrying the positions its maxima came from: the
+    first maximum along the last dim, then the first row holding the greatest of those, and so
+    on, is the row-major scan's first maximum."""
+    nd = len(output_size)
+    sizes = list(x.shape[-nd:])
+    volume = math.prod(sizes)
+    values = x
+    index = xp.arange(0, volume, 1, dtype="int64").reshape(*sizes).expand(*x.shape)
+    for d in reversed(range(nd)):
+        axis = x.ndim - nd + d
+        n, out = sizes[d], output_size[d]
+        mask = xp.tensor([[b <= j < e for j in range(n)] for b, e in _bounds(n, out)], dtype="bool")   # [out, n]
+        v = values.transpose(axis, -1).unsqueeze(-2)                                  # [..., 1, n]
+        cand = xp.where(mask, v, -math.inf)                                           # [..., out, n]
+        first = cand.argmax(-1)                                                       # [..., out]
+        hot = first.unsqueeze(-1) == xp.arange(0, n, 1, dtype="int64")               # [..., out, n]
+        carried = xp.where(hot, index.transpose(axis, -1).unsqueeze(-2), 0).sum([hot.ndim - 1])
+        values = cand.amax(-1).transpose(axis, -1)
+        index = carried.transpose(axis, -1)
+    return values, index.astype("int64")
 
 
 @lower(aten.adaptive_max_pool2d_backward.default)
 def adaptive_max_pool2d_backward(grad: Any, x: Any, indices: Any) -> Any:
-    plane = x.shape[-2] * x.shape[-1]
-    lead = list(x.shape[:-2])
-    g = grad.reshape(*lead, -1)
-    idx = indices.reshape(*lead, -1)
-    hot = (idx.unsqueeze(-1) == xp.arange(0, plane, 1, dtype="int64")).astype(grad.dtype)   # [..., k, plane]
-    return (hot * g.unsqueeze(-1)).sum([hot.ndim - 2]).reshape(*x.shape)
+    return _to_positions(grad, x, indices, 2)
+
+
+@lower(aten.adaptive_max_pool3d_backward.default)
+def adaptive_max_pool3d_backward(grad: Any, x: Any, indices: Any) -> Any:
+    return _to_positions(grad, x, indices, 3)
+
+
+@lower(aten.max_pool3d_with_indices_backward.default)
+def max_pool3d_backward(grad: Any, x: Any, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+                        dilation: Sequence[int], ceil_mode: bool, indices: Any) -> Any:
+    return _to_positions(grad, x, indices, 3)
+
+
+def _to_positions(grad: Any, x: Any, indices: Any, nd: int) -> Any:
+    """A max pool's backward: each output's gradient added at the input position its forward
+    took (``indices``, flat in the last ``nd`` dims, as torch's kernels give them), whatever
+    the windows were (dilated, ceil mode, adaptive)."""
+    lead = list(x.shape[:-nd])
+    volume = math.prod(x.shape[-nd:])
+    zeros = xp.zeros(lead + [volume], dtype=grad.dtype)
+    return scatter_add(zeros, len(lead), indices.reshape(*lead, -1), grad.reshape(*lead, -1)).reshape(*x.shape)
+
+
+@lower(aten.fractional_max_pool2d.default, aten.fractional_max_pool3d.default)
+def fractional_max_pool(x: Any, kernel: Sequence[int], output_size: Sequence[int], samples: Any) -> Any:
+    """``(values, indices)`` over windows placed by ``samples`` (one number in [0, 1) per
+    sample, channel and spatial dim), as torch's kernels place them: window ``i`` of a dim of
+    ``n`` starts at ``int((i + u) * alpha) - int(u * alpha)``, ``alpha = (n - k) / (out - 1)``
+    in the input's float type, the last at ``n - k``. Each window's maximum (a NaN winning)
+    and its flat position in the input's spatial dims, the first in the window's row-major scan."""
+    nd = len(kernel)
+    batched = x.ndim == nd + 2
+    x = x if batched else x.unsqueeze(0)
+    n, c, sizes = x.shape[0], x.shape[1], list(x.shape[2:])
+    u = samples.reshape(n, c, nd).astype(x.dtype)
+    # torch's 2-D kernel reads a plane's samples as (w, h); the 3-D one as (t, h, w).
+    order = [1, 0] if nd == 2 else list(range(nd))
+    starts = []
+    for d in range(nd):
+        size, k, out = sizes[d], kernel[d], output_size[d]
+        last = xp.full([n, c, 1], size - k, dtype="int64")
+        if out > 1:
+            alpha = float(np.float32(size - k) / np.float32(out - 1))
+            ud = u[:, :, order[d]:order[d] + 1]
+            steps = xp.arange(0, out - 1, 1, dtype=x.dtype).reshape(1, 1, out - 1)
+            first = ((steps + ud) * alpha).astype("int64") - (ud * alpha).astype("int64")
+            starts.append(xp.cat([first, last], 2))
+        else:
+            starts.append(last)
+    strides = [math.prod(sizes[d + 1:]) for d in range(nd)]
+    flat_x = x.reshape(n, c, -1)
+    best = index = None
+    for offsets in itertools.product(*[range(k) for k in kernel]):
+        where = None
+        for d in range(nd):
+            shape = [n, c] + [output_size[e] if e == d else 1 for e in range(nd)]
+            pos = ((starts[d] + offsets[d]) * strides[d]).reshape(*shape)
+            where = pos if where is None else where + pos
+        where = where.expand(n, c, *output_size)
+        cand = gather(flat_x, 2, where.reshape(n, c, -1)).reshape(n, c, *output_size)
+        if best is None:
+            best, index = cand, where
+            continue
+        take = (cand > best) | (cand != cand)
+        best = xp.where(take, cand, best)
+        index = xp.where(take, where, index)
+    if not batched:
+        best, index = best.squeeze(0), index.squeeze(0)
+    return best, index
+
+
+@lower(aten.fractional_max_pool2d_backward.default)
+def fractional_max_pool2d_backward(grad: Any, x: Any, kernel: Sequence[int], output_size: Sequence[int],
+                                   indices: Any) -> Any:
+    return _to_positions(grad, x, indices, 2)
+
+
+@lower(aten.fractional_max_pool3d_backward.default)
+def fractional_max_pool3d_backward(grad: Any, x: Any, kernel: Sequence[int], output_size: Sequence[int],
+                                   indices: Any) -> Any:
+    return _to_positions(grad, x, indices, 3)
 
 
 @lower(aten.max_pool2d_with_indices_backward.default)
 def max_pool2d_backward(grad: Any, x: Any, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
                         dilation: Sequence[int], ceil_mode: bool, indices: Any) -> Any:
     if any(d != 1 for d in dilation) or ceil_mode:
-        raise Unsupported("max_pool2d backward with dilation or ceil_mode")
+        return _to_positions(grad, x, indices, 2)
+    if x.ndim == 3:  # unbatched, as the forward takes it
+        return max_pool2d_backward(grad.unsqueeze(0), x.unsqueeze(0), kernel, stride, padding, dilation, ceil_mode,
+                                   indices.unsqueeze(0)).squeeze(0)
     return vjp(lambda v: xp.max_pool2d(v, tuple(kernel), tuple(stride or kernel), tuple(padding)), [x], grad)[0]

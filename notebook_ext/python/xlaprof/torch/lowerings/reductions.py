@@ -151,12 +151,18 @@ def log_softmax(x: Any, dim: int, half_to_float: bool = False) -> Any:
 
 @lower(aten._softmax_backward_data.default)
 def softmax_backward(grad: Any, out: Any, dim: int, input_dtype: Any) -> Any:
-    return out * (grad - (grad * out).sum([dim % out.ndim], keepdim=True))
+    return out * (grad - _sum_along(grad * out, dim))
 
 
 @lower(aten._log_softmax_backward_data.default)
 def log_softmax_backward(grad: Any, out: Any, dim: int, input_dtype: Any) -> Any:
-    return grad - out.exp() * grad.sum([dim % out.ndim], keepdim=True)
+    return grad - out.exp() * _sum_along(grad, dim)
+
+
+def _sum_along(x: Any, dim: int) -> Any:
+    """The sum along the softmax's dim, kept (a 0-d tensor, whose softmax torch allows, is its
+    own sum)."""
+    return x.sum([dim % x.ndim], keepdim=True) if x.ndim else x
 
 
 @lower(aten.linalg_vector_norm.default, autocast="float32")
