@@ -40,10 +40,7 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import sys
-import time
-import warnings
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import opinfo_sweep
@@ -221,20 +218,9 @@ def _run_one(info: Any, samples: int, compiled: bool = False) -> Tuple[str, str]
 
 
 def worker(start: int, samples: int, names: Optional[List[str]], compiled: bool) -> None:
-    """Runs ModuleInfos from index ``start`` on, one JSON line each, flushing as it goes."""
-    warnings.simplefilter("ignore")
-    import xlaprof.torch  # noqa: F401
-    from xlaprof.torch import _dispatch
-
-    for i, info in enumerate(_modules()):
-        if i < start or (names and info.name not in names):
-            continue
-        print(json.dumps({"index": i, "op": info.name, "start": True}), flush=True)
-        _dispatch._FALLBACKS.clear()
-        t = time.perf_counter()
-        outcome, why = _run_one(info, samples, compiled)
-        print(json.dumps({"index": i, "op": info.name, "outcome": outcome, "why": why,
-                          "seconds": round(time.perf_counter() - t, 3)}), flush=True)
+    """Runs ModuleInfos from index ``start`` on (see `opinfo_sweep.run_entries`)."""
+    entries = [(m.name, not names or m.name in names, m) for m in _modules()]
+    opinfo_sweep.run_entries(entries, start, lambda info: _run_one(info, samples, compiled))
 
 
 def sweep(samples: int = 3, names: Optional[List[str]] = None, verbose: bool = False,
@@ -267,13 +253,7 @@ def main() -> None:
         worker(a.worker, a.samples, names, a.compiled)
         return
     results = sweep(a.samples, names, a.verbose, a.compiled)
-    if not a.verbose:
-        for name, (outcome, why) in sorted(results.items()):
-            print(f"{name:40} {outcome:12} {why}")
-    print(table(results))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({k: list(v) for k, v in results.items()}, f, indent=1, sort_keys=True)
+    opinfo_sweep.report(results, table(results), a.verbose, a.json)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 import warnings
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 RANDOM = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "empty", "randint",
           "cauchy", "exponential", "geometric", "log_normal", "poisson")
@@ -148,21 +148,27 @@ def _flatten(x: Any) -> Iterator[Any]:
 
 def worker(start: int, samples: int, dtype_name: str, names: Optional[List[str]], db: str,
            compiled: bool = False) -> None:
-    """Runs OpInfos from index ``start`` on, one JSON line each, flushing as it goes."""
+    """Runs OpInfos from index ``start`` on (see `run_entries`)."""
+    entries = [(_key(op), not names or _key(op) in names or op.name in names, op) for op in _ops(dtype_name, db)]
+    run_entries(entries, start, lambda op: _run_one(op, samples, dtype_name, compiled))
+
+
+def run_entries(entries: List[Tuple[str, bool, Any]], start: int, run: Callable[[Any], Tuple[str, str]]) -> None:
+    """A worker's loop, the three sweeps' (OpInfos, ModuleInfos, optimizers): ``run`` on each
+    selected entry (name, selected, entry) from index ``start`` on, a JSON line as each starts
+    and as it ends, flushed, so that `run_workers` knows where a dying worker was."""
     warnings.simplefilter("ignore")
     import xlaprof.torch  # noqa: F401
+    from xlaprof.torch import _dispatch
 
-    ops = _ops(dtype_name, db)
-    for i, op in enumerate(ops):
-        if i < start or (names and _key(op) not in names and op.name not in names):
+    for i, (name, selected, entry) in enumerate(entries):
+        if i < start or not selected:
             continue
-        print(json.dumps({"index": i, "op": _key(op), "start": True}), flush=True)
-        from xlaprof.torch import _dispatch
-
+        print(json.dumps({"index": i, "op": name, "start": True}), flush=True)
         _dispatch._FALLBACKS.clear()
         t = time.perf_counter()
-        outcome, why = _run_one(op, samples, dtype_name, compiled)
-        print(json.dumps({"index": i, "op": _key(op), "outcome": outcome, "why": why,
+        outcome, why = run(entry)
+        print(json.dumps({"index": i, "op": name, "outcome": outcome, "why": why,
                           "seconds": round(time.perf_counter() - t, 3)}), flush=True)
 
 
@@ -257,12 +263,18 @@ def main() -> None:
         worker(a.worker, a.samples, a.dtype, names, a.db, a.compiled)
         return
     results = sweep(a.samples, a.dtype, names, a.verbose, a.db, a.compiled)
-    if not a.verbose:
+    report(results, table(results), a.verbose, a.json)
+
+
+def report(results: Dict[str, Tuple[str, str]], summary: str, verbose: bool, json_path: str = "") -> None:
+    """Each entry's outcome (printed as it ran when ``verbose``), the table, and the outcomes
+    as JSON where asked."""
+    if not verbose:
         for name, (outcome, why) in sorted(results.items()):
             print(f"{name:40} {outcome:12} {why}")
-    print(table(results))
-    if a.json:
-        with open(a.json, "w") as f:
+    print(summary)
+    if json_path:
+        with open(json_path, "w") as f:
             json.dump({k: list(v) for k, v in results.items()}, f, indent=1, sort_keys=True)
 
 

@@ -30,10 +30,7 @@ device, compiled once (minutes a step on the CPU plugin, as it would be on any l
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import time
-import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import opinfo_sweep
@@ -154,21 +151,9 @@ def _run_one(info: Any, limit: Optional[int] = None) -> Tuple[str, str]:
 
 
 def worker(start: int, names: Optional[List[str]], limit: Optional[int]) -> None:
-    """Runs optimizers from index ``start`` on, one JSON line each, flushing as it goes."""
-    warnings.simplefilter("ignore")
-    import xlaprof.torch  # noqa: F401
-    from xlaprof.torch import _dispatch
-
-    for i, info in enumerate(_optimizers()):
-        name = info.optim_cls.__name__
-        if i < start or (names and name not in names):
-            continue
-        print(json.dumps({"index": i, "op": name, "start": True}), flush=True)
-        _dispatch._FALLBACKS.clear()
-        t = time.perf_counter()
-        outcome, why = _run_one(info, limit)
-        print(json.dumps({"index": i, "op": name, "outcome": outcome, "why": why,
-                          "seconds": round(time.perf_counter() - t, 3)}), flush=True)
+    """Runs optimizers from index ``start`` on (see `opinfo_sweep.run_entries`)."""
+    entries = [(o.optim_cls.__name__, not names or o.optim_cls.__name__ in names, o) for o in _optimizers()]
+    opinfo_sweep.run_entries(entries, start, lambda info: _run_one(info, limit))
 
 
 def sweep(names: Optional[List[str]] = None, verbose: bool = False,
@@ -200,10 +185,7 @@ def main() -> None:
         worker(a.worker, names, a.settings)
         return
     results = sweep(names, a.verbose, a.settings)
-    if not a.verbose:
-        for name, (outcome, why) in sorted(results.items()):
-            print(f"{name:40} {outcome:12} {why}")
-    print(table(results))
+    opinfo_sweep.report(results, table(results), a.verbose)
 
 
 if __name__ == "__main__":

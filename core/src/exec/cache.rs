@@ -20,7 +20,11 @@ const CHECK_MAPS_FROM: usize = 32;
 /// The process's memory mappings and the system's limit on them, where the system says
 /// (Linux); None elsewhere.
 fn memory_maps() -> Option<(usize, usize)> {
-    let limit = std::fs::read_to_string("/proc/sys/vm/max_map_count").ok()?.trim().parse().ok()?;
+    // The limit is the system's setting: read once.
+    static LIMIT: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let limit = (*LIMIT.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/vm/max_map_count").ok()?.trim().parse().ok()
+    }))?;
     let maps = std::fs::read("/proc/self/maps").ok()?;
     Some((maps.iter().filter(|&&b| b == b'\n').count(), limit))
 }

@@ -448,8 +448,9 @@ _SPECIAL: Dict[Any, Route] = {
 
 def _functional_form(func: Any, name: str) -> Any:
     """The overload of ``name`` that an in-place op computes: the one of the same name when it
-    takes the same arguments, else the one that does (``pow_.Scalar`` is ``x.pow_(2)``, which
-    is ``pow.Tensor_Scalar``; ``pow.Scalar`` is ``2 ** x``)."""
+    takes a tensor first, as the in-place op does, else the one with the in-place op's argument
+    types (``pow_.Scalar`` is ``x.pow_(2)``, which is ``pow.Tensor_Scalar``; ``pow.Scalar`` is
+    ``2 ** x``)."""
     packet = getattr(aten, name, None)
     if packet is None:
         return None

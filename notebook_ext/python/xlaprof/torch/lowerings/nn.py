@@ -247,15 +247,16 @@ def native_group_norm(x: Any, weight: Any, bias: Any, n: int, c: int, hw: int, g
     return out, mean.reshape(n, group), rstd.reshape(n, group)
 
 
+def _reduced(loss: Any, reduction: int) -> Any:
+    """A loss's elements reduced as aten's ``reduction`` says: 0 none, 1 mean, 2 sum."""
+    return loss.mean() if reduction == 1 else loss.sum() if reduction == 2 else loss
+
+
 @lower(aten.huber_loss.default, autocast="float32")
 def huber_loss(x: Any, target: Any, reduction: int = 1, delta: float = 1.0) -> Any:
     d = (x - target).abs()
     loss = xp.where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
-    return loss.mean() if reduction == 1 else loss.sum() if reduction == 2 else loss
-
-
-def _reduced(per_sample: Any, reduction: int) -> Any:
-    return per_sample.mean() if reduction == 1 else per_sample.sum() if reduction == 2 else per_sample
+    return _reduced(loss, reduction)
 
 
 def _multi_margin(x: Any, target: Any, p: int, margin: float, weight: Any, reduction: int) -> Any:

@@ -21,13 +21,19 @@ from .common import Unsupported, aten
 from .registry import lower_raw
 
 
+def _refuse_scaler(optimizer: str, grad_scale: Any, found_inf: Any) -> None:
+    """A step unscaled by the fused kernel itself (a `GradScaler`'s) is not written here: the
+    op then takes the way of an op with no lowering."""
+    if grad_scale is not None or found_inf is not None:
+        raise Unsupported(f"a fused {optimizer} step with a gradient scaler")
+
+
 def _adam(decoupled: bool) -> Any:
     def step(params: List[Any], grads: List[Any], exp_avgs: List[Any], exp_avg_sqs: List[Any],
              max_exp_avg_sqs: List[Any], state_steps: List[Any], *, lr: Any, beta1: float, beta2: float,
              weight_decay: float, eps: float, amsgrad: bool, maximize: bool, grad_scale: Optional[Any] = None,
              found_inf: Optional[Any] = None) -> None:
-        if grad_scale is not None or found_inf is not None:
-            raise Unsupported("a fused Adam step with a gradient scaler")
+        _refuse_scaler("Adam", grad_scale, found_inf)
         with torch.no_grad():
             # The fused kernel takes the counts already advanced; the foreach step advances them.
             torch._foreach_sub_(state_steps, 1)
@@ -49,8 +55,7 @@ lower_raw(aten._fused_adam_.default, aten._fused_adam_.tensor_lr)(_adam(decouple
 def fused_sgd(params: List[Any], grads: List[Any], momentum_buffers: List[Any], *, weight_decay: float,
               momentum: float, lr: Any, dampening: float, nesterov: bool, maximize: bool, is_first_step: bool,
               grad_scale: Optional[Any] = None, found_inf: Optional[Any] = None) -> None:
-    if grad_scale is not None or found_inf is not None:
-        raise Unsupported("a fused SGD step with a gradient scaler")
+    _refuse_scaler("SGD", grad_scale, found_inf)
     with torch.no_grad():
         # torch's SGD step (`_multi_tensor_sgd`), with the momentum buffers the fused kernel is
         # given already made (`is_first_step`: they take the first gradient).
@@ -78,8 +83,7 @@ def fused_sgd(params: List[Any], grads: List[Any], momentum_buffers: List[Any], 
 def fused_adagrad(params: List[Any], grads: List[Any], state_sums: List[Any], state_steps: List[Any], *, lr: Any,
                   lr_decay: float, weight_decay: float, eps: float, maximize: bool, grad_scale: Optional[Any] = None,
                   found_inf: Optional[Any] = None) -> None:
-    if grad_scale is not None or found_inf is not None:
-        raise Unsupported("a fused Adagrad step with a gradient scaler")
+    _refuse_scaler("Adagrad", grad_scale, found_inf)
     with torch.no_grad():
         # The fused kernel takes the counts already advanced; the foreach step advances them.
         torch._foreach_sub_(state_steps, 1)
