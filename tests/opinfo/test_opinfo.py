@@ -3,8 +3,8 @@ float32 OpInfo, and of every multi-tensor `torch._foreach_*` OpInfo; the float32
 torch.compile(backend="xlaprof")) held to the floor in opinfo_floor.json; and its ModuleInfo
 database (`module_sweep.py`: each module moved to the device, a forward and a backward against
 the CPU, the first sample of each, lazily and under torch.compile) and its OptimizerInfo
-database (`optim_sweep.py`: five steps of every optimizer against the CPU, its first three
-settings in each implementation). Raise the floor as coverage grows; never lower it. The whole
+database (`optim_sweep.py`: five steps of every optimizer against the CPU, in each of its
+settings and implementations; ``"settings": null`` in the floor is all of them). Raise the floor as coverage grows; never lower it. The whole
 sweeps print their tables: python tests/opinfo/opinfo_sweep.py, module_sweep.py, optim_sweep.py"""
 
 import json
