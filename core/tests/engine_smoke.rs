@@ -194,3 +194,38 @@ fn index_reduce_keeps_the_extremes_and_splits_the_gradient_among_ties() {
     assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), [0.0, 0.5, 1.0]);
     assert_eq!(src.grad().unwrap().to_vec::<f64>().unwrap(), [0.0, 0.0, 0.5, 1.0]);
 }
+
+/// A value read computes what the read needs, and makes device data of every live tensor whose
+/// value it computed on the way; the others stay pending. A loop that updates a tensor in place
+/// and reads a value of it between updates (an optimizer's line search) then runs one graph
+/// again and again, not a longer one each time that computes the whole history anew.
+#[test]
+fn a_value_read_keeps_the_live_tensors_its_graph_computed() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let w = Tensor::from_slice(&[1f32, 2.0, 3.0], &[3]).unwrap();
+    w.set_value(&w.add_scalar(1.0).unwrap()).unwrap();
+    let loss = w.mul(&w).unwrap().sum(&[0], false).unwrap();
+    let elsewhere = w.add_scalar(5.0).unwrap();
+    assert!(!w.is_materialized());
+    let before = events::counters();
+    assert_eq!(loss.item().unwrap(), 29.0);
+    assert_eq!(events::counters().syncs - before.syncs, 1);
+    assert!(w.is_materialized(), "the read computed the update: it is kept");
+    assert!(!elsewhere.is_materialized(), "the read did not compute it: it stays pending");
+    assert_eq!(elsewhere.to_vec::<f32>().unwrap(), vec![7.0, 8.0, 9.0]);
+    drop(elsewhere);
+
+    let before = events::counters();
+    for step in 1..=6 {
+        w.set_value(&w.add_scalar(1.0).unwrap()).unwrap();
+        let total = w.sum(&[0], false).unwrap().item().unwrap();
+        assert_eq!(total, 9.0 + 3.0 * step as f64);
+    }
+    let after = events::counters();
+    assert_eq!(after.syncs - before.syncs, 6);
+    assert!(
+        after.compiles - before.compiles <= 1,
+        "{} compiles for one graph",
+        after.compiles - before.compiles
+    );
+}

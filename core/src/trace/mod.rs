@@ -307,6 +307,14 @@ pub(crate) fn take() -> (Vec<Arc<dyn Holder>>, Trace) {
     (live, reg.restart())
 }
 
+/// Every live pending tensor, oldest first, the trace left as it is (for a value read).
+pub(crate) fn pending() -> Vec<Arc<dyn Holder>> {
+    let mut live: Vec<Arc<dyn Holder>> =
+        registry().pending.values().filter_map(Weak::upgrade).collect();
+    live.sort_by_key(|h| h.value().id);
+    live
+}
+
 /// Whether any live tensor is pending (what a full sync would compute).
 pub(crate) fn has_pending() -> bool {
     registry().pending.values().any(|w| w.strong_count() > 0)
