@@ -158,6 +158,20 @@ def test_integer_ops_promote_like_torch():
     assert i.to(np.int32).dtype == "int32"
 
 
+def test_bitwise_operators_on_integers_and_bools_are_numpys():
+    a, b = np.array([5, -3, 12, 0]), np.array([3, 6, 10, -1])
+    ta, tb = xp.tensor(a), xp.tensor(b)
+    for got, want in [(ta & tb, a & b), (ta | tb, a | b), (ta ^ tb, a ^ b), (~ta, ~a), (ta & 6, a & 6),
+                      (ta.bitwise_xor(tb), a ^ b), (ta.bitwise_not(), ~a)]:
+        np.testing.assert_array_equal(got.numpy(), want)
+    m = np.array([True, False, True])
+    tm = xp.tensor(m)
+    for got, want in [(~tm, ~m), (tm ^ True, m ^ True), (tm & tm, m & m), (tm | ~tm, m | ~m)]:
+        np.testing.assert_array_equal(got.numpy(), want)
+    with pytest.raises(Exception, match="bitwise"):
+        xp.tensor(np.ones(2, np.float32)).bitwise_and(xp.tensor(np.ones(2, np.float32)))
+
+
 def test_item_and_python_numbers():
     t = xp.tensor([[2.5]])
     assert t.item() == 2.5

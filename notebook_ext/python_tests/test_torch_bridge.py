@@ -203,6 +203,31 @@ def test_an_op_not_lowered_runs_on_the_cpu_counted_or_is_an_error_when_strict(mo
         torch.special.bessel_j0(x.to(DEV))
 
 
+def test_bitwise_ops_on_integers_and_bools_match_the_cpu_without_the_fallback():
+    # Hugging Face's generate() ends each token with `unfinished & ~stopping_criteria(...)`, an
+    # int64 tensor and a bool one: every dtype pair, and Python scalars, as torch promotes them.
+    g = torch.Generator().manual_seed(0)
+    vals = [torch.randint(-2**40, 2**40, (5, 4), generator=g),
+            torch.randint(-2**30, 2**30, (5, 4), generator=g, dtype=torch.int32),
+            torch.randint(0, 256, (1, 4), generator=g, dtype=torch.uint8),
+            torch.randint(-128, 128, (4,), generator=g, dtype=torch.int8),
+            torch.rand(5, 4, generator=g) > 0.5]
+    before = sum(c for c, _ in xt.fallbacks().values())
+    for a in vals:
+        assert torch.equal((~a.to(DEV)).cpu(), ~a), a.dtype
+        for op in (torch.bitwise_and, torch.bitwise_or, torch.bitwise_xor):
+            for b in vals + [3, True, 0]:
+                want, got = op(a, b), op(a.to(DEV), b.to(DEV) if torch.is_tensor(b) else b).cpu()
+                assert got.dtype == want.dtype and torch.equal(got, want), (op, a.dtype, b)
+    unfinished, stop = torch.tensor([1, 1, 0, 1]), torch.tensor([True, False, False, True])
+    on_dev = unfinished.to(DEV)
+    on_dev &= ~stop.to(DEV)
+    assert torch.equal(on_dev.cpu(), unfinished & ~stop)
+    assert sum(c for c, _ in xt.fallbacks().values()) == before
+    with pytest.raises(Exception, match="bitwise"):
+        torch.bitwise_and(torch.ones(2).to(DEV), torch.ones(2).to(DEV)).cpu()
+
+
 def test_unsupported_dtypes_and_layouts_are_clear_errors():
     with pytest.raises(TypeError, match="complex32"):
         torch.randn(3, dtype=torch.complex32).to(DEV)

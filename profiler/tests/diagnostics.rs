@@ -146,6 +146,27 @@ fn a_changed_set_of_synced_tensors_is_explained() {
 }
 
 #[test]
+fn a_recompile_finding_advises_on_its_most_frequent_cause() {
+    let p = record(|| {
+        let x = Tensor::from_slice(&[0.5f32; 4], &[4]).unwrap();
+        // Once one more live tensor, then three times a sequence one longer (a generation loop,
+        // which marks no steps).
+        for (len, keep) in [(4usize, false), (4, true), (5, true), (6, true), (7, true)] {
+            let seq = Tensor::from_slice(&vec![1f32; len], &[len as i64]).unwrap();
+            let _a = seq.exp().unwrap().sum(&[], false).unwrap();
+            let _kept = keep.then(|| x.sin().unwrap().sum(&[], false).unwrap());
+            sync().unwrap();
+        }
+    });
+    let a = analyze(&p, &Thresholds::default());
+    let found: Vec<_> = a.diagnostics.iter().map(|d| (d.kind, d.message.clone())).collect();
+    let d = a.of_kind(Kind::Recompile).next().expect(&format!("a recompile finding: {found:?}"));
+    assert!(d.message.contains("3 times because"), "{}", d.message);
+    let advice = d.advice.as_deref().unwrap();
+    assert!(advice.contains("grows step by step"), "{advice}");
+}
+
+#[test]
 fn a_changing_scalar_does_not_recompile() {
     let p = record(|| {
         let x = Tensor::from_slice(&[0.5f32; 4], &[4]).unwrap();

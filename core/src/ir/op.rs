@@ -49,8 +49,10 @@ pub enum BinaryOp {
     Pow,
     Max,
     Min,
+    /// Logical on bools; bitwise on integers (StableHLO's `and`, `or`, `xor` are both).
     And,
     Or,
+    Xor,
     Rem,
     /// `atan2(a, b)`: the angle of the point (b, a).
     Atan2,
@@ -355,6 +357,7 @@ impl Op {
                 BinaryOp::Min => "minimum",
                 BinaryOp::And => "and",
                 BinaryOp::Or => "or",
+                BinaryOp::Xor => "xor",
                 BinaryOp::Rem => "remainder",
                 BinaryOp::Atan2 => "atan2",
                 BinaryOp::Polygamma => "polygamma",

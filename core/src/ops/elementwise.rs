@@ -97,7 +97,11 @@ fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, location: SourceLocation) -> Res
                 let trunc = q.abs()?.floor()?.mul(&q.sign()?)?;
                 vec![Some(g.clone()), Some(g.mul(&trunc)?.neg()?)]
             }
-            BinaryOp::And | BinaryOp::Or | BinaryOp::NextAfter | BinaryOp::Complex => {
+            BinaryOp::And
+            | BinaryOp::Or
+            | BinaryOp::Xor
+            | BinaryOp::NextAfter
+            | BinaryOp::Complex => {
                 vec![None, None]
             }
             // d/dq zeta(x, q) = -x zeta(x + 1, q); x is not differentiable (as in PyTorch).
@@ -410,7 +414,60 @@ macro_rules! compare_methods {
 
 compare_methods! { eq => Eq, ne => Ne, lt => Lt, le => Le, gt => Gt, ge => Ge }
 
+/// `and`, `or` or `xor` of each bit of integers, or of bools (PyTorch's `&`, `|`, `^`): the
+/// operands promoted to one dtype and broadcast. Not differentiable.
+fn bitwise(op: BinaryOp, a: &Tensor, b: &Tensor, location: SourceLocation) -> Result<Tensor> {
+    let name = Op::Binary(op).name();
+    let (a, b) = align(name, a, b, &location)?;
+    if !is_bits(a.dtype()) {
+        return Err(shape_error(
+            name,
+            &location,
+            format!(
+                "is a bitwise op: it needs integers or bools, not {} and {}",
+                a.shape(),
+                b.shape()
+            ),
+        ));
+    }
+    let shape = a.shape().clone();
+    Ok(Tensor::op(Op::Binary(op), shape, &[&a, &b], location, None))
+}
+
+fn is_bits(dtype: DType) -> bool {
+    dtype == DType::Pred || !(dtype.is_float() || dtype.is_complex())
+}
+
 impl Tensor {
+    #[track_caller]
+    pub fn bitwise_and(&self, other: &Tensor) -> Result<Tensor> {
+        bitwise(BinaryOp::And, self, other, SourceLocation::caller())
+    }
+
+    #[track_caller]
+    pub fn bitwise_or(&self, other: &Tensor) -> Result<Tensor> {
+        bitwise(BinaryOp::Or, self, other, SourceLocation::caller())
+    }
+
+    #[track_caller]
+    pub fn bitwise_xor(&self, other: &Tensor) -> Result<Tensor> {
+        bitwise(BinaryOp::Xor, self, other, SourceLocation::caller())
+    }
+
+    /// Each bit flipped (PyTorch's `~`): `-x - 1` for signed integers, `not` for bools.
+    #[track_caller]
+    pub fn bitwise_not(&self) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        if !is_bits(self.dtype()) {
+            return Err(shape_error(
+                "not",
+                &location,
+                format!("is a bitwise op: it needs integers or bools, not {}", self.shape()),
+            ));
+        }
+        Ok(Tensor::op(Op::Unary(UnaryOp::Not), self.shape().clone(), &[self], location, None))
+    }
+
     #[track_caller]
     pub fn logical_and(&self, other: &Tensor) -> Result<Tensor> {
         binary(BinaryOp::And, self, other, SourceLocation::caller())

@@ -29,6 +29,10 @@ pub(crate) fn binary(
     })
 }
 
+fn is_integer(t: &Tensor) -> bool {
+    !(t.dtype() == DType::Pred || t.dtype().is_float() || t.dtype().is_complex())
+}
+
 /// The other operand of a matrix product: a tensor or an array, not a number.
 fn matmul_operand(py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     match Operand::extract(py, "matmul", other)? {
@@ -324,17 +328,36 @@ impl PyTensor {
     fn __abs__(&self, py: Python<'_>) -> PyResult<PyTensor> {
         self.abs(py)
     }
+    // `~`, `&`, `|`, `^` are bitwise on integers, as in PyTorch and NumPy; logical otherwise.
     fn __invert__(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        if is_integer(&self.t) {
+            return record(py, "bitwise_not", || self.t.bitwise_not());
+        }
         self.logical_not(py)
     }
     fn __and__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        if is_integer(&self.t) {
+            return binary(py, "and", &self.t, other, Tensor::bitwise_and, |t, v| {
+                t.bitwise_and(&Tensor::scalar(v, t.dtype()))
+            });
+        }
         binary(py, "and", &self.t, other, Tensor::logical_and, |t, v| {
             t.logical_and(&Tensor::scalar(v, DType::Pred))
         })
     }
     fn __or__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        if is_integer(&self.t) {
+            return binary(py, "or", &self.t, other, Tensor::bitwise_or, |t, v| {
+                t.bitwise_or(&Tensor::scalar(v, t.dtype()))
+            });
+        }
         binary(py, "or", &self.t, other, Tensor::logical_or, |t, v| {
             t.logical_or(&Tensor::scalar(v, DType::Pred))
+        })
+    }
+    fn __xor__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(py, "xor", &self.t, other, Tensor::bitwise_xor, |t, v| {
+            t.bitwise_xor(&Tensor::scalar(v, t.dtype()))
         })
     }
 

@@ -588,6 +588,22 @@ impl PyTensor {
         record(py, "logical_or", || self.t.logical_or(&other.t))
     }
 
+    fn bitwise_and(&self, py: Python<'_>, other: &PyTensor) -> PyResult<PyTensor> {
+        record(py, "bitwise_and", || self.t.bitwise_and(&other.t))
+    }
+
+    fn bitwise_or(&self, py: Python<'_>, other: &PyTensor) -> PyResult<PyTensor> {
+        record(py, "bitwise_or", || self.t.bitwise_or(&other.t))
+    }
+
+    fn bitwise_xor(&self, py: Python<'_>, other: &PyTensor) -> PyResult<PyTensor> {
+        record(py, "bitwise_xor", || self.t.bitwise_xor(&other.t))
+    }
+
+    fn bitwise_not(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        record(py, "bitwise_not", || self.t.bitwise_not())
+    }
+
     fn one_hot(&self, py: Python<'_>, num_classes: i64) -> PyResult<PyTensor> {
         record(py, "one_hot", || self.t.one_hot(num_classes, DType::F32))
     }

@@ -273,32 +273,40 @@ def _bools(*xs: Any) -> bool:
     return all(not hasattr(x, "dtype") and isinstance(x, bool) or getattr(x, "dtype", None) == "bool" for x in xs)
 
 
+def _bits_operand(a: Any, b: Any) -> Any:
+    """``b`` as a tensor: a Python scalar takes ``a``'s dtype, or int64 where ``a`` holds bools
+    and it is an integer (PyTorch's promotion)."""
+    if hasattr(b, "dtype"):
+        return b
+    if isinstance(b, float):
+        raise Unsupported("a bitwise op with a float")
+    return xp.full((), b, dtype="int64" if a.dtype == "bool" and not isinstance(b, bool) else a.dtype)
+
+
 @lower(aten.bitwise_and.Tensor, aten.bitwise_and.Scalar)
 def bitwise_and(a: Any, b: Any) -> Any:
-    if not _bools(a, b):
-        raise Unsupported("bitwise_and on integers")
-    return a.logical_and(b if hasattr(b, "dtype") else xp.full((), b, dtype="bool"))
+    if _bools(a, b):
+        return a.logical_and(b if hasattr(b, "dtype") else xp.full((), b, dtype="bool"))
+    return a.bitwise_and(_bits_operand(a, b))
 
 
 @lower(aten.bitwise_or.Tensor, aten.bitwise_or.Scalar)
 def bitwise_or(a: Any, b: Any) -> Any:
-    if not _bools(a, b):
-        raise Unsupported("bitwise_or on integers")
-    return a.logical_or(b if hasattr(b, "dtype") else xp.full((), b, dtype="bool"))
+    if _bools(a, b):
+        return a.logical_or(b if hasattr(b, "dtype") else xp.full((), b, dtype="bool"))
+    return a.bitwise_or(_bits_operand(a, b))
 
 
 @lower(aten.bitwise_xor.Tensor, aten.bitwise_xor.Scalar)
 def bitwise_xor(a: Any, b: Any) -> Any:
-    if not _bools(a, b):
-        raise Unsupported("bitwise_xor on integers")
-    return a.ne(b if hasattr(b, "dtype") else xp.full((), b, dtype="bool"))
+    if _bools(a, b):
+        return a.ne(b if hasattr(b, "dtype") else xp.full((), b, dtype="bool"))
+    return a.bitwise_xor(_bits_operand(a, b))
 
 
 @lower(aten.bitwise_not.default)
 def bitwise_not(a: Any) -> Any:
-    if not _bools(a):
-        raise Unsupported("bitwise_not on integers")
-    return a.logical_not()
+    return a.bitwise_not()
 
 
 @lower(aten.atan2.default, autocast="widest")

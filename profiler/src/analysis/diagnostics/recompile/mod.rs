@@ -270,7 +270,17 @@ fn recompiles(p: &Profile, sites: &[u32], rs: &[&Recompile]) -> Diagnostic {
     };
     let mut graphs: Vec<u64> = rs.iter().flat_map(|r| [r.previous, r.hash]).collect();
     graphs.dedup();
-    let advice = advice_for(&changes);
+    // The advice of the most frequent cause (the first recompile of a loop is often another).
+    let mut counts: Vec<(String, usize, &Recompile)> = Vec::new();
+    for r in rs {
+        let cause = cause_of(&r.changes);
+        match counts.iter_mut().find(|c| c.0 == cause) {
+            Some(c) => c.1 += 1,
+            None => counts.push((cause, 1, *r)),
+        }
+    }
+    let most = counts.iter().rev().max_by_key(|c| c.1).map(|c| c.2);
+    let advice = most.and_then(|r| advice_for(&r.changes)).or_else(|| advice_for(&changes));
     let d = Diagnostic::new(p, Kind::Recompile, location, message, advice, instances, graphs);
     Diagnostic { changes, ..d }
 }
