@@ -328,7 +328,8 @@ impl PyTensor {
     fn __abs__(&self, py: Python<'_>) -> PyResult<PyTensor> {
         self.abs(py)
     }
-    // `~`, `&`, `|`, `^` are bitwise on integers, as in PyTorch and NumPy; logical otherwise.
+    // `~`, `&`, `|`, `^` are bitwise on integers, as in PyTorch and NumPy; `~`, `&`, `|` logical
+    // on anything else, `^` an error on floats (as in both).
     fn __invert__(&self, py: Python<'_>) -> PyResult<PyTensor> {
         if is_integer(&self.t) {
             return record(py, "bitwise_not", || self.t.bitwise_not());

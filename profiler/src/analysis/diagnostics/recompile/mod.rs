@@ -228,32 +228,33 @@ fn recompiles(p: &Profile, sites: &[u32], rs: &[&Recompile]) -> Diagnostic {
     // One recompile at each site, for the same change: said once, with its shapes.
     let one_each = rs.len() == sites.len()
         && rs.iter().all(|r| unnumbered(&r.changes) == unnumbered(&rs[0].changes));
+    // Grouped by cause, most frequent first (the first seen first among equals), each with the
+    // values it took and its first recompile.
+    let mut groups: Vec<(String, usize, Vec<String>, &Recompile)> = Vec::new();
+    for &r in rs {
+        let cause = cause_of(&r.changes);
+        let values = values_of(&r.changes);
+        match groups.iter_mut().find(|g| g.0 == cause) {
+            Some(g) => {
+                g.1 += 1;
+                for v in values {
+                    if !g.2.contains(&v) {
+                        g.2.push(v);
+                    }
+                }
+            }
+            None => groups.push((cause, 1, values, r)),
+        }
+    }
+    groups.sort_by_key(|g| std::cmp::Reverse(g.1));
     let message = if rs.len() == 1 {
         format!("{site} compiled another graph ({}) {first}", format_ns(cost_ns as f64))
     } else if one_each {
         format!("{site} each compiled another graph ({}) {first}", format_ns(cost_ns as f64))
     } else {
-        // Grouped by cause, most frequent first, each with the values it took.
-        let mut groups: Vec<(String, usize, Vec<String>)> = Vec::new();
-        for r in rs {
-            let cause = cause_of(&r.changes);
-            let values = values_of(&r.changes);
-            match groups.iter_mut().find(|g| g.0 == cause) {
-                Some(g) => {
-                    g.1 += 1;
-                    for v in values {
-                        if !g.2.contains(&v) {
-                            g.2.push(v);
-                        }
-                    }
-                }
-                None => groups.push((cause, 1, values)),
-            }
-        }
-        groups.sort_by_key(|g| std::cmp::Reverse(g.1));
         let causes: Vec<String> = groups
             .iter()
-            .map(|(cause, n, values)| {
+            .map(|(cause, n, values, _)| {
                 let mut s = format!("{} {cause}", super::times(*n));
                 if !values.is_empty() {
                     s += &format!(" (values seen: {})", values.join(", "));
@@ -271,16 +272,8 @@ fn recompiles(p: &Profile, sites: &[u32], rs: &[&Recompile]) -> Diagnostic {
     let mut graphs: Vec<u64> = rs.iter().flat_map(|r| [r.previous, r.hash]).collect();
     graphs.dedup();
     // The advice of the most frequent cause (the first recompile of a loop is often another).
-    let mut counts: Vec<(String, usize, &Recompile)> = Vec::new();
-    for r in rs {
-        let cause = cause_of(&r.changes);
-        match counts.iter_mut().find(|c| c.0 == cause) {
-            Some(c) => c.1 += 1,
-            None => counts.push((cause, 1, *r)),
-        }
-    }
-    let most = counts.iter().rev().max_by_key(|c| c.1).map(|c| c.2);
-    let advice = most.and_then(|r| advice_for(&r.changes)).or_else(|| advice_for(&changes));
+    let advice =
+        groups.first().and_then(|g| advice_for(&g.3.changes)).or_else(|| advice_for(&changes));
     let d = Diagnostic::new(p, Kind::Recompile, location, message, advice, instances, graphs);
     Diagnostic { changes, ..d }
 }
