@@ -89,7 +89,7 @@ def timed(step, device):
 def main():
     dev = xt.device()
     rows = []
-    for name, make in [("LBFGS strong Wolfe", lambda d: lbfgs_problem(d)),
+    for name, make in [("LBFGS strong Wolfe", lbfgs_problem),
                        ("MLP, loss read after the step", lambda d: mlp_problem(d, False)),
                        ("MLP, loss read before backward", lambda d: mlp_problem(d, True))]:
         lazy, counts = timed(make(dev), dev)

@@ -190,7 +190,7 @@ def sweep(samples: int = 3, dtype_name: str = "float32", names: Optional[List[st
     return run_workers(command, verbose)
 
 
-def run_workers(command: Any, verbose: bool = False) -> Dict[str, Tuple[str, str]]:
+def run_workers(command: Callable[[int], List[str]], verbose: bool = False) -> Dict[str, Tuple[str, str]]:
     """Runs ``command(start)`` (a worker printing a JSON line as each entry starts and ends, from
     index ``start`` on) until the database is done, a worker dying inside an entry recording it
     as a crash and the next worker starting after it (the module sweep's workers too)."""

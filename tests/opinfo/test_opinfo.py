@@ -4,8 +4,9 @@ torch.compile(backend="xlaprof")) held to the floor in opinfo_floor.json; and it
 database (`module_sweep.py`: each module moved to the device, a forward and a backward against
 the CPU, the first sample of each, lazily and under torch.compile) and its OptimizerInfo
 database (`optim_sweep.py`: five steps of every optimizer against the CPU, in each of its
-settings and implementations; ``"settings": null`` in the floor is all of them). Raise the floor as coverage grows; never lower it. The whole
-sweeps print their tables: python tests/opinfo/opinfo_sweep.py, module_sweep.py, optim_sweep.py"""
+settings and implementations; ``"settings": null`` in the floor is all of them). Raise the
+floor as coverage grows; never lower it. The whole sweeps print their tables:
+python tests/opinfo/opinfo_sweep.py, module_sweep.py, optim_sweep.py"""
 
 import json
 import pathlib

@@ -129,13 +129,15 @@ fn computed_on_the_way(engine: &Engine, tensors: &[&Value]) -> Vec<Arc<dyn trace
     let epoch = engine.epoch.fetch_add(1, Ordering::Relaxed);
     crate::ir::needed(&roots, epoch);
     let read: Vec<u64> = tensors.iter().map(|t| t.id).collect();
-    trace::pending()
+    let mut on_the_way: Vec<_> = trace::pending()
         .into_iter()
         .filter(|h| {
             let value = h.value();
             !read.contains(&value.id) && value.node().visited_in(epoch).is_some()
         })
-        .collect()
+        .collect();
+    on_the_way.sort_by_key(|h| h.value().id);
+    on_the_way
 }
 
 /// One sync of `tensors`; `trace` when they are every live pending tensor and the trace that

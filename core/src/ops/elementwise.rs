@@ -416,55 +416,53 @@ compare_methods! { eq => Eq, ne => Ne, lt => Lt, le => Le, gt => Gt, ge => Ge }
 
 /// `and`, `or` or `xor` of each bit of integers, or of bools (PyTorch's `&`, `|`, `^`): the
 /// operands promoted to one dtype and broadcast. Not differentiable.
-fn bitwise(op: BinaryOp, a: &Tensor, b: &Tensor, location: SourceLocation) -> Result<Tensor> {
-    let name = Op::Binary(op).name();
-    let (a, b) = align(name, a, b, &location)?;
-    if !is_bits(a.dtype()) {
-        return Err(shape_error(
-            name,
-            &location,
-            format!(
-                "is a bitwise op: it needs integers or bools, not {} and {}",
-                a.shape(),
-                b.shape()
-            ),
-        ));
-    }
-    let shape = a.shape().clone();
-    Ok(Tensor::op(Op::Binary(op), shape, &[&a, &b], location, None))
+fn bitwise(
+    op: BinaryOp,
+    name: &'static str,
+    a: &Tensor,
+    b: &Tensor,
+    location: SourceLocation,
+) -> Result<Tensor> {
+    let (x, y) = align(name, a, b, &location)?;
+    check_bits(name, x.dtype(), || format!("{} and {}", a.shape(), b.shape()), &location)?;
+    let shape = x.shape().clone();
+    Ok(Tensor::op(Op::Binary(op), shape, &[&x, &y], location, None))
 }
 
-fn is_bits(dtype: DType) -> bool {
-    dtype == DType::Pred || !(dtype.is_float() || dtype.is_complex())
+/// A bitwise op's operands must be integers or bools (`operands` describes them for the error).
+fn check_bits(
+    name: &'static str,
+    dtype: DType,
+    operands: impl FnOnce() -> String,
+    location: &SourceLocation,
+) -> Result<()> {
+    if dtype == DType::Pred || !(dtype.is_float() || dtype.is_complex()) {
+        return Ok(());
+    }
+    Err(shape_error(name, location, format!("needs integers or bools, not {}", operands())))
 }
 
 impl Tensor {
     #[track_caller]
     pub fn bitwise_and(&self, other: &Tensor) -> Result<Tensor> {
-        bitwise(BinaryOp::And, self, other, SourceLocation::caller())
+        bitwise(BinaryOp::And, "bitwise_and", self, other, SourceLocation::caller())
     }
 
     #[track_caller]
     pub fn bitwise_or(&self, other: &Tensor) -> Result<Tensor> {
-        bitwise(BinaryOp::Or, self, other, SourceLocation::caller())
+        bitwise(BinaryOp::Or, "bitwise_or", self, other, SourceLocation::caller())
     }
 
     #[track_caller]
     pub fn bitwise_xor(&self, other: &Tensor) -> Result<Tensor> {
-        bitwise(BinaryOp::Xor, self, other, SourceLocation::caller())
+        bitwise(BinaryOp::Xor, "bitwise_xor", self, other, SourceLocation::caller())
     }
 
     /// Each bit flipped (PyTorch's `~`): `-x - 1` for signed integers, `not` for bools.
     #[track_caller]
     pub fn bitwise_not(&self) -> Result<Tensor> {
         let location = SourceLocation::caller();
-        if !is_bits(self.dtype()) {
-            return Err(shape_error(
-                "not",
-                &location,
-                format!("is a bitwise op: it needs integers or bools, not {}", self.shape()),
-            ));
-        }
+        check_bits("bitwise_not", self.dtype(), || self.shape().to_string(), &location)?;
         Ok(Tensor::op(Op::Unary(UnaryOp::Not), self.shape().clone(), &[self], location, None))
     }
 

@@ -307,12 +307,9 @@ pub(crate) fn take() -> (Vec<Arc<dyn Holder>>, Trace) {
     (live, reg.restart())
 }
 
-/// Every live pending tensor, oldest first, the trace left as it is (for a value read).
+/// Every live pending tensor, in no order, the trace left as it is (for a value read).
 pub(crate) fn pending() -> Vec<Arc<dyn Holder>> {
-    let mut live: Vec<Arc<dyn Holder>> =
-        registry().pending.values().filter_map(Weak::upgrade).collect();
-    live.sort_by_key(|h| h.value().id);
-    live
+    registry().pending.values().filter_map(Weak::upgrade).collect()
 }
 
 /// Whether any live tensor is pending (what a full sync would compute).
