@@ -12,10 +12,15 @@ use crate::runtime::Executable;
 /// (65530 by default on Linux). A program that compiles many distinct graphs (an L-BFGS step
 /// grows its history, and with it its graph, for a hundred iterations) ran out of mappings
 /// with a few hundred executables cached, far below the cache's capacity, and XLA's compiler
-/// then crashed the process. So from this many entries on, each insertion counts the
-/// process's mappings, and past half the limit the least recently used quarter is evicted
-/// (their mappings go with the last holder of each executable).
+/// then crashed the process. So from this many entries on, insertions count the process's
+/// mappings (see `CHECK_MAPS_EVERY`), and past half the limit the least recently used quarter
+/// is evicted (their mappings go with the last holder of each executable).
 const CHECK_MAPS_FROM: usize = 32;
+
+/// The mappings are counted at every this many insertions, not each: the kernel writes out every
+/// mapping to be counted (2 ms with two thousand, 60 ms with thirty thousand), and sixteen
+/// executables add a few thousand, far inside the half of the limit kept in reserve.
+const CHECK_MAPS_EVERY: u64 = 16;
 
 /// The process's memory mappings and the system's limit on them, where the system says
 /// (Linux); None elsewhere.
@@ -63,6 +68,7 @@ pub(crate) struct GraphCache {
     donating: HashMap<u64, Vec<(u64, Vec<(usize, usize)>)>>,
     capacity: usize,
     clock: u64,
+    insertions: u64,
     evictions: u64,
 }
 
@@ -73,6 +79,7 @@ impl GraphCache {
             donating: HashMap::new(),
             capacity: capacity.max(1),
             clock: 0,
+            insertions: 0,
             evictions: 0,
         }
     }
@@ -96,6 +103,7 @@ impl GraphCache {
         donated: &[(usize, usize)],
     ) {
         self.clock += 1;
+        self.insertions += 1;
         self.entries.insert(key, (graph, self.clock));
         if !donated.is_empty() {
             let same = self.donating.entry(undonated_key).or_default();
@@ -152,7 +160,8 @@ impl GraphCache {
 
     fn evict(&mut self) {
         let entries = self.entries.len();
-        let maps = if entries >= CHECK_MAPS_FROM { memory_maps() } else { None };
+        let due = entries >= CHECK_MAPS_FROM && self.insertions % CHECK_MAPS_EVERY == 0;
+        let maps = if due { memory_maps() } else { None };
         let keep = entries_to_keep(entries, self.capacity, maps);
         while self.entries.len() > keep {
             // A linear scan: eviction is rare and the cache holds at most a few thousand graphs.
