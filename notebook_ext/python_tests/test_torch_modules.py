@@ -92,6 +92,36 @@ def test_a_tied_model_trains_as_on_the_cpu_with_an_optimizer_made_before_the_mov
         assert torch.allclose(q.cpu(), p.detach(), rtol=1e-5, atol=1e-6), name
 
 
+def test_gradient_hooks_registered_before_the_move_run_on_the_device_and_back():
+    # A hook on a parameter (gradient clipping or masking, as pruning and libraries do it) is
+    # registered when the model is built, on the CPU, and must still run after `.to(device)`, as
+    # on CUDA. Both kinds: the hook that changes the gradient, and the one after it accumulates.
+    def build():
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+        model[0].weight.register_hook(lambda g: g.clamp(-0.01, 0.01))
+        return model
+
+    accumulated = []
+    cpu, dev = build(), build()
+    dev[2].bias.register_post_accumulate_grad_hook(lambda p: accumulated.append(p.device))
+    dev.to(DEV)
+    x = torch.randn(5, 6, generator=torch.Generator().manual_seed(1))
+    for model, move in ((cpu, lambda t: t), (dev, lambda t: t.to(DEV))):
+        model(move(x)).pow(2).sum().backward()
+    clipped = dev[0].weight.grad.cpu()
+    assert clipped.abs().max().item() == pytest.approx(0.01), "the clipping hook ran"
+    for p, q in zip(cpu.parameters(), dev.parameters()):
+        assert torch.allclose(q.grad.cpu(), p.grad, rtol=1e-5, atol=1e-7)
+    assert accumulated == [DEV]
+
+    # Back on the CPU, the hooks still run.
+    dev.cpu().zero_grad()
+    dev(x).pow(2).sum().backward()
+    assert dev[0].weight.grad.abs().max().item() == pytest.approx(0.01)
+    assert accumulated == [DEV, torch.device("cpu")]
+
+
 def test_the_state_dict_round_trips_through_the_device():
     model = Tied()
     state = {k: v.clone() for k, v in model.state_dict().items()}

@@ -116,7 +116,7 @@ def _materialize(self: Any, shape: Any, device: Any = None, dtype: Any = None) -
     else:
         fresh = made
     del vars(self)["_xlaprof_device_dtype"]
-    torch.utils.swap_tensors(self, fresh)
+    _swap(self, fresh)
 
 
 def _count_on_device(module: torch.nn.Module) -> int:
@@ -152,6 +152,21 @@ def _module_name(module: torch.nn.Module) -> str:
     return _native.assigned_variable(line) or type(module).__name__
 
 
+def _swap(t: torch.Tensor, other: torch.Tensor) -> None:
+    """``torch.utils.swap_tensors(t, other)``, ``t``'s gradient hooks kept. A hook registered
+    on a tensor (``p.register_hook(clip)``, ``register_post_accumulate_grad_hook``) lives in the
+    autograd state of the tensor's data, which the swap hands to ``other``, while the hooks' table
+    stays with ``t``'s Python object: the hooks then never ran, and a gradient clipped or masked
+    by one trained unclipped, silently. Set again, the table registers them on ``t``'s new data,
+    as ``param.data = moved`` keeps them on CUDA."""
+    hooks, post_hooks = t._backward_hooks, t._post_accumulate_grad_hooks
+    torch.utils.swap_tensors(t, other)
+    if hooks:
+        t._backward_hooks = hooks
+    if post_hooks:
+        t._post_accumulate_grad_hooks = post_hooks
+
+
 def _in_place(old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
     """``old`` with ``new``'s value, device and gradient, where torch can swap them (else ``new``,
     which every holder of ``old`` then shares: still one parameter)."""
@@ -172,7 +187,7 @@ def _in_place(old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
         vars(fresh).update(carried)
         if isinstance(fresh, LazyTensor):
             fresh._is_param = True  # what `nn.Parameter(t)` marks a tensor subclass with
-        torch.utils.swap_tensors(old, fresh)
+        _swap(old, fresh)
     except RuntimeError:
         # A tensor torch cannot swap (a weak reference to it, another use of it): the holders
         # share the new parameter instead.
