@@ -674,6 +674,55 @@ def test_recurrent_layers_match_the_cpu_with_their_gradients(layer):
     assert sum(c for c, _ in xt.fallbacks().values()) == before, xt.fallbacks()
 
 
+def test_packed_sequences_train_as_on_the_cpu_with_their_batch_sizes_on_the_cpu():
+    # NLP code packs padded batches for its recurrent layers; PackedSequence refuses batch sizes
+    # on any device but the CPU, as CUDA keeps them. Unsorted lengths, a two-layer bidirectional
+    # LSTM, pad_packed_sequence, and pack_sequence into a GRU: five SGD steps beside the CPU.
+    class Tagger(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = torch.nn.LSTM(4, 6, num_layers=2, bidirectional=True, batch_first=True)
+            self.gru = torch.nn.GRU(12, 5)
+            self.out = torch.nn.Linear(5, 2)
+
+        def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+            packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+            assert packed.batch_sizes.device.type == "cpu"
+            out, (h, c) = self.lstm(packed)
+            out, back = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True)
+            assert back.tolist() == lengths.tolist()
+            again = torch.nn.utils.rnn.pack_sequence([out[0, :5], out[2, :4], out[1, :3]])
+            out, _ = self.gru(again)
+            out, _ = torch.nn.utils.rnn.pad_packed_sequence(out, total_length=6)
+            return self.out(out.sum(0)) + h.sum(0).sum(-1, keepdim=True) + c.mean()
+
+    torch.manual_seed(0)
+    cpu = Tagger()
+    dev = Tagger()
+    dev.load_state_dict(cpu.state_dict())
+    dev.to(DEV)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (cpu, dev)]
+    before = dict(xt.fallbacks())
+    g = torch.Generator().manual_seed(1)
+    lengths = torch.tensor([5, 3, 4])
+    for step in range(5):
+        x = torch.randn(3, 5, 4, generator=g)
+        losses = []
+        for model, opt, move in ((cpu, opts[0], lambda t: t), (dev, opts[1], lambda t: t.to(DEV))):
+            loss = model(move(x), lengths).square().mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            losses.append(loss.item())
+        xt.step()
+        assert losses[1] == pytest.approx(losses[0], rel=1e-5), step
+    for (name, p), q in zip(cpu.named_parameters(), dev.parameters()):
+        torch.testing.assert_close(q.cpu(), p.detach(), rtol=1e-5, atol=1e-6, msg=name)
+    assert xt.fallbacks() == before
+    with pytest.raises(RuntimeError, match="sorted in decreasing order"):
+        torch.nn.utils.rnn.pack_padded_sequence(torch.zeros(3, 5, 4, device=DEV), lengths, batch_first=True)
+
+
 def test_weight_norm_trains_on_the_device_without_a_fallback():
     # wav2vec2's positional convolution: torch has no decomposition of the weight norm's backward.
     torch.manual_seed(0)
