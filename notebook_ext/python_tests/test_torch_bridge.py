@@ -641,6 +641,50 @@ def test_autocast_runs_matrix_products_in_bfloat16_and_keeps_float32_where_torch
     assert losses["xlaprof"] == pytest.approx(losses["cpu"], rel=2e-2), losses
 
 
+@pytest.mark.parametrize("fused", [False, True], ids=["foreach", "fused"])
+def test_a_gradient_scaler_scales_skips_and_steps_as_on_the_cpu_without_a_fallback(fused):
+    # Mixed-precision training on CUDA: GradScaler unscales the gradients (or hands its scale to
+    # a fused optimizer), skips the steps whose gradients are not finite (two planted here), and
+    # backs its scale off or grows it. The scales, the step counts and the parameters against the
+    # CPU's own scaler, twelve steps, with no op on the CPU fallback and no compile after warm-up.
+    before = dict(xt.fallbacks())
+    runs = {}
+    for device in (torch.device("cpu"), DEV):
+        model = mlp(4)
+        if device == DEV:
+            model.to(DEV)
+        opt = torch.optim.AdamW(model.parameters(), lr=0.01, fused=fused)
+        scaler = torch.amp.GradScaler(device.type, init_scale=2.0 ** 10, growth_interval=3)
+        g = torch.Generator().manual_seed(5)
+        scales, compiles = [], []
+        for step in range(12):
+            x, y = torch.randn(16, 20, generator=g).to(device), torch.randint(0, 5, (16,), generator=g).to(device)
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            if step in (4, 8):
+                loss = loss * float("inf")  # an overflow, as in float16
+            scaler.scale(loss).backward()
+            if not fused:
+                scaler.unscale_(opt)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad()
+            if device == DEV:
+                xt.step()
+            scales.append(scaler.get_scale())
+            compiles.append(xp.counters()["compiles"])
+        counts = [opt.state[p]["step"].item() for p in model.parameters()]
+        runs[device.type] = (scales, counts, [p.detach().cpu() for p in model.parameters()], compiles)
+    (scales, counts, params, _), (scales_d, counts_d, params_d, compiles) = runs["cpu"], runs["xlaprof"]
+    assert scales_d == scales and scales[4] == scales[3] / 2, scales_d
+    assert counts_d == counts == [10.0] * len(counts), "the two skipped steps are not counted"
+    for p, q in zip(params, params_d):
+        torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-6)
+    assert xt.fallbacks() == before
+    # Warm-up, then the planted overflows (a graph of their own): nothing else compiles.
+    assert compiles[-1] == compiles[9], compiles
+
+
 @pytest.mark.parametrize("layer", [
     lambda: torch.nn.LSTM(6, 5, num_layers=2, bidirectional=True, batch_first=True),
     lambda: torch.nn.LSTM(6, 5, proj_size=3),
