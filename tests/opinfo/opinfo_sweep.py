@@ -17,6 +17,7 @@ shape and dtype only). `--dtype int64` and `--dtype bfloat16` sweep the OpInfos 
     python tests/opinfo/opinfo_sweep.py --samples 1 --ops add,mul --verbose
     python tests/opinfo/opinfo_sweep.py --db foreach  # the multi-tensor ops (`torch._foreach_*`)
     python tests/opinfo/opinfo_sweep.py --compiled    # each op under torch.compile(backend="xlaprof")
+    python tests/opinfo/opinfo_sweep.py --grad        # each op's gradients (its backward's ops)
 
 Under `--compiled` each sample runs as `torch.compile(op, backend="xlaprof")` on the device's
 tensors, and an OpInfo passes only if the backend captured its graphs (none recorded at each call
@@ -24,6 +25,14 @@ for want of a capture) and nothing fell back; one whose samples Dynamo ran witho
 backend a graph ends as
 
     uncompiled  Dynamo ran it eagerly (a graph break before any op, or an op it does not trace)
+
+Under `--grad` each OpInfo that supports autograd is differentiated instead: its samples' outputs
+(as `output_process_fn_grad` picks them, through the OpInfo's `gradcheck_wrapper`) are given
+random output gradients, the same on both sides, and the gradients of every input that requires
+one, computed by torch's autograd above the device, are compared with the CPU's at the same
+tolerances. This judges the backward ops that training runs (`upsample_bilinear2d_backward`,
+`embedding_dense_backward`, ...), which a forward never reaches. OpInfos without autograd, and
+those of random ops (whose values the CPU draws differently), are left out of its table.
 """
 
 from __future__ import annotations
@@ -56,7 +65,9 @@ def _key(op: Any) -> str:
     return op.name + (("." + op.variant_test_name) if op.variant_test_name else "")
 
 
-def _run_one(op: Any, samples: int, dtype_name: str, compiled: bool = False) -> Tuple[str, str]:
+def _run_one(op: Any, samples: int, dtype_name: str, compiled: bool = False, grad: bool = False) -> Tuple[str, str]:
+    if grad:
+        return _run_grad(op, samples, dtype_name)
     import torch
     import xlaprof.torch as xt
     from torch.utils._pytree import tree_map
@@ -138,6 +149,84 @@ def _run_one(op: Any, samples: int, dtype_name: str, compiled: bool = False) -> 
     return "passed", ""
 
 
+def _run_grad(op: Any, samples: int, dtype_name: str) -> Tuple[str, str]:
+    """An OpInfo's gradients on the device against the CPU's (see the module's doc)."""
+    import torch
+    import xlaprof.torch as xt
+    from torch.utils._pytree import tree_flatten, tree_map
+
+    dev = xt.device()
+    dtype = getattr(torch, dtype_name)
+    before = sum(c for c, _ in xt.fallbacks().values())
+
+    def run(sample: Any, move: Callable[[Any], Any]) -> Tuple[List[Any], List[Any]]:
+        """The sample moved by ``move`` (a leaf that requires a gradient stays one), its outputs to
+        differentiate, and the leaves."""
+        def leaf(a: Any) -> Any:
+            if not isinstance(a, torch.Tensor):
+                return a
+            return move(a.detach()).requires_grad_(a.requires_grad)
+
+        x, args, kwargs = tree_map(leaf, (sample.input, sample.args, sample.kwargs))
+        leaves = [t for t in tree_flatten((x, args, kwargs))[0] if isinstance(t, torch.Tensor) and t.requires_grad]
+        out = sample.output_process_fn_grad(op.gradcheck_wrapper(op, x, *args, **kwargs))
+        outs = [t for t in _flatten(out) if isinstance(t, torch.Tensor) and t.requires_grad
+                and (t.is_floating_point() or t.is_complex())]
+        return outs, leaves
+
+    seen = 0
+    g = torch.Generator().manual_seed(0)
+    for sample in op.sample_inputs("cpu", dtype, requires_grad=True):
+        if seen == samples:
+            break
+        try:
+            outs, leaves = run(sample, lambda t: t)
+            if not outs or not leaves:
+                continue
+            cotangents = [torch.randn(t.shape, generator=g, dtype=t.dtype) for t in outs]
+            expected = torch.autograd.grad(outs, leaves, cotangents, allow_unused=True)
+        except Exception:
+            continue  # a sample the CPU itself cannot differentiate is not a test of ours
+        seen += 1
+        try:
+            outs_d, leaves_d = run(sample, lambda t: t.to(dev))
+            if len(outs_d) != len(outs):
+                return "dtype", f"{len(outs_d)} differentiable results, expected {len(outs)}"
+            # (Each output gradient on its output's device: `to("cpu")`'s result is on the CPU.)
+            got = torch.autograd.grad(outs_d, leaves_d, [c.to(o.device) for c, o in zip(cotangents, outs_d)],
+                                      allow_unused=True)
+            got = [None if t is None else t.cpu() for t in got]
+        except (TypeError, NotImplementedError) as e:
+            if "not supported on the xlaprof device" in str(e) or "not lowered" in str(e):
+                return "unsupported", str(e).splitlines()[0][:160]
+            return "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+        except Exception as e:  # noqa: BLE001  (the sweep records every failure)
+            return "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+        for i, (e, r) in enumerate(zip(expected, got)):
+            if e is None or r is None:
+                if (e is None) != (r is None) and (e if r is None else r).abs().max() > 0:
+                    return "mismatch", f"the gradient of input {i} is missing on one side"
+                continue
+            if e.dtype != r.dtype or tuple(e.shape) != tuple(r.shape):
+                return "dtype", f"gradient {i}: got {r.dtype}{list(r.shape)}, expected {e.dtype}{list(e.shape)}"
+            try:
+                tol = 1.6e-2 if e.dtype in (torch.bfloat16, torch.float16) else 1e-3
+                torch.testing.assert_close(r, e, rtol=tol, atol=tol, equal_nan=True)
+            except AssertionError as err:
+                return "mismatch", f"gradient {i}: " + str(err).splitlines()[0][:150]
+    if seen == 0:
+        return "error", "no sample was differentiated on the CPU"
+    used = sum(c for c, _ in xt.fallbacks().values()) - before
+    if used:
+        return "fallback", f"CPU fallback: {','.join(sorted(xt.fallbacks()))}"[:160]
+    return "passed", ""
+
+
+def _grad_ops(ops: List[Any]) -> List[Any]:
+    """The OpInfos the gradient sweep judges: those with autograd, random ones left out."""
+    return [op for op in ops if op.supports_autograd and not any(r in op.name for r in RANDOM)]
+
+
 def _flatten(x: Any) -> Iterator[Any]:
     if isinstance(x, (tuple, list)):
         for v in x:
@@ -147,10 +236,13 @@ def _flatten(x: Any) -> Iterator[Any]:
 
 
 def worker(start: int, samples: int, dtype_name: str, names: Optional[List[str]], db: str,
-           compiled: bool = False) -> None:
+           compiled: bool = False, grad: bool = False) -> None:
     """Runs OpInfos from index ``start`` on (see `run_entries`)."""
-    entries = [(_key(op), not names or _key(op) in names or op.name in names, op) for op in _ops(dtype_name, db)]
-    run_entries(entries, start, lambda op: _run_one(op, samples, dtype_name, compiled))
+    ops = _ops(dtype_name, db)
+    if grad:
+        ops = _grad_ops(ops)
+    entries = [(_key(op), not names or _key(op) in names or op.name in names, op) for op in ops]
+    run_entries(entries, start, lambda op: _run_one(op, samples, dtype_name, compiled, grad))
 
 
 def run_entries(entries: List[Tuple[str, bool, Any]], start: int, run: Callable[[Any], Tuple[str, str]]) -> None:
@@ -173,10 +265,10 @@ def run_entries(entries: List[Tuple[str, bool, Any]], start: int, run: Callable[
 
 
 def sweep(samples: int = 3, dtype_name: str = "float32", names: Optional[List[str]] = None,
-          verbose: bool = False, db: str = "ops", compiled: bool = False) -> Dict[str, Tuple[str, str]]:
+          verbose: bool = False, db: str = "ops", compiled: bool = False, grad: bool = False) -> Dict[str, Tuple[str, str]]:
     """Every OpInfo's outcome, each batch of OpInfos in a child process so a crash costs one.
     ``db``: ``ops`` (torch's ``op_db``) or ``foreach`` (its ``foreach_op_db``); ``compiled``:
-    each op under ``torch.compile(backend="xlaprof")``."""
+    each op under ``torch.compile(backend="xlaprof")``; ``grad``: each op's gradients."""
 
     def command(start: int) -> List[str]:
         cmd = [sys.executable, __file__, "--worker", str(start), "--samples", str(samples),
@@ -185,6 +277,8 @@ def sweep(samples: int = 3, dtype_name: str = "float32", names: Optional[List[st
             cmd += ["--ops", ",".join(names)]
         if compiled:
             cmd.append("--compiled")
+        if grad:
+            cmd.append("--grad")
         return cmd
 
     return run_workers(command, verbose)
@@ -254,15 +348,16 @@ def main() -> None:
     ap.add_argument("--db", choices=("ops", "foreach"), default="ops",
                     help="torch's op_db (default) or its foreach_op_db")
     ap.add_argument("--compiled", action="store_true", help='each op under torch.compile(backend="xlaprof")')
+    ap.add_argument("--grad", action="store_true", help="each op's gradients against the CPU's")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--json", default="", help="also write every OpInfo's outcome to this file")
     ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     names = [n for n in a.ops.split(",") if n] or None
     if a.worker is not None:
-        worker(a.worker, a.samples, a.dtype, names, a.db, a.compiled)
+        worker(a.worker, a.samples, a.dtype, names, a.db, a.compiled, a.grad)
         return
-    results = sweep(a.samples, a.dtype, names, a.verbose, a.db, a.compiled)
+    results = sweep(a.samples, a.dtype, names, a.verbose, a.db, a.compiled, a.grad)
     report(results, table(results), a.verbose, a.json)
 
 

@@ -21,7 +21,7 @@ _registered = False
 FACTORIES = (
     "arange.start_step", "arange.start", "arange", "full", "zeros", "ones", "scalar_tensor",
     "eye", "eye.m", "linspace", "logspace", "randperm", "tril_indices", "triu_indices",
-    "randint", "randint.low", "rand", "randn",
+    "randint", "randint.low", "rand", "randn", "_efficientzerotensor",
 )
 
 
@@ -84,6 +84,18 @@ _ENGINE_FAILURES = (
 )
 
 
+def _misplaced_gradient(args: Any) -> Optional[str]:
+    """The engine's stream assert also fires for a gradient given on another device than its
+    output (``torch.autograd.grad(cpu_out, x, torch.ones(3, device=dev))``): said so, where
+    that is the case (``args``: ``_engine_run_backward``'s, outputs then their gradients)."""
+    outputs, grads = (list(args[0]), list(args[1])) if len(args) > 1 else ([], [])
+    for i, (out, grad) in enumerate(zip(outputs, grads)):
+        if isinstance(out, torch.Tensor) and isinstance(grad, torch.Tensor) and grad.device != out.device:
+            return (f"the gradient given for output {i} is on {grad.device}, but the output is on "
+                    f"{out.device}: give each output's gradient on the output's device")
+    return None
+
+
 def _run_backward_on_the_calling_thread() -> None:
     """Wraps the one function every backward() and autograd.grad() runs the engine through.
 
@@ -124,7 +136,7 @@ def _run_backward_on_the_calling_thread() -> None:
             text = str(e)
             for sign, explanation in _ENGINE_FAILURES:
                 if sign in text:
-                    raise RuntimeError(explanation) from e
+                    raise RuntimeError(_misplaced_gradient(args) or explanation) from e
             raise
 
     engine_run_backward._xlaprof = True  # type: ignore[attr-defined]

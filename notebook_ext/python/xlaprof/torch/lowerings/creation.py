@@ -27,7 +27,9 @@ def scalar_tensor(s: Any, dtype: Any = None, layout: Any = None, device: Any = N
     return xp.full((), s, dtype=factory_dtype(dtype))
 
 
-@lower(aten.zeros.default)
+# `_efficientzerotensor`: the zeros torch's backward formulas return where a gradient is known to
+# be zero (`sgn`'s of a real input), a tensor of no storage on CUDA; plain zeros here.
+@lower(aten.zeros.default, aten._efficientzerotensor.default)
 def zeros(size: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None) -> Any:
     return xp.zeros(*size, dtype=factory_dtype(dtype))
 
@@ -80,13 +82,13 @@ def zero(x: Any) -> Any:
     return xp.zeros(*x.shape, dtype=x.dtype)
 
 
-@lower(aten.new_zeros.default, aten.new_empty.default)
+@lower(aten.new_zeros.default, aten.new_empty.default, complex_safe=True)
 def new_zeros(x: Any, size: Sequence[int], dtype: Any = None, layout: Any = None, device: Any = None,
               pin_memory: Any = None) -> Any:
     return xp.zeros(*size, dtype=dt(dtype) or x.dtype)
 
 
-@lower(aten.new_ones.default)
+@lower(aten.new_ones.default, complex_safe=True)
 def new_ones(x: Any, size: Sequence[int], dtype: Any = None, layout: Any = None, device: Any = None,
              pin_memory: Any = None) -> Any:
     return xp.ones(*size, dtype=dt(dtype) or x.dtype)

@@ -10,7 +10,7 @@ from typing import Any, Optional
 import xlaprof as xp
 
 from .._device import engine_dtype
-from .common import Unsupported, aten, broadcast_shape, expand_to, is_float, to_float
+from .common import Unsupported, aten, broadcast_shape, expand_to, is_complex, is_float, to_float
 from .registry import declare, lower
 
 
@@ -159,7 +159,7 @@ def logical_or(a: Any, b: Any) -> Any:
     return a.astype("bool").logical_or(b.astype("bool"))
 
 
-@lower(aten.where.self)
+@lower(aten.where.self, complex_safe=True)
 def where(cond: Any, a: Any, b: Any) -> Any:
     return xp.where(cond, a, b)
 
@@ -178,7 +178,7 @@ def clamp_tensor(x: Any, min: Any = None, max: Any = None) -> Any:
     return x
 
 
-@lower(aten.masked_fill.Scalar, aten.masked_fill.Tensor)
+@lower(aten.masked_fill.Scalar, aten.masked_fill.Tensor, complex_safe=True)
 def masked_fill(x: Any, mask: Any, v: Any) -> Any:
     # The out-of-place form broadcasts the tensor too.
     x = expand_to(x, broadcast_shape([x.shape, mask.shape]))
@@ -423,9 +423,14 @@ def hypot(a: Any, b: Any) -> Any:
     return xp.where(infinite, math.inf, out).astype(out.dtype)
 
 
-@lower(aten.sgn.default)
+@lower(aten.sgn.default, complex_safe=True)
 def sgn(x: Any) -> Any:
-    return x.sign()
+    if not is_complex(x):
+        return x.sign()
+    # z / |z|, and 0 at 0 (`polar`'s and `abs`'s backward of complex numbers).
+    magnitude = x.abs()
+    unit = x / magnitude._complex(xp.zeros_like(magnitude))
+    return xp.where(magnitude.eq(0), xp.zeros_like(x), unit)
 
 
 @lower(aten.signbit.default)

@@ -89,7 +89,7 @@ def _advanced_index(x: Any, indices: Sequence[Any]) -> Any:
     return merged, flat, bshape, rest_shape, adjacent, indexed
 
 
-@lower(aten.index.Tensor)
+@lower(aten.index.Tensor, complex_safe=True)
 def index(x: Any, indices: Sequence[Any]) -> Any:
     merged, flat, bshape, rest_shape, adjacent, indexed = _advanced_index(x, indices)
     out = merged.index_select(0, flat.reshape(-1)).reshape(*bshape, *rest_shape)

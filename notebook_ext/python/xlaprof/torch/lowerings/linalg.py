@@ -397,10 +397,16 @@ def _swap_sign(pivots: Any, dtype: str) -> Any:
     return 1.0 - swaps.remainder(2).astype(dtype) * 2.0
 
 
+# The determinant's two ops return the LU factorization of the transpose, not of `a`, as torch's
+# kernels do (they factor the transpose, which is laid out as LAPACK wants): their backward
+# formulas solve with it as such, and the factorization of `a` itself gave a wrong gradient.
+# The determinant is the same either way.
+
+
 @lower(aten._linalg_det.default)
 def linalg_det(a: Any) -> Any:
     _check_float("det", a)
-    lu, pivots, _ = a._lu()
+    lu, pivots, _ = _mT(a)._lu()
     d = _diag(lu)
     return reduce_product(d, [d.ndim - 1], False) * _swap_sign(pivots, a.dtype), lu, pivots
 
@@ -408,7 +414,7 @@ def linalg_det(a: Any) -> Any:
 @lower(aten._linalg_slogdet.default)
 def linalg_slogdet(a: Any) -> Any:
     _check_float("slogdet", a)
-    lu, pivots, _ = a._lu()
+    lu, pivots, _ = _mT(a)._lu()
     d = _diag(lu)
     last = [d.ndim - 1]
     sign = reduce_product(d.sign(), last, False) * _swap_sign(pivots, a.dtype)

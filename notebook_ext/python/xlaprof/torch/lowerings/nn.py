@@ -154,8 +154,12 @@ def native_layer_norm_backward(grad: Any, x: Any, normalized_shape: Sequence[int
     for s in normalized_shape:
         n *= s
     gx = (g - g.mean(axes, keepdim=True) - xhat * (g * xhat).mean(axes, keepdim=True)) * rstd
-    gw = (grad * xhat).sum(lead) if weight is not None and output_mask[1] else None
-    gb = grad.sum(lead) if bias is not None and output_mask[2] else None
+    # (With no leading dims nothing is summed: `sum([])` would sum every dim, as torch's does.)
+    def over_lead(t: Any) -> Any:
+        return t.sum(lead) if lead else t
+
+    gw = over_lead(grad * xhat) if weight is not None and output_mask[1] else None
+    gb = over_lead(grad) if bias is not None and output_mask[2] else None
     return (gx if output_mask[0] else None, gw, gb)
 
 
@@ -262,7 +266,7 @@ def huber_loss(x: Any, target: Any, reduction: int = 1, delta: float = 1.0) -> A
 def _multi_margin(x: Any, target: Any, p: int, margin: float, weight: Any, reduction: int) -> Any:
     """``sum over j != y of max(0, margin - x[y] + x[j]) ** p * w[y] / C`` per sample: torch's
     decomposition of the forward, written here for the backward's gradient."""
-    rows = x.reshape(-1, x.shape[-1])
+    rows = x.reshape(-1, x.shape[-1] if x.ndim else 1)  # a 0-d input is one sample of one class
     classes = rows.shape[1]
     hot = target.reshape(-1).astype("int64").one_hot(classes).astype("bool")        # [N, C]
     picked = xp.where(hot, rows, xp.zeros_like(rows)).sum([1], keepdim=True)       # x[y]
@@ -284,7 +288,7 @@ def multi_margin_loss_backward(grad: Any, x: Any, target: Any, p: int, margin: f
 def _multilabel_margin(x: Any, target: Any, reduction: int) -> Any:
     """``sum over labels k, non-labels j of max(0, 1 - (x[y_k] - x[j])) / C`` per sample, the
     labels being ``target``'s entries before its first -1."""
-    rows = x.reshape(-1, x.shape[-1])
+    rows = x.reshape(-1, x.shape[-1] if x.ndim else 1)  # a 0-d input is one sample of one class
     classes = rows.shape[1]
     t = target.reshape(-1, classes).astype("int64")
     valid = cumsum((t < 0).astype("int64"), 1).eq(0)                              # [N, K]
