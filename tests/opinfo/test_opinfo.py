@@ -1,6 +1,7 @@
 """PyTorch's OpInfo database on the xlaprof device: a capped sweep (the first sample of every
 float32 OpInfo, and of every multi-tensor `torch._foreach_*` OpInfo; the float32 ones again under
-torch.compile(backend="xlaprof")) held to the floor in opinfo_floor.json; and its ModuleInfo
+torch.compile(backend="xlaprof"), and differentiated: their gradients against the CPU's) held
+to the floor in opinfo_floor.json; and its ModuleInfo
 database (`module_sweep.py`: each module moved to the device, a forward and a backward against
 the CPU, the first sample of each, lazily and under torch.compile) and its OptimizerInfo
 database (`optim_sweep.py`: five steps of every optimizer against the CPU, in each of its
@@ -58,6 +59,26 @@ def test_opinfo_coverage_under_torch_compile_holds_its_floor():
     native = outcomes.count("passed")
     assert len(results) >= floor["opinfos"], f"only {len(results)} OpInfos ran"
     assert native >= floor["native"], f"{native} OpInfos pass natively compiled, floor {floor['native']}"
+    assert native + outcomes.count("fallback") >= floor["with_fallback"]
+
+
+def test_opinfo_gradients_hold_their_floor_and_none_is_wrong():
+    # The backward ops training runs, which no forward reaches. A gradient that differs from the
+    # CPU's fails the test, but for the OpInfos the floor names (`differ`), whose samples the
+    # device cannot compute as the CPU does: they draw random numbers, which the device draws
+    # otherwise (dropout in attention, fractional pooling's offsets), address storage outside
+    # their view (`as_strided` of a partial view), or take float32 subnormals, which XLA's CPU
+    # code flushes to zero (`frexp` of 1e-40).
+    floor = json.loads((HERE / "opinfo_floor.json").read_text())["grad"]
+    results = opinfo_sweep.sweep(samples=floor["samples"], dtype_name="float32", grad=True)
+    print("\n" + opinfo_sweep.table(results))
+    wrong = {name: why for name, (o, why) in results.items()
+             if o in ("mismatch", "dtype", "crash") and name not in floor["differ"]}
+    assert not wrong, f"OpInfos whose gradients differ from the CPU's: {wrong}"
+    outcomes = [o for o, _ in results.values()]
+    native = outcomes.count("passed")
+    assert len(results) >= floor["opinfos"], f"only {len(results)} OpInfos ran"
+    assert native >= floor["native"], f"{native} OpInfos' gradients pass natively, floor {floor['native']}"
     assert native + outcomes.count("fallback") >= floor["with_fallback"]
 
 

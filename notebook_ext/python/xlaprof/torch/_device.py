@@ -56,10 +56,11 @@ def register() -> None:
     # shaped as the input.
     if not torch._C._dispatch_has_kernel_for_dispatch_key("aten::fractional_max_pool3d_backward", "Meta"):
         lib.impl("fractional_max_pool3d_backward", lambda grad, x, *rest: torch.empty_like(x), "Meta")
-    from . import _autocast, _module, _recurrent
+    from . import _autocast, _decomposed, _module, _recurrent
 
     _module.register()
     _recurrent.register(lib)
+    _decomposed.register(lib)
     every_op = _autocast.register(lib)
     # Kept alive for the process: dropping a library unregisters its kernels.
     global _libraries

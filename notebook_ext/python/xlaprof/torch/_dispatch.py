@@ -462,6 +462,26 @@ def _functional_form(func: Any, name: str) -> Any:
     return next((op for op in overloads if [str(a.type) for a in op._schema.arguments] == kinds), None)
 
 
+def _functional_of_out(func: Any, outs: List[str]) -> Any:
+    """The overload an ``out=`` op computes: the one whose arguments are the out op's but its
+    outputs, by name and type, and perhaps keyword-only ones with defaults besides (a factory's
+    ``dtype=``, ``device=``). Overload names do not pair up: ``div.out`` is
+    ``div.Tensor``, ``div.out_mode`` is ``div.Tensor_mode``, ``sum.IntList_out`` is
+    ``sum.dim_IntList``, ``std.out`` is ``std.dim``, not ``std.default``."""
+    want = [(a.name, str(a.type)) for a in func._schema.arguments if a.name not in outs]
+    names = {n for n, _ in want}
+    packet = func.overloadpacket
+    for name in packet.overloads():
+        op = getattr(packet, name)
+        arguments = op._schema.arguments
+        if any(_writes(a) for a in arguments):
+            continue
+        extra = [a.kwarg_only and a.has_default_value() and a.name not in names for a in arguments]
+        if [(a.name, str(a.type)) for a, more in zip(arguments, extra) if not more] == want:
+            return op
+    return None
+
+
 def _mutating_route(func: Any) -> Optional[Route]:
     """``x.add_(y)`` and ``torch.add(x, y, out=z)`` as the lowered functional op plus a write."""
     schema = func._schema
@@ -485,8 +505,7 @@ def _mutating_route(func: Any) -> Optional[Route]:
     outs = [a.name for a in schema.arguments if a.kwarg_only and _writes(a)]
     if not outs:
         return None
-    base = func._overloadname.replace("_out", "").replace("out", "") or "default"
-    functional = getattr(packet, base, None) or getattr(packet, "default", None)
+    functional = _functional_of_out(func, outs)
     if functional is None or functional not in FUNCTIONAL:
         return None
     inner = _route(functional)

@@ -12,21 +12,17 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence, Tuple
 
 import torch
-from torch._decomp import decomposition_table
+
+from ._decomposed import KEY, decompose_at_autograd_key
 
 aten = torch.ops.aten
-_KEY = "AutogradPrivateUse1"
 
 
 def register(lib: torch.library.Library) -> None:
     """Registers the layers and cells in the device's aten library (`_device.register`)."""
-    for packet in (aten.lstm, aten.gru, aten.rnn_tanh, aten.rnn_relu):
-        for overload in packet.overloads():
-            op = getattr(packet, overload)
-            if op in decomposition_table:
-                lib.impl(op, decomposition_table[op], _KEY)
-    lib.impl(aten.lstm_cell.default, lstm_cell, _KEY)
-    lib.impl(aten.gru_cell.default, gru_cell, _KEY)
+    decompose_at_autograd_key(lib, (aten.lstm, aten.gru, aten.rnn_tanh, aten.rnn_relu))
+    lib.impl(aten.lstm_cell.default, lstm_cell, KEY)
+    lib.impl(aten.gru_cell.default, gru_cell, KEY)
 
 
 def _gates(x: torch.Tensor, h: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor,

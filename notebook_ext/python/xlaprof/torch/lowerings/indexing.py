@@ -10,6 +10,7 @@ import xlaprof as xp
 
 from .common import (Unsupported, aten, broadcast_shape, contiguous_strides, expand_to, flat_positions,
                      write_rows)
+from .reductions import vector_norm
 from .registry import lower
 
 
@@ -33,6 +34,17 @@ def embedding(weight: Any, indices: Any, padding_idx: int = -1, scale_grad_by_fr
               sparse: bool = False) -> Any:
     flat = indices.reshape(-1)
     return weight.index_select(0, flat).reshape(*indices.shape, weight.shape[1])
+
+
+@lower(aten.embedding_renorm.default)
+def embedding_renorm(weight: Any, indices: Any, max_norm: float, norm_type: float) -> Any:
+    """``nn.Embedding(max_norm=...)``: each row looked up whose norm is over ``max_norm`` scaled
+    down to it (torch's kernel, which writes the rows in place: ``embedding_renorm_``)."""
+    hit = xp.zeros(weight.shape[0], dtype="int64").index_add(
+        0, indices.reshape(-1).astype("int64"), xp.ones(indices.numel(), dtype="int64")) > 0
+    norms = vector_norm(weight, norm_type, [1], keepdim=True)
+    over = hit.unsqueeze(1) & (norms > max_norm)
+    return xp.where(over, weight * (max_norm / (norms + 1e-7)), weight)
 
 
 @lower(aten.embedding_dense_backward.default)

@@ -236,6 +236,15 @@ def flash_attention_cpu(q: Any, k: Any, v: Any, dropout_p: float = 0.0, is_causa
     return out, lse.squeeze(-1)
 
 
+@lower(aten._scaled_dot_product_flash_attention_for_cpu_backward.default)
+def flash_attention_cpu_backward(grad: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, dropout_p: float,
+                                 is_causal: bool, attn_mask: Any = None, scale: Any = None) -> Any:
+    """The gradients of the attention above, by the engine's autograd of the same ops."""
+    if dropout_p:
+        raise Unsupported("flash attention's backward with dropout")
+    return tuple(vjp(lambda a, b, c: flash_attention_cpu(a, b, c, 0.0, is_causal, attn_mask, scale)[0], [q, k, v], grad))
+
+
 @lower(aten.native_group_norm.default)
 def native_group_norm(x: Any, weight: Any, bias: Any, n: int, c: int, hw: int, group: int, eps: float) -> Any:
     g = x.reshape(n, group, -1)

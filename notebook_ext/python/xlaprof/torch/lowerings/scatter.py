@@ -70,6 +70,17 @@ def masked_scatter(x: Any, mask: Any, source: Any) -> Any:
     return xp.where(mask, flat.index_select(0, picks).reshape(*x.shape), x)
 
 
+@lower(aten.masked_scatter_backward.default)
+def masked_scatter_backward(grad: Any, mask: Any, sizes: Sequence[int]) -> Any:
+    """The source's gradient: the output gradient's masked entries, in order, into the source's
+    shape, zeros past them (the entries the mask did not take)."""
+    count = _numel(sizes)
+    mask = expand_to(mask, grad.shape).reshape(-1)
+    at = xp.where(mask, _ranks(mask), count)  # an entry not taken lands past the end
+    rows = xp.zeros(count + 1, dtype=grad.dtype).index_add(0, at, grad.reshape(-1))
+    return rows[:count].reshape(*sizes)
+
+
 @lower(aten.scatter.reduce)
 def scatter_legacy_reduce(x: Any, dim: int, index: Any, src: Any, reduce: str) -> Any:
     how = {"add": "sum", "multiply": "prod"}.get(reduce)
@@ -156,6 +167,98 @@ def segment_reduce(data: Any, reduce: str, lengths: Any = None, indices: Any = N
             total = total / count.maximum(1).astype(data.dtype).reshape(segments, *([1] * len(rest)))
         out = total
     return xp.where(empty, base, out)
+
+
+@lower(aten._segment_reduce_backward.default)
+def segment_reduce_backward(grad: Any, output: Any, data: Any, reduce: str, lengths: Any = None, offsets: Any = None,
+                            axis: int = 0, initial: Any = None) -> Any:
+    """Each row's share of its segment's gradient, as torch's kernel gives it: all of it for a
+    sum, an equal part for a mean, an equal part to each row that is the maximum (minimum), and
+    the product of the others for a product (zeros counted apart, as division cannot)."""
+    if data.ndim == 0 or axis % data.ndim != 0:
+        raise Unsupported("segment_reduce's backward over another axis")
+    if offsets is not None:
+        lengths = offsets[..., 1:] - offsets[..., :-1]
+    if lengths.ndim != 1:
+        raise Unsupported("segment_reduce's backward over batched lengths")
+    segments, n, rest = lengths.shape[0], data.shape[0], [1] * (data.ndim - 1)
+    lengths = lengths.astype("int64")
+    seg = _segment_ids(cumsum(lengths, 0) - lengths, n).clamp(0, max(segments - 1, 0))
+    # Rows past the last segment's end belong to none.
+    inside = (xp.arange(0, n, 1, dtype="int64") < lengths.sum()).reshape(n, *rest)
+    g, out = grad.index_select(0, seg), output.index_select(0, seg)
+    zero = xp.zeros_like(data)
+    if reduce == "sum":
+        share = g
+    elif reduce == "mean":
+        share = g / lengths.maximum(1).astype(data.dtype).index_select(0, seg).reshape(n, *rest)
+    elif reduce in ("max", "min"):
+        hit = data == out
+        ties = xp.zeros((segments, *data.shape[1:]), dtype=data.dtype).index_add(0, seg, hit.astype(data.dtype))
+        share = xp.where(hit, g / ties.index_select(0, seg).maximum(1.0), zero)
+    elif reduce == "prod":
+        zeros_in = xp.zeros((segments, *data.shape[1:]), dtype="int64").index_add(0, seg, data.eq(0).astype("int64"))
+        zeros_in = zeros_in.index_select(0, seg)
+        nonzero = segment_reduce(xp.where(data.eq(0), xp.ones_like(data), data), "prod", lengths,
+                                 initial=initial).index_select(0, seg)
+        others = xp.where(data.eq(0), xp.where(zeros_in == 1, nonzero, zero),
+                          xp.where(zeros_in == 0, nonzero / xp.where(data.eq(0), xp.ones_like(data), data), zero))
+        share = g * others
+    else:
+        raise Unsupported(f"segment_reduce's backward of {reduce!r}")
+    return xp.where(inside, share, zero)
+
+
+@lower(aten._embedding_bag_backward.default)
+def embedding_bag_backward(grad: Any, indices: Any, offsets: Any, offset2bag: Any, bag_size: Any,
+                           maximum_indices: Any, num_weights: int, scale_grad_by_freq: bool, mode: int,
+                           sparse: bool = False, per_sample_weights: Any = None, padding_idx: int = -1) -> Any:
+    """The weights' gradient: each bag's gradient back to its rows (divided by the bag's size
+    for a mean, times each row's weight where given; for a max, to the row each maximum came
+    from), none to ``padding_idx``, each row's divided by how often it was looked up when
+    ``scale_grad_by_freq``."""
+    if sparse:
+        raise Unsupported("embedding_bag's sparse gradient")
+    dim = grad.shape[1]
+    if mode == 2:
+        flat = maximum_indices.reshape(-1).astype("int64")
+        column = xp.arange(0, dim, 1, dtype="int64").reshape(1, dim).expand(*maximum_indices.shape).reshape(-1)
+        at = xp.where(flat >= 0, flat * dim + column, num_weights * dim)  # an empty bag's lands past the end
+        rows = xp.zeros(num_weights * dim + 1, dtype=grad.dtype).index_add(0, at, grad.reshape(-1))
+        return rows[:num_weights * dim].reshape(num_weights, dim)
+    idx = indices.reshape(-1).astype("int64")
+    bag = offset2bag.astype("int64")
+    rows = grad.index_select(0, bag)
+    if mode == 1:
+        rows = rows / bag_size.maximum(1).astype(grad.dtype).index_select(0, bag).unsqueeze(1)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.astype(grad.dtype).reshape(-1, 1)
+    if padding_idx >= 0:
+        rows = xp.where((idx != padding_idx).unsqueeze(1), rows, xp.zeros_like(rows))
+    if scale_grad_by_freq:
+        counts = xp.zeros(num_weights, dtype="int64").index_add(0, idx, xp.ones(idx.shape[0], dtype="int64"))
+        rows = rows / counts.index_select(0, idx).maximum(1).astype(grad.dtype).unsqueeze(1)
+    return xp.zeros((num_weights, dim), dtype=grad.dtype).index_add(0, idx, rows)
+
+
+@lower(aten._embedding_bag_dense_backward.default)
+def embedding_bag_dense_backward(grad: Any, indices: Any, offset2bag: Any, bag_size: Any, maximum_indices: Any,
+                                 num_weights: int, scale_grad_by_freq: bool, mode: int, per_sample_weights: Any,
+                                 padding_idx: int = -1) -> Any:
+    return embedding_bag_backward(grad, indices, None, offset2bag, bag_size, maximum_indices, num_weights,
+                                  scale_grad_by_freq, mode, False, per_sample_weights, padding_idx)
+
+
+@lower(aten._embedding_bag_per_sample_weights_backward.default)
+def embedding_bag_per_sample_weights_backward(grad: Any, weight: Any, indices: Any, offsets: Any, offset2bag: Any,
+                                              mode: int, padding_idx: int = -1) -> Any:
+    """Each lookup's weight's gradient: its bag's gradient dotted with its row (0 for
+    ``padding_idx``); torch takes per-sample weights in sum mode only."""
+    if mode != 0:
+        raise ValueError("embedding_bag_backward: per_sample_weights only supported for mode='sum'")
+    idx = indices.reshape(-1).astype("int64")
+    dots = (grad.index_select(0, offset2bag.astype("int64")) * weight.index_select(0, idx)).sum([1])
+    return xp.where(idx != padding_idx, dots, xp.zeros_like(dots)) if padding_idx >= 0 else dots
 
 
 @lower(aten._embedding_bag_forward_only.default, aten._embedding_bag.default)

@@ -109,13 +109,42 @@ def _euclid(x1: Any, x2: Any) -> Any:
     return (n1 + n2 - (x1 @ x2.transpose(-2, -1)) * 2.0).clamp(0.0, None).sqrt()
 
 
-@lower(aten._pdist_forward.default)
-def pdist(x: Any, p: float = 2.0) -> Any:
-    n = x.shape[0]
-    if n < 2:
-        return xp.zeros(0, dtype=x.dtype)
-    full = (_euclid(x, x) if p == 2 else vector_norm(x.unsqueeze(1) - x.unsqueeze(0), p, [2])).reshape(-1)
-    # The pairs i < j, row by row.
+@lower(aten._cdist_backward.default)
+def cdist_backward(grad: Any, x1: Any, x2: Any, p: float, dist: Any) -> Any:
+    """The gradient for ``x1`` (autograd asks again with the operands swapped for ``x2``), as
+    torch's kernel computes it: each difference's share of its distance, 0 where a distance is 0."""
+    g = _distance_grad(grad, x1.unsqueeze(-2) - x2.unsqueeze(-3), dist.unsqueeze(-1), p)
+    g = g.sum([g.ndim - 2])
+    # Batch dims broadcast from x2's: summed back to x1's shape.
+    extra = g.ndim - x1.ndim
+    if extra:
+        g = g.sum(list(range(extra)))
+    ones = [d for d in range(x1.ndim - 2) if x1.shape[d] == 1 and g.shape[d] != 1]
+    return g.sum(ones, keepdim=True) if ones else g
+
+
+def _distance_grad(grad: Any, diff: Any, dist: Any, p: float) -> Any:
+    """``grad * d dist / d diff`` for the p-norms ``dist`` of differences ``diff`` ([..., M] with
+    ``dist`` and ``grad`` broadcast over M)."""
+    g = grad.unsqueeze(-1) if grad.ndim < diff.ndim else grad
+    zero = xp.zeros_like(diff)
+    if p == 0:
+        return zero
+    if p == 1:
+        return g * diff.sign()
+    if p == math.inf:
+        return xp.where(diff.abs() == dist, g * diff.sign(), zero)
+    if p == 2:
+        share = diff / dist
+    else:
+        share = diff * diff.abs().pow(p - 2) / dist.pow(p - 1)
+        if p < 1:
+            share = xp.where(diff == 0, zero, share)
+    return xp.where(dist == 0, zero, g * share)
+
+
+def _pairs(n: int) -> Any:
+    """``row * n + col`` of each pair ``row < col``, row by row (``pdist``'s order)."""
     i = xp.arange(0, n, 1, dtype="int64").reshape(n, 1)
     count = n * (n - 1) // 2
     slots = xp.arange(0, count, 1, dtype="int64")
@@ -123,7 +152,30 @@ def pdist(x: Any, p: float = 2.0) -> Any:
     firsts = i.reshape(-1) * (2 * n - i.reshape(-1) - 1) // 2                    # [n]
     row = (firsts.reshape(1, n) <= slots.reshape(count, 1)).astype("int64").sum([1]) - 1
     col = slots - firsts.index_select(0, row) + row + 1
-    return full.index_select(0, row * n + col)
+    return row * n + col
+
+
+@lower(aten._pdist_forward.default)
+def pdist(x: Any, p: float = 2.0) -> Any:
+    n = x.shape[0]
+    if n < 2:
+        return xp.zeros(0, dtype=x.dtype)
+    full = (_euclid(x, x) if p == 2 else vector_norm(x.unsqueeze(1) - x.unsqueeze(0), p, [2])).reshape(-1)
+    return full.index_select(0, _pairs(n))
+
+
+@lower(aten._pdist_backward.default)
+def pdist_backward(grad: Any, x: Any, p: float, dist: Any) -> Any:
+    """Each pair's gradient reaches both its rows: the pairs' gradients and distances laid out as
+    symmetric [n, n] matrices (0 on the diagonal), then ``cdist``'s gradient of ``x`` against itself."""
+    n = x.shape[0]
+    if n < 2:
+        return xp.zeros_like(x)
+    at = _pairs(n)
+    upper = xp.zeros(n * n, dtype=grad.dtype).index_add(0, at, grad).reshape(n, n)
+    distances = xp.zeros(n * n, dtype=dist.dtype).index_add(0, at, dist).reshape(n, n)
+    full_grad, full_dist = upper + upper.transpose(0, 1), distances + distances.transpose(0, 1)
+    return _distance_grad(full_grad, x.unsqueeze(1) - x.unsqueeze(0), full_dist.unsqueeze(-1), p).sum([1])
 
 
 @lower(aten.multinomial.default)
