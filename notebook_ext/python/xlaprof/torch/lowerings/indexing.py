@@ -12,6 +12,7 @@ from .common import (Unsupported, aten, broadcast_shape, contiguous_strides, exp
                      write_rows)
 from .reductions import vector_norm
 from .registry import lower
+from .sort import nonzero
 
 
 @lower(aten.index_select.default, complex_safe=True)
@@ -34,6 +35,13 @@ def embedding(weight: Any, indices: Any, padding_idx: int = -1, scale_grad_by_fr
               sparse: bool = False) -> Any:
     flat = indices.reshape(-1)
     return weight.index_select(0, flat).reshape(*indices.shape, weight.shape[1])
+
+
+@lower(aten.masked_select.default, complex_safe=True)
+def masked_select(x: Any, mask: Any) -> Any:
+    """The entries under ``mask`` (both broadcast), in order: a read of their count, as on CUDA."""
+    shape = broadcast_shape([x.shape, mask.shape])
+    return index(expand_to(x, shape).reshape(-1), [expand_to(mask, shape).reshape(-1)])
 
 
 @lower(aten.embedding_renorm.default)
@@ -101,8 +109,23 @@ def _advanced_index(x: Any, indices: Sequence[Any]) -> Any:
     return merged, flat, bshape, rest_shape, adjacent, indexed
 
 
+def _masks_as_positions(indices: Sequence[Any]) -> list:
+    """Each boolean mask among ``indices`` as the positions of its true entries, one integer
+    index per dim it covers (``x[mask]`` is ``x[mask.nonzero().unbind(1)]``): the count is the
+    result's length, read to the host by ``nonzero`` (a sync, as on CUDA)."""
+    out: list = []
+    for i in indices:
+        if i is not None and i.dtype == "bool":
+            found = nonzero(i)
+            out.extend(found[:, d] for d in range(i.ndim))
+        else:
+            out.append(i)
+    return out
+
+
 @lower(aten.index.Tensor, complex_safe=True)
 def index(x: Any, indices: Sequence[Any]) -> Any:
+    indices = _masks_as_positions(indices)
     merged, flat, bshape, rest_shape, adjacent, indexed = _advanced_index(x, indices)
     out = merged.index_select(0, flat.reshape(-1)).reshape(*bshape, *rest_shape)
     first = indexed[0]

@@ -1,5 +1,5 @@
 """Sorting: the engine's stable sort, and what is built from it (``topk``, ``kthvalue``,
-``median``, ``argsort``, ``nonzero``).
+``median``, ``argsort``, ``nonzero``, ``unique``).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Any
 import xlaprof as xp
 
 from .common import Unsupported, aten, is_float
+from .cumulative import cumsum
 from .elementwise import isnan
 from .registry import lower
 
@@ -95,3 +96,56 @@ def nonzero(x: Any) -> Any:
         coordinates.insert(0, (found // stride) % size)
         stride *= size
     return xp.stack(coordinates, 1)
+
+
+def _runs(values: Any) -> Any:
+    """For sorted (or consecutive) flat ``values``: which run of equal values each is in, and
+    how many runs there are, a count read to the host (the result's length, as on CUDA)."""
+    n = values.shape[0]
+    starts = xp.cat([xp.ones(1, dtype="bool"), values[1:] != values[:-1]], 0) if n else xp.zeros(0, dtype="bool")
+    run = cumsum(starts.astype("int64"), 0) - 1 if n else xp.zeros(0, dtype="int64")
+    count = int(starts.astype("int64").sum().item()) if n else 0
+    return run, count
+
+
+def _unique_of(flat: Any, order: Any, inverse_shape: Any, return_inverse: bool, return_counts: bool) -> Any:
+    """``flat`` in ``order`` (a permutation that brings equal values together), collapsed to one
+    value a run; each element's run (shaped ``inverse_shape``) and each run's length where asked,
+    empty otherwise, as torch's kernels return them."""
+    values = flat.index_select(0, order) if order is not None else flat
+    run, count = _runs(values)
+    n = values.shape[0]
+    if count == 0:
+        out = xp.zeros(0, dtype=flat.dtype)
+    else:
+        out = xp.zeros(count, dtype=flat.dtype).index_reduce(0, run, values, "amax", include_self=False)
+    if return_inverse:
+        placed = run if order is None else xp.zeros(n, dtype="int64").index_add(0, order, run)
+        inverse = placed.reshape(*inverse_shape)
+    else:
+        inverse = xp.zeros(0, dtype="int64")
+    counts = (xp.zeros(count, dtype="int64").index_add(0, run, xp.ones(n, dtype="int64"))
+              if return_counts else xp.zeros(0, dtype="int64"))
+    return out, inverse, counts
+
+
+@lower(aten._unique2.default)
+def unique2(x: Any, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False) -> Any:
+    """``torch.unique``: the distinct values, in ascending order (CUDA's answer to ``sorted=False``
+    too), by a stable sort."""
+    flat = x.reshape(-1)
+    _, order = flat.sort(0, False) if flat.shape[0] else (flat, xp.zeros(0, dtype="int64"))
+    return _unique_of(flat, order, x.shape, return_inverse, return_counts)
+
+
+@lower(aten._unique.default)
+def unique(x: Any, sorted: bool = True, return_inverse: bool = False) -> Any:
+    out, inverse, _ = unique2(x, sorted, return_inverse, False)
+    return out, inverse
+
+
+@lower(aten.unique_consecutive.default)
+def unique_consecutive(x: Any, return_inverse: bool = False, return_counts: bool = False, dim: Any = None) -> Any:
+    if dim is not None:
+        raise Unsupported("unique_consecutive along a dim")
+    return _unique_of(x.reshape(-1), None, x.shape, return_inverse, return_counts)

@@ -93,6 +93,22 @@ def _take_last(x: Any, index: Any) -> Any:
     return gather(x, x.ndim - 1, index)
 
 
+@lower(aten.bincount.default)
+def bincount(x: Any, weights: Any = None, minlength: int = 0) -> Any:
+    """How often each value of ``x`` occurs (or its ``weights`` summed): its length is one past
+    the largest value, read to the host (a sync, as on CUDA). The dtype is the CPU kernel's:
+    int64 counts, float32 weights kept, other weights summed in float64."""
+    if x.ndim != 1:
+        raise RuntimeError(f"bincount only supports 1-d non-negative integral inputs, not {x.ndim}-d")
+    n = x.shape[0]
+    size = max(int(x.amax().item()) + 1, minlength) if n else minlength
+    idx = x.astype("int64")
+    if weights is None:
+        return xp.zeros(size, dtype="int64").index_add(0, idx, xp.ones(n, dtype="int64"))
+    dtype = "float32" if weights.dtype == "float32" else "float64"
+    return xp.zeros(size, dtype=dtype).index_add(0, idx, weights.astype(dtype))
+
+
 @lower(aten._cdist_forward.default)
 def cdist(x1: Any, x2: Any, p: float, compute_mode: Any = None) -> Any:
     if p == 2 and compute_mode != 2:
