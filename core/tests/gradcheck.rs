@@ -682,6 +682,16 @@ fn grad_conv2d_groups() {
         |x| x[0].conv2d(&x[1], [1, 1], [0, 0], [1, 1], 2),
         &[rnd(&[2, 2, 3, 3], 176), rnd(&[2, 1, 2, 2], 177)],
     );
+    // Groups of several input and output channels (ResNeXt's), with stride and dilation.
+    gradcheck(
+        |x| x[0].conv2d(&x[1], [2, 1], [1, 0], [1, 2], 3),
+        &[rnd(&[2, 6, 5, 5], 178), rnd(&[9, 2, 2, 2], 179)],
+    );
+    // Depthwise, with a channel multiplier of two (MobileNet's and EfficientNet's).
+    gradcheck(
+        |x| x[0].conv2d(&x[1], [2, 2], [1, 1], [1, 1], 3),
+        &[rnd(&[1, 3, 5, 4], 184), rnd(&[6, 1, 3, 3], 185)],
+    );
 }
 
 #[test]

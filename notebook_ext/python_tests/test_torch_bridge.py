@@ -767,6 +767,29 @@ def test_packed_sequences_train_as_on_the_cpu_with_their_batch_sizes_on_the_cpu(
         torch.nn.utils.rnn.pack_padded_sequence(torch.zeros(3, 5, 4, device=DEV), lengths, batch_first=True)
 
 
+def test_a_pool_wider_than_its_input_is_a_global_pool_of_its_input_size(tmp_path):
+    # Hugging Face's EfficientNet pools its last map with `AvgPool2d(1280, ceil_mode=True)`. The
+    # window is cut to the input: padded to the whole window, this step's program planned a
+    # 2x64x1280x1280 array (800 MB); its values and gradients are the CPU's either way.
+    import json
+
+    pool = torch.nn.AvgPool2d(1280, ceil_mode=True)
+    x = torch.randn(2, 64, 7, 7, requires_grad=True)
+    expected = pool(x)
+    (grad,) = torch.autograd.grad(expected.square().sum(), x)
+    xd = x.detach().to(DEV).requires_grad_()
+    with xp.profile() as p:
+        got = pool(xd)
+        (grad_d,) = torch.autograd.grad(got.square().sum(), xd)
+        xt.sync()
+    torch.testing.assert_close(got.cpu(), expected, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(grad_d.cpu(), grad, rtol=1e-5, atol=1e-7)
+    p.export(str(tmp_path / "pool.json"), "json")
+    graphs = json.loads((tmp_path / "pool.json").read_text())["profile"]["graphs"]
+    temp = max(g["memory"]["temp_bytes"] for g in graphs.values() if g.get("memory"))
+    assert temp < 1_000_000, f"the program plans {temp} bytes of temporaries"
+
+
 def test_weight_norm_trains_on_the_device_without_a_fallback():
     # wav2vec2's positional convolution: torch has no decomposition of the weight norm's backward.
     torch.manual_seed(0)

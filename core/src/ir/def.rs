@@ -82,13 +82,19 @@ impl Op {
             Op::Fft { kind, lengths } => {
                 vec![("kind", Attr::Name(kind.name())), ("lengths", ints(lengths))]
             }
-            Op::Conv { stride, padding, lhs_dilation, rhs_dilation, groups } => vec![
-                ("stride", ints(stride)),
-                ("padding", Attr::Pairs(padding.clone())),
-                ("lhs_dilation", ints(lhs_dilation)),
-                ("rhs_dilation", ints(rhs_dilation)),
-                ("groups", Attr::Int(*groups)),
-            ],
+            Op::Conv { stride, padding, lhs_dilation, rhs_dilation, groups, batch_groups } => {
+                let mut attrs = vec![
+                    ("stride", ints(stride)),
+                    ("padding", Attr::Pairs(padding.clone())),
+                    ("lhs_dilation", ints(lhs_dilation)),
+                    ("rhs_dilation", ints(rhs_dilation)),
+                    ("groups", Attr::Int(*groups)),
+                ];
+                if *batch_groups != 1 {
+                    attrs.push(("batch_groups", Attr::Int(*batch_groups)));
+                }
+                attrs
+            }
             Op::ReduceWindow { window, strides, padding, .. } => vec![
                 ("window", ints(window)),
                 ("strides", ints(strides)),

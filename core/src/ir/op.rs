@@ -230,7 +230,11 @@ pub enum Op {
         padding: Vec<(i64, i64)>,
         lhs_dilation: Vec<i64>,
         rhs_dilation: Vec<i64>,
+        /// Feature groups: each group of input features convolved with its own kernels.
         groups: i64,
+        /// Batch groups (a grouped convolution's kernel gradient): each group of the input's
+        /// batch convolved with its own group of output features.
+        batch_groups: i64,
     },
     /// Windowed reduction over NCHW spatial dims (pooling); input 1 is the scalar init value.
     ReduceWindow {
@@ -464,8 +468,8 @@ impl Op {
             Op::DotGeneral { lhs_batch, rhs_batch, lhs_contract, rhs_contract } => {
                 (lhs_batch, rhs_batch, lhs_contract, rhs_contract).hash(h)
             }
-            Op::Conv { stride, padding, lhs_dilation, rhs_dilation, groups } => {
-                (stride, padding, lhs_dilation, rhs_dilation, groups).hash(h)
+            Op::Conv { stride, padding, lhs_dilation, rhs_dilation, groups, batch_groups } => {
+                (stride, padding, lhs_dilation, rhs_dilation, groups, batch_groups).hash(h)
             }
             Op::Fft { kind, lengths } => (kind, lengths).hash(h),
             Op::ReduceWindow { kind, window, strides, padding } => {

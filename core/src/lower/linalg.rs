@@ -34,7 +34,7 @@ pub(super) fn lower(c: &mut Ctx) {
         "fft",
         &format!("fft_type = #stablehlo<fft_type {}>, fft_length = {}", kind.name(), array(lengths)),
     ),
-    Op::Conv { stride, padding, lhs_dilation, rhs_dilation, groups } => {
+    Op::Conv { stride, padding, lhs_dilation, rhs_dilation, groups, batch_groups } => {
         let pad: Vec<String> = padding.iter().map(|(l, h)| format!("[{l}, {h}]")).collect();
         let rank = node.shape.rank();
         let spatial: Vec<usize> = (2..rank).collect();
@@ -46,7 +46,7 @@ pub(super) fn lower(c: &mut Ctx) {
                  dimension_numbers = #stablehlo.conv<raw input_batch_dimension = 0, input_feature_dimension = 1, input_spatial_dimensions = {s}, \
                  kernel_input_feature_dimension = 1, kernel_output_feature_dimension = 0, kernel_spatial_dimensions = {s}, \
                  output_batch_dimension = 0, output_feature_dimension = 1, output_spatial_dimensions = {s}>, \
-                 feature_group_count = {groups} : i64, batch_group_count = 1 : i64{}",
+                 feature_group_count = {groups} : i64, batch_group_count = {batch_groups} : i64{}",
                 array(stride),
                 pad.join(", "),
                 spatial.len(),

@@ -63,17 +63,23 @@ def _avg_pool(x: Any, kernel: Sequence[int], stride: Sequence[int], padding: Seq
     first = x.ndim - nd
     sizes = [x.shape[first + i] for i in range(nd)]
     outs = [_out_size(n, kk, ss, pp, ceil_mode) for n, kk, ss, pp in zip(sizes, k, s, p)]
+    # A window wider than the padded input (a global pool written as a kernel of the channels'
+    # count, as Hugging Face's EfficientNet does: 1280 over a 7x7 map) is one output, which sums
+    # the padded input: the window is cut to it. Padded to the whole window, one 4x320x1x1 input
+    # became a 500 MB array. The divisor below counts with the window as given, which the cut
+    # does not change.
+    window = [min(kk, n + 2 * pp) for kk, n, pp in zip(k, sizes, p)]
     low = [0] * first + p
-    high = [0] * first + [(o - 1) * ss + kk - n - pp for o, ss, kk, n, pp in zip(outs, s, k, sizes, p)]
+    high = [0] * first + [(o - 1) * ss + kk - n - pp for o, ss, kk, n, pp in zip(outs, s, window, sizes, p)]
     padded = x
     if any(low) or any(h > 0 for h in high):
         padded = x.pad([(lo, max(hi, 0)) for lo, hi in zip(low, high)])
     for i in range(nd):
         d = first + i
-        need = (outs[i] - 1) * s[i] + k[i]
+        need = (outs[i] - 1) * s[i] + window[i]
         if padded.shape[d] > need:
             padded = padded[tuple(slice(None) if j != d else slice(0, need) for j in range(x.ndim))]
-        padded = _window_sum(padded, d, k[i], s[i])
+        padded = _window_sum(padded, d, window[i], s[i])
     if divisor_override:
         return padded / float(divisor_override)
     # Per dim, how many of a window's places count: inside the input and its padding, or
