@@ -157,6 +157,10 @@ torch_part() {
   mkdir -p "$dir"
   run_step "f32 products on the GPU: the engine's against CUDA eager's, TF32 off and on" \
     "$python" notebook_ext/bench/gpu_precision.py
+  # The engine writes depthwise convolutions as sums over their taps; on a GPU, JAX's row is
+  # XLA's convolution (cuDNN's), the one to beat.
+  run_step "depthwise convolutions on the GPU: the engine's taps against XLA's convolution (JAX)" \
+    "$python" notebook_ext/bench/depthwise.py --jax "$python"
   run_step "torch bridge on the GPU: host cost; GPT-2 eager, inductor, lazy, compiled and fused" \
     "$python" notebook_ext/bench/torch_gpu.py --skip parity --out "$dir"
   # Side by side: each writes its log, shown in order once all have ended.

@@ -13,6 +13,7 @@ Each row: the first step (trace, compile, run) and the median steady step, in ms
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -86,7 +87,10 @@ def main() -> None:
     for name, shape in LAYERS.items():
         rows = [("torch CPU eager", run_torch("cpu", shape)), ("xlaprof", run_torch(xt.device(), shape))]
         if args.jax:
-            out = subprocess.run([args.jax, "-c", JAX, json.dumps(shape), str(STEPS)], capture_output=True, text=True)
+            # (On a GPU, JAX must not take most of its memory up front: this process holds some.)
+            env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+            out = subprocess.run([args.jax, "-c", JAX, json.dumps(shape), str(STEPS)], capture_output=True,
+                                 text=True, env=env)
             rows.append(("JAX (XLA's conv)", json.loads(out.stdout) if out.returncode == 0 else (float("nan"),) * 2))
         eager = rows[0][1][1]
         for mode, (first, step) in rows:
