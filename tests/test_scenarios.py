@@ -28,7 +28,7 @@ import xlaprof as xp
 
 HERE = pathlib.Path(__file__).resolve().parent / "scenarios"
 JUDGED = {"Recompile", "RecompileStorm", "Warmup", "LazyState", "HiddenSync", "MidStepSync", "HostRead",
-          "HostFallback", "DataWait", "GraphBreak", "RecompileLimit"}
+          "HostFallback", "DataWait", "GraphBreak", "RecompileLimit", "DataDependentShape"}
 
 
 @dataclass

@@ -202,6 +202,17 @@ pub enum Event {
         location: SourceLocation,
         duration_ns: u64,
     },
+    /// A front end read the size of an op's result from the device, because the data decides
+    /// it (the torch bridge's `x[mask]`, `nonzero`, `unique`, `bincount`, as on CUDA): a sync,
+    /// and a graph for each size. `what` says whose count the size is; `duration_ns` is the
+    /// read, the sync it forced included.
+    SizeRead {
+        op: Arc<str>,
+        what: Arc<str>,
+        size: u64,
+        location: SourceLocation,
+        duration_ns: u64,
+    },
     /// A graph a front end's own compiler captured (torch.compile: a graph Dynamo traced), as
     /// the front end describes it; runs and compiles refer to it by `hash`.
     CapturedGraph {
@@ -421,6 +432,13 @@ pub fn flush_traced() {
 pub fn caught(tool: Tool, message: &str, location: SourceLocation) {
     if enabled() {
         emit(Event::Caught { tool, message: message.into(), location });
+    }
+}
+
+/// Reports a size read from the device (see [`Event::SizeRead`]).
+pub fn size_read(op: &str, what: &str, size: u64, location: SourceLocation, duration_ns: u64) {
+    if enabled() {
+        emit(Event::SizeRead { op: op.into(), what: what.into(), size, location, duration_ns });
     }
 }
 

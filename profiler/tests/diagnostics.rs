@@ -585,3 +585,54 @@ fn what_the_debugging_tools_caught_comes_first_at_the_line_behind_it() {
         a.diagnostics[1].message
     );
 }
+
+/// A size the data decides, as the torch bridge's `x[mask]` reads it (a front end's size read):
+/// the read syncs inside each step and each new size compiles a graph. One finding at the line,
+/// not a hidden sync and a recompile storm of a slice bound.
+#[test]
+fn a_size_read_from_the_device_is_one_data_dependent_shape_finding() {
+    use std::time::Instant;
+    use xlaprof_core::events::size_read;
+    use xlaprof_core::SourceLocation;
+
+    /// `x[..count]` as the bridge's `x[mask]` makes it: the count read and reported as a size
+    /// read, then the slice, all at the caller's line.
+    #[track_caller]
+    fn select_first(x: &Tensor, count: &Tensor) -> Tensor {
+        let start = Instant::now();
+        let n = count.item().unwrap() as i64;
+        let what = "the count of true entries in its boolean mask";
+        let took = start.elapsed().as_nanos() as u64;
+        size_read("aten::index", what, n as u64, SourceLocation::caller(), took);
+        x.slice(0, 0, n, 1).unwrap()
+    }
+
+    let mut at = String::new();
+    let p = record(|| {
+        for step_index in 0..8i64 {
+            let kept = 3 + step_index % 4; // how many entries the mask keeps: 3 to 6
+            let data: Vec<f32> = (0..8).map(|i| if i < kept { 1.0 } else { -1.0 }).collect();
+            let x = Tensor::from_slice(&data, &[8]).unwrap().mul_scalar(2.0).unwrap();
+            let count =
+                x.gt_scalar(0.0).unwrap().cast(DType::S64).unwrap().sum(&[], false).unwrap();
+            at = next_line!();
+            let kept_values = select_first(&x, &count);
+            let _loss = kept_values.exp().unwrap().sum(&[], false).unwrap();
+            step().unwrap();
+        }
+    });
+    let a = analyze(&p, &Thresholds::default());
+    let d = a.of_kind(Kind::DataDependentShape).next().expect("a data-dependent shape finding");
+    assert_eq!(d.location, at);
+    assert!(
+        d.message.contains("`aten::index`") && d.message.contains("4 sizes (3, 4, 5, 6)"),
+        "{}",
+        d.message
+    );
+    assert!(d.message.contains("8 times in 8 steps"), "{}", d.message);
+    // Its reads' syncs and its sizes' graphs are its own: no other finding names them.
+    assert!(a.of_kind(Kind::HiddenSync).next().is_none(), "{:?}", a.diagnostics);
+    assert!(a.of_kind(Kind::RecompileStorm).next().is_none(), "{:?}", a.diagnostics);
+    assert!(a.of_kind(Kind::Recompile).next().is_none(), "{:?}", a.diagnostics);
+    assert!(d.advice.as_deref().unwrap_or("").contains("torch.where"));
+}

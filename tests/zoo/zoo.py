@@ -1,6 +1,7 @@
 """The model zoo: real architectures from transformers (decoder-only, encoder, encoder-decoder,
-vision, audio, mixture-of-experts) and a ResNet-18 in torch.nn, each at a tiny config with random
-init (nothing downloaded), trained with AdamW on the xlaprof device beside torch's CPU eager.
+vision, audio, mixture-of-experts, state-space) and a ResNet-18 in torch.nn, each at a tiny
+config with random init (nothing downloaded), trained with AdamW on the xlaprof device beside
+torch's CPU eager.
 
     .venv/bin/python tests/zoo/zoo.py                 # every model, the table
     .venv/bin/python tests/zoo/zoo.py gpt2 t5 --steps 20

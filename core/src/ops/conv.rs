@@ -108,7 +108,9 @@ fn depthwise(x: &Tensor, k: &Tensor, g: Geometry, location: &SourceLocation) -> 
             let tap = if o == c {
                 tap
             } else {
-                tap.unsqueeze(2)?.broadcast_to(&[n, c, o / c, out[0], out[1]])?.reshape(&[n, o, out[0], out[1]])?
+                tap.unsqueeze(2)?
+                    .broadcast_to(&[n, c, o / c, out[0], out[1]])?
+                    .reshape(&[n, o, out[0], out[1]])?
             };
             let w = weights.slice(1, i * kw + j, i * kw + j + 1, 1)?.reshape(&[1, o, 1, 1])?;
             let term = tap.mul(&w)?;

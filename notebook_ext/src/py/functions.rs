@@ -541,6 +541,13 @@ pub(crate) fn host_fallback(py: Python<'_>, op: &str, seconds: f64) {
     xlaprof_core::events::host_fallback(op, here(py), nanoseconds(seconds));
 }
 
+/// Tells the profiler that the caller's op (`op`, the torch bridge's `aten::index` of a mask)
+/// read its result's size from the device, `size` (the count of `what`), in `seconds`.
+#[pyfunction]
+pub(crate) fn size_read(py: Python<'_>, op: &str, what: &str, size: u64, seconds: f64) {
+    xlaprof_core::events::size_read(op, what, size, here(py), nanoseconds(seconds));
+}
+
 /// Tells the profiler that the caller's loop waited `seconds` for the next batch of its input
 /// pipeline (the torch bridge's `DeviceLoader`).
 #[pyfunction]

@@ -92,6 +92,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(add_internal_dir, m)?,
         wrap_pyfunction!(add_library_dir, m)?,
         wrap_pyfunction!(host_fallback, m)?,
+        wrap_pyfunction!(size_read, m)?,
         wrap_pyfunction!(data_wait, m)?,
         wrap_pyfunction!(caught, m)?,
         wrap_pyfunction!(infer_dims, m)?,

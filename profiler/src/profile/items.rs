@@ -131,6 +131,19 @@ pub struct HostFallback {
     pub step: u64,
 }
 
+/// A size read from the device: an op whose result's size the data decides.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SizeRead {
+    pub op: String,
+    /// Whose count the size is ("true entries of its boolean mask").
+    pub what: String,
+    pub size: u64,
+    pub location: u32,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    pub step: u64,
+}
+
 /// A wait for the next batch of the input pipeline.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DataWait {

@@ -68,6 +68,7 @@ pub struct Profile {
     /// Ops run on the host for want of a lowering, in order.
     pub host_fallbacks: Vec<HostFallback>,
     pub data_waits: Vec<DataWait>,
+    pub size_reads: Vec<SizeRead>,
     /// Compiles by a front end's compiler (torch.compile), its graph breaks and graph runs.
     pub function_compiles: Vec<FunctionCompile>,
     pub graph_breaks: Vec<GraphBreak>,
@@ -446,6 +447,19 @@ impl Profile {
                 self.seen(t);
                 let step = self.current_step();
                 self.data_waits.push(DataWait {
+                    location,
+                    start_ns: t.saturating_sub(dur),
+                    duration_ns: dur,
+                    step,
+                });
+            }
+            Record::SizeRead { t, op, what, size, location, dur } => {
+                self.seen(t);
+                let step = self.current_step();
+                self.size_reads.push(SizeRead {
+                    op: clip(&op).into_owned(),
+                    what: clip(&what).into_owned(),
+                    size,
                     location,
                     start_ns: t.saturating_sub(dur),
                     duration_ns: dur,

@@ -394,6 +394,17 @@ impl Listener for Recorder {
                 let location = s.location(location);
                 Record::DataWait { t, location, dur: *duration_ns }
             }
+            Event::SizeRead { op, what, size, location, duration_ns } => {
+                let location = s.location(location);
+                Record::SizeRead {
+                    t,
+                    op: op.to_string(),
+                    what: what.to_string(),
+                    size: *size,
+                    location,
+                    dur: *duration_ns,
+                }
+            }
             Event::CapturedGraph { hash, graph } => {
                 s.captured_graph(*hash, graph);
                 return;
@@ -605,6 +616,7 @@ mod tests {
             Event::DevicesFinished { .. } => "DevicesFinished",
             Event::HostFallback { .. } => "HostFallback",
             Event::DataWait { .. } => "DataWait",
+            Event::SizeRead { .. } => "SizeRead",
             Event::CapturedGraph { .. } => "CapturedGraph",
             Event::FunctionCompiled(_) => "FunctionCompiled",
             Event::GraphBreak { .. } => "GraphBreak",
@@ -674,6 +686,13 @@ mod tests {
             },
             Event::HostFallback { op: "aten::erfinv".into(), location: here(), duration_ns: 2 },
             Event::DataWait { location: here(), duration_ns: 3 },
+            Event::SizeRead {
+                op: "aten::nonzero".into(),
+                what: "nonzero entries".into(),
+                size: 5,
+                location: here(),
+                duration_ns: 2,
+            },
             Event::CapturedGraph {
                 hash: 7,
                 graph: Arc::new(CapturedGraph { nodes: vec![node], inputs: 0 }),
@@ -707,6 +726,7 @@ mod tests {
         let p = &s.profile;
         assert_eq!((p.syncs.len(), p.steps.len(), p.scopes.len()), (1, 1, 1));
         assert_eq!((p.host_fallbacks.len(), p.data_waits.len(), p.caught.len()), (1, 1, 1));
+        assert_eq!(p.size_reads.len(), 1);
         assert_eq!(
             (p.graph_breaks.len(), p.captured_runs.len(), p.function_compiles.len()),
             (1, 1, 1)

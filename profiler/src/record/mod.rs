@@ -446,6 +446,16 @@ pub enum Record {
         calls: u64,
         dur: u64,
     },
+    /// The front end read the size of `op`'s result from the device, `size`, because the data
+    /// decides it (`what`: whose count it is); the read took `dur` and ends at `t`.
+    SizeRead {
+        t: u64,
+        op: String,
+        what: String,
+        size: u64,
+        location: u32,
+        dur: u64,
+    },
 }
 
 /// One compile of a function by a front end's compiler (torch.compile: Dynamo, then its

@@ -66,6 +66,10 @@ pub fn clean_record(record: &mut Record) {
         Record::ScopeBegin { name, .. } | Record::ScopeEnd { name, .. } => fix(name),
         Record::ValueRead { shape, .. } => fix(&mut shape.dtype),
         Record::HostFallback { op, .. } => fix(op),
+        Record::SizeRead { op, what, .. } => {
+            fix(op);
+            fix(what);
+        }
         Record::Platform { platform, plugin } => {
             fix(platform);
             fix(plugin);

@@ -8,6 +8,7 @@ mod devices;
 mod input;
 pub(crate) mod recompile;
 mod rules;
+mod shapes;
 mod steps;
 
 use serde::Serialize;
@@ -51,6 +52,9 @@ pub enum Kind {
     DeviceSkew,
     /// The program waited for its input pipeline's next batch.
     DataWait,
+    /// An op's result has a size the data decides, read from the device at each call: a sync,
+    /// and a graph for each new size.
+    DataDependentShape,
     /// torch.compile could not capture a function whole: it split it, and ran the rest
     /// uncompiled.
     GraphBreak,
@@ -86,6 +90,7 @@ impl Kind {
             Kind::HeavyCollectives => "heavy collectives",
             Kind::DeviceSkew => "devices waiting",
             Kind::DataWait => "waiting for data",
+            Kind::DataDependentShape => "data-dependent shape",
             Kind::GraphBreak => "graph break",
             Kind::RecompileLimit => "recompile limit",
             Kind::Anomaly => "NaN or Inf",
@@ -199,6 +204,34 @@ impl Diagnostic {
     }
 }
 
+/// How long before a span a front end reports, a sync at its line still belongs to it: the
+/// front end times the span on its own clock and reports it when it ends, so its start is
+/// known to within the delay of that report (a thread switch, on a busy host).
+const SPAN_START_SLACK_NS: u64 = 2_000_000;
+
+/// For each sync, the span a front end reported (start, duration, line: a CPU fallback, a size
+/// read) that forced it: a value read at the span's line (`same` says which locations are the
+/// span's) inside its time. One pass over both lists, which are in time order.
+fn span_of_each_sync(
+    p: &Profile,
+    spans: &[(u64, u64, u32)],
+    same: impl Fn(u32, u32) -> bool,
+) -> Vec<Option<usize>> {
+    let mut next = 0;
+    p.syncs
+        .iter()
+        .map(|s| {
+            while next < spans.len() && spans[next].0.saturating_add(spans[next].1) < s.start_ns {
+                next += 1;
+            }
+            let &(start, _, location) = spans.get(next)?;
+            let starts = s.start_ns.saturating_add(SPAN_START_SLACK_NS) >= start;
+            (s.cause == crate::record::Cause::ValueRead && starts && same(location, s.location))
+                .then_some(next)
+        })
+        .collect()
+}
+
 /// "1 step", "3 steps".
 fn plural(n: usize, noun: &str) -> String {
     if n == 1 {
@@ -226,8 +259,21 @@ pub fn diagnose(
     phases: &[crate::views::StepPhases],
 ) -> Vec<Diagnostic> {
     let mut all = Vec::new();
-    all.extend(recompile::findings(p, t, recompiles));
-    all.extend(steps::syncs_in_steps(p, t));
+    // Sizes read from the device explain the syncs they forced and the recompiles at their
+    // lines: those are their finding's, not a hidden sync's or a recompile's.
+    let (sizes, explained) = shapes::findings(p, recompiles);
+    all.extend(sizes);
+    if explained.recompiles.is_empty() {
+        all.extend(recompile::findings(p, t, recompiles));
+    } else {
+        let rest: Vec<Recompile> = recompiles
+            .iter()
+            .filter(|r| !explained.recompiles.contains(&r.sync))
+            .cloned()
+            .collect();
+        all.extend(recompile::findings(p, t, &rest));
+    }
+    all.extend(steps::syncs_in_steps(p, t, &explained.syncs));
     all.extend(steps::host_fallbacks(p));
     all.extend(input::data_waits(p, t));
     all.extend(compiled::findings(p));

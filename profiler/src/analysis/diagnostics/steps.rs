@@ -1,9 +1,9 @@
 //! Findings about steps: syncs and host reads inside them, slow compiles and steps, and a device
 //! left idle while the host works.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
-use super::{plural, times, Diagnostic, Instance, Kind, Thresholds};
+use super::{plural, span_of_each_sync, times, Diagnostic, Instance, Kind, Thresholds};
 use crate::metrics::{format_bytes, format_ns, median};
 use crate::profile::{Profile, Step};
 use crate::record::Cause;
@@ -13,7 +13,12 @@ use crate::views::StepPhases;
 /// Hidden syncs (value reads that ran a graph), explicit syncs that split a step, and host
 /// reads. Each costs what fixing it gives back: the compile of the split-off graph and the time
 /// the host stood waiting for the device to run it; never the rest of the sync.
-pub(super) fn syncs_in_steps(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
+/// `explained`: syncs another finding names as its cost (the size reads').
+pub(super) fn syncs_in_steps(
+    p: &Profile,
+    t: &Thresholds,
+    explained: &HashSet<u64>,
+) -> Vec<Diagnostic> {
     let closed_steps = p.steps.len() as u64;
     let mut hidden: BTreeMap<u32, Vec<Instance>> = BTreeMap::new();
     let mut mid: BTreeMap<u32, Vec<Instance>> = BTreeMap::new();
@@ -27,7 +32,7 @@ pub(super) fn syncs_in_steps(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
     // A fallback reads its operands (syncs at its line): its own finding says so, once.
     let in_fallback = fallback_of_each_sync(p);
     for ((s, &ran_after), fallback) in p.syncs.iter().zip(&ran_after).zip(&in_fallback) {
-        if fallback.is_some() {
+        if fallback.is_some() || explained.contains(&s.id) {
             continue;
         }
         let cost_ns = s.compile_ns.saturating_add(s.execute_ns);
@@ -287,27 +292,11 @@ pub(super) fn idle_device(p: &Profile, t: &Thresholds, phases: &[StepPhases]) ->
     vec![Diagnostic::new(p, Kind::IdleDevice, location, message, advice, instances, Vec::new())]
 }
 
-const FALLBACK_START_SLACK_NS: u64 = 2_000_000;
-
-/// For each sync, the host fallback that forced it (a value read at the fallback's line inside
-/// its time span): one pass over both lists, which are in time order.
+/// For each sync, the host fallback that forced it (a value read of its operands).
 fn fallback_of_each_sync(p: &Profile) -> Vec<Option<usize>> {
-    let mut next = 0;
-    p.syncs
-        .iter()
-        .map(|s| {
-            let ends = |f: &crate::profile::HostFallback| f.start_ns.saturating_add(f.duration_ns);
-            while next < p.host_fallbacks.len() && ends(&p.host_fallbacks[next]) < s.start_ns {
-                next += 1;
-            }
-            let f = p.host_fallbacks.get(next)?;
-            // The front end times the fallback on its own clock and reports it when it ends, so
-            // its start is known to within the delay of that report (a thread switch, on a busy
-            // host): an operand read a little before it still belongs to it.
-            let starts = s.start_ns.saturating_add(FALLBACK_START_SLACK_NS) >= f.start_ns;
-            (s.cause == Cause::ValueRead && f.location == s.location && starts).then_some(next)
-        })
-        .collect()
+    let spans: Vec<(u64, u64, u32)> =
+        p.host_fallbacks.iter().map(|f| (f.start_ns, f.duration_ns, f.location)).collect();
+    span_of_each_sync(p, &spans, |a, b| a == b)
 }
 
 /// Ops run on the host for want of a lowering, per (op, line): each splits its step's graph,

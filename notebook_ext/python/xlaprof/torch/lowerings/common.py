@@ -4,6 +4,7 @@ dtype and dimension helpers, and the index arithmetic several families address t
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, List, Optional, Sequence
 
 import torch
@@ -53,6 +54,16 @@ def vjp(fn: Callable[..., Any], inputs: Sequence[Any], grad: Any) -> List[Any]:
         g = getattr(leaf, "grad", None) if leaf is not None else None
         grads.append(g.detach() if g is not None else (xp.zeros_like(leaf) if leaf is not None else None))
     return grads
+
+
+def read_size(count: Any, op: str, what: str) -> int:
+    """``count`` (a 0-d engine value) read to the host, as the size of ``op``'s result: the data
+    decides it, so the read is a sync, as on CUDA. The profiler hears of it as a size read
+    (``what``: whose count it is), at the user's line."""
+    start = time.perf_counter()
+    size = int(count.item())
+    _native.size_read(op, what, size, time.perf_counter() - start)
+    return size
 
 
 def factory_dtype(dtype: Any, fill: Any = 0.0) -> str:

@@ -41,7 +41,8 @@ def embedding(weight: Any, indices: Any, padding_idx: int = -1, scale_grad_by_fr
 def masked_select(x: Any, mask: Any) -> Any:
     """The entries under ``mask`` (both broadcast), in order: a read of their count, as on CUDA."""
     shape = broadcast_shape([x.shape, mask.shape])
-    return index(expand_to(x, shape).reshape(-1), [expand_to(mask, shape).reshape(-1)])
+    flat_mask = expand_to(mask, shape).reshape(-1)
+    return _index(expand_to(x, shape).reshape(-1), _masks_as_positions([flat_mask], "aten::masked_select"))
 
 
 @lower(aten.embedding_renorm.default)
@@ -109,14 +110,14 @@ def _advanced_index(x: Any, indices: Sequence[Any]) -> Any:
     return merged, flat, bshape, rest_shape, adjacent, indexed
 
 
-def _masks_as_positions(indices: Sequence[Any]) -> list:
+def _masks_as_positions(indices: Sequence[Any], op: str) -> list:
     """Each boolean mask among ``indices`` as the positions of its true entries, one integer
     index per dim it covers (``x[mask]`` is ``x[mask.nonzero().unbind(1)]``): the count is the
-    result's length, read to the host by ``nonzero`` (a sync, as on CUDA)."""
+    result's length, read to the host by ``nonzero`` (a sync, as on CUDA: ``op``'s size read)."""
     out: list = []
     for i in indices:
         if i is not None and i.dtype == "bool":
-            found = nonzero(i)
+            found = nonzero(i, op, "the count of true entries in its boolean mask")
             out.extend(found[:, d] for d in range(i.ndim))
         else:
             out.append(i)
@@ -125,7 +126,10 @@ def _masks_as_positions(indices: Sequence[Any]) -> list:
 
 @lower(aten.index.Tensor, complex_safe=True)
 def index(x: Any, indices: Sequence[Any]) -> Any:
-    indices = _masks_as_positions(indices)
+    return _index(x, _masks_as_positions(indices, "aten::index"))
+
+
+def _index(x: Any, indices: Sequence[Any]) -> Any:
     merged, flat, bshape, rest_shape, adjacent, indexed = _advanced_index(x, indices)
     out = merged.index_select(0, flat.reshape(-1)).reshape(*bshape, *rest_shape)
     first = indexed[0]

@@ -9,7 +9,7 @@ from typing import Any
 
 import xlaprof as xp
 
-from .common import Unsupported, aten, is_float
+from .common import Unsupported, aten, is_float, read_size
 from .cumulative import cumsum
 from .elementwise import isnan
 from .registry import lower
@@ -77,15 +77,15 @@ def argsort(x: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 @lower(aten.nonzero.default)
-def nonzero(x: Any) -> Any:
+def nonzero(x: Any, op: str = "aten::nonzero", what: str = "the count of its nonzero entries") -> Any:
     """The indices of the nonzero elements, row-major. Their count is the result's length: data
-    that the graph's shape needs, read to the host here (a sync, as on CUDA, where the profiler
-    reports it as one); the indices themselves come from the device (a stable sort puts the
-    nonzero positions first, in order), so only one number crosses, not the tensor."""
+    that the graph's shape needs, read to the host here (a sync, as on CUDA; the profiler hears
+    of it as ``op``'s size read); the indices themselves come from the device (a stable sort puts
+    the nonzero positions first, in order), so only one number crosses, not the tensor."""
     flat = x.reshape(-1)
     total = flat.shape[0]
     mask = flat.ne(0)
-    count = int(mask.astype("int64").sum().item())
+    count = read_size(mask.astype("int64").sum(), op, what)
     if x.ndim == 0 or total == 0 or count == 0:
         return xp.zeros((count, x.ndim), dtype="int64")
     positions = xp.arange(0, total, 1, dtype="int64")
@@ -104,7 +104,7 @@ def _runs(values: Any) -> Any:
     n = values.shape[0]
     starts = xp.cat([xp.ones(1, dtype="bool"), values[1:] != values[:-1]], 0) if n else xp.zeros(0, dtype="bool")
     run = cumsum(starts.astype("int64"), 0) - 1 if n else xp.zeros(0, dtype="int64")
-    count = int(starts.astype("int64").sum().item()) if n else 0
+    count = read_size(starts.astype("int64").sum(), "aten::unique", "the count of its distinct values") if n else 0
     return run, count
 
 

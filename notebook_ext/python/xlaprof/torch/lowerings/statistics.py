@@ -11,7 +11,7 @@ from typing import Any, Sequence
 import xlaprof as xp
 
 from .._device import engine_dtype
-from .common import Unsupported, aten, is_float
+from .common import Unsupported, aten, is_float, read_size
 from .elementwise import isnan
 from .indexing import gather
 from .random import random_integers
@@ -101,7 +101,7 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0) -> Any:
     if x.ndim != 1:
         raise RuntimeError(f"bincount only supports 1-d non-negative integral inputs, not {x.ndim}-d")
     n = x.shape[0]
-    size = max(int(x.amax().item()) + 1, minlength) if n else minlength
+    size = max(read_size(x.amax(), "aten::bincount", "its input's largest value") + 1, minlength) if n else minlength
     idx = x.astype("int64")
     if weights is None:
         return xp.zeros(size, dtype="int64").index_add(0, idx, xp.ones(n, dtype="int64"))
