@@ -382,6 +382,10 @@ def lu_unpack(lu: Any, pivots: Any, unpack_data: bool = True, unpack_pivots: boo
 
 @lower(aten.linalg_lu_solve.default)
 def linalg_lu_solve(lu: Any, pivots: Any, b: Any, left: bool = True, adjoint: bool = False) -> Any:
+    if (lu.numel() == 0 or b.numel() == 0) and {lu.dtype, b.dtype} <= {"float32", "float64"}:
+        # Nothing to solve (no right-hand sides, or a batch of none): the solution's shape.
+        batch = broadcast_shape([list(lu.shape[:-2]), list(b.shape[:-2])])
+        return xp.zeros(*batch, *b.shape[-2:], dtype=b.dtype)
     _check_float("lu_solve", lu, b)
     perm = pivots._lu_pivots_to_permutation(lu.shape[-2])
     if left:
