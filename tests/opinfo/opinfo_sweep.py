@@ -108,12 +108,8 @@ def _run_one(op: Any, samples: int, dtype_name: str, compiled: bool = False, gra
             args = tree_map(to_dev, (sample.input, sample.args, sample.kwargs))
             got = run(args[0], *args[1], **args[2])
             got = tree_map(cpu, got)
-        except (TypeError, NotImplementedError) as e:
-            if "not supported on the xlaprof device" in str(e) or "not lowered" in str(e):
-                return "unsupported", str(e).splitlines()[0][:160]
-            return "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
         except Exception as e:  # noqa: BLE001  (the sweep records every failure)
-            return "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+            return _failure(e)
         exp_flat = list(_flatten(expected))
         got_flat = list(_flatten(got))
         if len(exp_flat) != len(got_flat):
@@ -196,12 +192,8 @@ def _run_grad(op: Any, samples: int, dtype_name: str) -> Tuple[str, str]:
             got = torch.autograd.grad(outs_d, leaves_d, [c.to(o.device) for c, o in zip(cotangents, outs_d)],
                                       allow_unused=True)
             got = [None if t is None else t.cpu() for t in got]
-        except (TypeError, NotImplementedError) as e:
-            if "not supported on the xlaprof device" in str(e) or "not lowered" in str(e):
-                return "unsupported", str(e).splitlines()[0][:160]
-            return "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
         except Exception as e:  # noqa: BLE001  (the sweep records every failure)
-            return "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+            return _failure(e)
         for i, (e, r) in enumerate(zip(expected, got)):
             if e is None or r is None:
                 if (e is None) != (r is None) and (e if r is None else r).abs().max() > 0:
@@ -225,6 +217,15 @@ def _run_grad(op: Any, samples: int, dtype_name: str) -> Tuple[str, str]:
 def _grad_ops(ops: List[Any]) -> List[Any]:
     """The OpInfos the gradient sweep judges: those with autograd, random ones left out."""
     return [op for op in ops if op.supports_autograd and not any(r in op.name for r in RANDOM)]
+
+
+def _failure(e: Exception) -> Tuple[str, str]:
+    """A sample's exception as an outcome: what the device does not support, or an error."""
+    text = str(e).splitlines()[0][:160] if str(e) else ""
+    if isinstance(e, (TypeError, NotImplementedError)) and (
+            "not supported on the xlaprof device" in str(e) or "not lowered" in str(e)):
+        return "unsupported", text
+    return "error", f"{type(e).__name__}: {text}"
 
 
 def _flatten(x: Any) -> Iterator[Any]:

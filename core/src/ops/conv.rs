@@ -38,9 +38,8 @@ impl Geometry {
     }
 }
 
-/// The convolution primitive. Only the forward form (no input dilation, no batch groups) records
-/// a gradient.
-fn conv(x: &Tensor, k: &Tensor, g: Geometry, location: &SourceLocation) -> Result<Tensor> {
+/// A convolution's output height and width, or the error of a kernel that does not fit.
+fn out_dims(x: &Tensor, k: &Tensor, g: Geometry, location: &SourceLocation) -> Result<Vec<i64>> {
     let out: Vec<i64> = (0..2).map(|i| g.out_dim(i, x.dims()[2 + i], k.dims()[2 + i])).collect();
     if out.iter().any(|&d| d <= 0) {
         return Err(shape_error(
@@ -49,6 +48,13 @@ fn conv(x: &Tensor, k: &Tensor, g: Geometry, location: &SourceLocation) -> Resul
             format!("kernel {} does not fit the padded input {}", k.shape(), x.shape()),
         ));
     }
+    Ok(out)
+}
+
+/// The convolution primitive. Only the forward form (no input dilation, no batch groups) records
+/// a gradient.
+fn conv(x: &Tensor, k: &Tensor, g: Geometry, location: &SourceLocation) -> Result<Tensor> {
+    let out = out_dims(x, k, g, location)?;
     let dims = vec![x.dims()[0] / g.batch_groups, k.dims()[0], out[0], out[1]];
     let op = Op::Conv {
         stride: g.stride.to_vec(),
@@ -87,14 +93,7 @@ const MAX_DEPTHWISE_TAPS: i64 = 49;
 fn depthwise(x: &Tensor, k: &Tensor, g: Geometry, location: &SourceLocation) -> Result<Tensor> {
     let (n, c) = (x.dims()[0], x.dims()[1]);
     let (o, kh, kw) = (k.dims()[0], k.dims()[2], k.dims()[3]);
-    let out: Vec<i64> = (0..2).map(|i| g.out_dim(i, x.dims()[2 + i], k.dims()[2 + i])).collect();
-    if out.iter().any(|&d| d <= 0) {
-        return Err(shape_error(
-            "conv2d",
-            location,
-            format!("kernel {} does not fit the padded input {}", k.shape(), x.shape()),
-        ));
-    }
+    let out = out_dims(x, k, g, location)?;
     let padded = x.pad(&[(0, 0), (0, 0), g.padding[0], g.padding[1]], 0.0)?;
     let weights = k.reshape(&[o, kh * kw])?;
     let mut sum: Option<Tensor> = None;
