@@ -926,6 +926,74 @@ def test_reshape_infers_a_minus_one_by_torchs_rule_in_one_place():
         x.to(dev).view(5, -1)
 
 
+def _ctc_case(targets_1d: bool, lengths_on_device: bool, reduction: str, zero_infinity: bool, blank: int) -> None:
+    """One CTC loss and its gradient on the device beside the CPU: every length kind torch
+    allows (full, short, zero input or target, a target too long for its input: inf), repeated
+    labels (which need a blank between them), in float64 so that a wrong term cannot hide."""
+    g = torch.Generator().manual_seed(7)
+    steps, batch, classes, width = 9, 6, 5, 4
+    log_probs = torch.randn(steps, batch, classes, generator=g, dtype=torch.float64).log_softmax(2)
+    labels = [c for c in range(classes) if c != blank]
+    targets = torch.tensor(labels)[torch.randint(0, len(labels), (batch, width), generator=g)]
+    targets[1, 1] = targets[1, 0]  # a repeat
+    input_lengths = [9, 7, 0, 0, 3, 9]
+    target_lengths = [4, 2, 0, 3, 3, 0]  # row 4: three labels in three steps, row 3: no steps
+    if targets_1d:
+        targets = torch.cat([targets[b, :n] for b, n in enumerate(target_lengths)])
+    cpu = log_probs.clone().requires_grad_()
+    dev = log_probs.to(DEV).requires_grad_()
+    lengths = (torch.tensor(input_lengths), torch.tensor(target_lengths))
+    args = dict(blank=blank, reduction=reduction, zero_infinity=zero_infinity)
+    want = torch.nn.functional.ctc_loss(cpu, targets, *(lengths if lengths_on_device else (input_lengths, target_lengths)), **args)
+    on = (lengths[0].to(DEV), lengths[1].to(DEV)) if lengths_on_device else (input_lengths, target_lengths)
+    got = torch.nn.functional.ctc_loss(dev, targets.to(DEV), *on, **args)
+    out_grad = torch.randn(want.shape, generator=g, dtype=torch.float64)
+    want.backward(out_grad)
+    got.backward(out_grad.to(DEV))
+    case = (targets_1d, lengths_on_device, reduction, zero_infinity, blank)
+    torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=1e-10, atol=1e-10, equal_nan=True, msg=str(case))
+    torch.testing.assert_close(dev.grad.cpu(), cpu.grad, rtol=1e-10, atol=1e-10, equal_nan=True, msg=str(case))
+
+
+@pytest.mark.parametrize("targets_1d", [False, True])
+@pytest.mark.parametrize("lengths_on_device", [False, True])
+def test_the_ctc_loss_and_its_gradient_run_on_the_device_as_on_the_cpu(targets_1d, lengths_on_device):
+    before = sum(c for c, _ in xt.fallbacks().values())
+    for reduction, zero_infinity, blank in (("none", False, 0), ("sum", True, 0), ("mean", True, 3)):
+        _ctc_case(targets_1d, lengths_on_device, reduction, zero_infinity, blank)
+    assert sum(c for c, _ in xt.fallbacks().values()) == before, xt.fallbacks()
+
+
+def test_a_ctc_loss_is_one_loop_and_its_lengths_on_the_device_are_no_sync():
+    from xlaprof.torch._tensor import value
+
+    # Padded targets with lengths on the device (as transformers' CTC heads compute them) read
+    # nothing: the step is one sync. Concatenated ones read their longest target, once per step
+    # (the backward takes it from the forward's alphas). A long input is a loop, not unrolled:
+    # the graph is the same size at 400 steps as at 40.
+    torch.manual_seed(0)
+    sizes = {}
+    for steps in (40, 400):
+        head = torch.nn.Linear(8, 6).to(DEV)
+        x = torch.randn(steps, 3, 8).to(DEV)
+        targets = torch.randint(1, 6, (3, 5)).to(DEV)
+        lengths = torch.tensor([steps, steps - 3, 20]).to(DEV), torch.tensor([5, 2, 4]).to(DEV)
+        xt.sync()
+        reads = xp.counters()["value_reads"]
+        loss = torch.nn.functional.ctc_loss(head(x).log_softmax(2), targets, *lengths)
+        loss.backward()
+        sizes[steps] = value(head.weight.grad).graph_size
+        xt.sync()
+        assert xp.counters()["value_reads"] == reads
+        assert torch.isfinite(head.weight.grad.cpu()).all()
+        flat = torch.cat([targets[0], targets[1, :2], targets[2, :4]])
+        reads = xp.counters()["value_reads"]
+        torch.nn.functional.ctc_loss(head(x).log_softmax(2), flat, *lengths).backward()
+        xt.sync()
+        assert xp.counters()["value_reads"] == reads + 1
+    assert sizes[40] == sizes[400], sizes
+
+
 def test_the_demo_trains_on_the_device_and_its_report_finds_the_two_planted_mistakes(tmp_path):
     """samples/torch/demo.py, what `bash scripts/demo.sh` runs: the ragged last batch is a
     recompile explained by the batch's shape, the loss read mid-step a hidden sync at its line,

@@ -112,6 +112,17 @@ def _audio(g: Any) -> Batch:
     return {"input_values": torch.randn(BATCH, 800, generator=g), "labels": torch.randint(0, 3, (BATCH,), generator=g)}
 
 
+def _audio_ctc(g: Any) -> Batch:
+    """Speech and its transcripts, padded with -100 (the ones transformers ignores) to a fixed
+    width: each sequence's length the same every step, so its shapes are."""
+    import torch
+
+    labels = torch.randint(1, VOCAB, (BATCH, 8), generator=g)
+    lengths = torch.tensor([8, 5, 7, 3])[:BATCH]
+    labels[torch.arange(8).unsqueeze(0) >= lengths.unsqueeze(1)] = -100
+    return {"input_values": torch.randn(BATCH, 800, generator=g), "labels": labels}
+
+
 def _whisper(g: Any) -> Batch:
     import torch
 
@@ -193,6 +204,11 @@ MODELS: Dict[str, Tuple[str, Callable[[], Any], Callable[[Any], Batch], Callable
                               conv_dim=(16, 16), conv_stride=(5, 4), conv_kernel=(10, 4),
                               num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4, num_labels=3,
                               mask_time_prob=0.0), _audio, _hf_loss),
+    "wav2vec2_ctc": ("audio", _hf("Wav2Vec2Config", "Wav2Vec2ForCTC", vocab_size=VOCAB, hidden_size=32,
+                                  num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                                  conv_dim=(16, 16), conv_stride=(5, 4), conv_kernel=(10, 4),
+                                  num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
+                                  mask_time_prob=0.0, ctc_loss_reduction="mean"), _audio_ctc, _hf_loss),
     "whisper": ("audio", _hf("WhisperConfig", "WhisperForConditionalGeneration", vocab_size=VOCAB, num_mel_bins=16,
                              d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
                              decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,

@@ -56,7 +56,8 @@ impl Op {
             | Op::Select
             | Op::Convert
             | Op::Reshape
-            | Op::HouseholderProduct => Vec::new(),
+            | Op::HouseholderProduct
+            | Op::CtcAlphas => Vec::new(),
             Op::Iota { axis }
             | Op::Concat { axis }
             | Op::IndexSelect { axis }

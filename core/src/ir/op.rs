@@ -290,6 +290,16 @@ pub enum Op {
         rows: usize,
     },
 
+    // ---- recursions over time: a `while` loop, so a graph holds one step however many run ----
+    /// The CTC loss's alpha recursion in log space, over the time dim (1) of input 0, the
+    /// log-probabilities `[batch, time, places]` of each place (an extended label: blanks between
+    /// a target's labels) at each step. The node is the alphas, of the same shape: -inf before
+    /// step `first[b]` (input 2, s64 `[batch]`), the log-probabilities of the places `start`
+    /// (input 3, pred `[batch, places]`) at it, and after it `log(Σ exp(α[s], α[s-1], α[s-2]))`
+    /// of the step before plus the step's own, the third term where `skip` (input 1, pred
+    /// `[batch, places]`) allows. The beta recursion is the same on time and places reversed.
+    CtcAlphas,
+
     // ---- many devices ----
     /// The input's value, to be split over a mesh as the sharding says (`mark_sharding` on a
     /// pending tensor): a constraint for XLA's partitioner, no computation.
@@ -313,6 +323,7 @@ pub enum OpKind {
     ReduceWindow,
     Sort,
     Factorization,
+    Recursion,
     Shard,
 }
 
@@ -398,6 +409,7 @@ impl Op {
             Op::Eigh { .. } => "eigh",
             Op::Lu { .. } => "lu",
             Op::PivotsToPermutation { .. } => "lu_pivots_to_permutation",
+            Op::CtcAlphas => "ctc_alphas",
             Op::Shard(_) => "sharding_constraint",
         }
     }
@@ -433,6 +445,7 @@ impl Op {
             | Op::Eigh { .. }
             | Op::Lu { .. }
             | Op::PivotsToPermutation { .. } => OpKind::Factorization,
+            Op::CtcAlphas => OpKind::Recursion,
             Op::Shard(_) => OpKind::Shard,
         }
     }
@@ -451,7 +464,12 @@ impl Op {
                 }
             }
             Op::Shard(s) => s.hash(h),
-            Op::Scalar(_) | Op::Select | Op::Convert | Op::Reshape | Op::HouseholderProduct => {}
+            Op::Scalar(_)
+            | Op::Select
+            | Op::Convert
+            | Op::Reshape
+            | Op::HouseholderProduct
+            | Op::CtcAlphas => {}
             Op::Iota { axis } => axis.hash(h),
             Op::Random { normal } => normal.hash(h),
             Op::Unary(u) => u.hash(h),

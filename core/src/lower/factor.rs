@@ -110,34 +110,40 @@ fn pick(c: &mut Ctx, value: &str) {
 }
 
 /// A writer of fresh names for `c`'s node (`%v12_l0`, `%v12_l1`, ...).
-fn lines<'a>(c: &'a mut Ctx) -> Lines<'a> {
+pub(super) fn lines<'a>(c: &'a mut Ctx) -> Lines<'a> {
     let prefix = format!("{}_l", &c.name[1..]);
     Lines { out: &mut *c.out, prefix, n: 0 }
 }
 
 /// Writes the lines of one region (or of the body of `main`) with fresh names: every value is
 /// `%{prefix}{n}`, so regions never reuse a name of the function around them.
-struct Lines<'a> {
+pub(super) struct Lines<'a> {
     out: &'a mut String,
     prefix: String,
     n: usize,
 }
 
 impl Lines<'_> {
-    fn emit(&mut self, text: &str, ty: &str) -> String {
+    pub(super) fn emit(&mut self, text: &str, ty: &str) -> String {
         let name = format!("%{}{}", self.prefix, self.n);
         self.n += 1;
         let _ = writeln!(self.out, "    {name} = {text} : {ty}");
         name
     }
-    fn constant(&mut self, dtype: DType, value: f64) -> String {
+    pub(super) fn constant(&mut self, dtype: DType, value: f64) -> String {
         let name = format!("%{}{}", self.prefix, self.n);
         self.n += 1;
         let _ = writeln!(self.out, "    {name} = stablehlo.constant {}", literal(dtype, value));
         name
     }
     /// A scalar (0-d) value broadcast to `to`, or an operand broadcast along `dims`.
-    fn broadcast(&mut self, x: &str, from: &Shape, to: &Shape, dims: &[usize]) -> String {
+    pub(super) fn broadcast(
+        &mut self,
+        x: &str,
+        from: &Shape,
+        to: &Shape,
+        dims: &[usize],
+    ) -> String {
         let list: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
         let attr = if list.is_empty() {
             "array<i64>".to_string()
@@ -149,11 +155,11 @@ impl Lines<'_> {
             &format!("({}) -> {}", from.mlir(), to.mlir()),
         )
     }
-    fn splat(&mut self, shape: &Shape, value: f64) -> String {
+    pub(super) fn splat(&mut self, shape: &Shape, value: f64) -> String {
         let c = self.constant(shape.dtype, value);
         self.broadcast(&c, &Shape::new(shape.dtype, Vec::<i64>::new()), shape, &[])
     }
-    fn iota(&mut self, shape: &Shape, axis: usize) -> String {
+    pub(super) fn iota(&mut self, shape: &Shape, axis: usize) -> String {
         self.emit(
             &format!("\"stablehlo.iota\"() {{iota_dimension = {axis} : i64}}"),
             &format!("() -> {}", shape.mlir()),
@@ -167,7 +173,7 @@ impl Lines<'_> {
         self.compare(&i, &j, if lower { "GE" } else { "LE" }, &idx)
     }
 
-    fn compare(&mut self, a: &str, b: &str, dir: &str, shape: &Shape) -> String {
+    pub(super) fn compare(&mut self, a: &str, b: &str, dir: &str, shape: &Shape) -> String {
         let kind = if shape.dtype.is_float() { "FLOAT" } else { "SIGNED" };
         let ty = shape.mlir();
         self.emit(
@@ -175,11 +181,11 @@ impl Lines<'_> {
             &format!("({ty}, {ty}) -> {}", shape.with_dtype(DType::Pred).mlir()),
         )
     }
-    fn binary(&mut self, op: &str, a: &str, b: &str, shape: &Shape) -> String {
+    pub(super) fn binary(&mut self, op: &str, a: &str, b: &str, shape: &Shape) -> String {
         let ty = shape.mlir();
         self.emit(&format!("\"stablehlo.{op}\"({a}, {b})"), &format!("({ty}, {ty}) -> {ty}"))
     }
-    fn select(&mut self, p: &str, a: &str, b: &str, shape: &Shape) -> String {
+    pub(super) fn select(&mut self, p: &str, a: &str, b: &str, shape: &Shape) -> String {
         let ty = shape.mlir();
         let pred = shape.with_dtype(DType::Pred).mlir();
         self.emit(
@@ -243,7 +249,12 @@ impl Lines<'_> {
     /// Opens `{result} = while` over a step counter from 0 (carried first) and `carried`
     /// (initial value and shape each), for `steps` steps, up to its body; returns the body's
     /// names of the counter and the carried values. [`Lines::end_while`] closes it.
-    fn begin_while(&mut self, result: &str, carried: &[(&str, &Shape)], steps: i64) -> Vec<String> {
+    pub(super) fn begin_while(
+        &mut self,
+        result: &str,
+        carried: &[(&str, &Shape)],
+        steps: i64,
+    ) -> Vec<String> {
         let p = self.prefix.clone();
         let _ = writeln!(self.out, "    %{p}k0 = stablehlo.constant dense<0> : tensor<i32>");
         let mut inits = vec![format!("%{p}k0")];
@@ -268,7 +279,7 @@ impl Lines<'_> {
     }
 
     /// Closes [`Lines::begin_while`]: the body returns the counter plus one and `next`.
-    fn end_while(&mut self, counter: &str, next: &[String], carried: &[&Shape]) {
+    pub(super) fn end_while(&mut self, counter: &str, next: &[String], carried: &[&Shape]) {
         let scalar = Shape::new(DType::S32, Vec::<i64>::new());
         let one = self.constant(DType::S32, 1.0);
         let k1 = self.binary("add", counter, &one, &scalar);

@@ -10,6 +10,7 @@ mod index;
 mod linalg;
 mod movement;
 mod random;
+mod recursion;
 mod reduce;
 mod sort;
 
@@ -365,6 +366,7 @@ fn lower_node(mut c: Ctx) {
         OpKind::DotGeneral | OpKind::Fft | OpKind::Conv => linalg::lower(&mut c),
         OpKind::Sort => sort::lower(&mut c),
         OpKind::Factorization => factor::lower(&mut c),
+        OpKind::Recursion => recursion::lower(&mut c),
         OpKind::Shard => {
             let Op::Shard(s) = &c.node.op else { return };
             let line = format!(

@@ -117,3 +117,50 @@ impl Tensor {
         })
     }
 }
+
+impl Tensor {
+    /// The CTC loss's alpha recursion over time, in one loop ([`crate::ir::Op::CtcAlphas`]):
+    /// `self` is the log-probability of each place at each step, `[batch, time, places]`;
+    /// `skip` (bool, `[batch, places]`) where an alpha may come from two places back, `first`
+    /// (integer, `[batch]`) each sequence's first step, `start` (bool, `[batch, places]`) the
+    /// places it starts in. Not differentiable: the loss's gradient is the beta recursion (this
+    /// one on time and places reversed) and the alphas, as torch's backward computes it.
+    #[track_caller]
+    pub fn ctc_alphas(&self, skip: &Tensor, first: &Tensor, start: &Tensor) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        let d = self.dims();
+        let fits = self.rank() == 3
+            && matches!(self.dtype(), DType::F32 | DType::F64)
+            && skip.dtype() == DType::Pred
+            && start.dtype() == DType::Pred
+            && skip.dims() == [d[0], d[2]]
+            && start.dims() == [d[0], d[2]]
+            && matches!(first.dtype(), DType::S32 | DType::S64)
+            && first.dims() == [d[0]];
+        if !fits {
+            return Err(shape_error(
+                "ctc_alphas",
+                &location,
+                format!(
+                    "needs float log-probabilities [batch, time, places], bool [batch, places] skips and starts, and integer [batch] first steps, got {}, {}, {} and {}",
+                    self.shape(),
+                    skip.shape(),
+                    start.shape(),
+                    first.shape()
+                ),
+            ));
+        }
+        if self.requires_grad() {
+            return Err(crate::error::Error::Autograd {
+                message: format!(
+                    "ctc_alphas is not differentiable by xlaprof's autograd (its input {} requires a gradient)",
+                    self.shape()
+                ),
+                location,
+            });
+        }
+        let first = scoped(&location, || first.cast(DType::S32))?;
+        let op = crate::ir::Op::CtcAlphas;
+        Ok(Tensor::op(op, self.shape().clone(), &[self, skip, &first, start], location, None))
+    }
+}

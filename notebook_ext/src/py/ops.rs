@@ -485,6 +485,17 @@ impl PyTensor {
         record(py, "householder_product", || self.t.householder_product(&tau.t))
     }
 
+    /// The CTC loss's alpha recursion over time (see `Tensor::ctc_alphas`), one loop.
+    fn _ctc_alphas(
+        &self,
+        py: Python<'_>,
+        skip: &PyTensor,
+        first: &PyTensor,
+        start: &PyTensor,
+    ) -> PyResult<PyTensor> {
+        record(py, "ctc_alphas", || self.t.ctc_alphas(&skip.t, &first.t, &start.t))
+    }
+
     /// `(eigenvalues, eigenvectors)` of symmetric matrices, from the lower (or upper) triangle.
     fn _eigh(&self, py: Python<'_>, upper: bool) -> PyResult<(PyTensor, PyTensor)> {
         let (w, v) = traced(py, "eigh", || self.t.eigh(upper))?;

@@ -6,6 +6,6 @@ families share. Importing this package imports every family, which fills the reg
 """
 
 from . import registry  # noqa: F401
-from . import (activations, complex, creation, cumulative, elementwise, indexing, linalg, movement,  # noqa: F401
+from . import (activations, complex, creation, ctc, cumulative, elementwise, indexing, linalg, movement,  # noqa: F401
                nn, optim, packed, pooling, products, random, reductions, scatter, sort, special, statistics,
                views)
