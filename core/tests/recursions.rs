@@ -1,5 +1,6 @@
-//! Recursions over time compiled as loops: the CTC alphas against the recursion written out in
-//! plain Rust, step by step, in float64.
+//! Recursions over time compiled as loops, against the recursions written out in plain Rust,
+//! step by step, in float64: the CTC alphas, an LSTM layer, and its backward against central
+//! differences of a loss.
 
 use xlaprof_core::{Error, Tensor};
 
@@ -12,6 +13,18 @@ fn values(count: usize, seed: u64, lo: f64, hi: f64) -> Vec<f64> {
             lo + ((s >> 11) as f64 / (1u64 << 53) as f64) * (hi - lo)
         })
         .collect()
+}
+
+/// `v` with element `i` moved by `by`: a central difference's two points.
+fn nudged(v: &[f64], i: usize, by: f64) -> Vec<f64> {
+    let mut v = v.to_vec();
+    v[i] += by;
+    v
+}
+
+fn tensor(v: &[f64], dims: &[usize]) -> Tensor {
+    let dims: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+    Tensor::from_slice(v, &dims).unwrap()
 }
 
 fn log_add(terms: &[f64]) -> f64 {
@@ -104,5 +117,289 @@ fn ctc_alphas_of_mismatched_shapes_are_an_error_naming_them() {
             assert!(message.contains("f32[2,3,5]") && message.contains("bool[2,4]"), "{message}")
         }
         other => panic!("expected a shape error, got {:?}", other.map(|t| t.shape().to_string())),
+    }
+}
+
+fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// An LSTM layer step by step: each step's `h` and `c` side by side, `[t, b, 2h]`.
+fn lstm_reference(
+    xp: &[f64],
+    w: &[f64],
+    h0: &[f64],
+    c0: &[f64],
+    t: usize,
+    b: usize,
+    hid: usize,
+) -> Vec<f64> {
+    let g = 4 * hid;
+    let (mut h, mut c) = (h0.to_vec(), c0.to_vec());
+    let mut out = vec![0.0; t * b * 2 * hid];
+    for k in 0..t {
+        let (mut h1, mut c1) = (vec![0.0; b * hid], vec![0.0; b * hid]);
+        for n in 0..b {
+            let pre = |j: usize| {
+                xp[(k * b + n) * g + j]
+                    + (0..hid).map(|m| h[n * hid + m] * w[j * hid + m]).sum::<f64>()
+            };
+            for m in 0..hid {
+                let (i, f) = (sigmoid(pre(m)), sigmoid(pre(hid + m)));
+                let (gg, o) = (pre(2 * hid + m).tanh(), sigmoid(pre(3 * hid + m)));
+                c1[n * hid + m] = f * c[n * hid + m] + i * gg;
+                h1[n * hid + m] = o * c1[n * hid + m].tanh();
+                out[(k * b + n) * 2 * hid + m] = h1[n * hid + m];
+                out[(k * b + n) * 2 * hid + hid + m] = c1[n * hid + m];
+            }
+        }
+        (h, c) = (h1, c1);
+    }
+    out
+}
+
+#[test]
+fn an_lstm_loop_is_the_layer_step_by_step_and_its_backward_is_the_loss_gradient() {
+    let (t, b, hid) = (6usize, 2usize, 3usize);
+    let g = 4 * hid;
+    let xp = values(t * b * g, 11, -1.0, 1.0);
+    let w = values(g * hid, 12, -0.7, 0.7);
+    let (h0, c0) = (values(b * hid, 13, -1.0, 1.0), values(b * hid, 14, -1.0, 1.0));
+    // A loss of every step's h (weights dh) and the last c (weights dc).
+    let dh = values(t * b * hid, 15, -1.0, 1.0);
+    let dc = values(b * hid, 16, -1.0, 1.0);
+    let loss = |xp: &[f64], h0: &[f64], c0: &[f64]| {
+        let s = lstm_reference(xp, &w, h0, c0, t, b, hid);
+        let mut total = 0.0;
+        for k in 0..t {
+            for n in 0..b {
+                for m in 0..hid {
+                    total += s[(k * b + n) * 2 * hid + m] * dh[(k * b + n) * hid + m];
+                    if k == t - 1 {
+                        total += s[(k * b + n) * 2 * hid + hid + m] * dc[n * hid + m];
+                    }
+                }
+            }
+        }
+        total
+    };
+    let (xt, wt) = (tensor(&xp, &[t, b, g]), tensor(&w, &[g, hid]));
+    let (h0t, c0t) = (tensor(&h0, &[b, hid]), tensor(&c0, &[b, hid]));
+    let states = xt.lstm_loop(&wt, &h0t, &c0t).unwrap();
+    let want = lstm_reference(&xp, &w, &h0, &c0, t, b, hid);
+    for (i, (got, want)) in states.to_vec::<f64>().unwrap().iter().zip(&want).enumerate() {
+        assert!((got - want).abs() <= 1e-12, "state {i} is {got}, expected {want}");
+    }
+    let back = xt
+        .lstm_loop_backward(
+            &wt,
+            &h0t,
+            &c0t,
+            &states,
+            &tensor(&dh, &[t, b, hid]),
+            &tensor(&dc, &[b, hid]),
+        )
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap();
+    // Central differences of the loss: through the gates' pre-activations (the projected
+    // inputs) and the initial states, which the last row holds (h's, then c's).
+    let eps = 1e-6;
+    for i in 0..t * b * g {
+        let numeric = (loss(&nudged(&xp, i, eps), &h0, &c0)
+            - loss(&nudged(&xp, i, -eps), &h0, &c0))
+            / (2.0 * eps);
+        assert!(
+            (back[i] - numeric).abs() <= 1e-7,
+            "gate gradient {i} is {}, expected {numeric}",
+            back[i]
+        );
+    }
+    for n in 0..b {
+        for m in 0..hid {
+            let i = n * hid + m;
+            let dh0 = (loss(&xp, &nudged(&h0, i, eps), &c0)
+                - loss(&xp, &nudged(&h0, i, -eps), &c0))
+                / (2.0 * eps);
+            let dc0 = (loss(&xp, &h0, &nudged(&c0, i, eps))
+                - loss(&xp, &h0, &nudged(&c0, i, -eps)))
+                / (2.0 * eps);
+            let row = (t * b + n) * g;
+            assert!(
+                (back[row + m] - dh0).abs() <= 1e-7,
+                "dh0 {i} is {}, expected {dh0}",
+                back[row + m]
+            );
+            assert!(
+                (back[row + hid + m] - dc0).abs() <= 1e-7,
+                "dc0 {i} is {}, expected {dc0}",
+                back[row + hid + m]
+            );
+            assert_eq!(back[row + 2 * hid + m], 0.0);
+        }
+    }
+}
+
+/// A GRU layer step by step (torch's gates: reset, update, new): each step's `h`, `[t, b, h]`.
+fn gru_reference(
+    xp: &[f64],
+    w: &[f64],
+    bias: &[f64],
+    h0: &[f64],
+    t: usize,
+    b: usize,
+    hid: usize,
+) -> Vec<f64> {
+    let g = 3 * hid;
+    let mut h = h0.to_vec();
+    let mut out = vec![0.0; t * b * hid];
+    for k in 0..t {
+        let mut h1 = vec![0.0; b * hid];
+        for n in 0..b {
+            let rec =
+                |j: usize| bias[j] + (0..hid).map(|m| h[n * hid + m] * w[j * hid + m]).sum::<f64>();
+            let x = |j: usize| xp[(k * b + n) * g + j];
+            for m in 0..hid {
+                let r = sigmoid(x(m) + rec(m));
+                let z = sigmoid(x(hid + m) + rec(hid + m));
+                let new = (x(2 * hid + m) + r * rec(2 * hid + m)).tanh();
+                h1[n * hid + m] = (1.0 - z) * new + z * h[n * hid + m];
+                out[(k * b + n) * hid + m] = h1[n * hid + m];
+            }
+        }
+        h = h1;
+    }
+    out
+}
+
+#[test]
+fn a_gru_loop_is_the_layer_step_by_step_and_its_backward_is_the_loss_gradient() {
+    let (t, b, hid) = (5usize, 2usize, 3usize);
+    let g = 3 * hid;
+    let xp = values(t * b * g, 21, -1.0, 1.0);
+    let w = values(g * hid, 22, -0.7, 0.7);
+    let bias = values(g, 23, -0.5, 0.5);
+    let h0 = values(b * hid, 24, -1.0, 1.0);
+    let dh = values(t * b * hid, 25, -1.0, 1.0);
+    let loss = |xp: &[f64], bias: &[f64], h0: &[f64]| -> f64 {
+        gru_reference(xp, &w, bias, h0, t, b, hid).iter().zip(&dh).map(|(h, d)| h * d).sum()
+    };
+    let (xt, wt, bt, h0t) = (
+        tensor(&xp, &[t, b, g]),
+        tensor(&w, &[g, hid]),
+        tensor(&bias, &[g]),
+        tensor(&h0, &[b, hid]),
+    );
+    let hs = xt.gru_loop(&wt, &bt, &h0t).unwrap();
+    let want = gru_reference(&xp, &w, &bias, &h0, t, b, hid);
+    for (i, (got, want)) in hs.to_vec::<f64>().unwrap().iter().zip(&want).enumerate() {
+        assert!((got - want).abs() <= 1e-12, "state {i} is {got}, expected {want}");
+    }
+    let back = xt
+        .gru_loop_backward(&wt, &bt, &h0t, &hs, &tensor(&dh, &[t, b, hid]))
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap();
+    let eps = 1e-6;
+    // The reset and update gates' and the new state's pre-activations are the projected
+    // inputs'; the bias of the recurrent part the reset gate scales is the fourth block's sum.
+    for k in 0..t {
+        for n in 0..b {
+            for j in 0..g {
+                let i = (k * b + n) * g + j;
+                let numeric = (loss(&nudged(&xp, i, eps), &bias, &h0)
+                    - loss(&nudged(&xp, i, -eps), &bias, &h0))
+                    / (2.0 * eps);
+                let got = back[(k * b + n) * 4 * hid + j];
+                assert!(
+                    (got - numeric).abs() <= 1e-7,
+                    "gate gradient {i} is {got}, expected {numeric}"
+                );
+            }
+        }
+    }
+    for m in 0..hid {
+        let j = 2 * hid + m;
+        let numeric = (loss(&xp, &nudged(&bias, j, eps), &h0)
+            - loss(&xp, &nudged(&bias, j, -eps), &h0))
+            / (2.0 * eps);
+        let got: f64 = (0..t * b).map(|r| back[r * 4 * hid + 3 * hid + m]).sum();
+        assert!((got - numeric).abs() <= 1e-7, "b_hn gradient {m} is {got}, expected {numeric}");
+    }
+    for i in 0..b * hid {
+        let numeric = (loss(&xp, &bias, &nudged(&h0, i, eps))
+            - loss(&xp, &bias, &nudged(&h0, i, -eps)))
+            / (2.0 * eps);
+        let (n, m) = (i / hid, i % hid);
+        let got = back[(t * b + n) * 4 * hid + m];
+        assert!((got - numeric).abs() <= 1e-7, "dh0 {i} is {got}, expected {numeric}");
+    }
+}
+
+#[test]
+fn an_rnn_loop_is_the_layer_step_by_step_and_its_backward_is_the_loss_gradient() {
+    let (t, b, hid) = (5usize, 2usize, 3usize);
+    for relu in [false, true] {
+        let xp = values(t * b * hid, 31, -1.0, 1.0);
+        let w = values(hid * hid, 32, -0.9, 0.9);
+        let h0 = values(b * hid, 33, -1.0, 1.0);
+        let dh = values(t * b * hid, 34, -1.0, 1.0);
+        let layer = |xp: &[f64], h0: &[f64]| {
+            let mut h = h0.to_vec();
+            let mut out = Vec::new();
+            for k in 0..t {
+                h = (0..b * hid)
+                    .map(|i| {
+                        let (n, m) = (i / hid, i % hid);
+                        let pre = xp[k * b * hid + i]
+                            + (0..hid).map(|j| h[n * hid + j] * w[m * hid + j]).sum::<f64>();
+                        if relu {
+                            pre.max(0.0)
+                        } else {
+                            pre.tanh()
+                        }
+                    })
+                    .collect();
+                out.extend_from_slice(&h);
+            }
+            out
+        };
+        let loss = |xp: &[f64], h0: &[f64]| -> f64 {
+            layer(xp, h0).iter().zip(&dh).map(|(h, d)| h * d).sum()
+        };
+        let (tt, bb, hh) = (t, b, hid);
+        let hs = tensor(&xp, &[tt, bb, hh])
+            .rnn_loop(&tensor(&w, &[hh, hh]), &tensor(&h0, &[bb, hh]), relu)
+            .unwrap();
+        for (i, (got, want)) in hs.to_vec::<f64>().unwrap().iter().zip(&layer(&xp, &h0)).enumerate()
+        {
+            assert!(
+                (got - want).abs() <= 1e-12,
+                "relu {relu}: state {i} is {got}, expected {want}"
+            );
+        }
+        let back = hs
+            .rnn_loop_backward(&tensor(&w, &[hh, hh]), &tensor(&dh, &[tt, bb, hh]), relu)
+            .unwrap();
+        let back = back.to_vec::<f64>().unwrap();
+        let eps = 1e-6;
+        for i in 0..t * b * hid {
+            let numeric =
+                (loss(&nudged(&xp, i, eps), &h0) - loss(&nudged(&xp, i, -eps), &h0)) / (2.0 * eps);
+            assert!(
+                (back[i] - numeric).abs() <= 1e-7,
+                "relu {relu}: gradient {i} is {}, expected {numeric}",
+                back[i]
+            );
+        }
+        for i in 0..b * hid {
+            let numeric =
+                (loss(&xp, &nudged(&h0, i, eps)) - loss(&xp, &nudged(&h0, i, -eps))) / (2.0 * eps);
+            let got = back[t * b * hid + i];
+            assert!(
+                (got - numeric).abs() <= 1e-7,
+                "relu {relu}: dh0 {i} is {got}, expected {numeric}"
+            );
+        }
     }
 }

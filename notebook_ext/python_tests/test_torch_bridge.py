@@ -1,6 +1,7 @@
 """The torch bridge: unmodified torch code on the xlaprof device, against torch's CPU eager."""
 
 import copy
+import functools
 import inspect
 import os
 import pathlib
@@ -716,6 +717,80 @@ def test_recurrent_layers_match_the_cpu_with_their_gradients(layer):
     for (name, p), q in zip(cpu.named_parameters(), dev.parameters()):
         torch.testing.assert_close(q.grad.cpu(), p.grad, rtol=1e-4, atol=1e-5, msg=name)
     assert sum(c for c, _ in xt.fallbacks().values()) == before, xt.fallbacks()
+
+
+@pytest.mark.parametrize("kind", [torch.nn.LSTM, torch.nn.GRU, torch.nn.RNN,
+                                  functools.partial(torch.nn.RNN, nonlinearity="relu")],
+                         ids=["lstm", "gru", "rnn-tanh", "rnn-relu"])
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("bias", [True, False])
+def test_recurrent_layers_are_the_cpus_in_float64_with_every_gradient(kind, bidirectional, batch_first, bias):
+    # The engine's loops over time and back, beside torch's CPU kernels in float64 (a wrong term
+    # cannot hide in rounding there): the outputs, the final states, and the gradients of the
+    # input, the initial states and every weight, from a loss of all of them.
+    torch.manual_seed(3)
+    make = lambda: kind(4, 6, num_layers=2, bidirectional=bidirectional, batch_first=batch_first,  # noqa: E731
+                        bias=bias).double()
+    cpu, dev = make(), make()
+    dev.load_state_dict(cpu.state_dict())
+    dev.to(DEV)
+    x = torch.randn(3, 7, 4, dtype=torch.float64)
+    x = x if batch_first else x.transpose(0, 1).contiguous()
+    lstm = kind is torch.nn.LSTM
+    states = [torch.randn((4 if bidirectional else 2), 3, 6, dtype=torch.float64) for _ in range(2 if lstm else 1)]
+    out_grad = torch.randn(*x.shape[:2], 12 if bidirectional else 6, dtype=torch.float64)
+    before = sum(c for c, _ in xt.fallbacks().values())
+    grads = []
+    for module, move in ((cpu, lambda t: t), (dev, lambda t: t.to(DEV))):
+        inputs = [move(t).detach().requires_grad_() for t in (x, *states)]
+        out, final = module(inputs[0], tuple(inputs[1:]) if lstm else inputs[1])
+        finals = list(final) if lstm else [final]
+        loss = (out * move(out_grad)).sum() + 0.3 * finals[0].sum() + sum(f.square().sum() for f in finals[1:])
+        loss.backward()
+        grads.append([t.detach().cpu() for t in (out, *finals)] + [t.grad.cpu() for t in inputs]
+                     + [p.grad.cpu() for p in module.parameters()])
+    for want, got in zip(*grads):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    assert sum(c for c, _ in xt.fallbacks().values()) == before, xt.fallbacks()
+
+
+@pytest.mark.parametrize("kind", [torch.nn.LSTM, torch.nn.GRU, torch.nn.RNN])
+def test_recurrent_layers_over_time_are_loops_not_graphs_that_grow_with_the_steps(kind):
+    # Unrolled, XLA fused the state's gradient chain into every step's kernel: a 50-step LSTM
+    # compiled for 50 s, growing with the square of the steps. As a loop, the graph is the same
+    # at 400 steps as at 40.
+    from xlaprof.torch._tensor import value
+
+    sizes = {}
+    for steps in (40, 400):
+        torch.manual_seed(0)
+        layer = kind(8, 16).to(DEV)
+        out, _ = layer(torch.randn(steps, 2, 8).to(DEV))
+        out.sum().backward()
+        sizes[steps] = value(layer.weight_hh_l0.grad).graph_size
+        xt.sync()
+    assert sizes[40] == sizes[400], sizes
+
+
+@pytest.mark.parametrize("kind", [torch.nn.LSTM, torch.nn.GRU, torch.nn.RNN])
+def test_dropout_between_recurrent_layers_is_applied_in_training_as_on_the_cpu(kind):
+    # torch's decompositions of the layers drop it: a model trained with it on the device
+    # trained without it, silently. Dropout of 1 zeroes the first layer's output, which makes
+    # the second's from its biases alone, on either side, with no draw to differ.
+    torch.manual_seed(5)
+    cpu = kind(4, 5, num_layers=2, dropout=1.0)
+    dev = kind(4, 5, num_layers=2, dropout=1.0)
+    dev.load_state_dict(cpu.state_dict())
+    dev.to(DEV)
+    x = torch.randn(6, 3, 4)
+    for mode in ("train", "eval"):
+        getattr(cpu, mode)()
+        getattr(dev, mode)()
+        want, got = cpu(x)[0], dev(x.to(DEV))[0].cpu()
+        torch.testing.assert_close(got, want.detach(), rtol=1e-5, atol=1e-6, msg=mode)
+    cpu.train()
+    assert not torch.allclose(cpu(x)[0], cpu.eval()(x)[0]), "dropout of 1 changes the output in training"
 
 
 def test_packed_sequences_train_as_on_the_cpu_with_their_batch_sizes_on_the_cpu():

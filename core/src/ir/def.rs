@@ -57,7 +57,11 @@ impl Op {
             | Op::Convert
             | Op::Reshape
             | Op::HouseholderProduct
-            | Op::CtcAlphas => Vec::new(),
+            | Op::CtcAlphas
+            | Op::LstmLoop
+            | Op::LstmLoopBackward
+            | Op::GruLoop
+            | Op::GruLoopBackward => Vec::new(),
             Op::Iota { axis }
             | Op::Concat { axis }
             | Op::IndexSelect { axis }
@@ -128,6 +132,9 @@ impl Op {
                 }),
             )],
             Op::PivotsToPermutation { rows } => vec![("rows", Attr::Int(*rows as i64))],
+            Op::RnnLoop { relu } | Op::RnnLoopBackward { relu } => {
+                vec![("nonlinearity", Attr::Name(if *relu { "relu" } else { "tanh" }))]
+            }
         }
     }
 }

@@ -299,6 +299,40 @@ pub enum Op {
     /// of the step before plus the step's own, the third term where `skip` (input 1, pred
     /// `[batch, places]`) allows. The beta recursion is the same on time and places reversed.
     CtcAlphas,
+    /// An LSTM layer's recursion over time (dim 0): input 0 the projected inputs with both biases
+    /// `[time, batch, 4 hidden]` (input, forget, cell, output gates), input 1 the recurrent weight
+    /// `[4 hidden, hidden]`, inputs 2 and 3 the initial `h` and `c`, `[batch, hidden]`. The node
+    /// is each step's `h` and `c` side by side, `[time, batch, 2 hidden]`.
+    LstmLoop,
+    /// Its gradient, from the last step back: inputs 0 to 3 as [`Op::LstmLoop`]'s, input 4 its
+    /// result, input 5 the gradient of every step's `h` `[time, batch, hidden]`, input 6 that of
+    /// the last `c`. The node is the gradient of each step's gates before their activations
+    /// (the projected inputs' gradient), `[time + 1, batch, 4 hidden]`, its last row the initial
+    /// state's: `h`'s, `c`'s, then zeros.
+    LstmLoopBackward,
+    /// A GRU layer's recursion over time: input 0 the projected inputs with their bias
+    /// `[time, batch, 3 hidden]` (reset, update, new), input 1 the recurrent weight
+    /// `[3 hidden, hidden]`, input 2 its bias `[3 hidden]`, input 3 the initial `h`. The node is
+    /// each step's `h`, `[time, batch, hidden]`.
+    GruLoop,
+    /// Its gradient, from the last step back: inputs 0 to 3 as [`Op::GruLoop`]'s, input 4 its
+    /// result, input 5 the gradient of every step's `h`. The node is `[time + 1, batch,
+    /// 4 hidden]`: at each step the gradients of the reset and update gates' and the new state's
+    /// pre-activations and of the recurrent part the reset gate scales (`h W_hn + b_hn`); its last
+    /// row the initial state's, then zeros.
+    GruLoopBackward,
+    /// An Elman RNN layer's recursion over time: input 0 the projected inputs with both biases
+    /// `[time, batch, hidden]`, input 1 the recurrent weight `[hidden, hidden]`, input 2 the
+    /// initial `h`; `h' = tanh(x + h W^T)` (or `relu`). The node is each step's `h`.
+    RnnLoop {
+        relu: bool,
+    },
+    /// Its gradient, from the last step back: input 0 the loop's result, input 1 the recurrent
+    /// weight, input 2 the gradient of every step's `h`. The node is `[time + 1, batch, hidden]`:
+    /// the pre-activations' gradients at each step, then the initial state's.
+    RnnLoopBackward {
+        relu: bool,
+    },
 
     // ---- many devices ----
     /// The input's value, to be split over a mesh as the sharding says (`mark_sharding` on a
@@ -410,6 +444,12 @@ impl Op {
             Op::Lu { .. } => "lu",
             Op::PivotsToPermutation { .. } => "lu_pivots_to_permutation",
             Op::CtcAlphas => "ctc_alphas",
+            Op::LstmLoop => "lstm_loop",
+            Op::LstmLoopBackward => "lstm_loop_backward",
+            Op::GruLoop => "gru_loop",
+            Op::GruLoopBackward => "gru_loop_backward",
+            Op::RnnLoop { .. } => "rnn_loop",
+            Op::RnnLoopBackward { .. } => "rnn_loop_backward",
             Op::Shard(_) => "sharding_constraint",
         }
     }
@@ -445,7 +485,13 @@ impl Op {
             | Op::Eigh { .. }
             | Op::Lu { .. }
             | Op::PivotsToPermutation { .. } => OpKind::Factorization,
-            Op::CtcAlphas => OpKind::Recursion,
+            Op::CtcAlphas
+            | Op::LstmLoop
+            | Op::LstmLoopBackward
+            | Op::GruLoop
+            | Op::GruLoopBackward
+            | Op::RnnLoop { .. }
+            | Op::RnnLoopBackward { .. } => OpKind::Recursion,
             Op::Shard(_) => OpKind::Shard,
         }
     }
@@ -469,8 +515,13 @@ impl Op {
             | Op::Convert
             | Op::Reshape
             | Op::HouseholderProduct
-            | Op::CtcAlphas => {}
+            | Op::CtcAlphas
+            | Op::LstmLoop
+            | Op::LstmLoopBackward
+            | Op::GruLoop
+            | Op::GruLoopBackward => {}
             Op::Iota { axis } => axis.hash(h),
+            Op::RnnLoop { relu } | Op::RnnLoopBackward { relu } => relu.hash(h),
             Op::Random { normal } => normal.hash(h),
             Op::Unary(u) => u.hash(h),
             Op::Binary(b) => b.hash(h),

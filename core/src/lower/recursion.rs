@@ -1,9 +1,10 @@
 //! Recursions over time as `while` loops: the program holds one step however many steps run,
 //! where an unrolled recursion (a step's ops recorded after the one before) holds them all, and
 //! XLA's compile time grows faster than their count (a CTC loss over 40 steps compiled for
-//! over a minute on a CPU, with XLA fusing each step into the next).
+//! over a minute on a CPU, with XLA fusing each step into the next; an LSTM's backward, whose
+//! cell-state gradient is elementwise from step to step, 50 s over 50 steps).
 
-use super::factor::lines;
+use super::factor::{lines, Lines};
 use super::Ctx;
 use crate::dtype::DType;
 use crate::ir::Op;
@@ -12,6 +13,12 @@ use crate::shape::Shape;
 pub(super) fn lower(c: &mut Ctx) {
     match c.node.op {
         Op::CtcAlphas => ctc_alphas(c),
+        Op::LstmLoop => lstm(c),
+        Op::LstmLoopBackward => lstm_backward(c),
+        Op::GruLoop => gru(c),
+        Op::GruLoopBackward => gru_backward(c),
+        Op::RnnLoop { relu } => rnn(c, relu),
+        Op::RnnLoopBackward { relu } => rnn_backward(c, relu),
         _ => unreachable!("not a recursion: {:?}", c.node.op),
     }
 }
@@ -27,7 +34,6 @@ fn ctc_alphas(c: &mut Ctx) {
     let pred = Shape::new(DType::Pred, vec![b, l]);
     let firsts = Shape::new(DType::S32, vec![b]);
     let rows_i = Shape::new(DType::S32, vec![b, l]);
-    let scalar_i = Shape::new(DType::S32, Vec::<i64>::new());
     let (name, args) = (c.name.clone(), c.args.clone());
     let mut w = lines(c);
     let out0 = w.splat(&all, f64::NEG_INFINITY);
@@ -56,7 +62,7 @@ fn ctc_alphas(c: &mut Ctx) {
     );
     let never = w.splat(&row, f64::NEG_INFINITY);
     let fill = w.constant(dt, f64::NEG_INFINITY);
-    let shifted = |w: &mut super::factor::Lines, by: i64| {
+    let shifted = |w: &mut Lines, by: i64| {
         let wide = Shape::new(dt, vec![b, l + by]);
         let padded = w.emit(
             &format!(
@@ -95,7 +101,7 @@ fn ctc_alphas(c: &mut Ctx) {
     let stepped = w.binary("add", &log, &top, &row);
     let stepped = w.binary("add", &stepped, &e, &row);
     let started = w.select(start, &e, &never, &row);
-    let kb = w.broadcast(k, &scalar_i, &rows_i, &[]);
+    let kb = w.broadcast(k, &Shape::new(DType::S32, Vec::<i64>::new()), &rows_i, &[]);
     let fb = w.broadcast(first, &firsts, &rows_i, &[0]);
     let at_first = w.compare(&kb, &fb, "EQ", &rows_i);
     let after = w.compare(&kb, &fb, "GT", &rows_i);
@@ -118,9 +124,500 @@ fn ctc_alphas(c: &mut Ctx) {
     let mut next_values = vec![out1, next];
     next_values.extend(same);
     w.end_while(k, &next_values, &[&all, &row, &all, &pred, &firsts, &pred]);
-    let ty = all.mlir();
+    name_result(c, &name, &format!("{name}_a#1"), &all);
+}
+
+/// The node as `value` (one result of a loop), named by a reshape to its own type.
+fn name_result(c: &mut Ctx, name: &str, value: &str, shape: &Shape) {
+    let ty = shape.mlir();
     let _ = std::fmt::Write::write_fmt(
         c.out,
-        format_args!("  {name} = \"stablehlo.reshape\"({name}_a#1) : ({ty}) -> {ty}\n"),
+        format_args!("  {name} = \"stablehlo.reshape\"({value}) : ({ty}) -> {ty}\n"),
     );
+}
+
+/// Step `steps - 1 - k` of a loop run backwards from its counter `k`, and the step before it
+/// (0 at the first step, where the caller takes the initial state instead).
+fn step_back(w: &mut Lines, k: &str, steps: i64) -> (String, String) {
+    let scalar = Shape::new(DType::S32, Vec::<i64>::new());
+    let last = w.constant(DType::S32, (steps - 1) as f64);
+    let t = w.binary("subtract", &last, k, &scalar);
+    let one = w.constant(DType::S32, 1.0);
+    let zero = w.constant(DType::S32, 0.0);
+    let before = w.binary("subtract", &t, &one, &scalar);
+    let before = w.binary("maximum", &before, &zero, &scalar);
+    (t, before)
+}
+
+/// `initial` at step 0, `value` (of `shape`) after.
+fn or_initial(w: &mut Lines, t: &str, initial: &str, value: &str, shape: &Shape) -> String {
+    let scalar = Shape::new(DType::S32, Vec::<i64>::new());
+    let zero = w.constant(DType::S32, 0.0);
+    let first = w.compare(t, &zero, "EQ", &scalar);
+    let first =
+        w.broadcast(&first, &scalar.with_dtype(DType::Pred), &shape.with_dtype(DType::Pred), &[]);
+    w.select(&first, initial, value, shape)
+}
+
+/// `d σ'(x)` from the sigmoid's output `y`: `d y (1 - y)`.
+fn sigmoid_back(w: &mut Lines, d: &str, y: &str, shape: &Shape) -> String {
+    let ones = w.splat(shape, 1.0);
+    let rest = w.binary("subtract", &ones, y, shape);
+    let slope = w.binary("multiply", y, &rest, shape);
+    w.binary("multiply", d, &slope, shape)
+}
+
+/// Row `k` (a 0-d s32) of `x`, `[steps, batch, width]`, as `[batch, width]`.
+fn row(w: &mut Lines, x: &str, all: &Shape, k: &str) -> String {
+    let (b, width) = (all.dims[1], all.dims[2]);
+    let one = Shape::new(all.dtype, vec![1, b, width]);
+    let zero = w.constant(DType::S32, 0.0);
+    let at = w.emit(
+        &format!(
+            "\"stablehlo.dynamic_slice\"({x}, {k}, {zero}, {zero}) {{slice_sizes = array<i64: 1, {b}, {width}>}}"
+        ),
+        &format!("({}, tensor<i32>, tensor<i32>, tensor<i32>) -> {}", all.mlir(), one.mlir()),
+    );
+    let flat = Shape::new(all.dtype, vec![b, width]);
+    w.emit(&format!("\"stablehlo.reshape\"({at})"), &format!("({}) -> {}", one.mlir(), flat.mlir()))
+}
+
+/// `x`, `[steps, batch, width]`, with row `k` replaced by `v`, `[batch, width]`.
+fn put_row(w: &mut Lines, x: &str, all: &Shape, v: &str, k: &str) -> String {
+    let (b, width) = (all.dims[1], all.dims[2]);
+    let one = Shape::new(all.dtype, vec![1, b, width]);
+    let flat = Shape::new(all.dtype, vec![b, width]);
+    let v3 = w.emit(
+        &format!("\"stablehlo.reshape\"({v})"),
+        &format!("({}) -> {}", flat.mlir(), one.mlir()),
+    );
+    let zero = w.constant(DType::S32, 0.0);
+    w.emit(
+        &format!("\"stablehlo.dynamic_update_slice\"({x}, {v3}, {k}, {zero}, {zero})"),
+        &format!(
+            "({}, {}, tensor<i32>, tensor<i32>, tensor<i32>) -> {}",
+            all.mlir(),
+            one.mlir(),
+            all.mlir()
+        ),
+    )
+}
+
+/// Columns `from..to` of `x`, `[batch, width]`.
+fn cols(w: &mut Lines, x: &str, shape: &Shape, from: i64, to: i64) -> String {
+    let b = shape.dims[0];
+    let out = Shape::new(shape.dtype, vec![b, to - from]);
+    w.emit(
+        &format!(
+            "\"stablehlo.slice\"({x}) {{start_indices = array<i64: 0, {from}>, limit_indices = array<i64: {b}, {to}>, strides = array<i64: 1, 1>}}"
+        ),
+        &format!("({}) -> {}", shape.mlir(), out.mlir()),
+    )
+}
+
+/// `[batch, width]` pieces side by side.
+fn join(w: &mut Lines, parts: &[&str], shape: &Shape, times: i64) -> String {
+    let out = Shape::new(shape.dtype, vec![shape.dims[0], shape.dims[1] * times]);
+    let types = vec![shape.mlir(); parts.len()].join(", ");
+    w.emit(
+        &format!("\"stablehlo.concatenate\"({}) {{dimension = 1 : i64}}", parts.join(", ")),
+        &format!("({types}) -> {}", out.mlir()),
+    )
+}
+
+fn unary(w: &mut Lines, op: &str, x: &str, shape: &Shape) -> String {
+    let ty = shape.mlir();
+    w.emit(&format!("\"stablehlo.{op}\"({x})"), &format!("({ty}) -> {ty}"))
+}
+
+/// `a [batch, k] · b`: contracting `b`'s dim `b_dim` (of `b_shape`, two dims).
+fn product(
+    w: &mut Lines,
+    a: &str,
+    a_shape: &Shape,
+    b: &str,
+    b_shape: &Shape,
+    b_dim: usize,
+) -> String {
+    let n = b_shape.dims[1 - b_dim];
+    let out = Shape::new(a_shape.dtype, vec![a_shape.dims[0], n]);
+    let precision = if a_shape.dtype == DType::F32 {
+        ", precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]"
+    } else {
+        ""
+    };
+    w.emit(
+        &format!(
+            "\"stablehlo.dot_general\"({a}, {b}) {{dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = [], rhs_batching_dimensions = [], lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [{b_dim}]>{precision}}}"
+        ),
+        &format!("({}, {}) -> {}", a_shape.mlir(), b_shape.mlir(), out.mlir()),
+    )
+}
+
+/// The LSTM cell's activations at a step: input, forget, cell and output gates, `[batch, hidden]`
+/// each, from the step's projected input and the hidden state before it.
+fn lstm_gates(
+    w: &mut Lines,
+    projected: &str,
+    h: &str,
+    w_hh: &str,
+    shapes: &CellShapes,
+) -> [String; 4] {
+    let hw = product(w, h, &shapes.state, w_hh, &shapes.weight, 1);
+    let pre = w.binary("add", projected, &hw, &shapes.gates);
+    let hidden = shapes.state.dims[1];
+    let piece = |w: &mut Lines, j: i64, op: &str| {
+        let part = cols(w, &pre, &shapes.gates, j * hidden, (j + 1) * hidden);
+        unary(w, op, &part, &shapes.state)
+    };
+    [piece(w, 0, "logistic"), piece(w, 1, "logistic"), piece(w, 2, "tanh"), piece(w, 3, "logistic")]
+}
+
+/// The shapes a gated cell's loops take, for `gates` gates a hidden unit (4 for an LSTM, 3 for
+/// a GRU).
+struct CellShapes {
+    steps: i64,
+    /// `[steps, batch, gates hidden]`, `[steps, batch, 2 hidden]` (an LSTM's h and c),
+    /// `[steps, batch, hidden]`.
+    projected: Shape,
+    states: Shape,
+    hiddens: Shape,
+    /// `[gates hidden, hidden]`, `[gates hidden]`, `[batch, gates hidden]`, `[batch, hidden]`.
+    weight: Shape,
+    bias: Shape,
+    gates: Shape,
+    state: Shape,
+}
+
+impl CellShapes {
+    fn of(projected: &Shape, gates: i64) -> CellShapes {
+        let (t, b, g) = (projected.dims[0], projected.dims[1], projected.dims[2]);
+        let (dt, h) = (projected.dtype, g / gates);
+        CellShapes {
+            steps: t,
+            projected: projected.clone(),
+            states: Shape::new(dt, vec![t, b, 2 * h]),
+            hiddens: Shape::new(dt, vec![t, b, h]),
+            weight: Shape::new(dt, vec![g, h]),
+            bias: Shape::new(dt, vec![g]),
+            gates: Shape::new(dt, vec![b, g]),
+            state: Shape::new(dt, vec![b, h]),
+        }
+    }
+}
+
+/// `%{node}_l:6 = while`: (step, states, h, c, then the projected inputs and the weight).
+fn lstm(c: &mut Ctx) {
+    let s = CellShapes::of(&c.node.inputs[0].shape, 4);
+    let (name, args) = (c.name.clone(), c.args.clone());
+    let mut w = lines(c);
+    let out0 = w.splat(&s.states, 0.0);
+    let carried = [
+        (out0.as_str(), &s.states),
+        (args[2].as_str(), &s.state),
+        (args[3].as_str(), &s.state),
+        (args[0].as_str(), &s.projected),
+        (args[1].as_str(), &s.weight),
+    ];
+    let v = w.begin_while(&format!("{name}_l"), &carried, s.steps);
+    let (k, out, h, cell, projected, w_hh) = (&v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
+    let here = row(&mut w, projected, &s.projected, k);
+    let [i, f, g, o] = lstm_gates(&mut w, &here, h, w_hh, &s);
+    let kept = w.binary("multiply", &f, cell, &s.state);
+    let added = w.binary("multiply", &i, &g, &s.state);
+    let cell1 = w.binary("add", &kept, &added, &s.state);
+    let squashed = unary(&mut w, "tanh", &cell1, &s.state);
+    let h1 = w.binary("multiply", &o, &squashed, &s.state);
+    let both = join(&mut w, &[&h1, &cell1], &s.state, 2);
+    let out1 = put_row(&mut w, out, &s.states, &both, k);
+    let next = vec![out1, h1, cell1, projected.clone(), w_hh.clone()];
+    w.end_while(k, &next, &[&s.states, &s.state, &s.state, &s.projected, &s.weight]);
+    name_result(c, &name, &format!("{name}_l#1"), &s.states);
+}
+
+/// `%{node}_b:10 = while` from the last step back: (step, the gates' gradients, dh, dc, then
+/// what it reads), and the initial state's gradients written after the gates' last row.
+fn lstm_backward(c: &mut Ctx) {
+    let s = CellShapes::of(&c.node.inputs[0].shape, 4);
+    let all = c.node.shape.clone(); // [steps + 1, batch, 4 hidden]
+    let hidden = s.state.dims[1];
+    let (name, args) = (c.name.clone(), c.args.clone());
+    let mut w = lines(c);
+    let out0 = w.splat(&all, 0.0);
+    let zero_state = w.splat(&s.state, 0.0);
+    let carried = [
+        (out0.as_str(), &all),
+        (zero_state.as_str(), &s.state),
+        (args[6].as_str(), &s.state),
+        (args[0].as_str(), &s.projected),
+        (args[1].as_str(), &s.weight),
+        (args[2].as_str(), &s.state),
+        (args[3].as_str(), &s.state),
+        (args[4].as_str(), &s.states),
+        (args[5].as_str(), &s.hiddens),
+    ];
+    let v = w.begin_while(&format!("{name}_b"), &carried, s.steps);
+    let (k, out, dh_next, dc_next) = (&v[0], &v[1], &v[2], &v[3]);
+    let (projected, w_hh, h0, c0, states, dhs) = (&v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
+    // Step t = steps - 1 - k, and the state before it (the initial one at t = 0).
+    let (t, before) = step_back(&mut w, k, s.steps);
+    let prev_row = row(&mut w, states, &s.states, &before);
+    let two = Shape::new(s.state.dtype, vec![s.state.dims[0], 2 * hidden]);
+    let (h_prev, c_prev) = (
+        cols(&mut w, &prev_row, &two, 0, hidden),
+        cols(&mut w, &prev_row, &two, hidden, 2 * hidden),
+    );
+    let h_prev = or_initial(&mut w, &t, h0, &h_prev, &s.state);
+    let c_prev = or_initial(&mut w, &t, c0, &c_prev, &s.state);
+    let this_row = row(&mut w, states, &s.states, &t);
+    let cell = cols(&mut w, &this_row, &two, hidden, 2 * hidden);
+    let here = row(&mut w, projected, &s.projected, &t);
+    let [i, f, g, o] = lstm_gates(&mut w, &here, &h_prev, w_hh, &s);
+    // h = o tanh(c), c = f c_prev + i g, back through them.
+    let st = &s.state;
+    let dh_out = row(&mut w, dhs, &s.hiddens, &t);
+    let dh = w.binary("add", &dh_out, dh_next, st);
+    let squashed = unary(&mut w, "tanh", &cell, st);
+    let d_o = w.binary("multiply", &dh, &squashed, st);
+    let ones = w.splat(st, 1.0);
+    let sq = w.binary("multiply", &squashed, &squashed, st);
+    let slope = w.binary("subtract", &ones, &sq, st);
+    let through = w.binary("multiply", &dh, &o, st);
+    let through = w.binary("multiply", &through, &slope, st);
+    let dc = w.binary("add", dc_next, &through, st);
+    let d_i = w.binary("multiply", &dc, &g, st);
+    let d_g = w.binary("multiply", &dc, &i, st);
+    let d_f = w.binary("multiply", &dc, &c_prev, st);
+    let dc_prev = w.binary("multiply", &dc, &f, st);
+    // Through the activations: σ' = σ (1 - σ), tanh' = 1 - tanh².
+    let gi = sigmoid_back(&mut w, &d_i, &i, st);
+    let gf = sigmoid_back(&mut w, &d_f, &f, st);
+    let g2 = w.binary("multiply", &g, &g, st);
+    let g_slope = w.binary("subtract", &ones, &g2, st);
+    let gg = w.binary("multiply", &d_g, &g_slope, st);
+    let go = sigmoid_back(&mut w, &d_o, &o, st);
+    let d_gates = join(&mut w, &[&gi, &gf, &gg, &go], st, 4);
+    let dh_prev = product(&mut w, &d_gates, &s.gates, w_hh, &s.weight, 0);
+    let out1 = put_row(&mut w, out, &all, &d_gates, &t);
+    let same: Vec<String> =
+        [projected, w_hh, h0, c0, states, dhs].iter().map(|x| x.to_string()).collect();
+    let mut next = vec![out1, dh_prev, dc_prev];
+    next.extend(same);
+    let kinds = [
+        &all,
+        &s.state,
+        &s.state,
+        &s.projected,
+        &s.weight,
+        &s.state,
+        &s.state,
+        &s.states,
+        &s.hiddens,
+    ];
+    w.end_while(k, &next, &kinds);
+    // The initial state's gradients, in the row after the last step's: (dh0, dc0, 0, 0).
+    let gates = format!("{name}_b#1");
+    let dh0 = format!("{name}_b#2");
+    let dc0 = format!("{name}_b#3");
+    let zeros = w.splat(st, 0.0);
+    let initial = join(&mut w, &[&dh0, &dc0, &zeros, &zeros], st, 4);
+    let at = w.constant(DType::S32, s.steps as f64);
+    let done = put_row(&mut w, &gates, &all, &initial, &at);
+    name_result(c, &name, &done, &all);
+}
+
+/// The GRU cell's gates at a step, `[batch, hidden]` each: reset and update (after their
+/// sigmoids), the new state's candidate (after its tanh), and the recurrent part of its
+/// pre-activation, `h W_hn + b_hn`, which the reset gate scales.
+fn gru_gates(
+    w: &mut Lines,
+    projected: &str,
+    h: &str,
+    w_hh: &str,
+    b_hh: &str,
+    s: &CellShapes,
+) -> [String; 4] {
+    let hw = product(w, h, &s.state, w_hh, &s.weight, 1);
+    let bias = w.broadcast(b_hh, &s.bias, &s.gates, &[1]);
+    let recurrent = w.binary("add", &hw, &bias, &s.gates);
+    let hidden = s.state.dims[1];
+    let part = |w: &mut Lines, x: &str, j: i64| cols(w, x, &s.gates, j * hidden, (j + 1) * hidden);
+    let (i_r, i_z, i_n) = (part(w, projected, 0), part(w, projected, 1), part(w, projected, 2));
+    let (h_r, h_z, h_n) = (part(w, &recurrent, 0), part(w, &recurrent, 1), part(w, &recurrent, 2));
+    let r = w.binary("add", &i_r, &h_r, &s.state);
+    let r = unary(w, "logistic", &r, &s.state);
+    let z = w.binary("add", &i_z, &h_z, &s.state);
+    let z = unary(w, "logistic", &z, &s.state);
+    let scaled = w.binary("multiply", &r, &h_n, &s.state);
+    let n = w.binary("add", &i_n, &scaled, &s.state);
+    let n = unary(w, "tanh", &n, &s.state);
+    [r, z, n, h_n]
+}
+
+/// `%{node}_g:6 = while`: (step, hidden states, h, then the projected inputs, weight and bias).
+fn gru(c: &mut Ctx) {
+    let s = CellShapes::of(&c.node.inputs[0].shape, 3);
+    let (name, args) = (c.name.clone(), c.args.clone());
+    let mut w = lines(c);
+    let out0 = w.splat(&s.hiddens, 0.0);
+    let carried = [
+        (out0.as_str(), &s.hiddens),
+        (args[3].as_str(), &s.state),
+        (args[0].as_str(), &s.projected),
+        (args[1].as_str(), &s.weight),
+        (args[2].as_str(), &s.bias),
+    ];
+    let v = w.begin_while(&format!("{name}_g"), &carried, s.steps);
+    let (k, out, h, projected, w_hh, b_hh) = (&v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
+    let here = row(&mut w, projected, &s.projected, k);
+    let [_, z, n, _] = gru_gates(&mut w, &here, h, w_hh, b_hh, &s);
+    // h' = n + z (h - n), torch's (1 - z) n + z h.
+    let toward = w.binary("subtract", h, &n, &s.state);
+    let toward = w.binary("multiply", &z, &toward, &s.state);
+    let h1 = w.binary("add", &n, &toward, &s.state);
+    let out1 = put_row(&mut w, out, &s.hiddens, &h1, k);
+    let next = vec![out1, h1, projected.clone(), w_hh.clone(), b_hh.clone()];
+    w.end_while(k, &next, &[&s.hiddens, &s.state, &s.projected, &s.weight, &s.bias]);
+    name_result(c, &name, &format!("{name}_g#1"), &s.hiddens);
+}
+
+/// `%{node}_gb:9 = while` from the last step back: (step, the gates' gradients, dh, then what it
+/// reads), and the initial state's gradient written after the last row.
+fn gru_backward(c: &mut Ctx) {
+    let s = CellShapes::of(&c.node.inputs[0].shape, 3);
+    let all = c.node.shape.clone(); // [steps + 1, batch, 4 hidden]
+    let (name, args) = (c.name.clone(), c.args.clone());
+    let mut w = lines(c);
+    let out0 = w.splat(&all, 0.0);
+    let zero_state = w.splat(&s.state, 0.0);
+    let carried = [
+        (out0.as_str(), &all),
+        (zero_state.as_str(), &s.state),
+        (args[0].as_str(), &s.projected),
+        (args[1].as_str(), &s.weight),
+        (args[2].as_str(), &s.bias),
+        (args[3].as_str(), &s.state),
+        (args[4].as_str(), &s.hiddens),
+        (args[5].as_str(), &s.hiddens),
+    ];
+    let v = w.begin_while(&format!("{name}_gb"), &carried, s.steps);
+    let (k, out, dh_next) = (&v[0], &v[1], &v[2]);
+    let (projected, w_hh, b_hh, h0, hs, dhs) = (&v[3], &v[4], &v[5], &v[6], &v[7], &v[8]);
+    let (t, before) = step_back(&mut w, k, s.steps);
+    let h_prev = row(&mut w, hs, &s.hiddens, &before);
+    let h_prev = or_initial(&mut w, &t, h0, &h_prev, &s.state);
+    let here = row(&mut w, projected, &s.projected, &t);
+    let [r, z, n, h_n] = gru_gates(&mut w, &here, &h_prev, w_hh, b_hh, &s);
+    let st = &s.state;
+    let dh_out = row(&mut w, dhs, &s.hiddens, &t);
+    let dh = w.binary("add", &dh_out, dh_next, st);
+    // h' = (1 - z) n + z h: back to n, z and h.
+    let ones = w.splat(st, 1.0);
+    let keep = w.binary("subtract", &ones, &z, st);
+    let d_n = w.binary("multiply", &dh, &keep, st);
+    let gap = w.binary("subtract", &h_prev, &n, st);
+    let d_z = w.binary("multiply", &dh, &gap, st);
+    let d_h_direct = w.binary("multiply", &dh, &z, st);
+    // n = tanh(i_n + r h_n), r and z sigmoids.
+    let n2 = w.binary("multiply", &n, &n, st);
+    let n_slope = w.binary("subtract", &ones, &n2, st);
+    let d_n_pre = w.binary("multiply", &d_n, &n_slope, st);
+    let d_h_n = w.binary("multiply", &d_n_pre, &r, st);
+    let d_r = w.binary("multiply", &d_n_pre, &h_n, st);
+    let d_r_pre = sigmoid_back(&mut w, &d_r, &r, st);
+    let d_z_pre = sigmoid_back(&mut w, &d_z, &z, st);
+    let d_recurrent = join(&mut w, &[&d_r_pre, &d_z_pre, &d_h_n], st, 3);
+    let through = product(&mut w, &d_recurrent, &s.gates, w_hh, &s.weight, 0);
+    let dh_prev = w.binary("add", &d_h_direct, &through, st);
+    let grads = join(&mut w, &[&d_r_pre, &d_z_pre, &d_n_pre, &d_h_n], st, 4);
+    let out1 = put_row(&mut w, out, &all, &grads, &t);
+    let same: Vec<String> =
+        [projected, w_hh, b_hh, h0, hs, dhs].iter().map(|x| x.to_string()).collect();
+    let mut next = vec![out1, dh_prev];
+    next.extend(same);
+    let kinds =
+        [&all, &s.state, &s.projected, &s.weight, &s.bias, &s.state, &s.hiddens, &s.hiddens];
+    w.end_while(k, &next, &kinds);
+    let zeros = w.splat(st, 0.0);
+    let dh0 = format!("{name}_gb#2");
+    let initial = join(&mut w, &[&dh0, &zeros, &zeros, &zeros], st, 4);
+    let at = w.constant(DType::S32, s.steps as f64);
+    let done = put_row(&mut w, &format!("{name}_gb#1"), &all, &initial, &at);
+    name_result(c, &name, &done, &all);
+}
+
+/// `%{node}_r:5 = while`: (step, hidden states, h, then the projected inputs and the weight).
+fn rnn(c: &mut Ctx, relu: bool) {
+    let all = c.node.shape.clone(); // [steps, batch, hidden]
+    let (steps, st) = (all.dims[0], Shape::new(all.dtype, vec![all.dims[1], all.dims[2]]));
+    let weight = Shape::new(all.dtype, vec![all.dims[2], all.dims[2]]);
+    let (name, args) = (c.name.clone(), c.args.clone());
+    let mut w = lines(c);
+    let out0 = w.splat(&all, 0.0);
+    let carried = [
+        (out0.as_str(), &all),
+        (args[2].as_str(), &st),
+        (args[0].as_str(), &all),
+        (args[1].as_str(), &weight),
+    ];
+    let v = w.begin_while(&format!("{name}_r"), &carried, steps);
+    let (k, out, h, projected, w_hh) = (&v[0], &v[1], &v[2], &v[3], &v[4]);
+    let here = row(&mut w, projected, &all, k);
+    let hw = product(&mut w, h, &st, w_hh, &weight, 1);
+    let pre = w.binary("add", &here, &hw, &st);
+    let h1 = if relu {
+        let zero = w.splat(&st, 0.0);
+        w.binary("maximum", &pre, &zero, &st)
+    } else {
+        unary(&mut w, "tanh", &pre, &st)
+    };
+    let out1 = put_row(&mut w, out, &all, &h1, k);
+    let next = vec![out1, h1, projected.clone(), w_hh.clone()];
+    w.end_while(k, &next, &[&all, &st, &all, &weight]);
+    name_result(c, &name, &format!("{name}_r#1"), &all);
+}
+
+/// `%{node}_rb:5 = while` from the last step back: (step, the pre-activations' gradients, dh,
+/// then the hidden states and the weight); the initial state's gradient written after them.
+fn rnn_backward(c: &mut Ctx, relu: bool) {
+    let hs = c.node.inputs[0].shape.clone(); // [steps, batch, hidden]
+    let all = c.node.shape.clone(); // [steps + 1, batch, hidden]
+    let (steps, st) = (hs.dims[0], Shape::new(hs.dtype, vec![hs.dims[1], hs.dims[2]]));
+    let weight = Shape::new(hs.dtype, vec![hs.dims[2], hs.dims[2]]);
+    let (name, args) = (c.name.clone(), c.args.clone());
+    let mut w = lines(c);
+    let out0 = w.splat(&all, 0.0);
+    let zero_state = w.splat(&st, 0.0);
+    let carried = [
+        (out0.as_str(), &all),
+        (zero_state.as_str(), &st),
+        (args[0].as_str(), &hs),
+        (args[1].as_str(), &weight),
+        (args[2].as_str(), &hs),
+    ];
+    let v = w.begin_while(&format!("{name}_rb"), &carried, steps);
+    let (k, out, dh_next, hiddens, w_hh, dhs) = (&v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
+    let (t, _) = step_back(&mut w, k, steps);
+    let h = row(&mut w, hiddens, &hs, &t);
+    let dh_out = row(&mut w, dhs, &hs, &t);
+    let dh = w.binary("add", &dh_out, dh_next, &st);
+    // Through the nonlinearity, read off its output: relu' = (h > 0), tanh' = 1 - h².
+    let slope = if relu {
+        let zero = w.splat(&st, 0.0);
+        let on = w.compare(&h, &zero, "GT", &st);
+        let one = w.splat(&st, 1.0);
+        w.select(&on, &one, &zero, &st)
+    } else {
+        let one = w.splat(&st, 1.0);
+        let h2 = w.binary("multiply", &h, &h, &st);
+        w.binary("subtract", &one, &h2, &st)
+    };
+    let d_pre = w.binary("multiply", &dh, &slope, &st);
+    let dh_prev = product(&mut w, &d_pre, &st, w_hh, &weight, 0);
+    let out1 = put_row(&mut w, out, &all, &d_pre, &t);
+    let next = vec![out1, dh_prev, hiddens.clone(), w_hh.clone(), dhs.clone()];
+    w.end_while(k, &next, &[&all, &st, &hs, &weight, &hs]);
+    let at = w.constant(DType::S32, steps as f64);
+    let done = put_row(&mut w, &format!("{name}_rb#1"), &all, &format!("{name}_rb#2"), &at);
+    name_result(c, &name, &done, &all);
 }

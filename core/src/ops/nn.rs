@@ -164,3 +164,266 @@ impl Tensor {
         Ok(Tensor::op(op, self.shape().clone(), &[self, skip, &first, start], location, None))
     }
 }
+
+impl Tensor {
+    /// An LSTM layer's recursion over time in one loop ([`crate::ir::Op::LstmLoop`]): `self` the
+    /// projected inputs with both biases `[time, batch, 4 hidden]`, `w_hh` `[4 hidden, hidden]`,
+    /// `h0` and `c0` `[batch, hidden]`; each step's `h` and `c` side by side. Not differentiable
+    /// here: [`Tensor::lstm_loop_backward`] is its gradient, for a caller's autograd to call.
+    #[track_caller]
+    pub fn lstm_loop(&self, w_hh: &Tensor, h0: &Tensor, c0: &Tensor) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        lstm_check("lstm_loop", self, w_hh, h0, c0, &location)?;
+        let d = self.dims();
+        let shape = crate::shape::Shape::new(self.dtype(), vec![d[0], d[1], d[2] / 2]);
+        Ok(Tensor::op(crate::ir::Op::LstmLoop, shape, &[self, w_hh, h0, c0], location, None))
+    }
+
+    /// The gradient of [`Tensor::lstm_loop`] (`states` its result) for the gradients of every
+    /// step's `h` and of the last `c`: the gates' gradients before their activations
+    /// `[time, batch, 4 hidden]`, then one row of the initial state's (`h`'s, `c`'s, zeros).
+    #[track_caller]
+    pub fn lstm_loop_backward(
+        &self,
+        w_hh: &Tensor,
+        h0: &Tensor,
+        c0: &Tensor,
+        states: &Tensor,
+        d_hiddens: &Tensor,
+        d_last_cell: &Tensor,
+    ) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        lstm_check("lstm_loop_backward", self, w_hh, h0, c0, &location)?;
+        let d = self.dims();
+        let (t, b, h) = (d[0], d[1], d[2] / 4);
+        let fits = states.dims() == [t, b, 2 * h]
+            && d_hiddens.dims() == [t, b, h]
+            && d_last_cell.dims() == [b, h]
+            && [states, d_hiddens, d_last_cell].iter().all(|x| x.dtype() == self.dtype());
+        if !fits {
+            return Err(shape_error(
+                "lstm_loop_backward",
+                &location,
+                format!(
+                    "needs the loop's states [{t}, {b}, {}], the hidden states' gradients [{t}, {b}, {h}] and the last cell's [{b}, {h}], of {}, got {}, {} and {}",
+                    2 * h,
+                    self.dtype(),
+                    states.shape(),
+                    d_hiddens.shape(),
+                    d_last_cell.shape()
+                ),
+            ));
+        }
+        let shape = crate::shape::Shape::new(self.dtype(), vec![t + 1, b, 4 * h]);
+        let inputs = [self, w_hh, h0, c0, states, d_hiddens, d_last_cell];
+        Ok(Tensor::op(crate::ir::Op::LstmLoopBackward, shape, &inputs, location, None))
+    }
+}
+
+fn lstm_check(
+    op: &'static str,
+    projected: &Tensor,
+    w_hh: &Tensor,
+    h0: &Tensor,
+    c0: &Tensor,
+    location: &SourceLocation,
+) -> Result<()> {
+    let d = projected.dims();
+    let fits = projected.rank() == 3
+        && d[2] % 4 == 0
+        && projected.dtype().is_float()
+        && w_hh.dims() == [d[2], d[2] / 4]
+        && h0.dims() == [d[1], d[2] / 4]
+        && c0.dims() == [d[1], d[2] / 4]
+        && [w_hh, h0, c0].iter().all(|x| x.dtype() == projected.dtype());
+    if !fits {
+        return Err(shape_error(
+            op,
+            location,
+            format!(
+                "needs projected inputs [time, batch, 4 hidden], a recurrent weight [4 hidden, hidden] and initial states [batch, hidden], all of one float dtype, got {}, {}, {} and {}",
+                projected.shape(),
+                w_hh.shape(),
+                h0.shape(),
+                c0.shape()
+            ),
+        ));
+    }
+    if [projected, w_hh, h0, c0].iter().any(|x| x.requires_grad()) {
+        return Err(crate::error::Error::Autograd {
+            message: format!("{op} is not differentiable by xlaprof's autograd: its gradient is lstm_loop_backward"),
+            location: location.clone(),
+        });
+    }
+    Ok(())
+}
+
+impl Tensor {
+    /// A GRU layer's recursion over time in one loop ([`crate::ir::Op::GruLoop`]): `self` the
+    /// projected inputs with their bias `[time, batch, 3 hidden]`, `w_hh` `[3 hidden, hidden]`,
+    /// `b_hh` `[3 hidden]`, `h0` `[batch, hidden]`; each step's `h`. Not differentiable here:
+    /// [`Tensor::gru_loop_backward`] is its gradient, for a caller's autograd to call.
+    #[track_caller]
+    pub fn gru_loop(&self, w_hh: &Tensor, b_hh: &Tensor, h0: &Tensor) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        gru_check("gru_loop", self, w_hh, b_hh, h0, &location)?;
+        let d = self.dims();
+        let shape = crate::shape::Shape::new(self.dtype(), vec![d[0], d[1], d[2] / 3]);
+        Ok(Tensor::op(crate::ir::Op::GruLoop, shape, &[self, w_hh, b_hh, h0], location, None))
+    }
+
+    /// The gradient of [`Tensor::gru_loop`] (`hiddens` its result) for the gradients of every
+    /// step's `h`: per step the reset, update and new pre-activations' and the recurrent new
+    /// part's, `[time, batch, 4 hidden]`, then one row of the initial state's (and zeros).
+    #[track_caller]
+    pub fn gru_loop_backward(
+        &self,
+        w_hh: &Tensor,
+        b_hh: &Tensor,
+        h0: &Tensor,
+        hiddens: &Tensor,
+        d_hiddens: &Tensor,
+    ) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        gru_check("gru_loop_backward", self, w_hh, b_hh, h0, &location)?;
+        let d = self.dims();
+        let (t, b, h) = (d[0], d[1], d[2] / 3);
+        let fits =
+            [hiddens, d_hiddens].iter().all(|x| x.dims() == [t, b, h] && x.dtype() == self.dtype());
+        if !fits {
+            return Err(shape_error(
+                "gru_loop_backward",
+                &location,
+                format!(
+                    "needs the loop's hidden states and their gradients, [{t}, {b}, {h}] of {}, got {} and {}",
+                    self.dtype(),
+                    hiddens.shape(),
+                    d_hiddens.shape()
+                ),
+            ));
+        }
+        let shape = crate::shape::Shape::new(self.dtype(), vec![t + 1, b, 4 * h]);
+        let inputs = [self, w_hh, b_hh, h0, hiddens, d_hiddens];
+        Ok(Tensor::op(crate::ir::Op::GruLoopBackward, shape, &inputs, location, None))
+    }
+}
+
+fn gru_check(
+    op: &'static str,
+    projected: &Tensor,
+    w_hh: &Tensor,
+    b_hh: &Tensor,
+    h0: &Tensor,
+    location: &SourceLocation,
+) -> Result<()> {
+    let d = projected.dims();
+    let fits = projected.rank() == 3
+        && d[2] % 3 == 0
+        && projected.dtype().is_float()
+        && w_hh.dims() == [d[2], d[2] / 3]
+        && b_hh.dims() == [d[2]]
+        && h0.dims() == [d[1], d[2] / 3]
+        && [w_hh, b_hh, h0].iter().all(|x| x.dtype() == projected.dtype());
+    if !fits {
+        return Err(shape_error(
+            op,
+            location,
+            format!(
+                "needs projected inputs [time, batch, 3 hidden], a recurrent weight [3 hidden, hidden] and bias [3 hidden], and an initial state [batch, hidden], all of one float dtype, got {}, {}, {} and {}",
+                projected.shape(),
+                w_hh.shape(),
+                b_hh.shape(),
+                h0.shape()
+            ),
+        ));
+    }
+    if [projected, w_hh, b_hh, h0].iter().any(|x| x.requires_grad()) {
+        return Err(crate::error::Error::Autograd {
+            message: format!("{op} is not differentiable by xlaprof's autograd: its gradient is gru_loop_backward"),
+            location: location.clone(),
+        });
+    }
+    Ok(())
+}
+
+impl Tensor {
+    /// An Elman RNN layer's recursion over time in one loop ([`crate::ir::Op::RnnLoop`]):
+    /// `self` the projected inputs with both biases `[time, batch, hidden]`, `w_hh`
+    /// `[hidden, hidden]`, `h0` `[batch, hidden]`; each step's `h` (tanh, or relu if `relu`).
+    /// Not differentiable here: [`Tensor::rnn_loop_backward`] is its gradient.
+    #[track_caller]
+    pub fn rnn_loop(&self, w_hh: &Tensor, h0: &Tensor, relu: bool) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        rnn_check("rnn_loop", self, w_hh, h0, &location)?;
+        let op = crate::ir::Op::RnnLoop { relu };
+        Ok(Tensor::op(op, self.shape().clone(), &[self, w_hh, h0], location, None))
+    }
+
+    /// The gradient of [`Tensor::rnn_loop`], `self` its result, for the gradients of every
+    /// step's `h`: the pre-activations' at each step, then one row of the initial state's.
+    #[track_caller]
+    pub fn rnn_loop_backward(
+        &self,
+        w_hh: &Tensor,
+        d_hiddens: &Tensor,
+        relu: bool,
+    ) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        let d = self.dims();
+        let fits = self.rank() == 3
+            && self.dtype().is_float()
+            && w_hh.dims() == [d[2], d[2]]
+            && w_hh.dtype() == self.dtype()
+            && d_hiddens.dims() == d
+            && d_hiddens.dtype() == self.dtype();
+        if !fits {
+            return Err(shape_error(
+                "rnn_loop_backward",
+                &location,
+                format!(
+                    "needs hidden states [time, batch, hidden], a recurrent weight [hidden, hidden] and the states' gradients, all of one float dtype, got {}, {} and {}",
+                    self.shape(),
+                    w_hh.shape(),
+                    d_hiddens.shape()
+                ),
+            ));
+        }
+        let shape = crate::shape::Shape::new(self.dtype(), vec![d[0] + 1, d[1], d[2]]);
+        let op = crate::ir::Op::RnnLoopBackward { relu };
+        Ok(Tensor::op(op, shape, &[self, w_hh, d_hiddens], location, None))
+    }
+}
+
+fn rnn_check(
+    op: &'static str,
+    projected: &Tensor,
+    w_hh: &Tensor,
+    h0: &Tensor,
+    location: &SourceLocation,
+) -> Result<()> {
+    let d = projected.dims();
+    let fits = projected.rank() == 3
+        && projected.dtype().is_float()
+        && w_hh.dims() == [d[2], d[2]]
+        && h0.dims() == [d[1], d[2]]
+        && [w_hh, h0].iter().all(|x| x.dtype() == projected.dtype());
+    if !fits {
+        return Err(shape_error(
+            op,
+            location,
+            format!(
+                "needs projected inputs [time, batch, hidden], a recurrent weight [hidden, hidden] and an initial state [batch, hidden], all of one float dtype, got {}, {} and {}",
+                projected.shape(),
+                w_hh.shape(),
+                h0.shape()
+            ),
+        ));
+    }
+    if [projected, w_hh, h0].iter().any(|x| x.requires_grad()) {
+        return Err(crate::error::Error::Autograd {
+            message: format!("{op} is not differentiable by xlaprof's autograd: its gradient is rnn_loop_backward"),
+            location: location.clone(),
+        });
+    }
+    Ok(())
+}

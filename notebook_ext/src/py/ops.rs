@@ -496,6 +496,89 @@ impl PyTensor {
         record(py, "ctc_alphas", || self.t.ctc_alphas(&skip.t, &first.t, &start.t))
     }
 
+    /// An LSTM layer's recursion over time (see `Tensor::lstm_loop`), one loop.
+    fn _lstm_loop(
+        &self,
+        py: Python<'_>,
+        w_hh: &PyTensor,
+        h0: &PyTensor,
+        c0: &PyTensor,
+    ) -> PyResult<PyTensor> {
+        record(py, "lstm_loop", || self.t.lstm_loop(&w_hh.t, &h0.t, &c0.t))
+    }
+
+    /// Its gradient (see `Tensor::lstm_loop_backward`), one loop.
+    #[allow(clippy::too_many_arguments)]
+    fn _lstm_loop_backward(
+        &self,
+        py: Python<'_>,
+        w_hh: &PyTensor,
+        h0: &PyTensor,
+        c0: &PyTensor,
+        states: &PyTensor,
+        d_hiddens: &PyTensor,
+        d_last_cell: &PyTensor,
+    ) -> PyResult<PyTensor> {
+        record(py, "lstm_loop_backward", || {
+            self.t.lstm_loop_backward(
+                &w_hh.t,
+                &h0.t,
+                &c0.t,
+                &states.t,
+                &d_hiddens.t,
+                &d_last_cell.t,
+            )
+        })
+    }
+
+    /// A GRU layer's recursion over time (see `Tensor::gru_loop`), one loop.
+    fn _gru_loop(
+        &self,
+        py: Python<'_>,
+        w_hh: &PyTensor,
+        b_hh: &PyTensor,
+        h0: &PyTensor,
+    ) -> PyResult<PyTensor> {
+        record(py, "gru_loop", || self.t.gru_loop(&w_hh.t, &b_hh.t, &h0.t))
+    }
+
+    /// Its gradient (see `Tensor::gru_loop_backward`), one loop.
+    fn _gru_loop_backward(
+        &self,
+        py: Python<'_>,
+        w_hh: &PyTensor,
+        b_hh: &PyTensor,
+        h0: &PyTensor,
+        hiddens: &PyTensor,
+        d_hiddens: &PyTensor,
+    ) -> PyResult<PyTensor> {
+        record(py, "gru_loop_backward", || {
+            self.t.gru_loop_backward(&w_hh.t, &b_hh.t, &h0.t, &hiddens.t, &d_hiddens.t)
+        })
+    }
+
+    /// An Elman RNN layer's recursion over time (see `Tensor::rnn_loop`), one loop.
+    fn _rnn_loop(
+        &self,
+        py: Python<'_>,
+        w_hh: &PyTensor,
+        h0: &PyTensor,
+        relu: bool,
+    ) -> PyResult<PyTensor> {
+        record(py, "rnn_loop", || self.t.rnn_loop(&w_hh.t, &h0.t, relu))
+    }
+
+    /// Its gradient (see `Tensor::rnn_loop_backward`), one loop; `self` the loop's result.
+    fn _rnn_loop_backward(
+        &self,
+        py: Python<'_>,
+        w_hh: &PyTensor,
+        d_hiddens: &PyTensor,
+        relu: bool,
+    ) -> PyResult<PyTensor> {
+        record(py, "rnn_loop_backward", || self.t.rnn_loop_backward(&w_hh.t, &d_hiddens.t, relu))
+    }
+
     /// `(eigenvalues, eigenvectors)` of symmetric matrices, from the lower (or upper) triangle.
     fn _eigh(&self, py: Python<'_>, upper: bool) -> PyResult<(PyTensor, PyTensor)> {
         let (w, v) = traced(py, "eigh", || self.t.eigh(upper))?;
