@@ -5,6 +5,7 @@ compile, which for a recurrence recorded step by step grows faster than its step
 is a loop in the compiled program.
 
     .venv/bin/python scripts/bench_recurrences.py [--steps 200]
+    XLAPROF_DEVICE=cuda python scripts/bench_recurrences.py --peer cuda    # beside CUDA eager (cuDNN)
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def ctc(device: str) -> Callable[[], None]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=200, help="time steps of the recurrent layers")
+    parser.add_argument("--peer", default="cpu", help="torch's eager device to compare with (cpu, cuda)")
     args = parser.parse_args()
     rows = [
         (f"LSTM, {args.steps} steps (loop)", lambda d: recurrent(torch.nn.LSTM, d, args.steps)),
@@ -73,10 +75,11 @@ def main() -> None:
         (f"RNN, {args.steps} steps (loop)", lambda d: recurrent(torch.nn.RNN, d, args.steps)),
         ("CTC loss, 500 steps (loop)", ctc),
     ]
-    print(f"{'workload':32s} {'xlaprof':>9s} {'CPU eager':>10s} {'ratio':>6s} {'first step':>11s} {'eager first':>12s}")
+    peer = f"{args.peer.upper()} eager"
+    print(f"{'workload':32s} {'xlaprof':>9s} {peer:>10s} {'ratio':>6s} {'first step':>11s} {'eager first':>12s}")
     for name, make in rows:
         first, step = timed(make(xt.device().type))
-        first_cpu, step_cpu = timed(make("cpu"))
+        first_cpu, step_cpu = timed(make(args.peer))
         print(f"{name:32s} {step:7.1f}ms {step_cpu:8.1f}ms {step / step_cpu:5.2f}x {first / 1e3:9.2f} s "
               f"{first_cpu / 1e3:10.2f} s")
 

@@ -161,6 +161,9 @@ torch_part() {
   # XLA's convolution (cuDNN's), the one to beat.
   run_step "depthwise convolutions on the GPU: the engine's taps against XLA's convolution (JAX)" \
     "$python" notebook_ext/bench/depthwise.py --jax "$python"
+  # The recurrences are loops in the engine's program; CUDA eager runs cuDNN's fused RNNs.
+  run_step "recurrent layers and the CTC loss on the GPU, beside CUDA eager" \
+    "$python" scripts/bench_recurrences.py --peer cuda
   run_step "torch bridge on the GPU: host cost; GPT-2 eager, inductor, lazy, compiled and fused" \
     "$python" notebook_ext/bench/torch_gpu.py --skip parity --out "$dir"
   # Side by side: each writes its log, shown in order once all have ended.
