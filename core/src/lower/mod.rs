@@ -8,6 +8,7 @@ mod elementwise;
 mod factor;
 mod index;
 mod linalg;
+mod lines;
 mod movement;
 mod random;
 mod recursion;

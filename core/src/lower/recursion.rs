@@ -4,7 +4,7 @@
 //! over a minute on a CPU, with XLA fusing each step into the next; an LSTM's backward, whose
 //! cell-state gradient is elementwise from step to step, 50 s over 50 steps).
 
-use super::factor::{lines, Lines};
+use super::lines::{lines, Lines};
 use super::Ctx;
 use crate::dtype::DType;
 use crate::ir::Op;
