@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::Op;
+use super::{Op, Recursion};
 use crate::location::SourceLocation;
 use crate::shape::Shape;
 
@@ -56,12 +56,7 @@ impl Op {
             | Op::Select
             | Op::Convert
             | Op::Reshape
-            | Op::HouseholderProduct
-            | Op::CtcAlphas
-            | Op::LstmLoop
-            | Op::LstmLoopBackward
-            | Op::GruLoop
-            | Op::GruLoopBackward => Vec::new(),
+            | Op::HouseholderProduct => Vec::new(),
             Op::Iota { axis }
             | Op::Concat { axis }
             | Op::IndexSelect { axis }
@@ -132,9 +127,10 @@ impl Op {
                 }),
             )],
             Op::PivotsToPermutation { rows } => vec![("rows", Attr::Int(*rows as i64))],
-            Op::RnnLoop { relu } | Op::RnnLoopBackward { relu } => {
+            Op::Recursion(Recursion::RnnLoop { relu } | Recursion::RnnLoopBackward { relu }) => {
                 vec![("nonlinearity", Attr::Name(if *relu { "relu" } else { "tanh" }))]
             }
+            Op::Recursion(_) => Vec::new(),
         }
     }
 }

@@ -31,7 +31,9 @@ pub(crate) use graph::{
     donations, keys, needed, scalar_key, share, Graph, References, ScalarKey, PARAMETER,
     SCALAR_SLOT,
 };
-pub use op::{qr_taus, BinaryOp, CompareOp, FftKind, LuOutput, Op, OpKind, ReduceKind, UnaryOp};
+pub use op::{
+    qr_taus, BinaryOp, CompareOp, FftKind, LuOutput, Op, OpKind, Recursion, ReduceKind, UnaryOp,
+};
 
 use crate::location::SourceLocation;
 use crate::shape::Shape;

@@ -137,6 +137,63 @@ pub enum ReduceKind {
     Min,
 }
 
+/// The recursions over time the engine runs as loops ([`Op::Recursion`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Recursion {
+    /// The CTC loss's alpha recursion in log space, over the time dim (1) of input 0, the
+    /// log-probabilities `[batch, time, places]` of each place (an extended label: blanks between
+    /// a target's labels) at each step. The node is the alphas, of the same shape: -inf before
+    /// step `first[b]` (input 2, s64 `[batch]`), the log-probabilities of the places `start`
+    /// (input 3, pred `[batch, places]`) at it, and after it `log(Σ exp(α[s], α[s-1], α[s-2]))`
+    /// of the step before plus the step's own, the third term where `skip` (input 1, pred
+    /// `[batch, places]`) allows. The beta recursion is the same on time and places reversed.
+    CtcAlphas,
+    /// An LSTM layer's recursion over time (dim 0): input 0 the projected inputs with both biases
+    /// `[time, batch, 4 hidden]` (input, forget, cell, output gates), input 1 the recurrent weight
+    /// `[4 hidden, hidden]`, inputs 2 and 3 the initial `h` and `c`, `[batch, hidden]`. The node
+    /// is each step's `h` and `c` side by side, `[time, batch, 2 hidden]`.
+    LstmLoop,
+    /// Its gradient, from the last step back: inputs 0 to 3 as [`Recursion::LstmLoop`]'s, input 4 its
+    /// result, input 5 the gradient of every step's `h` `[time, batch, hidden]`, input 6 that of
+    /// the last `c`. The node is the gradient of each step's gates before their activations
+    /// (the projected inputs' gradient), `[time + 1, batch, 4 hidden]`, its last row the initial
+    /// state's: `h`'s, `c`'s, then zeros.
+    LstmLoopBackward,
+    /// A GRU layer's recursion over time: input 0 the projected inputs with their bias
+    /// `[time, batch, 3 hidden]` (reset, update, new), input 1 the recurrent weight
+    /// `[3 hidden, hidden]`, input 2 its bias `[3 hidden]`, input 3 the initial `h`. The node is
+    /// each step's `h`, `[time, batch, hidden]`.
+    GruLoop,
+    /// Its gradient, from the last step back: inputs 0 to 3 as [`Recursion::GruLoop`]'s, input 4 its
+    /// result, input 5 the gradient of every step's `h`. The node is `[time + 1, batch,
+    /// 4 hidden]`: at each step the gradients of the reset and update gates' and the new state's
+    /// pre-activations and of the recurrent part the reset gate scales (`h W_hn + b_hn`); its last
+    /// row the initial state's, then zeros.
+    GruLoopBackward,
+    /// An Elman RNN layer's recursion over time: input 0 the projected inputs with both biases
+    /// `[time, batch, hidden]`, input 1 the recurrent weight `[hidden, hidden]`, input 2 the
+    /// initial `h`; `h' = tanh(x + h W^T)` (or `relu`). The node is each step's `h`.
+    RnnLoop { relu: bool },
+    /// Its gradient, from the last step back: input 0 the loop's result, input 1 the recurrent
+    /// weight, input 2 the gradient of every step's `h`. The node is `[time + 1, batch, hidden]`:
+    /// the pre-activations' gradients at each step, then the initial state's.
+    RnnLoopBackward { relu: bool },
+}
+
+impl Recursion {
+    pub fn name(self) -> &'static str {
+        match self {
+            Recursion::CtcAlphas => "ctc_alphas",
+            Recursion::LstmLoop => "lstm_loop",
+            Recursion::LstmLoopBackward => "lstm_loop_backward",
+            Recursion::GruLoop => "gru_loop",
+            Recursion::GruLoopBackward => "gru_loop_backward",
+            Recursion::RnnLoop { .. } => "rnn_loop",
+            Recursion::RnnLoopBackward { .. } => "rnn_loop_backward",
+        }
+    }
+}
+
 #[derive(Clone)]
 pub enum Op {
     // ---- leaves: graph inputs ----
@@ -290,49 +347,10 @@ pub enum Op {
         rows: usize,
     },
 
-    // ---- recursions over time: a `while` loop, so a graph holds one step however many run ----
-    /// The CTC loss's alpha recursion in log space, over the time dim (1) of input 0, the
-    /// log-probabilities `[batch, time, places]` of each place (an extended label: blanks between
-    /// a target's labels) at each step. The node is the alphas, of the same shape: -inf before
-    /// step `first[b]` (input 2, s64 `[batch]`), the log-probabilities of the places `start`
-    /// (input 3, pred `[batch, places]`) at it, and after it `log(Σ exp(α[s], α[s-1], α[s-2]))`
-    /// of the step before plus the step's own, the third term where `skip` (input 1, pred
-    /// `[batch, places]`) allows. The beta recursion is the same on time and places reversed.
-    CtcAlphas,
-    /// An LSTM layer's recursion over time (dim 0): input 0 the projected inputs with both biases
-    /// `[time, batch, 4 hidden]` (input, forget, cell, output gates), input 1 the recurrent weight
-    /// `[4 hidden, hidden]`, inputs 2 and 3 the initial `h` and `c`, `[batch, hidden]`. The node
-    /// is each step's `h` and `c` side by side, `[time, batch, 2 hidden]`.
-    LstmLoop,
-    /// Its gradient, from the last step back: inputs 0 to 3 as [`Op::LstmLoop`]'s, input 4 its
-    /// result, input 5 the gradient of every step's `h` `[time, batch, hidden]`, input 6 that of
-    /// the last `c`. The node is the gradient of each step's gates before their activations
-    /// (the projected inputs' gradient), `[time + 1, batch, 4 hidden]`, its last row the initial
-    /// state's: `h`'s, `c`'s, then zeros.
-    LstmLoopBackward,
-    /// A GRU layer's recursion over time: input 0 the projected inputs with their bias
-    /// `[time, batch, 3 hidden]` (reset, update, new), input 1 the recurrent weight
-    /// `[3 hidden, hidden]`, input 2 its bias `[3 hidden]`, input 3 the initial `h`. The node is
-    /// each step's `h`, `[time, batch, hidden]`.
-    GruLoop,
-    /// Its gradient, from the last step back: inputs 0 to 3 as [`Op::GruLoop`]'s, input 4 its
-    /// result, input 5 the gradient of every step's `h`. The node is `[time + 1, batch,
-    /// 4 hidden]`: at each step the gradients of the reset and update gates' and the new state's
-    /// pre-activations and of the recurrent part the reset gate scales (`h W_hn + b_hn`); its last
-    /// row the initial state's, then zeros.
-    GruLoopBackward,
-    /// An Elman RNN layer's recursion over time: input 0 the projected inputs with both biases
-    /// `[time, batch, hidden]`, input 1 the recurrent weight `[hidden, hidden]`, input 2 the
-    /// initial `h`; `h' = tanh(x + h W^T)` (or `relu`). The node is each step's `h`.
-    RnnLoop {
-        relu: bool,
-    },
-    /// Its gradient, from the last step back: input 0 the loop's result, input 1 the recurrent
-    /// weight, input 2 the gradient of every step's `h`. The node is `[time + 1, batch, hidden]`:
-    /// the pre-activations' gradients at each step, then the initial state's.
-    RnnLoopBackward {
-        relu: bool,
-    },
+    // ---- recursions over time ----
+    /// A recursion over time as one `while` loop in the program, so a graph holds one step
+    /// however many steps run (unrolled, XLA's compile grew with their square).
+    Recursion(Recursion),
 
     // ---- many devices ----
     /// The input's value, to be split over a mesh as the sharding says (`mark_sharding` on a
@@ -443,13 +461,7 @@ impl Op {
             Op::Eigh { .. } => "eigh",
             Op::Lu { .. } => "lu",
             Op::PivotsToPermutation { .. } => "lu_pivots_to_permutation",
-            Op::CtcAlphas => "ctc_alphas",
-            Op::LstmLoop => "lstm_loop",
-            Op::LstmLoopBackward => "lstm_loop_backward",
-            Op::GruLoop => "gru_loop",
-            Op::GruLoopBackward => "gru_loop_backward",
-            Op::RnnLoop { .. } => "rnn_loop",
-            Op::RnnLoopBackward { .. } => "rnn_loop_backward",
+            Op::Recursion(r) => r.name(),
             Op::Shard(_) => "sharding_constraint",
         }
     }
@@ -485,13 +497,7 @@ impl Op {
             | Op::Eigh { .. }
             | Op::Lu { .. }
             | Op::PivotsToPermutation { .. } => OpKind::Factorization,
-            Op::CtcAlphas
-            | Op::LstmLoop
-            | Op::LstmLoopBackward
-            | Op::GruLoop
-            | Op::GruLoopBackward
-            | Op::RnnLoop { .. }
-            | Op::RnnLoopBackward { .. } => OpKind::Recursion,
+            Op::Recursion(_) => OpKind::Recursion,
             Op::Shard(_) => OpKind::Shard,
         }
     }
@@ -510,18 +516,9 @@ impl Op {
                 }
             }
             Op::Shard(s) => s.hash(h),
-            Op::Scalar(_)
-            | Op::Select
-            | Op::Convert
-            | Op::Reshape
-            | Op::HouseholderProduct
-            | Op::CtcAlphas
-            | Op::LstmLoop
-            | Op::LstmLoopBackward
-            | Op::GruLoop
-            | Op::GruLoopBackward => {}
+            Op::Scalar(_) | Op::Select | Op::Convert | Op::Reshape | Op::HouseholderProduct => {}
             Op::Iota { axis } => axis.hash(h),
-            Op::RnnLoop { relu } | Op::RnnLoopBackward { relu } => relu.hash(h),
+            Op::Recursion(r) => r.hash(h),
             Op::Random { normal } => normal.hash(h),
             Op::Unary(u) => u.hash(h),
             Op::Binary(b) => b.hash(h),

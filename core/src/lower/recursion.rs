@@ -7,19 +7,19 @@
 use super::lines::{lines, Lines};
 use super::Ctx;
 use crate::dtype::DType;
-use crate::ir::Op;
+use crate::ir::{Op, Recursion};
 use crate::shape::Shape;
 
 pub(super) fn lower(c: &mut Ctx) {
-    match c.node.op {
-        Op::CtcAlphas => ctc_alphas(c),
-        Op::LstmLoop => lstm(c),
-        Op::LstmLoopBackward => lstm_backward(c),
-        Op::GruLoop => gru(c),
-        Op::GruLoopBackward => gru_backward(c),
-        Op::RnnLoop { relu } => rnn(c, relu),
-        Op::RnnLoopBackward { relu } => rnn_backward(c, relu),
-        _ => unreachable!("not a recursion: {:?}", c.node.op),
+    let Op::Recursion(r) = c.node.op else { unreachable!("not a recursion: {:?}", c.node.op) };
+    match r {
+        Recursion::CtcAlphas => ctc_alphas(c),
+        Recursion::LstmLoop => lstm(c),
+        Recursion::LstmLoopBackward => lstm_backward(c),
+        Recursion::GruLoop => gru(c),
+        Recursion::GruLoopBackward => gru_backward(c),
+        Recursion::RnnLoop { relu } => rnn(c, relu),
+        Recursion::RnnLoopBackward { relu } => rnn_backward(c, relu),
     }
 }
 

@@ -2,6 +2,7 @@
 
 use crate::dtype::DType;
 use crate::error::Result;
+use crate::ir::{Op, Recursion};
 use crate::location::{scoped, SourceLocation};
 use crate::tensor::Tensor;
 
@@ -119,7 +120,7 @@ impl Tensor {
 }
 
 impl Tensor {
-    /// The CTC loss's alpha recursion over time, in one loop ([`crate::ir::Op::CtcAlphas`]):
+    /// The CTC loss's alpha recursion over time, in one loop ([`Recursion::CtcAlphas`]):
     /// `self` is the log-probability of each place at each step, `[batch, time, places]`;
     /// `skip` (bool, `[batch, places]`) where an alpha may come from two places back, `first`
     /// (integer, `[batch]`) each sequence's first step, `start` (bool, `[batch, places]`) the
@@ -160,23 +161,29 @@ impl Tensor {
             });
         }
         let first = scoped(&location, || first.cast(DType::S32))?;
-        let op = crate::ir::Op::CtcAlphas;
+        let op = Op::Recursion(Recursion::CtcAlphas);
         Ok(Tensor::op(op, self.shape().clone(), &[self, skip, &first, start], location, None))
     }
 }
 
 impl Tensor {
-    /// An LSTM layer's recursion over time in one loop ([`crate::ir::Op::LstmLoop`]): `self` the
+    /// An LSTM layer's recursion over time in one loop ([`Recursion::LstmLoop`]): `self` the
     /// projected inputs with both biases `[time, batch, 4 hidden]`, `w_hh` `[4 hidden, hidden]`,
     /// `h0` and `c0` `[batch, hidden]`; each step's `h` and `c` side by side. Not differentiable
     /// here: [`Tensor::lstm_loop_backward`] is its gradient, for a caller's autograd to call.
     #[track_caller]
     pub fn lstm_loop(&self, w_hh: &Tensor, h0: &Tensor, c0: &Tensor) -> Result<Tensor> {
         let location = SourceLocation::caller();
-        lstm_check("lstm_loop", self, w_hh, h0, c0, &location)?;
+        cell_check("lstm_loop", 4, self, w_hh, None, &[h0, c0], &location)?;
         let d = self.dims();
         let shape = crate::shape::Shape::new(self.dtype(), vec![d[0], d[1], d[2] / 2]);
-        Ok(Tensor::op(crate::ir::Op::LstmLoop, shape, &[self, w_hh, h0, c0], location, None))
+        Ok(Tensor::op(
+            Op::Recursion(Recursion::LstmLoop),
+            shape,
+            &[self, w_hh, h0, c0],
+            location,
+            None,
+        ))
     }
 
     /// The gradient of [`Tensor::lstm_loop`] (`states` its result) for the gradients of every
@@ -193,7 +200,7 @@ impl Tensor {
         d_last_cell: &Tensor,
     ) -> Result<Tensor> {
         let location = SourceLocation::caller();
-        lstm_check("lstm_loop_backward", self, w_hh, h0, c0, &location)?;
+        cell_check("lstm_loop_backward", 4, self, w_hh, None, &[h0, c0], &location)?;
         let d = self.dims();
         let (t, b, h) = (d[0], d[1], d[2] / 4);
         let fits = states.dims() == [t, b, 2 * h]
@@ -216,60 +223,28 @@ impl Tensor {
         }
         let shape = crate::shape::Shape::new(self.dtype(), vec![t + 1, b, 4 * h]);
         let inputs = [self, w_hh, h0, c0, states, d_hiddens, d_last_cell];
-        Ok(Tensor::op(crate::ir::Op::LstmLoopBackward, shape, &inputs, location, None))
+        Ok(Tensor::op(Op::Recursion(Recursion::LstmLoopBackward), shape, &inputs, location, None))
     }
-}
-
-fn lstm_check(
-    op: &'static str,
-    projected: &Tensor,
-    w_hh: &Tensor,
-    h0: &Tensor,
-    c0: &Tensor,
-    location: &SourceLocation,
-) -> Result<()> {
-    let d = projected.dims();
-    let fits = projected.rank() == 3
-        && d[2] % 4 == 0
-        && projected.dtype().is_float()
-        && w_hh.dims() == [d[2], d[2] / 4]
-        && h0.dims() == [d[1], d[2] / 4]
-        && c0.dims() == [d[1], d[2] / 4]
-        && [w_hh, h0, c0].iter().all(|x| x.dtype() == projected.dtype());
-    if !fits {
-        return Err(shape_error(
-            op,
-            location,
-            format!(
-                "needs projected inputs [time, batch, 4 hidden], a recurrent weight [4 hidden, hidden] and initial states [batch, hidden], all of one float dtype, got {}, {}, {} and {}",
-                projected.shape(),
-                w_hh.shape(),
-                h0.shape(),
-                c0.shape()
-            ),
-        ));
-    }
-    if [projected, w_hh, h0, c0].iter().any(|x| x.requires_grad()) {
-        return Err(crate::error::Error::Autograd {
-            message: format!("{op} is not differentiable by xlaprof's autograd: its gradient is lstm_loop_backward"),
-            location: location.clone(),
-        });
-    }
-    Ok(())
 }
 
 impl Tensor {
-    /// A GRU layer's recursion over time in one loop ([`crate::ir::Op::GruLoop`]): `self` the
+    /// A GRU layer's recursion over time in one loop ([`Recursion::GruLoop`]): `self` the
     /// projected inputs with their bias `[time, batch, 3 hidden]`, `w_hh` `[3 hidden, hidden]`,
     /// `b_hh` `[3 hidden]`, `h0` `[batch, hidden]`; each step's `h`. Not differentiable here:
     /// [`Tensor::gru_loop_backward`] is its gradient, for a caller's autograd to call.
     #[track_caller]
     pub fn gru_loop(&self, w_hh: &Tensor, b_hh: &Tensor, h0: &Tensor) -> Result<Tensor> {
         let location = SourceLocation::caller();
-        gru_check("gru_loop", self, w_hh, b_hh, h0, &location)?;
+        cell_check("gru_loop", 3, self, w_hh, Some(b_hh), &[h0], &location)?;
         let d = self.dims();
         let shape = crate::shape::Shape::new(self.dtype(), vec![d[0], d[1], d[2] / 3]);
-        Ok(Tensor::op(crate::ir::Op::GruLoop, shape, &[self, w_hh, b_hh, h0], location, None))
+        Ok(Tensor::op(
+            Op::Recursion(Recursion::GruLoop),
+            shape,
+            &[self, w_hh, b_hh, h0],
+            location,
+            None,
+        ))
     }
 
     /// The gradient of [`Tensor::gru_loop`] (`hiddens` its result) for the gradients of every
@@ -285,7 +260,7 @@ impl Tensor {
         d_hiddens: &Tensor,
     ) -> Result<Tensor> {
         let location = SourceLocation::caller();
-        gru_check("gru_loop_backward", self, w_hh, b_hh, h0, &location)?;
+        cell_check("gru_loop_backward", 3, self, w_hh, Some(b_hh), &[h0], &location)?;
         let d = self.dims();
         let (t, b, h) = (d[0], d[1], d[2] / 3);
         let fits =
@@ -304,58 +279,20 @@ impl Tensor {
         }
         let shape = crate::shape::Shape::new(self.dtype(), vec![t + 1, b, 4 * h]);
         let inputs = [self, w_hh, b_hh, h0, hiddens, d_hiddens];
-        Ok(Tensor::op(crate::ir::Op::GruLoopBackward, shape, &inputs, location, None))
+        Ok(Tensor::op(Op::Recursion(Recursion::GruLoopBackward), shape, &inputs, location, None))
     }
-}
-
-fn gru_check(
-    op: &'static str,
-    projected: &Tensor,
-    w_hh: &Tensor,
-    b_hh: &Tensor,
-    h0: &Tensor,
-    location: &SourceLocation,
-) -> Result<()> {
-    let d = projected.dims();
-    let fits = projected.rank() == 3
-        && d[2] % 3 == 0
-        && projected.dtype().is_float()
-        && w_hh.dims() == [d[2], d[2] / 3]
-        && b_hh.dims() == [d[2]]
-        && h0.dims() == [d[1], d[2] / 3]
-        && [w_hh, b_hh, h0].iter().all(|x| x.dtype() == projected.dtype());
-    if !fits {
-        return Err(shape_error(
-            op,
-            location,
-            format!(
-                "needs projected inputs [time, batch, 3 hidden], a recurrent weight [3 hidden, hidden] and bias [3 hidden], and an initial state [batch, hidden], all of one float dtype, got {}, {}, {} and {}",
-                projected.shape(),
-                w_hh.shape(),
-                b_hh.shape(),
-                h0.shape()
-            ),
-        ));
-    }
-    if [projected, w_hh, b_hh, h0].iter().any(|x| x.requires_grad()) {
-        return Err(crate::error::Error::Autograd {
-            message: format!("{op} is not differentiable by xlaprof's autograd: its gradient is gru_loop_backward"),
-            location: location.clone(),
-        });
-    }
-    Ok(())
 }
 
 impl Tensor {
-    /// An Elman RNN layer's recursion over time in one loop ([`crate::ir::Op::RnnLoop`]):
+    /// An Elman RNN layer's recursion over time in one loop ([`Recursion::RnnLoop`]):
     /// `self` the projected inputs with both biases `[time, batch, hidden]`, `w_hh`
     /// `[hidden, hidden]`, `h0` `[batch, hidden]`; each step's `h` (tanh, or relu if `relu`).
     /// Not differentiable here: [`Tensor::rnn_loop_backward`] is its gradient.
     #[track_caller]
     pub fn rnn_loop(&self, w_hh: &Tensor, h0: &Tensor, relu: bool) -> Result<Tensor> {
         let location = SourceLocation::caller();
-        rnn_check("rnn_loop", self, w_hh, h0, &location)?;
-        let op = crate::ir::Op::RnnLoop { relu };
+        cell_check("rnn_loop", 1, self, w_hh, None, &[h0], &location)?;
+        let op = Op::Recursion(Recursion::RnnLoop { relu });
         Ok(Tensor::op(op, self.shape().clone(), &[self, w_hh, h0], location, None))
     }
 
@@ -389,39 +326,59 @@ impl Tensor {
             ));
         }
         let shape = crate::shape::Shape::new(self.dtype(), vec![d[0] + 1, d[1], d[2]]);
-        let op = crate::ir::Op::RnnLoopBackward { relu };
+        let op = Op::Recursion(Recursion::RnnLoopBackward { relu });
         Ok(Tensor::op(op, shape, &[self, w_hh, d_hiddens], location, None))
     }
 }
 
-fn rnn_check(
+/// The checks of a recurrent cell's loop, `gates` gates a hidden unit (4 for an LSTM, 3 for a
+/// GRU, 1 for an RNN): projected inputs `[time, batch, gates hidden]`, a recurrent weight
+/// `[gates hidden, hidden]`, its bias `[gates hidden]` where the loop takes one, and initial
+/// states `[batch, hidden]`, all of one float dtype and none requiring the engine's gradient.
+fn cell_check(
     op: &'static str,
+    gates: i64,
     projected: &Tensor,
     w_hh: &Tensor,
-    h0: &Tensor,
+    bias: Option<&Tensor>,
+    initial: &[&Tensor],
     location: &SourceLocation,
 ) -> Result<()> {
     let d = projected.dims();
+    let hidden = if projected.rank() == 3 { d[2] / gates } else { 0 };
     let fits = projected.rank() == 3
+        && d[2] % gates == 0
         && projected.dtype().is_float()
-        && w_hh.dims() == [d[2], d[2]]
-        && h0.dims() == [d[1], d[2]]
-        && [w_hh, h0].iter().all(|x| x.dtype() == projected.dtype());
+        && w_hh.dims() == [d[2], hidden]
+        && bias.is_none_or(|b| b.dims() == [d[2]])
+        && initial.iter().all(|x| x.dims() == [d[1], hidden])
+        && [w_hh].iter().chain(bias.iter()).chain(initial).all(|x| x.dtype() == projected.dtype());
     if !fits {
+        let g = if gates == 1 { String::new() } else { format!("{gates} ") };
+        let given: Vec<String> = [projected, w_hh]
+            .into_iter()
+            .chain(bias)
+            .chain(initial.iter().copied())
+            .map(|x| x.shape().to_string())
+            .collect();
         return Err(shape_error(
             op,
             location,
             format!(
-                "needs projected inputs [time, batch, hidden], a recurrent weight [hidden, hidden] and an initial state [batch, hidden], all of one float dtype, got {}, {} and {}",
-                projected.shape(),
-                w_hh.shape(),
-                h0.shape()
+                "needs projected inputs [time, batch, {g}hidden], a recurrent weight [{g}hidden, hidden]{}, and initial states [batch, hidden], all of one float dtype, got {}",
+                if bias.is_some() { format!(" and bias [{g}hidden]") } else { String::new() },
+                given.join(", ")
             ),
         ));
     }
-    if [projected, w_hh, h0].iter().any(|x| x.requires_grad()) {
+    let all = [projected, w_hh].into_iter().chain(bias).chain(initial.iter().copied());
+    if let Some(x) = all.into_iter().find(|x| x.requires_grad()) {
         return Err(crate::error::Error::Autograd {
-            message: format!("{op} is not differentiable by xlaprof's autograd: its gradient is rnn_loop_backward"),
+            message: format!(
+                "{op} is not differentiable by xlaprof's autograd (its input {} requires a gradient): its gradient is the {}_backward op",
+                x.shape(),
+                op.trim_end_matches("_backward")
+            ),
             location: location.clone(),
         });
     }
