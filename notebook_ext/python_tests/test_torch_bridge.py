@@ -204,6 +204,54 @@ def test_an_op_not_lowered_runs_on_the_cpu_counted_or_is_an_error_when_strict(mo
         torch.special.bessel_j0(x.to(DEV))
 
 
+@torch.library.custom_op("xlaprof_test::scaled_tanh", mutates_args=())
+def _scaled_tanh(x: torch.Tensor, scale: float) -> torch.Tensor:
+    return torch.tanh(x) * scale  # for every device: torch ops only
+
+
+_scaled_tanh.register_fake(lambda x, scale: torch.empty_like(x))
+_scaled_tanh.register_autograd(
+    lambda ctx, grad: (grad * ctx.scale * (1 - torch.tanh(ctx.saved_tensors[0]) ** 2), None),
+    setup_context=lambda ctx, inputs, output: (ctx.save_for_backward(inputs[0]),
+                                               setattr(ctx, "scale", inputs[1])))
+
+
+@torch.library.custom_op("xlaprof_test::cpu_only_square", mutates_args=(), device_types="cpu")
+def _cpu_only_square(x: torch.Tensor) -> torch.Tensor:
+    return x * x
+
+
+def test_custom_ops_written_for_every_device_run_on_it_with_their_autograd():
+    # A torch.library.custom_op with one implementation for every device runs it on these
+    # tensors, as CUDA does: no CPU fallback. PyTorch's own chunked linear_cross_entropy is one.
+    from torch.nn.modules.linear_cross_entropy_options import LinearCrossEntropyOptions
+
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(12, 16, generator=g, dtype=torch.float64), torch.randn(40, 16, generator=g, dtype=torch.float64)
+    target = torch.randint(0, 40, (12,), generator=g)
+    target[3] = -100
+    before = dict(xt.fallbacks())
+    for call in (lambda x, w, t: _scaled_tanh(x @ w.T, 0.5).sum(),
+                 lambda x, w, t: torch.nn.functional.linear_cross_entropy(
+                     x, w, t, options=LinearCrossEntropyOptions(batch_chunk_size=5)),
+                 lambda x, w, t: torch.nn.functional.linear_cross_entropy(
+                     x, w, t, linear_bias=w[:, 0] * 2, reduction="none",
+                     options=LinearCrossEntropyOptions(batch_chunk_size=5)).sum()):
+        cpu = [x.clone().requires_grad_(), w.clone().requires_grad_()]
+        dev = [x.to(DEV).requires_grad_(), w.to(DEV).requires_grad_()]
+        want, got = call(*cpu, target), call(*dev, target.to(DEV))
+        want.backward(), got.backward()
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-12, atol=1e-12)
+        for d, c in zip(dev, cpu):
+            torch.testing.assert_close(d.grad.cpu(), c.grad, rtol=1e-12, atol=1e-12)
+    assert xt.fallbacks() == before
+    # One written for the CPU alone is the fallback's, and named as it is (not as an aten op).
+    with pytest.warns(UserWarning, match=r"^xlaprof_test::cpu_only_square is not lowered"):
+        got = _cpu_only_square(x.to(DEV))
+    torch.testing.assert_close(got.cpu(), x * x)
+    assert xt.fallbacks()["xlaprof_test::cpu_only_square"][0] == 1
+
+
 def test_bitwise_ops_on_integers_and_bools_match_the_cpu_without_the_fallback():
     # Hugging Face's generate() ends each token with `unfinished & ~stopping_criteria(...)`, an
     # int64 tensor and a bool one: every dtype pair, and Python scalars, as torch promotes them.

@@ -128,7 +128,7 @@ def _mixed_devices(func: Any, a: Tuple[Any, ...], k: Dict[str, Any]) -> RuntimeE
             break
     file, line = _user_frame()
     return RuntimeError(
-        f"Expected all tensors to be on the same device, but {arg} of aten::{func.name().replace('aten::', '')} "
+        f"Expected all tensors to be on the same device, but {arg} of {func.name()} "
         f"(a tensor of shape {shape}) is on cpu, different from other tensors on {DEVICE_TYPE}:0, at "
         f"{file}:{line}: move it with .to(xt.device()) or create it on the device (a 0-dim CPU tensor "
         "may be mixed in, as torch allows)"
@@ -389,10 +389,19 @@ def _or_else(route: Route, func: Any) -> Route:
     return run
 
 
+_COMPOSITE = torch._C.DispatchKeySet(torch._C.DispatchKey.CompositeExplicitAutograd)
+
+
 def _unlowered(func: Any) -> Route:
     decomposition = _decompositions().get(func)
     implicit = func is not aten.to.dtype_layout and torch._C._dispatch_has_kernel_for_dispatch_key(
         func.name(), "CompositeImplicitAutograd"
+    )
+    # A custom op (``torch.library.custom_op``) whose implementation is for every device: it is
+    # written in torch ops, and runs on these tensors as on CUDA's. An aten op's explicit kernel
+    # is C++ that may touch memory, so aten ops are not taken this way.
+    composite = func.namespace != "aten" and torch._C._dispatch_has_kernel_for_dispatch_key(
+        func.name(), "CompositeExplicitAutograd"
     )
 
     def run(a: Tuple[Any, ...], k: Dict[str, Any]) -> Any:
@@ -404,6 +413,8 @@ def _unlowered(func: Any) -> Route:
             out = func.decompose(*a, **k)
             if out is not NotImplemented:
                 return out
+        if composite:
+            return func.redispatch(_COMPOSITE, *a, **k)
         return _fallback(func, a, k)
 
     return run
@@ -531,13 +542,14 @@ def _writes(arg: Any) -> bool:
 
 
 def _fallback(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
-    name = str(func.name()).replace("aten::", "")
+    full = str(func.name())  # aten::add.Tensor, or a custom op's namespace::name
+    name = full.replace("aten::", "")
     if any(isinstance(a, torch.Tensor) and a.is_sparse for a in _tensors(args, kwargs)):
-        raise TypeError(f"aten::{name}: sparse tensors are not supported on the xlaprof device")
+        raise TypeError(f"{full}: sparse tensors are not supported on the xlaprof device")
     if _breaks.breaking("fallback"):
         file, line = _user_frame()
         message = (
-            f"XLAPROF_BREAK=fallback: aten::{name} at {os.path.basename(file)}:{line} is not lowered by "
+            f"XLAPROF_BREAK=fallback: {full} at {os.path.basename(file)}:{line} is not lowered by "
             "xlaprof: it would run on the CPU, which splits the graph and copies its operands to the host"
         )
         _native.caught("break_on", message)
@@ -545,14 +557,14 @@ def _fallback(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
     if strict():
         file, line = _user_frame()
         raise NotImplementedError(
-            f"aten::{name} at {os.path.basename(file)}:{line} is not lowered by xlaprof, and "
+            f"{full} at {os.path.basename(file)}:{line} is not lowered by xlaprof, and "
             "XLAPROF_STRICT=1 forbids running it on the CPU"
         )
     if name not in _warned:
         _warned.add(name)
         file, line = _user_frame()
         warnings.warn_explicit(
-            f"aten::{name} is not lowered by xlaprof: it runs on the CPU, which splits the graph and "
+            f"{full} is not lowered by xlaprof: it runs on the CPU, which splits the graph and "
             "copies its operands to the host (XLAPROF_STRICT=1 makes this an error)",
             UserWarning,
             file,
@@ -603,12 +615,12 @@ def _fallback(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
             if not uploads:
                 return x
             copy = LazyTensor(to_engine(x))
-            return _unaliased_view(copy, name) if views else copy
+            return _unaliased_view(copy, full) if views else copy
         return x
 
     result = tree_map(up, out)
     seconds = time.perf_counter() - start
-    _native.host_fallback(f"aten::{name}", seconds)  # at once: the profiler dates it from its end
+    _native.host_fallback(full, seconds)  # at once: the profiler dates it from its end
     entry = _FALLBACKS.setdefault(name, [0, 0.0])
     entry[0] += 1
     entry[1] += seconds
@@ -618,7 +630,7 @@ def _fallback(func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
 def _unaliased_view(t: LazyTensor, op: str) -> LazyTensor:
     def no_write(root: Any, new: Any) -> Any:
         raise NotImplementedError(
-            f"aten::{op} ran on the CPU (no lowering), so the view it returned is a copy: a write "
+            f"{op} ran on the CPU (no lowering), so the view it returned is a copy: a write "
             "through it cannot reach the tensor it views"
         )
 
