@@ -1,6 +1,6 @@
-//! Recursions over time compiled as loops, against the recursions written out in plain Rust,
-//! step by step, in float64: the CTC alphas, an LSTM layer, and its backward against central
-//! differences of a loss.
+//! Recursions compiled as loops, against the recursions written out in plain Rust, step by
+//! step, in float64: the CTC alphas, the recurrent layers and their backwards against central
+//! differences of a loss, and a matrix's repeated squaring.
 
 use xlaprof_core::{Error, Tensor};
 
@@ -401,5 +401,69 @@ fn an_rnn_loop_is_the_layer_step_by_step_and_its_backward_is_the_loss_gradient()
                 "relu {relu}: dh0 {i} is {got}, expected {numeric}"
             );
         }
+    }
+}
+
+/// `a` (`n x n`, row-major) times `b`.
+fn times(a: &[f64], b: &[f64], n: usize) -> Vec<f64> {
+    let mut out = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..n {
+            out[i * n + j] = (0..n).map(|k| a[i * n + k] * b[k * n + j]).sum();
+        }
+    }
+    out
+}
+
+#[test]
+fn squarings_square_each_matrix_its_own_number_of_times() {
+    // A batch of 2 x 3 matrices 4 x 4: counts 0 (unchanged), 1, 2, 5, 3, 0 — the loop runs
+    // five rounds and must leave each matrix at its own count.
+    let n = 4usize;
+    let counts = [0i64, 1, 2, 5, 3, 0];
+    let m = values(counts.len() * n * n, 11, -0.6, 0.6);
+    let got = tensor(&m, &[2, 3, n, n])
+        .squarings(&Tensor::from_slice(&counts, &[2, 3]).unwrap())
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap();
+    for (i, &count) in counts.iter().enumerate() {
+        let mut want = m[i * n * n..(i + 1) * n * n].to_vec();
+        for _ in 0..count {
+            want = times(&want, &want, n);
+        }
+        for (j, (g, w)) in got[i * n * n..(i + 1) * n * n].iter().zip(&want).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-12 * w.abs().max(1.0),
+                "matrix {i}, entry {j}: {g}, expected {w}"
+            );
+        }
+    }
+    // One matrix, its count a 0-d tensor.
+    let one = tensor(&m[..n * n], &[n, n])
+        .squarings(&Tensor::from_slice(&[3i64], &[]).unwrap())
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap();
+    let mut want = m[..n * n].to_vec();
+    for _ in 0..3 {
+        want = times(&want, &want, n);
+    }
+    assert!(one.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-12 * w.abs().max(1.0)));
+    // No matrices (an empty batch): no round runs.
+    let none =
+        tensor(&[], &[0, n, n]).squarings(&Tensor::from_slice(&[0i64; 0], &[0]).unwrap()).unwrap();
+    assert_eq!(none.to_vec::<f64>().unwrap().len(), 0);
+}
+
+#[test]
+fn squarings_of_matrices_that_are_not_square_are_an_error_naming_both_shapes() {
+    let m = Tensor::from_slice(&[0.0f32; 2 * 3 * 4], &[2, 3, 4]).unwrap();
+    let counts = Tensor::from_slice(&[1i64, 2], &[2]).unwrap();
+    match m.squarings(&counts) {
+        Err(Error::Shape { message, .. }) => {
+            assert!(message.contains("f32[2,3,4]") && message.contains("s64[2]"), "{message}")
+        }
+        other => panic!("expected a shape error, got {:?}", other.map(|t| t.shape().to_string())),
     }
 }

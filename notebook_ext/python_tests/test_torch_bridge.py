@@ -503,6 +503,45 @@ def test_linear_algebra_runs_on_the_device_and_matches_the_cpu():
     assert sum(c for c, _ in xt.fallbacks().values()) == before, xt.fallbacks()
 
 
+def test_the_matrix_exponential_and_its_gradient_match_the_cpu_in_one_graph():
+    # Scaling and squaring with a count per matrix decided on the device: a batch whose norms
+    # need 0, a few and many squarings, a zero matrix and a 1 x 1 one, in float64 against torch's
+    # CPU, and the gradient (torch's formula: the exponential of a block matrix). Nothing falls
+    # back or is read before the result.
+    g = torch.Generator().manual_seed(0)
+    scales = torch.tensor([0.05, 1.0, 3.0, 40.0], dtype=torch.float64).view(4, 1, 1)
+    a = torch.randn(4, 5, 5, generator=g, dtype=torch.float64) * scales
+    a[0] = 0
+    before = sum(c for c, _ in xt.fallbacks().values())
+    for m in (a, a[1], torch.randn(3, 1, 1, generator=g, dtype=torch.float64)):
+        cpu, dev = m.clone().requires_grad_(), m.to(DEV).requires_grad_()
+        out_grad = torch.randn(m.shape, generator=g, dtype=torch.float64)
+        xt.sync()
+        reads = xp.counters()["value_reads"]
+        want, got = torch.linalg.matrix_exp(cpu), torch.linalg.matrix_exp(dev)
+        want.backward(out_grad), got.backward(out_grad.to(DEV))
+        xt.sync()
+        assert xp.counters()["value_reads"] == reads
+        # Relative to each matrix's largest entry (exp(40 x) has entries of 1e40 and more).
+        big = want.detach().abs().amax((-2, -1), keepdim=True)
+        torch.testing.assert_close(got.detach().cpu() / big, want.detach() / big, rtol=0, atol=1e-12)
+        big = cpu.grad.abs().amax((-2, -1), keepdim=True)
+        torch.testing.assert_close(dev.grad.cpu() / big, cpu.grad / big, rtol=0, atol=1e-11)
+    # float32, and torch.nn.utils.parametrizations.orthogonal, whose default map for square
+    # weights is the matrix exponential: the same outputs as on the CPU.
+    a32 = torch.randn(3, 6, 6, generator=g) * 2
+    torch.testing.assert_close(torch.linalg.matrix_exp(a32.to(DEV)).cpu(), torch.linalg.matrix_exp(a32),
+                               rtol=1e-5, atol=1e-5)
+    torch.manual_seed(1)
+    cpu = torch.nn.utils.parametrizations.orthogonal(torch.nn.Linear(8, 8))
+    dev = copy.deepcopy(cpu).to(DEV)
+    x = torch.randn(4, 8, generator=g)
+    torch.testing.assert_close(dev(x.to(DEV)).cpu(), cpu(x), rtol=1e-5, atol=1e-5)
+    assert sum(c for c, _ in xt.fallbacks().values()) == before, xt.fallbacks()
+    with pytest.raises(RuntimeError, match="square matrices, but they are 2 by 3"):
+        torch.linalg.matrix_exp(torch.zeros(2, 3, device=DEV))
+
+
 def test_pools_and_3d_convolutions_match_the_cpu_with_their_gradients():
     torch.manual_seed(0)
     x = torch.randn(2, 3, 7, 8, 9, requires_grad=True)

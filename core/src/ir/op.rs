@@ -137,7 +137,8 @@ pub enum ReduceKind {
     Min,
 }
 
-/// The recursions over time the engine runs as loops ([`Op::Recursion`]).
+/// The recursions the engine runs as loops ([`Op::Recursion`]): over time, or a count the data
+/// decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Recursion {
     /// The CTC loss's alpha recursion in log space, over the time dim (1) of input 0, the
@@ -178,6 +179,11 @@ pub enum Recursion {
     /// weight, input 2 the gradient of every step's `h`. The node is `[time + 1, batch, hidden]`:
     /// the pre-activations' gradients at each step, then the initial state's.
     RnnLoopBackward { relu: bool },
+    /// Each matrix of input 0 (`[..., n, n]`) squared as many times as input 1 (s32, one count
+    /// per matrix, `[...]`) says: the squaring half of a matrix exponential's scaling and
+    /// squaring. The loop runs the largest count; a matrix whose own count is spent stays as
+    /// it is.
+    Squarings,
 }
 
 impl Recursion {
@@ -190,6 +196,7 @@ impl Recursion {
             Recursion::GruLoopBackward => "gru_loop_backward",
             Recursion::RnnLoop { .. } => "rnn_loop",
             Recursion::RnnLoopBackward { .. } => "rnn_loop_backward",
+            Recursion::Squarings => "squarings",
         }
     }
 }

@@ -167,6 +167,26 @@ impl Lines<'_> {
         carried: &[(&str, &Shape)],
         steps: i64,
     ) -> Vec<String> {
+        self.open_while(result, carried, Bound::Steps(steps))
+    }
+
+    /// [`Lines::begin_while`] for as many steps as a value the loop carries says (`carried[at]`,
+    /// a 0-d s32 the data decides).
+    pub(super) fn begin_while_below(
+        &mut self,
+        result: &str,
+        carried: &[(&str, &Shape)],
+        at: usize,
+    ) -> Vec<String> {
+        self.open_while(result, carried, Bound::Carried(at))
+    }
+
+    fn open_while(
+        &mut self,
+        result: &str,
+        carried: &[(&str, &Shape)],
+        bound: Bound,
+    ) -> Vec<String> {
         let p = self.prefix.clone();
         let _ = writeln!(self.out, "    %{p}k0 = stablehlo.constant dense<0> : tensor<i32>");
         let mut inits = vec![format!("%{p}k0")];
@@ -183,7 +203,10 @@ impl Lines<'_> {
             inits.join(", "),
             block.join(", ")
         );
-        let last = self.constant(DType::S32, steps as f64);
+        let last = match bound {
+            Bound::Steps(steps) => self.constant(DType::S32, steps as f64),
+            Bound::Carried(at) => names[at + 1].clone(),
+        };
         let go = self.compare(&names[0], &last, "LT", &Shape::new(DType::S32, Vec::<i64>::new()));
         let _ = writeln!(self.out, "    \"stablehlo.return\"({go}) : (tensor<i1>) -> ()\n  }}, {{");
         let _ = writeln!(self.out, "  ^bb0({}):", block.join(", "));
@@ -206,6 +229,12 @@ impl Lines<'_> {
             values.join(", ")
         );
     }
+}
+
+/// How many steps a loop runs: a number the program holds, or a value it carries (by index).
+enum Bound {
+    Steps(i64),
+    Carried(usize),
 }
 
 /// `shape` without `axes`.

@@ -1,4 +1,5 @@
-//! Recursions over time as `while` loops: the program holds one step however many steps run,
+//! Recursions as `while` loops (over time, or as many times as the data says): the program
+//! holds one step however many steps run,
 //! where an unrolled recursion (a step's ops recorded after the one before) holds them all, and
 //! XLA's compile time grows faster than their count (a CTC loss over 40 steps compiled for
 //! over a minute on a CPU, with XLA fusing each step into the next; an LSTM's backward, whose
@@ -20,6 +21,7 @@ pub(super) fn lower(c: &mut Ctx) {
         Recursion::GruLoopBackward => gru_backward(c),
         Recursion::RnnLoop { relu } => rnn(c, relu),
         Recursion::RnnLoopBackward { relu } => rnn_backward(c, relu),
+        Recursion::Squarings => squarings(c),
     }
 }
 
@@ -620,4 +622,44 @@ fn rnn_backward(c: &mut Ctx, relu: bool) {
     let at = w.constant(DType::S32, steps as f64);
     let done = put_row(&mut w, &format!("{name}_rb#1"), &all, &format!("{name}_rb#2"), &at);
     name_result(c, &name, &done, &all);
+}
+
+/// `%{node}_s:4 = while`: (count, matrices, their counts, the largest count). Each round squares
+/// every matrix and keeps the square where the matrix's own count is not yet reached.
+fn squarings(c: &mut Ctx) {
+    let all = c.node.shape.clone(); // [..., n, n]
+    let r = all.rank();
+    let batch: Vec<usize> = (0..r - 2).collect();
+    let counts = Shape::new(DType::S32, &all.dims[..r - 2]);
+    let scalar = Shape::new(DType::S32, Vec::<i64>::new());
+    let (name, args) = (c.name.clone(), c.args.clone());
+    let mut w = lines(c);
+    // (A single matrix's count is the largest; a reduction over no dims is not written.)
+    let most =
+        if r == 2 { args[1].clone() } else { w.reduce("maximum", &args[1], &counts, &batch) };
+    let carried = [(args[0].as_str(), &all), (args[1].as_str(), &counts), (most.as_str(), &scalar)];
+    let v = w.begin_while_below(&format!("{name}_s"), &carried, 2);
+    let (k, m, times, most) = (&v[0], &v[1], &v[2], &v[3]);
+    let list = |d: &[usize]| d.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
+    let precision = if all.dtype == DType::F32 {
+        ", precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]"
+    } else {
+        ""
+    };
+    let square = w.emit(
+        &format!(
+            "\"stablehlo.dot_general\"({m}, {m}) {{dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = [{b}], rhs_batching_dimensions = [{b}], lhs_contracting_dimensions = [{}], rhs_contracting_dimensions = [{}]>{precision}}}",
+            r - 1,
+            r - 2,
+            b = list(&batch),
+        ),
+        &format!("({}, {}) -> {}", all.mlir(), all.mlir(), all.mlir()),
+    );
+    let kb = w.broadcast(k, &scalar, &counts, &[]);
+    let due = w.compare(&kb, times, "LT", &counts);
+    let due =
+        w.broadcast(&due, &counts.with_dtype(DType::Pred), &all.with_dtype(DType::Pred), &batch);
+    let next = w.select(&due, &square, m, &all);
+    w.end_while(k, &[next, times.to_string(), most.to_string()], &[&all, &counts, &scalar]);
+    name_result(c, &name, &format!("{name}_s#1"), &all);
 }

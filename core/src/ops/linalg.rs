@@ -3,7 +3,7 @@
 use crate::autograd::grad_fn;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::ir::{FftKind, Op};
+use crate::ir::{FftKind, Op, Recursion};
 use crate::location::{scoped, SourceLocation};
 use crate::shape::{broadcast_dims, promote};
 use crate::tensor::Tensor;
@@ -77,6 +77,45 @@ impl Tensor {
             rhs_contract: rhs_contract.to_vec(),
         };
         Ok(Tensor::op(op, a.shape().with_dims(dims), &[a, b], location, None))
+    }
+
+    /// Each square matrix of `self` (`[..., n, n]`, float) squared `times` times, its own count
+    /// per matrix (integer, `[...]`), in one loop ([`Recursion::Squarings`]): the squaring of a
+    /// matrix exponential's scaling and squaring, whose count the norms decide on the device.
+    /// Not differentiable here (torch's formula for the exponential's gradient calls the
+    /// exponential again).
+    #[track_caller]
+    pub fn squarings(&self, times: &Tensor) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        let r = self.rank();
+        let fits = r >= 2
+            && matches!(self.dtype(), DType::F32 | DType::F64)
+            && self.dims()[r - 1] == self.dims()[r - 2]
+            && matches!(times.dtype(), DType::S32 | DType::S64)
+            && times.dims() == &self.dims()[..r - 2];
+        if !fits {
+            return Err(shape_error(
+                "squarings",
+                &location,
+                format!(
+                    "needs float square matrices [..., n, n] and an integer count per matrix [...], got {} and {}",
+                    self.shape(),
+                    times.shape()
+                ),
+            ));
+        }
+        if self.requires_grad() {
+            return Err(crate::error::Error::Autograd {
+                message: format!(
+                    "squarings is not differentiable by xlaprof's autograd (its input {} requires a gradient)",
+                    self.shape()
+                ),
+                location,
+            });
+        }
+        let times = scoped(&location, || times.cast(DType::S32))?;
+        let op = Op::Recursion(Recursion::Squarings);
+        Ok(Tensor::op(op, self.shape().clone(), &[self, &times], location, None))
     }
 }
 

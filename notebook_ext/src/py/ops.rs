@@ -485,6 +485,11 @@ impl PyTensor {
         record(py, "householder_product", || self.t.householder_product(&tau.t))
     }
 
+    /// Each matrix squared its own number of times (see `Tensor::squarings`), one loop.
+    fn _squarings(&self, py: Python<'_>, times: &PyTensor) -> PyResult<PyTensor> {
+        record(py, "squarings", || self.t.squarings(&times.t))
+    }
+
     /// The CTC loss's alpha recursion over time (see `Tensor::ctc_alphas`), one loop.
     fn _ctc_alphas(
         &self,

@@ -15,6 +15,7 @@ Two choices differ from torch's CPU kernels, as on every XLA device:
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import torch
@@ -445,6 +446,55 @@ def linalg_solve_ex(a: Any, b: Any, left: bool = True, check_errors: bool = Fals
     else:
         x = _mT(_lu_solve(lu, perm, _mT(b), True))
     return x, lu, pivots, _info(lu)
+
+
+# The matrix exponential by scaling and squaring: each matrix scaled by 2^-s to a 1-norm of at
+# most _THETA, its exponential the Taylor polynomial of degree 18 (whose remainder there is below
+# the dtype's rounding: 2^19 / 19! for float32, 1 / 19! for float64), then squared s times. The
+# s are each matrix's own and decided on the device; CUDA reads them to the host to loop, here
+# the squaring is one loop of the engine's (``squarings``) and nothing is read.
+_THETA = {"float32": 2.0, "float64": 1.0}
+_TAYLOR = [1.0 / math.factorial(k) for k in range(19)]
+
+
+def _taylor_18(a: Any, eye: Any) -> Any:
+    """sum a^k / k! for k <= 18, in 7 products (Paterson and Stockmeyer: powers up to a^4, then
+    Horner's rule in a^4 over polynomials of degree 3)."""
+    powers = [eye, a, a.matmul(a)]
+    powers.append(powers[2].matmul(a))
+    a4 = powers[2].matmul(powers[2])
+
+    def block(j: int) -> Any:
+        terms = [_TAYLOR[4 * j + i] * powers[i] for i in range(4) if 4 * j + i <= 18]
+        out = terms[0]
+        for t in terms[1:]:
+            out = out + t
+        return out
+
+    out = block(4)
+    for j in (3, 2, 1, 0):
+        out = block(j) + a4.matmul(out)
+    return out
+
+
+@lower(aten.linalg_matrix_exp.default)
+def linalg_matrix_exp(a: Any) -> Any:
+    if a.dtype not in ("float32", "float64", "float16", "bfloat16"):
+        raise Unsupported("matrix_exp of complex matrices")
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_exp: A must be batches of square matrices, but they are "
+                           f"{a.shape[-2] if a.ndim > 1 else 1} by {a.shape[-1]} matrices")
+    dtype = a.dtype
+    x = a if dtype in _THETA else a.astype("float32")  # half precision computed in float32
+    if x.shape[-1] == 1:
+        return x.exp().astype(dtype)
+    norm = x.abs().sum([x.ndim - 2]).amax([x.ndim - 2])  # the 1-norm of each matrix
+    # s = ceil(log2(norm / theta)), at least 0; a norm of inf or NaN takes none (its NaN stays).
+    s = -(-(norm / _THETA[x.dtype]).log() / math.log(2.0)).floor()
+    s = xp.where(isfinite(s), s.clamp(min=0.0), xp.zeros_like(s))
+    scaled = x * (2.0 ** (-s)).unsqueeze(-1).unsqueeze(-1)
+    taylor = _taylor_18(scaled, _eye(x.shape[-1], x.shape[:-2], x.dtype))
+    return taylor._squarings(s.astype("int64")).astype(dtype)
 
 
 __all__: List[str] = []
