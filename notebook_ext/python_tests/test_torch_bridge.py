@@ -542,6 +542,36 @@ def test_the_matrix_exponential_and_its_gradient_match_the_cpu_in_one_graph():
         torch.linalg.matrix_exp(torch.zeros(2, 3, device=DEV))
 
 
+def test_a_randomized_leaky_relu_draws_its_slopes_on_the_device_and_its_gradient_uses_them():
+    # In training each input at or below 0 takes a slope drawn from U(lower, upper), the others
+    # pass unchanged, and the gradient is each input's own slope, as torch's CPU kernel has it;
+    # in eval the slope is the middle one. The draws are the device's, so they are held to the
+    # distribution, not to the CPU's values.
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4000, generator=g, dtype=torch.float64)
+    x[:5] = 0
+    before = sum(c for c, _ in xt.fallbacks().values())
+    layer = torch.nn.RReLU(0.1, 0.3)
+    xd = x.to(DEV).requires_grad_()
+    y = layer(xd)
+    y.sum().backward()
+    y, grad = y.detach().cpu(), xd.grad.cpu()
+    neg = x < 0
+    slopes = y[neg] / x[neg]
+    assert 0.1 <= slopes.min() and slopes.max() <= 0.3
+    assert abs(slopes.mean() - 0.2) < 0.01 and abs(slopes.std() - 0.2 / 12 ** 0.5) < 0.01
+    assert torch.equal(y[~neg], x[~neg])
+    torch.testing.assert_close(grad[neg], slopes, rtol=1e-12, atol=0)
+    assert torch.equal(grad[x > 0], torch.ones(int((x > 0).sum()), dtype=torch.float64))
+    assert (0.1 <= grad[:5]).all() and (grad[:5] <= 0.3).all()  # at 0 a drawn slope, as on the CPU
+    in_place = x.to(DEV)
+    torch.nn.functional.rrelu_(in_place, 0.1, 0.3, training=True)
+    assert torch.equal(in_place.cpu()[~neg], x[~neg])
+    layer.eval()
+    torch.testing.assert_close(layer(x.to(DEV)).cpu(), layer(x), rtol=1e-12, atol=0)
+    assert sum(c for c, _ in xt.fallbacks().values()) == before, xt.fallbacks()
+
+
 def test_pools_and_3d_convolutions_match_the_cpu_with_their_gradients():
     torch.manual_seed(0)
     x = torch.randn(2, 3, 7, 8, 9, requires_grad=True)

@@ -48,7 +48,7 @@ import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 RANDOM = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "empty", "randint",
-          "cauchy", "exponential", "geometric", "log_normal", "poisson")
+          "cauchy", "exponential", "geometric", "log_normal", "poisson", "rrelu")
 OUTCOMES = ("passed", "fallback", "uncompiled", "mismatch", "dtype", "unsupported", "error", "crash")
 
 

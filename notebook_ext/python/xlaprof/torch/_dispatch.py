@@ -497,7 +497,6 @@ def _mutating_route(func: Any) -> Optional[Route]:
     """``x.add_(y)`` and ``torch.add(x, y, out=z)`` as the lowered functional op plus a write."""
     schema = func._schema
     name = schema.name.split("::")[-1]
-    packet = func.overloadpacket
     if name.endswith("_") and schema.arguments and _writes(schema.arguments[0]):
         functional = _functional_form(func, name[:-1])
         if functional is None or (functional not in FUNCTIONAL and functional not in _SPECIAL):

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Tuple
 
 import xlaprof as xp
 
-from .._tensor import LazyTensor, value
-from .common import Unsupported, aten, is_float, vjp
+from .._tensor import LazyTensor, assign, value
+from .common import aten, is_float, vjp
 from .registry import lower, lower_raw
 
 
@@ -46,14 +46,41 @@ def hardtanh(x: Any, min_val: Any = -1, max_val: Any = 1) -> Any:
     return x.clamp(min_val, max_val)
 
 
+def _rrelu(x: Any, lower: Any, upper: Any, training: bool) -> Tuple[Any, Any]:
+    """A randomized leaky ReLU and the slopes it drew (None outside training). In training
+    each input at or below 0 takes a slope drawn from U(lower, upper), the rest a slope of 1, and
+    the slopes are the noise its backward multiplies by, as torch's kernels have it. Outside
+    training it is a leaky ReLU with the middle slope."""
+    if not training:
+        return leaky_relu(x, (lower + upper) / 2), None
+    drawn = xp.rand(*x.shape, dtype=x.dtype) * (upper - lower) + lower
+    slopes = xp.where(x <= 0, drawn, 1.0)
+    return x * slopes, slopes
+
+
 @lower_raw(aten.rrelu_with_noise.default)
-def rrelu_with_noise(t: LazyTensor, noise: Any, lower: Any = 0.125, upper: Any = 1 / 3,
+def rrelu_with_noise(t: LazyTensor, noise: LazyTensor, lower: Any = 0.125, upper: Any = 1 / 3,
                      training: bool = False, generator: Any = None) -> LazyTensor:
-    # Outside training a randomized leaky ReLU is a leaky ReLU with the middle slope (torch's
-    # rule); in training its slopes are random draws, which the CPU fallback makes.
-    if training:
-        raise Unsupported("rrelu in training draws random slopes")
-    return LazyTensor(leaky_relu(value(t), (lower + upper) / 2))
+    out, slopes = _rrelu(value(t), lower, upper, training)
+    if slopes is not None:
+        assign(noise, slopes)
+    return LazyTensor(out)
+
+
+@lower_raw(aten.rrelu_with_noise_.default)
+def rrelu_with_noise_(t: LazyTensor, noise: LazyTensor, lower: Any = 0.125, upper: Any = 1 / 3,
+                      training: bool = False, generator: Any = None) -> LazyTensor:
+    out, slopes = _rrelu(value(t), lower, upper, training)
+    if slopes is not None:
+        assign(noise, slopes)
+    return assign(t, out)
+
+
+@lower(aten.rrelu_with_noise_functional.default)
+def rrelu_with_noise_functional(x: Any, noise: Any, lower: Any = 0.125, upper: Any = 1 / 3,
+                                training: bool = False, generator: Any = None) -> Tuple[Any, Any]:
+    out, slopes = _rrelu(x, lower, upper, training)
+    return out, noise if slopes is None else slopes
 
 
 @lower(aten.leaky_relu.default)
