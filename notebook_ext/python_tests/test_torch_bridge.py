@@ -503,6 +503,32 @@ def test_linear_algebra_runs_on_the_device_and_matches_the_cpu():
     assert sum(c for c, _ in xt.fallbacks().values()) == before, xt.fallbacks()
 
 
+def test_least_squares_are_cuda_s_on_the_device_and_other_drivers_the_cpu_s():
+    # The default driver is CUDA's, gels (QR): tall, square and wide matrices, vectors on the
+    # right, broadcast batches, against the CPU's gels in float64, results' shapes included
+    # (the residuals of tall matrices; the rank and singular values empty, as on CUDA).
+    g = torch.Generator().manual_seed(0)
+    before = sum(c for c, _ in xt.fallbacks().values())
+    for a_shape, b_shape in [((6, 3), (6, 2)), ((6, 3), (6,)), ((3, 6), (3, 2)), ((4, 4), (4, 1)),
+                             ((2, 5, 3), (2, 5)), ((1, 6, 3), (4, 6, 2))]:
+        a = torch.randn(a_shape, generator=g, dtype=torch.float64)
+        b = torch.randn(b_shape, generator=g, dtype=torch.float64)
+        want, got = torch.linalg.lstsq(a, b, driver="gels"), torch.linalg.lstsq(a.to(DEV), b.to(DEV))
+        for w, d in zip(want, got):
+            assert (d.shape, d.dtype) == (w.shape, w.dtype), (a_shape, b_shape)
+            torch.testing.assert_close(d.cpu(), w, rtol=1e-10, atol=1e-10)
+    assert sum(c for c, _ in xt.fallbacks().values()) == before, xt.fallbacks()
+    # A driver for rank-deficient matrices runs on the CPU's LAPACK, with its rank.
+    a = torch.randn(6, 3, generator=g, dtype=torch.float64)
+    a[:, 2] = a[:, 0]
+    b = torch.randn(6, 2, generator=g, dtype=torch.float64)
+    got = torch.linalg.lstsq(a.to(DEV), b.to(DEV), driver="gelsd")
+    torch.testing.assert_close(got.solution.cpu(), torch.linalg.lstsq(a, b, driver="gelsd").solution)
+    assert got.rank.item() == 2 and xt.fallbacks()["linalg_lstsq"][0] >= 1
+    with pytest.raises(RuntimeError, match=r"input.size\(-2\) should match other.size\(-2\)"):
+        torch.linalg.lstsq(torch.zeros(5, 3, device=DEV), torch.zeros(4, 2, device=DEV))
+
+
 def test_the_matrix_exponential_and_its_gradient_match_the_cpu_in_one_graph():
     # Scaling and squaring with a count per matrix decided on the device: a batch whose norms
     # need 0, a few and many squarings, a zero matrix and a 1 x 1 one, in float64 against torch's

@@ -11,6 +11,8 @@ Two choices differ from torch's CPU kernels, as on every XLA device:
   float32's own SVD; float64 matrices go to the CPU, whose SVD keeps float64's accuracy where
   squaring the matrix would not. Singular vectors, like eigenvectors, are each defined up to
   its sign, which need not be LAPACK's.
+- ``lstsq``'s default driver is CUDA's, ``gels`` (QR), not the CPU's ``gelsy``: the rank comes
+  back empty, as on CUDA. The drivers for rank-deficient matrices, named, run on the CPU.
 """
 
 from __future__ import annotations
@@ -201,6 +203,52 @@ def ormqr(a: Any, tau: Any, other: Any, left: bool = True, transpose: bool = Fal
         q = _mT(q)
     q, other = _same_batch(q, other)
     return q @ other if left else other @ q
+
+
+# ---- least squares ------------------------------------------------------------------------------
+
+
+def _lstsq_check(a: Any, b: Any) -> bool:
+    """torch's checks of ``lstsq``'s operands, in its words; whether ``b`` is a vector (one dim
+    fewer than ``a``)."""
+    if a.ndim < 2:
+        raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    if not 0 <= a.ndim - b.ndim <= 1:
+        raise RuntimeError("torch.linalg.lstsq: input.dim() must be greater or equal to other.dim() and "
+                           "(input.dim() - other.dim()) <= 1")
+    vector = a.ndim - b.ndim == 1
+    if a.shape[-2] != b.shape[-1 if vector else -2]:
+        raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size({-1 if vector else -2})")
+    return vector
+
+
+@lower(aten.linalg_lstsq.default)
+def linalg_lstsq(a: Any, b: Any, rcond: Any = None, driver: Optional[str] = None) -> Any:
+    """Least squares as CUDA computes them, LAPACK's ``gels``, which is CUDA's only driver and
+    so its default: the QR of a full-rank ``a`` (of its transpose where it is wide, for the
+    smallest solution). The residuals (the squared norm of each column of ``a x - b``) come when
+    ``a`` is tall; the rank and singular values are empty, as on CUDA. The CPU's default driver,
+    ``gelsy``, also returns the rank; asked for by name, it and ``gelss`` and ``gelsd`` (which
+    take rank-deficient matrices) run on the CPU's LAPACK."""
+    if driver not in (None, "gels"):
+        raise Unsupported(f"lstsq with driver {driver!r}")
+    vector = _lstsq_check(a, b)
+    _check_float("lstsq", a, b)
+    m, n = a.shape[-2], a.shape[-1]
+    rhs = b.unsqueeze(-1) if vector else b
+    a, rhs = _same_batch(a, rhs)
+    if m >= n:
+        h, tau = a._geqrf()
+        r = triangle(h[..., :n, :], 0, lower_part=False)
+        x = _solve_tri(r, _mT(h._householder_product(tau)) @ rhs, left=True, lower=False)
+        off = a @ x - rhs
+        residuals = (off * off).sum([rhs.ndim - 2]) if m > n else _empty(a.dtype)
+    else:
+        h, tau = _mT(a)._geqrf()
+        r = triangle(h[..., :m, :], 0, lower_part=False)
+        x = h._householder_product(tau) @ _solve_tri(r, rhs, left=True, lower=False, transpose=True)
+        residuals = _empty(a.dtype)
+    return x.squeeze(-1) if vector else x, residuals, xp.zeros(0, dtype="int64"), _empty(a.dtype)
 
 
 # ---- symmetric eigen-decomposition ---------------------------------------------------------------
