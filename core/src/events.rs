@@ -263,11 +263,20 @@ pub enum Tool {
     Divergence,
     /// `XLAPROF_CHECK`: an index out of range.
     IndexCheck,
+    /// `XLAPROF_CHECK`: an argument's values outside what its op takes (a CTC loss's lengths
+    /// past its input).
+    RangeCheck,
 }
 
 impl Tool {
-    pub const ALL: [Tool; 5] =
-        [Tool::Anomaly, Tool::ForbiddenSync, Tool::Break, Tool::Divergence, Tool::IndexCheck];
+    pub const ALL: [Tool; 6] = [
+        Tool::Anomaly,
+        Tool::ForbiddenSync,
+        Tool::Break,
+        Tool::Divergence,
+        Tool::IndexCheck,
+        Tool::RangeCheck,
+    ];
 
     /// The tool's name, as profiles store it and the front ends pass it.
     pub fn name(self) -> &'static str {
@@ -277,6 +286,7 @@ impl Tool {
             Tool::Break => "break_on",
             Tool::Divergence => "compare_with_eager",
             Tool::IndexCheck => "check",
+            Tool::RangeCheck => "range_check",
         }
     }
 

@@ -213,6 +213,60 @@ def test_xlaprof_check_makes_an_out_of_range_index_an_index_error_at_its_line(tm
     assert "syncs 4 steps 4" in run.stdout, run.stdout
 
 
+def test_xlaprof_check_holds_a_ctc_loss_s_device_lengths_to_its_input_as_cuda_does(tmp_path):
+    # Lengths given as device tensors decide nothing on the host here (CUDA reads them to check
+    # them). Without the check an input length past the input's steps reads its last step's
+    # alphas silently; with it each wrong length is torch's error at the next sync, naming the
+    # loss's line, and a finding of the profile there.
+    import subprocess
+
+    program = tmp_path / "asr.py"
+    program.write_text(textwrap.dedent(
+        """
+        import torch
+        import xlaprof.torch as xt
+
+        dev = xt.device()
+        log_probs = torch.randn(6, 2, 5).log_softmax(2).to(dev)
+        padded = torch.tensor([[1, 2, 3], [2, 2, 0]]).to(dev)
+        flat = torch.tensor([1, 2, 3, 2, 2]).to(dev)
+        for name, targets, inputs, targets_lengths in [
+                ("input past the steps", padded, [6, 9], [3, 2]),
+                ("negative target", padded, [6, 4], [3, -1]),
+                ("target past the padding", padded, [6, 4], [3, 4]),
+                ("targets of another total", flat, [6, 4], [3, 1]),
+                ("right", padded, [6, 4], [3, 2])]:
+            loss = torch.nn.functional.ctc_loss(log_probs, targets, torch.tensor(inputs).to(dev),
+                                                torch.tensor(targets_lengths).to(dev))
+            try:
+                print(name, "->", loss.item())
+            except RuntimeError as e:
+                print(name, "->", e)
+        """
+    ))
+    import os
+
+    silent = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=300)
+    assert silent.returncode == 0 and "input past the steps -> " in silent.stdout, silent.stderr
+    saved = tmp_path / "asr.xlaprof"
+    env = dict(os.environ, XLAPROF_CHECK="1", XLAPROF_PROFILE=str(saved))
+    checked = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=300, env=env)
+    assert checked.returncode == 0, checked.stderr
+    out = checked.stdout
+    at = "(while checking arguments for ctc_loss_allocate_outputs) (at asr.py:15"
+    assert f"input past the steps -> Expected input_lengths to have value at most 6, but got value 9 {at}" in out, out
+    assert f"negative target -> Expected target_lengths to have value at least 0, but got value -1 {at}" in out, out
+    assert ("target past the padding -> Expected tensor to have size at least 4 at dimension 1, but got size 3 "
+            f"for argument #2 'targets' {at}") in out, out
+    assert ("targets of another total -> Expected tensor to have size 4 at dimension 0, but got size 5 "
+            f"for argument #2 'targets' {at}") in out, out
+    right = float(out.split("right -> ")[1].split()[0])
+    assert right > 0, out
+    first = xp.load(str(saved)).diagnostics()[0]
+    assert (first["kind"], first["location"].split(" in ")[0]) == ("ValueOutOfRange", "asr.py:15"), first
+    assert "4 times at this line" in first["message"] and "length past the input" in first["advice"], first
+
+
 def test_detect_anomaly_names_the_op_that_made_the_first_nan_in_a_language_model():
     torch = pytest.importorskip("torch")
     import xlaprof.torch as xt

@@ -8,10 +8,15 @@ back together (one small copy, no sync of its own; a value read, which computes 
 reads, checks them in a graph of their own). An index out of range is then an ``IndexError``
 with torch's wording, naming the op and its line: as CUDA's device-side assertions do, it comes at
 the sync or read after the op, not at the op itself. Indices on the CPU are checked at once.
+
+Lowerings check other arguments the same way (``deferred``): a CTC loss's lengths given as
+device tensors, which CUDA reads to the host to check and which here decide nothing on the host,
+are checked against the input's length at the next sync, with torch's words.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -75,10 +80,9 @@ CHECKED: Dict[Any, Callable[[Tuple[Any, ...], Dict[str, Any]], Indexed]] = {
 # A line as the profiler keeps it: (file, line, function).
 Site = Optional[Tuple[str, int, str]]
 
-# Checks recorded and not read yet: an index's smallest and largest value (pending on the
-# device), the size it indexes, the dimension, whether negatives count from the end, the op, and
-# the user's line.
-_pending: List[Tuple[Any, Any, int, int, bool, str, Site]] = []
+# Checks recorded and not read yet: a tensor's smallest and largest value (pending on the
+# device), and the judge of the two once read, which raises if they are out of range.
+_pending: List[Tuple[Any, Any, Callable[[int, int], None]]] = []
 
 
 def bounds_checked(route: Callable[..., Any], func: Any, where: Callable[[], Site]) -> Callable[..., Any]:
@@ -90,10 +94,11 @@ def bounds_checked(route: Callable[..., Any], func: Any, where: Callable[[], Sit
             if index.numel() == 0:
                 continue
             low, high = index.min().to(torch.int64), index.max().to(torch.int64)
+            judge = functools.partial(_raise_if_out, size=size, dim=dim, wraps=wraps, op=func.name(), site=where())
             if index.device.type == "cpu":
-                _raise_if_out(int(low), int(high), size, dim, wraps, func.name(), where())
+                judge(int(low), int(high))
             else:
-                _pending.append((low, high, size, dim, wraps, func.name(), where()))
+                _pending.append((low, high, judge))
         return route(a, k)
 
     return run
@@ -117,8 +122,8 @@ def after_sync(bounds: Optional[Tuple[Any, int]]) -> None:
     from ._tensor import to_cpu  # the bridge's read itself: this runs inside a dispatched read
 
     flat = to_cpu(values).tolist()
-    for (_, _, size, dim, wraps, op, site), low, high in zip(checks, flat[0::2], flat[1::2]):
-        _raise_if_out(low, high, size, dim, wraps, op, site)
+    for (_, _, judge), low, high in zip(checks, flat[0::2], flat[1::2]):
+        judge(low, high)
 
 
 def around_sync(sync: Callable[[], None]) -> None:
@@ -133,6 +138,34 @@ def after_read() -> None:
     """After a value read: the checks still pending, in a graph of their own."""
     if _pending:
         after_sync(before_sync())
+
+
+def deferred(values: Any, judge: Callable[[int, int], Optional[str]]) -> None:
+    """``values`` (an integer tensor on the device, or an engine value) judged at the next sync
+    by its smallest and largest value: ``judge(low, high)`` returns what is wrong, in torch's
+    words, or None. What is wrong is then a ``RuntimeError`` naming the user's line, and a finding
+    the profiler shows. (A tensor with no values has nothing to judge.)"""
+    from ._dispatch import _user_site  # the dispatcher imports this module
+    from ._tensor import LazyTensor
+
+    if not isinstance(values, torch.Tensor):
+        values = LazyTensor(values)
+    if values.numel() == 0:
+        return
+    site = _user_site()
+    low, high = values.min().to(torch.int64), values.max().to(torch.int64)
+    _pending.append((low, high, functools.partial(_raise_if_wrong, judge=judge, site=site)))
+
+
+def _raise_if_wrong(low: int, high: int, judge: Callable[[int, int], Optional[str]], site: Site) -> None:
+    wrong = judge(low, high)
+    if wrong is None:
+        return
+    from ._dispatch import _line_of  # the dispatcher imports this module
+
+    message = f"{wrong} (at {_line_of(site)}; XLAPROF_CHECK=1)"
+    _native.caught("range_check", message, site)
+    raise RuntimeError(message)
 
 
 def _raise_if_out(low: int, high: int, size: int, dim: int, wraps: bool, op: str, site: Site) -> None:

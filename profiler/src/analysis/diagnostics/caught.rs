@@ -45,6 +45,7 @@ fn kind_of(tool: Tool) -> Kind {
         Tool::Break => Kind::Break,
         Tool::Divergence => Kind::Divergence,
         Tool::IndexCheck => Kind::IndexOutOfRange,
+        Tool::RangeCheck => Kind::ValueOutOfRange,
     }
 }
 
@@ -54,6 +55,7 @@ fn advice(kind: Kind) -> Option<String> {
         Kind::ForbiddenSync => "keep the value on the device (tensor ops instead of .item(), print or `if t:`), or read it after the block",
         Kind::Divergence => "the op's lowering and torch's kernel disagree at that line: compare its dtype and arguments with torch's; a custom op's backward is the usual suspect",
         Kind::IndexOutOfRange => "an index past the size it indexes: torch's CPU and CUDA kernels raise here too; without XLAPROF_CHECK, XLA clamps it and reads a neighbour silently",
+        Kind::ValueOutOfRange => "an argument outside what its op takes (a length past the input it measures): torch's CPU and CUDA kernels raise here too; without XLAPROF_CHECK the device computes on with it silently",
         _ => return None,
     };
     Some(text.to_string())

@@ -70,6 +70,8 @@ pub enum Kind {
     Divergence,
     /// `XLAPROF_CHECK` found an index out of range.
     IndexOutOfRange,
+    /// `XLAPROF_CHECK` found an argument's values outside what its op takes.
+    ValueOutOfRange,
 }
 
 impl Kind {
@@ -98,6 +100,7 @@ impl Kind {
             Kind::Break => "break",
             Kind::Divergence => "divergence from eager",
             Kind::IndexOutOfRange => "index out of range",
+            Kind::ValueOutOfRange => "value out of range",
         }
     }
 
@@ -110,6 +113,7 @@ impl Kind {
                 | Kind::Break
                 | Kind::Divergence
                 | Kind::IndexOutOfRange
+                | Kind::ValueOutOfRange
         )
     }
 }

@@ -28,6 +28,7 @@ import numpy as np
 import xlaprof as xp
 from xlaprof import _native
 
+from .. import _check
 from .common import Unsupported, aten, read_size
 from .cumulative import cumsum
 from .indexing import gather
@@ -113,7 +114,7 @@ def _betas(emitted: Any, labels: _Labels, input_lengths: Any) -> Any:
     return reversed_.flip([1, 2])
 
 
-def _check(log_probs: Any, targets: Any, input_lengths: Sequence[int], target_lengths: Sequence[int],
+def _check_on_host(log_probs: Any, targets: Any, input_lengths: Sequence[int], target_lengths: Sequence[int],
            blank: int) -> None:
     """torch's checks of lengths the host holds, in its words."""
     steps, batch = log_probs.shape[0], log_probs.shape[1]
@@ -138,6 +139,38 @@ def _check(log_probs: Any, targets: Any, input_lengths: Sequence[int], target_le
                            f"{targets.shape[1]} for argument #2 'targets'{_CHECKING}")
 
 
+def _check_on_device(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: Any) -> None:
+    """torch's checks of lengths given as device tensors, at the next sync (``XLAPROF_CHECK``).
+    CUDA reads them to the host to check them; here they decide nothing on the host, and without
+    the check a length past the input reads its last step's alphas."""
+    steps = log_probs.shape[0]
+
+    def at_least_zero(name: str, low: int) -> Optional[str]:
+        return None if low >= 0 else f"Expected {name} to have value at least 0, but got value {low}{_CHECKING}"
+
+    def inputs(low: int, high: int) -> Optional[str]:
+        if high > steps:
+            return f"Expected input_lengths to have value at most {steps}, but got value {high}{_CHECKING}"
+        return at_least_zero("input_lengths", low)
+
+    def padded(low: int, high: int) -> Optional[str]:
+        if targets.ndim == 2 and high > targets.shape[1]:
+            return (f"Expected tensor to have size at least {high} at dimension 1, but got size "
+                    f"{targets.shape[1]} for argument #2 'targets'{_CHECKING}")
+        return at_least_zero("target_lengths", low)
+
+    def concatenated(total: int, _: int) -> Optional[str]:
+        if total == targets.shape[0]:
+            return None
+        return (f"Expected tensor to have size {total} at dimension 0, but got size {targets.shape[0]} "
+                f"for argument #2 'targets'{_CHECKING}")
+
+    _check.deferred(input_lengths, inputs)
+    _check.deferred(target_lengths, padded)
+    if targets.ndim == 1:
+        _check.deferred(target_lengths.astype("int64").sum(), concatenated)
+
+
 def _on_device(lengths: Sequence[int]) -> Any:
     return _native.from_array(np.asarray(list(lengths), dtype=np.int64))
 
@@ -157,10 +190,12 @@ def _arguments(log_probs: Any, targets: Any, input_lengths: Any, target_lengths:
     if targets.ndim not in (1, 2):
         raise Unsupported("_ctc_loss: 1-D or 2-D targets")
     if isinstance(input_lengths, (list, tuple)):
-        _check(log_probs, targets, input_lengths, target_lengths, blank)
+        _check_on_host(log_probs, targets, input_lengths, target_lengths, blank)
         return _on_device(input_lengths), _on_device(target_lengths), max(target_lengths, default=0)
     if not 0 <= blank < log_probs.shape[2]:
         raise RuntimeError("blank must be in label range")
+    if _check.ENABLED and places is None:  # the forward's call; the backward's is the same
+        _check_on_device(log_probs, targets, input_lengths, target_lengths)
     if targets.ndim == 2:
         return input_lengths, target_lengths, targets.shape[1]
     batch = log_probs.shape[1]
