@@ -467,3 +467,47 @@ fn squarings_of_matrices_that_are_not_square_are_an_error_naming_both_shapes() {
         other => panic!("expected a shape error, got {:?}", other.map(|t| t.shape().to_string())),
     }
 }
+
+#[test]
+fn a_three_term_recurrence_is_each_element_s_polynomial_of_its_own_degree() {
+    // Legendre's: P_m = ((2m - 1) x P_{m-1} - (m - 1) P_{m-2}) / m, from P_1 = x, each element
+    // to its own degree (0 and 1 give P_1, the caller's to replace), against the recurrence
+    // written out; and Hermite's at a degree where it overflows to NaN, which stops the loop
+    // and stays NaN.
+    let x = values(12, 7, -1.2, 1.2);
+    let n: Vec<i64> = vec![0, 1, 2, 3, 5, 8, 13, 21, 2, 4, 30, 7];
+    let got = tensor(&x, &[3, 4])
+        .three_term_recurrence(
+            &Tensor::from_slice(&n, &[3, 4]).unwrap(),
+            &tensor(&x, &[3, 4]),
+            [2, -1, 0, 0, 1, -1, 1, 0],
+        )
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap();
+    for (i, (&xi, &ni)) in x.iter().zip(&n).enumerate() {
+        let (mut p, mut q) = (1.0, xi);
+        for m in 2..=ni {
+            let m = m as f64;
+            let r = ((2.0 * m - 1.0) * xi * q - (m - 1.0) * p) / m;
+            p = q;
+            q = r;
+        }
+        assert!(
+            (got[i] - q).abs() <= 1e-12 * q.abs().max(1.0),
+            "element {i} (n = {ni}): {}, expected {q}",
+            got[i]
+        );
+    }
+    let big = Tensor::from_slice(&[40.0f32, 0.5], &[2]).unwrap();
+    let h = big
+        .three_term_recurrence(
+            &Tensor::from_slice(&[400i64, 3], &[2]).unwrap(),
+            &big.mul_scalar(2.0).unwrap(),
+            [0, 2, 0, 0, 2, -2, 0, 1],
+        )
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    assert!(h[0].is_nan() && (h[1] - (8.0 * 0.125 - 12.0 * 0.5)).abs() < 1e-5, "{h:?}");
+}

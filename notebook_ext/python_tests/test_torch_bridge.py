@@ -568,6 +568,33 @@ def test_the_matrix_exponential_and_its_gradient_match_the_cpu_in_one_graph():
         torch.linalg.matrix_exp(torch.zeros(2, 3, device=DEV))
 
 
+def test_orthogonal_polynomials_of_each_element_s_own_degree_match_the_cpu_in_one_loop():
+    # torch.special's twelve orthogonal polynomials in float64, over x at the ends of [-1, 1]
+    # (0 and 1 for the shifted ones), inside and outside it, and degrees negative, fractional
+    # (truncated), NaN, infinite, small and large (the closed trigonometric forms), each
+    # element its own; the NaN of an overflowing recurrence stops its loop (degree 1e8 at x = 3
+    # returns at once, as on the CPU). The scalar overloads, and integers computed in float32.
+    xs = torch.tensor([-1.0, 1.0, 0.0, 0.5, -0.3, 0.999, 1.5, -2.5, 0.25, 3.0], dtype=torch.float64)
+    ns = torch.tensor([0.0, 1, 2, 3, 7, 9, 12, 40, -1, float("nan"), 2.7, 600, float("inf")], dtype=torch.float64)
+    x, n = torch.meshgrid(xs, ns, indexing="ij")
+    before = sum(c for c, _ in xt.fallbacks().values())
+    names = ["chebyshev_polynomial_" + k for k in "tuvw"] + ["shifted_chebyshev_polynomial_" + k for k in "tuvw"]
+    names += ["hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p"]
+    for name in names:
+        f = getattr(torch.special, name)
+        want, got = f(x, n), f(x.to(DEV), n.to(DEV)).cpu()
+        torch.testing.assert_close(got / want.abs().clamp(min=1), want / want.abs().clamp(min=1),
+                                   rtol=0, atol=1e-12, equal_nan=True, msg=name)
+        assert torch.equal(got.isinf(), want.isinf()), name
+        torch.testing.assert_close(f(0.5, n[0].to(DEV)).cpu(), f(0.5, n[0]), rtol=1e-12, atol=1e-12, equal_nan=True)
+        torch.testing.assert_close(f(xs.to(DEV), 5).cpu(), f(xs, 5), rtol=1e-12, atol=1e-12)
+        ints = torch.tensor([1, 2, -3]), torch.tensor([3, 4, 2])
+        torch.testing.assert_close(f(*[t.to(DEV) for t in ints]).cpu(), f(*ints), rtol=1e-6, atol=0)
+    far = torch.special.chebyshev_polynomial_t(torch.tensor([3.0]).to(DEV), torch.tensor([1e8]).to(DEV))
+    assert far.cpu().isnan().all()
+    assert sum(c for c, _ in xt.fallbacks().values()) == before, xt.fallbacks()
+
+
 def test_a_randomized_leaky_relu_draws_its_slopes_on_the_device_and_its_gradient_uses_them():
     # In training each input at or below 0 takes a slope drawn from U(lower, upper), the others
     # pass unchanged, and the gradient is each input's own slope, as torch's CPU kernel has it;

@@ -130,6 +130,9 @@ impl Op {
             Op::Recursion(Recursion::RnnLoop { relu } | Recursion::RnnLoopBackward { relu }) => {
                 vec![("nonlinearity", Attr::Name(if *relu { "relu" } else { "tanh" }))]
             }
+            Op::Recursion(Recursion::ThreeTerm { coefficients }) => {
+                vec![("coefficients", Attr::Ints(coefficients.iter().map(|&c| c as i64).collect()))]
+            }
             Op::Recursion(_) => Vec::new(),
         }
     }

@@ -184,6 +184,13 @@ pub enum Recursion {
     /// squaring. The loop runs the largest count; a matrix whose own count is spent stays as
     /// it is.
     Squarings,
+    /// A three-term recurrence per element, the orthogonal polynomials': from `P_0 = 1` and
+    /// `P_1` (input 2), `P_m = ((a1 m + a0) x + (b1 m + b0)) P_{m-1} - (c1 m + c0) P_{m-2}`, all
+    /// over `d1 m + d0`, for `m = 2 ..= n`: input 0 is `x`, input 1 each element's `n` (s32, of
+    /// `x`'s shape), `coefficients` are `[a1, a0, b1, b0, c1, c0, d1, d0]`. The node is `P_n`
+    /// (`P_1` where `n <= 1`). The loop runs the largest `n`, or stops once every element still
+    /// going is NaN (as torch's kernels stop).
+    ThreeTerm { coefficients: [i8; 8] },
 }
 
 impl Recursion {
@@ -197,6 +204,7 @@ impl Recursion {
             Recursion::RnnLoop { .. } => "rnn_loop",
             Recursion::RnnLoopBackward { .. } => "rnn_loop_backward",
             Recursion::Squarings => "squarings",
+            Recursion::ThreeTerm { .. } => "three_term_recurrence",
         }
     }
 }

@@ -22,6 +22,7 @@ pub(super) fn lower(c: &mut Ctx) {
         Recursion::RnnLoop { relu } => rnn(c, relu),
         Recursion::RnnLoopBackward { relu } => rnn_backward(c, relu),
         Recursion::Squarings => squarings(c),
+        Recursion::ThreeTerm { coefficients } => three_term(c, coefficients),
     }
 }
 
@@ -662,4 +663,87 @@ fn squarings(c: &mut Ctx) {
     let next = w.select(&due, &square, m, &all);
     w.end_while(k, &[next, times.to_string(), most.to_string()], &[&all, &counts, &scalar]);
     name_result(c, &name, &format!("{name}_s#1"), &all);
+}
+
+/// `%{node}_w:6 = while`: (count, P_{m-2}, P_{m-1}, x, n, the bound), `m` the count plus 2.
+fn three_term(c: &mut Ctx, k: [i8; 8]) {
+    let shape = c.node.shape.clone();
+    let r = shape.rank();
+    let all: Vec<usize> = (0..r).collect();
+    let ints = shape.with_dtype(DType::S32);
+    let preds = shape.with_dtype(DType::Pred);
+    let scalar = Shape::new(DType::S32, Vec::<i64>::new());
+    let float = Shape::new(shape.dtype, Vec::<i64>::new());
+    let (name, args) = (c.name.clone(), c.args.clone());
+    let mut w = lines(c);
+    // The largest of a tensor of s32 (itself when 0-d).
+    let largest = |w: &mut Lines, x: &str| {
+        if r == 0 {
+            x.to_string()
+        } else {
+            w.reduce("maximum", x, &ints, &all)
+        }
+    };
+    let most = largest(&mut w, &args[1]);
+    let one = w.constant(DType::S32, 1.0);
+    let bound = w.binary("subtract", &most, &one, &scalar);
+    let p0 = w.splat(&shape, 1.0);
+    let carried = [
+        (p0.as_str(), &shape),
+        (args[2].as_str(), &shape),
+        (args[0].as_str(), &shape),
+        (args[1].as_str(), &ints),
+        (bound.as_str(), &scalar),
+    ];
+    let v = w.begin_while_below(&format!("{name}_w"), &carried, 4);
+    let (count, p, q, x, n, bound) = (&v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
+    let two = w.constant(DType::S32, 2.0);
+    let m = w.binary("add", count, &two, &scalar);
+    let mf = w.emit(
+        &format!("\"stablehlo.convert\"({m})"),
+        &format!("(tensor<i32>) -> {}", float.mlir()),
+    );
+    // `i1 m + i0` over the whole shape.
+    let coefficient = |w: &mut Lines, i1: i8, i0: i8| {
+        let c0 = w.constant(shape.dtype, i0 as f64);
+        let value = if i1 == 0 {
+            c0
+        } else {
+            let c1 = w.constant(shape.dtype, i1 as f64);
+            let scaled = w.binary("multiply", &c1, &mf, &float);
+            w.binary("add", &scaled, &c0, &float)
+        };
+        w.broadcast(&value, &float, &shape, &[])
+    };
+    let a = coefficient(&mut w, k[0], k[1]);
+    let b = coefficient(&mut w, k[2], k[3]);
+    let before = coefficient(&mut w, k[4], k[5]);
+    let divisor = coefficient(&mut w, k[6], k[7]);
+    let ax = w.binary("multiply", &a, x, &shape);
+    let factor = w.binary("add", &ax, &b, &shape);
+    let grown = w.binary("multiply", &factor, q, &shape);
+    let back = w.binary("multiply", &before, p, &shape);
+    let next = w.binary("subtract", &grown, &back, &shape);
+    let next = w.binary("divide", &next, &divisor, &shape);
+    let mb = w.broadcast(&m, &scalar, &ints, &[]);
+    let due = w.compare(&mb, n, "LE", &ints);
+    let p1 = w.select(&due, q, p, &shape);
+    let q1 = w.select(&due, &next, q, &shape);
+    // Go on while an element has a step left and is not NaN.
+    let m1 = w.binary("add", &m, &one, &scalar);
+    let m1b = w.broadcast(&m1, &scalar, &ints, &[]);
+    let left = w.compare(&m1b, n, "LE", &ints);
+    let number = w.compare(&q1, &q1, "EQ", &shape);
+    let going = w.binary("and", &left, &number, &preds);
+    let going = w.emit(
+        &format!("\"stablehlo.convert\"({going})"),
+        &format!("({}) -> {}", preds.mlir(), ints.mlir()),
+    );
+    let any = largest(&mut w, &going);
+    let zero = w.constant(DType::S32, 0.0);
+    let on = w.compare(&any, &zero, "GT", &scalar);
+    let bound1 = w.select(&on, bound, &zero, &scalar);
+    let next_values = [p1, q1, x.to_string(), n.to_string(), bound1];
+    w.end_while(count, &next_values, &[&shape, &shape, &shape, &ints, &scalar]);
+    name_result(c, &name, &format!("{name}_w#2"), &shape);
 }

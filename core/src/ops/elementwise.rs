@@ -3,7 +3,7 @@
 use crate::autograd::{grad_enabled, grad_fn};
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::ir::{BinaryOp, CompareOp, Op, UnaryOp};
+use crate::ir::{BinaryOp, CompareOp, Op, Recursion, UnaryOp};
 use crate::location::{scoped, SourceLocation};
 use crate::shape::{broadcast_dims, promote};
 use crate::tensor::Tensor;
@@ -597,5 +597,51 @@ impl Tensor {
     pub fn clamp(&self, min: f64, max: f64) -> Result<Tensor> {
         let location = SourceLocation::caller();
         scoped(&location, || self.maximum_scalar(min)?.minimum_scalar(max))
+    }
+}
+
+impl Tensor {
+    /// A three-term recurrence per element, in one loop ([`Recursion::ThreeTerm`]): from
+    /// `P_0 = 1` and `p1`, `P_m = ((a1 m + a0) x + (b1 m + b0)) P_{m-1} - (c1 m + c0) P_{m-2}`
+    /// over `d1 m + d0` for `m = 2 ..= n`, `x` being `self` (float), `n` each element's degree
+    /// (integer, of `self`'s shape), `coefficients` `[a1, a0, b1, b0, c1, c0, d1, d0]`: the
+    /// orthogonal polynomials (Chebyshev, Hermite, Laguerre, Legendre). `P_1` where `n <= 1`.
+    /// Not differentiable here.
+    #[track_caller]
+    pub fn three_term_recurrence(
+        &self,
+        n: &Tensor,
+        p1: &Tensor,
+        coefficients: [i8; 8],
+    ) -> Result<Tensor> {
+        let location = SourceLocation::caller();
+        let fits = matches!(self.dtype(), DType::F32 | DType::F64)
+            && p1.shape() == self.shape()
+            && matches!(n.dtype(), DType::S32 | DType::S64)
+            && n.dims() == self.dims();
+        if !fits {
+            return Err(shape_error(
+                "three_term_recurrence",
+                &location,
+                format!(
+                    "needs float x, integer degrees and a float first polynomial of one shape, got {}, {} and {}",
+                    self.shape(),
+                    n.shape(),
+                    p1.shape()
+                ),
+            ));
+        }
+        if self.requires_grad() || p1.requires_grad() {
+            return Err(crate::error::Error::Autograd {
+                message: format!(
+                    "three_term_recurrence is not differentiable by xlaprof's autograd (its input {} requires a gradient)",
+                    self.shape()
+                ),
+                location,
+            });
+        }
+        let n = scoped(&location, || n.cast(DType::S32))?;
+        let op = Op::Recursion(Recursion::ThreeTerm { coefficients });
+        Ok(Tensor::op(op, self.shape().clone(), &[self, &n, p1], location, None))
     }
 }

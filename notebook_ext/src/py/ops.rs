@@ -485,6 +485,19 @@ impl PyTensor {
         record(py, "householder_product", || self.t.householder_product(&tau.t))
     }
 
+    /// A three-term recurrence per element (see `Tensor::three_term_recurrence`), one loop.
+    fn _three_term(
+        &self,
+        py: Python<'_>,
+        n: &PyTensor,
+        p1: &PyTensor,
+        coefficients: [i8; 8],
+    ) -> PyResult<PyTensor> {
+        record(py, "three_term_recurrence", || {
+            self.t.three_term_recurrence(&n.t, &p1.t, coefficients)
+        })
+    }
+
     /// Each matrix squared its own number of times (see `Tensor::squarings`), one loop.
     fn _squarings(&self, py: Python<'_>, times: &PyTensor) -> PyResult<PyTensor> {
         record(py, "squarings", || self.t.squarings(&times.t))

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import Any, List
+from typing import Any, List, Tuple
+
+import torch
 
 import xlaprof as xp
 
-from .common import aten, to_float
-from .elementwise import isnan
+from .._device import engine_dtype
+from .common import aten, broadcast_shape, to_float
+from .elementwise import acos, isnan
 from .registry import declare, lower
 
 
@@ -239,3 +242,143 @@ def mvlgamma(x: Any, p: int) -> Any:
     for i in range(1, p):
         total = total + (x - i / 2).lgamma()
     return total + p * (p - 1) / 4 * math.log(math.pi)
+
+
+# ---- orthogonal polynomials ----------------------------------------------------------------
+#
+# Each element's degree is its own: the three-term recurrence is one loop of the engine's
+# (``three_term_recurrence``), run to the largest degree, the elements of smaller ones keeping
+# theirs. torch's kernels take the same special cases first (negative degrees, x at the ends
+# of the interval, the closed trigonometric forms of high degrees inside it), and so do these.
+
+# [a1, a0, b1, b0, c1, c0, d1, d0]: P_m = ((a1 m + a0) x + b1 m + b0) P_{m-1} - (c1 m + c0) P_{m-2},
+# over d1 m + d0.
+_CHEBYSHEV = (0, 2, 0, 0, 0, 1, 0, 1)
+_HERMITE = (0, 2, 0, 0, 2, -2, 0, 1)
+_HERMITE_E = (0, 1, 0, 0, 1, -1, 0, 1)
+_LAGUERRE = (0, -1, 2, -1, 1, -1, 1, 0)
+_LEGENDRE = (2, -1, 0, 0, 1, -1, 1, 0)
+
+
+def _common_float(*values: Any) -> str:
+    """The float dtype torch computes a polynomial in: the operands' promoted, integers in the
+    default float dtype."""
+    floats = {v.dtype for v in values if isinstance(v, xp.Tensor) and v.dtype in _FLOATS}
+    for dtype in ("float64", "float32"):
+        if dtype in floats:
+            return dtype
+    if len(floats) == 1:
+        return floats.pop()
+    return "float32" if floats else engine_dtype(torch.get_default_dtype())
+
+
+_FLOATS = ("float64", "float32", "float16", "bfloat16")
+
+
+def _operands(x: Any, n: Any) -> Tuple[Any, Any, str]:
+    """x in the dtype to compute in (half precision computed in float32), each element's
+    degree as an integer (torch truncates; a NaN or infinite degree counts as negative), and the
+    result's dtype."""
+    dtype = _common_float(x, n)
+    like = x if isinstance(x, xp.Tensor) else n
+    work = "float32" if dtype in ("float16", "bfloat16") else dtype
+    x = x.astype(work) if isinstance(x, xp.Tensor) else xp.full_like(like, float(x), dtype=work)
+    n = n.astype(work) if isinstance(n, xp.Tensor) else xp.full_like(like, float(n), dtype=work)
+    x, n = _broadcast(x, n)
+    finite = (n - n).eq(0)
+    degree = xp.where(finite, n.clamp(-1.0, 2.0 ** 30), -1.0).astype("int64")
+    return x, degree, dtype
+
+
+def _broadcast(a: Any, b: Any) -> Tuple[Any, Any]:
+    shape = broadcast_shape([a.shape, b.shape])
+    return a.expand(*shape), b.expand(*shape)
+
+
+def _recurrence(x: Any, degree: Any, p1: Any, coefficients: Tuple[int, ...], closed: Any = None) -> Any:
+    """P_n(x) by the recurrence (P_0 = 1), for the elements where ``closed`` (a mask) is not
+    set: those run no step of the loop."""
+    steps = degree if closed is None else xp.where(closed, 0, degree)
+    out = x._three_term(steps, p1, list(coefficients))
+    return xp.where(degree.eq(0), 1.0, out)
+
+
+def _chebyshev(kind: str, y: Any, n: Any, trig_above: int) -> Any:
+    """The Chebyshev polynomials of the four kinds at y (for the shifted ones, 2x - 1): at the
+    ends of [-1, 1] their values, inside it above degree ``trig_above`` their trigonometric
+    forms, else the recurrence."""
+    nf = n.astype(y.dtype)
+    even = n.remainder(2).eq(0)
+    sign = xp.where(even, 1.0, -1.0)
+    inside = y.abs() < 1.0
+    theta = acos(xp.where(inside, y, 0.0))
+    trig = inside & (n > trig_above)
+    if kind == "t":
+        p1, top, bottom = y, xp.ones_like(y), sign
+        closed = (nf * theta).cos()
+    elif kind == "u":
+        p1, top, bottom = y * 2.0, nf + 1.0, sign * (nf + 1.0)
+        s = theta.sin()
+        closed = xp.where(s.eq(0), (nf + 1.0) * ((nf + 1.0) * theta).cos() / y,
+                          ((nf + 1.0) * theta).sin() / xp.where(s.eq(0), 1.0, s))
+    elif kind == "v":
+        p1, top, bottom = y * 2.0 - 1.0, xp.ones_like(y), sign * (2.0 * nf + 1.0)
+        half = theta * 0.5
+        closed = xp.where(half.sin().eq(1.0), sign * (2.0 * nf + 1.0), ((nf + 0.5) * theta).cos() / half.cos())
+    else:
+        p1, top, bottom = y * 2.0 + 1.0, 2.0 * nf + 1.0, sign
+        half = theta * 0.5
+        ends = xp.where(y > 0, 2.0 * nf + 1.0, sign)
+        closed = xp.where(half.cos().eq(1.0), ends, ((nf + 0.5) * theta).sin() / xp.where(half.sin().eq(0), 1.0, half.sin()))
+    at_end = y.abs().eq(1.0)
+    out = _recurrence(y, n, p1, _CHEBYSHEV, at_end | trig)
+    out = xp.where(trig, closed, out)
+    out = xp.where(at_end, xp.where(y > 0, top, bottom), out)
+    return xp.where(n < 0, 0.0, out)
+
+
+def _hermite(physicists: bool, x: Any, n: Any) -> Any:
+    limit = 512 if x.dtype == "float64" else 128  # torch's: past it, NaN
+    p1 = x * 2.0 if physicists else x
+    out = _recurrence(x, n, p1, _HERMITE if physicists else _HERMITE_E, n > limit)
+    out = xp.where(n > limit, math.nan, out)
+    return xp.where(n < 0, 0.0, out)
+
+
+def _laguerre(x: Any, n: Any) -> Any:
+    out = _recurrence(x, n, 1.0 - x, _LAGUERRE, x.eq(0))
+    return xp.where(n < 0, 0.0, xp.where(x.eq(0), 1.0, out))
+
+
+def _legendre(x: Any, n: Any) -> Any:
+    at_end = x.abs().eq(1.0)
+    out = _recurrence(x, n, x, _LEGENDRE, at_end)
+    ends = xp.where((x > 0) | n.remainder(2).eq(0), 1.0, -1.0)
+    return xp.where(n < 0, 0.0, xp.where(at_end, ends, out))
+
+
+def _polynomial(fn: Any) -> Any:
+    def run(x: Any, n: Any) -> Any:
+        x, degree, dtype = _operands(x, n)
+        return fn(x, degree).astype(dtype)
+
+    return run
+
+
+_POLYNOMIALS = {
+    "chebyshev_polynomial_t": lambda x, n: _chebyshev("t", x, n, 6),
+    "chebyshev_polynomial_u": lambda x, n: _chebyshev("u", x, n, 8),
+    "chebyshev_polynomial_v": lambda x, n: _chebyshev("v", x, n, 8),
+    "chebyshev_polynomial_w": lambda x, n: _chebyshev("w", x, n, 8),
+    "shifted_chebyshev_polynomial_t": lambda x, n: _chebyshev("t", x * 2.0 - 1.0, n, 6),
+    "shifted_chebyshev_polynomial_u": lambda x, n: _chebyshev("u", x * 2.0 - 1.0, n, 6),
+    "shifted_chebyshev_polynomial_v": lambda x, n: _chebyshev("v", x * 2.0 - 1.0, n, 6),
+    "shifted_chebyshev_polynomial_w": lambda x, n: _chebyshev("w", x * 2.0 - 1.0, n, 4),
+    "hermite_polynomial_h": partial(_hermite, True),
+    "hermite_polynomial_he": partial(_hermite, False),
+    "laguerre_polynomial_l": _laguerre,
+    "legendre_polynomial_p": _legendre,
+}
+for _name, _fn in _POLYNOMIALS.items():
+    _packet = getattr(aten, "special_" + _name)
+    lower(_packet.default, _packet.x_scalar, _packet.n_scalar)(_polynomial(_fn))
