@@ -147,53 +147,58 @@ impl Tensor {
                 location,
             });
         }
-        no_grad(|| {
-            let order = topological_order(self);
-            let mut grads: HashMap<u64, Tensor> = HashMap::new();
-            grads.insert(self.id(), grad.clone());
-            for t in order.iter().rev() {
-                let Some(g) = grads.remove(&t.id()) else {
-                    continue;
-                };
-                match &t.0.grad_fn {
-                    Some(f) => {
-                        let Some(saved) = f.take() else {
-                            return Err(Error::Autograd {
-                                message: format!(
+        // The backward's ops are recorded at the `backward()` line (where a front end has set
+        // no line of its own), not at the engine's lines that make them.
+        let at = location.clone();
+        crate::location::scoped(&at, || {
+            no_grad(|| {
+                let order = topological_order(self);
+                let mut grads: HashMap<u64, Tensor> = HashMap::new();
+                grads.insert(self.id(), grad.clone());
+                for t in order.iter().rev() {
+                    let Some(g) = grads.remove(&t.id()) else {
+                        continue;
+                    };
+                    match &t.0.grad_fn {
+                        Some(f) => {
+                            let Some(saved) = f.take() else {
+                                return Err(Error::Autograd {
+                                    message: format!(
                                     "the graph of {} was already used by a backward pass and freed",
                                     t.shape()
                                 ),
-                                location: location.clone(),
-                            });
-                        };
-                        let input_grads = (saved.backward)(&g)?;
-                        for (input, ig) in saved.inputs.iter().zip(input_grads) {
-                            let Some(ig) = ig else { continue };
-                            if !input.requires_grad() {
-                                continue;
-                            }
-                            let sum = match grads.remove(&input.id()) {
-                                Some(prev) => prev.add(&ig)?,
-                                None => ig,
+                                    location: location.clone(),
+                                });
                             };
-                            grads.insert(input.id(), sum);
+                            let input_grads = (saved.backward)(&g)?;
+                            for (input, ig) in saved.inputs.iter().zip(input_grads) {
+                                let Some(ig) = ig else { continue };
+                                if !input.requires_grad() {
+                                    continue;
+                                }
+                                let sum = match grads.remove(&input.id()) {
+                                    Some(prev) => prev.add(&ig)?,
+                                    None => ig,
+                                };
+                                grads.insert(input.id(), sum);
+                            }
                         }
-                    }
-                    None => {
-                        let mut slot = t.0.grad.lock().unwrap_or_else(|p| p.into_inner());
-                        let total = match slot.take() {
-                            Some(prev) => prev.add(&g)?,
-                            None => g,
-                        };
-                        // A gradient is split like its parameter (FSDP's sharded gradients).
-                        if let Some(s) = t.sharding().filter(|s| !s.is_replicated()) {
-                            total.shard_as(s, location.clone())?;
+                        None => {
+                            let mut slot = t.0.grad.lock().unwrap_or_else(|p| p.into_inner());
+                            let total = match slot.take() {
+                                Some(prev) => prev.add(&g)?,
+                                None => g,
+                            };
+                            // A gradient is split like its parameter (FSDP's sharded gradients).
+                            if let Some(s) = t.sharding().filter(|s| !s.is_replicated()) {
+                                total.shard_as(s, location.clone())?;
+                            }
+                            *slot = Some(total);
                         }
-                        *slot = Some(total);
                     }
                 }
-            }
-            Ok(())
+                Ok(())
+            })
         })
     }
 }
