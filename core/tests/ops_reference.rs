@@ -1447,6 +1447,26 @@ fn long_f32_sums_round_once() {
     }
 }
 
+/// Half-precision sums accumulate in f32 and round once, as torch's kernels and JAX sum them: in
+/// bf16, whose 8 bits of mantissa make 256 + 1 round to 256, a running sum of ones stalls.
+#[test]
+fn half_precision_sums_accumulate_in_f32() {
+    let _s = serial();
+    let ones = vec![bf16::from_f32(1.0); 4096];
+    let x = Tensor::from_slice(&ones, &[4, 1024]).unwrap();
+    for (axes, want) in [(vec![1i64], vec![1024.0f32; 4]), (vec![0, 1], vec![4096.0])] {
+        let got = x.sum(&axes, false).unwrap();
+        assert_eq!(got.dtype(), DType::BF16);
+        let got: Vec<f32> = got.to_vec::<bf16>().unwrap().iter().map(|v| v.to_f32()).collect();
+        assert_eq!(got, want, "sum over {axes:?}");
+    }
+    let tenths = vec![f16::from_f32(0.1); 2048];
+    let total = Tensor::from_slice(&tenths, &[2048]).unwrap().sum(&[], false).unwrap();
+    let total = total.to_vec::<f16>().unwrap()[0].to_f64();
+    let exact = f16::from_f32(0.1).to_f64() * 2048.0;
+    assert!((total - exact).abs() <= exact * 1e-3, "f16 sum {total}, exactly {exact}");
+}
+
 /// PyTorch sums bool and integer tensors in s64 (`torch.sum(uint8)` is int64), so they do not
 /// overflow.
 #[test]

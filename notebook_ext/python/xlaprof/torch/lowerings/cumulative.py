@@ -9,12 +9,13 @@ from typing import Any
 import xlaprof as xp
 
 from .._device import engine_dtype
-from .common import Unsupported, aten, is_float, triangle
+from .common import Unsupported, aten, half_in_float, is_float, triangle
 from .elementwise import isnan
 from .registry import lower
 
 
 @lower(aten.cumsum.default, autocast="float32")
+@half_in_float
 def cumsum(x: Any, dim: int, dtype: Any = None) -> Any:
     if dtype is not None:
         x = x.astype(engine_dtype(dtype))
@@ -80,6 +81,7 @@ def cummin(x: Any, dim: int) -> Any:
 
 
 @lower(aten.cumprod.default, autocast="float32")
+@half_in_float
 def cumprod(x: Any, dim: int, dtype: Any = None) -> Any:
     if dtype is not None:
         x = x.astype(engine_dtype(dtype))
@@ -98,6 +100,7 @@ def cumprod(x: Any, dim: int, dtype: Any = None) -> Any:
 
 
 @lower(aten.logcumsumexp.default)
+@half_in_float
 def logcumsumexp(x: Any, dim: int) -> Any:
     if x.ndim == 0:
         return x.clone()

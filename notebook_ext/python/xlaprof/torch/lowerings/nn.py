@@ -8,7 +8,7 @@ from typing import Any, Optional, Sequence
 
 import xlaprof as xp
 
-from .common import Unsupported, aten, vjp
+from .common import Unsupported, aten, half_in_float, vjp
 from .cumulative import cumsum
 from .registry import declare, lower
 
@@ -112,6 +112,7 @@ def convolution_backward(grad: Any, x: Any, w: Any, bias_sizes: Any, stride: Seq
 
 
 @lower(aten.native_layer_norm.default, autocast="float32")
+@half_in_float
 def native_layer_norm(x: Any, normalized_shape: Sequence[int], weight: Any, bias: Any, eps: float) -> Any:
     axes = list(range(x.ndim - len(normalized_shape), x.ndim))
     mean = x.mean(axes, keepdim=True)
@@ -144,6 +145,7 @@ def native_batch_norm(x: Any, weight: Any, bias: Any, running_mean: Any, running
 
 
 @lower(aten.native_layer_norm_backward.default)
+@half_in_float
 def native_layer_norm_backward(grad: Any, x: Any, normalized_shape: Sequence[int], mean: Any, rstd: Any,
                                weight: Any, bias: Any, output_mask: Sequence[bool]) -> Any:
     axes = list(range(x.ndim - len(normalized_shape), x.ndim))
@@ -246,6 +248,7 @@ def flash_attention_cpu_backward(grad: Any, q: Any, k: Any, v: Any, out: Any, ls
 
 
 @lower(aten.native_group_norm.default)
+@half_in_float
 def native_group_norm(x: Any, weight: Any, bias: Any, n: int, c: int, hw: int, group: int, eps: float) -> Any:
     g = x.reshape(n, group, -1)
     mean = g.mean([2], keepdim=True)

@@ -10,7 +10,8 @@ import xlaprof as xp
 
 from .._device import engine_dtype
 from .._tensor import LazyTensor, value
-from .common import Unsupported, aten, dt, is_complex, is_float, reduce_product, reduction_dims, to_float
+from .common import (Unsupported, aten, dt, half_in_float, is_complex, is_float, reduce_product, reduction_dims,
+                     to_float)
 from .registry import declare, lower, lower_raw
 
 
@@ -96,6 +97,7 @@ def argmin(x: Any, dim: Optional[int] = None, keepdim: bool = False) -> Any:
 
 
 @lower(aten.var.correction)
+@half_in_float
 def var(x: Any, dim: Any = None, correction: Any = None, keepdim: bool = False) -> Any:
     correction = 1 if correction is None else correction
     axes = reduction_dims(dim, x.ndim)
@@ -110,11 +112,13 @@ def var(x: Any, dim: Any = None, correction: Any = None, keepdim: bool = False) 
 
 
 @lower(aten.std.correction)
+@half_in_float
 def std(x: Any, dim: Any = None, correction: Any = None, keepdim: bool = False) -> Any:
     return var(x, dim, correction, keepdim).sqrt()
 
 
 @lower(aten.logsumexp.default, autocast="float32")
+@half_in_float
 def logsumexp(x: Any, dim: Any, keepdim: bool = False) -> Any:
     return to_float(x).logsumexp(reduction_dims(dim, x.ndim), keepdim)
 
@@ -141,20 +145,31 @@ def all_dim(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
 
 @lower(aten._softmax.default)
 def softmax(x: Any, dim: int, half_to_float: bool = False) -> Any:
-    return x.softmax(dim)
+    return _in_float(x, lambda f: f.softmax(dim), half_to_float)
 
 
 @lower(aten._log_softmax.default)
 def log_softmax(x: Any, dim: int, half_to_float: bool = False) -> Any:
-    return x.log_softmax(dim)
+    return _in_float(x, lambda f: f.log_softmax(dim), half_to_float)
+
+
+def _in_float(x: Any, fn: Any, half_to_float: bool) -> Any:
+    """``fn(x)``, a half-precision ``x`` computed in float32 and rounded back once (unless
+    ``half_to_float``: float32 is then the result's dtype), as torch's kernels compute it."""
+    if x.dtype not in ("bfloat16", "float16"):
+        return fn(x)
+    out = fn(x.astype("float32"))
+    return out if half_to_float else out.astype(x.dtype)
 
 
 @lower(aten._softmax_backward_data.default)
+@half_in_float
 def softmax_backward(grad: Any, out: Any, dim: int, input_dtype: Any) -> Any:
     return out * (grad - _sum_along(grad * out, dim))
 
 
 @lower(aten._log_softmax_backward_data.default)
+@half_in_float
 def log_softmax_backward(grad: Any, out: Any, dim: int, input_dtype: Any) -> Any:
     return grad - out.exp() * _sum_along(grad, dim)
 
@@ -166,6 +181,7 @@ def _sum_along(x: Any, dim: int) -> Any:
 
 
 @lower(aten.linalg_vector_norm.default, autocast="float32")
+@half_in_float
 def vector_norm(x: Any, ord: Any = 2, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Any:
     if dtype is not None:
         x = x.astype(engine_dtype(dtype))
@@ -185,11 +201,13 @@ def vector_norm(x: Any, ord: Any = 2, dim: Any = None, keepdim: bool = False, dt
 
 
 @lower(aten.var_mean.correction)
+@half_in_float
 def var_mean(x: Any, dim: Any = None, correction: Any = None, keepdim: bool = False) -> Any:
     return var(x, dim, correction, keepdim), x.mean(reduction_dims(dim, x.ndim), keepdim=keepdim)
 
 
 @lower(aten.std_mean.correction)
+@half_in_float
 def std_mean(x: Any, dim: Any = None, correction: Any = None, keepdim: bool = False) -> Any:
     return std(x, dim, correction, keepdim), x.mean(reduction_dims(dim, x.ndim), keepdim=keepdim)
 

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import xlaprof as xp
 
 from .._tensor import LazyTensor, make_view
-from .common import (Unsupported, aten, broadcast_shape, contiguous_strides, expand_to, flat_positions,
+from .common import (Unsupported, aten, broadcast_shape, contiguous_strides, expand_to, flat_positions, half_in_float,
                      is_float, to_float, write_rows)
 from .cumulative import cumsum
 from .indexing import index_put as _index_put_by_integers
@@ -262,6 +262,7 @@ def embedding_bag_per_sample_weights_backward(grad: Any, weight: Any, indices: A
 
 
 @lower(aten._embedding_bag_forward_only.default, aten._embedding_bag.default)
+@half_in_float
 def embedding_bag(weight: Any, indices: Any, offsets: Any, scale_grad_by_freq: bool = False, mode: int = 0,
                   sparse: bool = False, per_sample_weights: Any = None, include_last_offset: bool = False,
                   padding_idx: int = -1) -> Any:
