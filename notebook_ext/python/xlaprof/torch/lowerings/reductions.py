@@ -240,6 +240,7 @@ def count_nonzero(x: Any, dim: Any = None) -> Any:
 
 
 @lower(aten.prod.default, autocast="float32")
+@half_in_float
 def prod_all(x: Any, dtype: Any = None) -> Any:
     if dtype is not None:
         x = x.astype(engine_dtype(dtype))
@@ -249,6 +250,7 @@ def prod_all(x: Any, dtype: Any = None) -> Any:
 
 
 @lower(aten.prod.dim_int, autocast="float32")
+@half_in_float
 def prod_dim(x: Any, dim: int, keepdim: bool = False, dtype: Any = None) -> Any:
     if dtype is not None:
         x = x.astype(engine_dtype(dtype))
