@@ -8,6 +8,12 @@ every gradient read to the host. At the device's autograd key these ops are inst
 decompositions (``torch._decomp``: gathers and arithmetic, as the forward already ran here), so
 autograd differentiates each op of it, and the backward is scatters the engine lowers. The
 forward is what it was: the same decomposition.
+
+The other way round, two backward ops have a CompositeImplicit kernel, which torch runs above the
+device as its pieces: ``silu_backward`` (every SiLU/SwiGLU MLP's) and ``mish_backward``. In
+bfloat16 each piece rounds, and SiLU's gradient was off by 3.4x torch's error. At the device's
+autograd key they go below autograd to their lowerings instead, which compute half precision in
+float32 as torch's kernels do.
 """
 
 from __future__ import annotations
@@ -38,6 +44,20 @@ def decompose_at_autograd_key(lib: torch.library.Library, packets: Iterable[obje
                 lib.impl(op, decomposition_table[op], KEY)
 
 
+LOWERED_BELOW_AUTOGRAD = (aten.silu_backward.default, aten.mish_backward.default)
+
+
+def _below_autograd(op: object) -> object:
+    def run(*args: object, **kwargs: object) -> object:
+        with torch._C._AutoDispatchBelowAutograd():
+            return op(*args, **kwargs)  # type: ignore[operator]
+
+    return run
+
+
 def register(lib: torch.library.Library) -> None:
-    """Registers the resampling ops in the device's aten library (`_device.register`)."""
+    """Registers the resampling ops, and the backward ops lowered below autograd, in the device's
+    aten library (`_device.register`)."""
     decompose_at_autograd_key(lib, RESAMPLING)
+    for op in LOWERED_BELOW_AUTOGRAD:
+        lib.impl(op, _below_autograd(op), KEY)

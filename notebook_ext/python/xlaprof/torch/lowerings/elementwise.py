@@ -10,7 +10,7 @@ from typing import Any, Optional
 import xlaprof as xp
 
 from .._device import engine_dtype
-from .common import Unsupported, aten, broadcast_shape, expand_to, is_complex, is_float, to_float
+from .common import Unsupported, aten, broadcast_shape, expand_to, half_in_float, is_complex, is_float, to_float
 from .registry import declare, lower
 
 
@@ -221,11 +221,13 @@ def copy(dst: Any, src: Any, non_blocking: bool = False) -> Any:
 
 
 @lower(aten.tanh_backward.default)
+@half_in_float
 def tanh_backward(grad: Any, out: Any) -> Any:
     return grad * (1.0 - out * out)
 
 
 @lower(aten.sigmoid_backward.default)
+@half_in_float
 def sigmoid_backward(grad: Any, out: Any) -> Any:
     return grad * out * (1.0 - out)
 
