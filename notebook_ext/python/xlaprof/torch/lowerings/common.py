@@ -51,12 +51,13 @@ def half_in_float(fn: Callable[..., Any]) -> Callable[..., Any]:
     results rounded back once: as torch's CPU and CUDA kernels compute normalizations, softmax,
     variances and scans of half-precision tensors (in their accumulate type). Computed in
     bfloat16 instead, a layer norm over 512 values was off by 9e-3 of its size, where torch's is
-    off by 3e-3."""
+    off by 3e-3. An op given its result's dtype (``dtype=``, keyword-only in aten's schemas)
+    computes in that one."""
 
     def run(*args: Any, **kwargs: Any) -> Any:
         half = next((a.dtype for a in (*args, *kwargs.values())
                      if isinstance(a, xp.Tensor) and a.dtype in _HALF), None)
-        if half is None:
+        if half is None or kwargs.get("dtype") is not None:
             return fn(*args, **kwargs)
 
         def up(a: Any) -> Any:
