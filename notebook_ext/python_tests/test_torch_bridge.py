@@ -595,6 +595,22 @@ def test_orthogonal_polynomials_of_each_element_s_own_degree_match_the_cpu_in_on
     assert sum(c for c, _ in xt.fallbacks().values()) == before, xt.fallbacks()
 
 
+def test_the_mode_is_the_cpu_s_most_frequent_value_and_its_last_index():
+    # Of equally frequent values the smallest, and the index of its last occurrence, along
+    # every dim, kept or not, of floats and integers full of ties, as torch's CPU kernel has it.
+    g = torch.Generator().manual_seed(0)
+    before = sum(c for c, _ in xt.fallbacks().values())
+    for x in (torch.tensor([[3.0, 1, 3, 1, 2], [5, 5, 4, 4, 4], [2, 1, 0, 7, 9]]),
+              torch.randint(0, 4, (6, 7, 9), generator=g).double(), torch.randint(-3, 3, (5, 11), generator=g),
+              torch.randint(0, 3, (4, 1), generator=g), torch.tensor(3.0)):
+        for dim in range(-1, x.ndim) if x.ndim else [0]:
+            for keepdim in (False, True):
+                want, got = torch.mode(x, dim, keepdim), torch.mode(x.to(DEV), dim, keepdim)
+                assert torch.equal(got.values.cpu(), want.values), (x.shape, dim, keepdim)
+                assert torch.equal(got.indices.cpu(), want.indices), (x.shape, dim, keepdim)
+    assert sum(c for c, _ in xt.fallbacks().values()) == before, xt.fallbacks()
+
+
 def test_a_randomized_leaky_relu_draws_its_slopes_on_the_device_and_its_gradient_uses_them():
     # In training each input at or below 0 takes a slope drawn from U(lower, upper), the others
     # pass unchanged, and the gradient is each input's own slope, as torch's CPU kernel has it;

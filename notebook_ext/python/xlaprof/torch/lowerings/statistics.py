@@ -1,4 +1,4 @@
-"""Counting, ranking, distances and sampling: ``histc``, ``nanmedian``, ``searchsorted`` with a
+"""Counting, ranking, distances and sampling: ``histc``, ``mode``, ``nanmedian``, ``searchsorted`` with a
 sorter or batched boundaries, ``cdist`` / ``pdist``, ``multinomial`` (the Gumbel-max trick on the
 engine's random stream), ``normal`` with a tensor mean, ``randint_like``, and ``_trilinear``
 (``nn.functional.bilinear``)."""
@@ -12,6 +12,7 @@ import xlaprof as xp
 
 from .._device import engine_dtype
 from .common import Unsupported, aten, is_float, read_size
+from .cumulative import cummax, cummin
 from .elementwise import isnan
 from .indexing import gather
 from .random import random_integers
@@ -257,3 +258,30 @@ def bucketize(values: Any, boundaries: Any, out_int32: bool = False, right: bool
 # torch's autocast list for CUDA (aten/src/ATen/autocast_mode.cpp) names these ops, which torch
 # decomposes into the ones lowered here.
 declare("dist", "pdist", "cdist", autocast="float32")
+
+
+@lower(aten.mode.default)
+def mode(x: Any, dim: int = -1, keepdim: bool = False) -> Any:
+    """The most frequent value along ``dim`` and the index of its last occurrence, as torch's CPU
+    kernel has them (of equally frequent values, the smallest), from a stable sort: each sorted
+    value's run of equals, its length, the longest first run. NaNs count as one value here;
+    torch's kernel answers for them as its sort of NaNs happens to fall."""
+    if x.ndim == 0:
+        return x.clone(), xp.zeros((), dtype="int64")
+    d = dim % x.ndim
+    last = x.ndim - 1
+    values, order = x.transpose(d, last).sort(last, False)
+    n = values.shape[last]
+    same = values[..., 1:] == values[..., :-1]
+    if is_float(x):
+        same = same | (isnan(values[..., 1:]) & isnan(values[..., :-1]))
+    edge = xp.ones(*values.shape[:-1], 1, dtype="bool")
+    starts, ends = xp.cat([edge, ~same], last), xp.cat([~same, edge], last)
+    at = xp.arange(0, n, 1, dtype="int64").expand(*values.shape)
+    first = cummax(xp.where(starts, at, 0), last)[0]
+    final = cummin(xp.where(ends, at, n - 1).flip([last]), last)[0].flip([last])
+    best = (final - first).argmax(last, keepdim=True)
+    value = gather(values, last, best)
+    index = gather(order, last, gather(final, last, best))
+    value, index = value.transpose(d, last), index.transpose(d, last)
+    return (value, index) if keepdim else (value.squeeze(d), index.squeeze(d))
