@@ -39,6 +39,9 @@ def test_tensor_follows_torch_defaults():
     assert xp.tensor([1, 2], dtype="float64").dtype == "float64"
     assert xp.tensor([1.5], dtype=xp.bfloat16).dtype == "bfloat16"
     np.testing.assert_array_equal(np.asarray(xp.tensor([[1, 2]])), [[1, 2]])
+    # A dtype asked for is made from the Python floats themselves, not from their float32
+    # rounding (as torch.tensor([0.1], dtype=torch.float64) is exactly 0.1).
+    np.testing.assert_array_equal(xp.tensor([0.1, 1 / 3], dtype="float64").numpy(), [0.1, 1 / 3])
 
 
 def test_creation():

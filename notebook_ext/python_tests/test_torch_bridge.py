@@ -595,6 +595,32 @@ def test_orthogonal_polynomials_of_each_element_s_own_degree_match_the_cpu_in_on
     assert sum(c for c, _ in xt.fallbacks().values()) == before, xt.fallbacks()
 
 
+def test_antialiased_resampling_and_its_gradient_match_the_cpu():
+    # F.interpolate(..., antialias=True), torchvision's Resize on tensors: bilinear and bicubic,
+    # shrinking and growing, align_corners or not, sizes or scale factors, in float64 against
+    # torch's CPU, with the gradient, and nothing on the fallback.
+    import torch.nn.functional as F
+
+    g = torch.Generator().manual_seed(0)
+    before = sum(c for c, _ in xt.fallbacks().values())
+    for mode in ("bilinear", "bicubic"):
+        for size, align in (((5, 7), False), ((16, 20), True), ((40, 11), False)):
+            x = torch.randn(2, 3, 13, 9, generator=g, dtype=torch.float64)
+            cpu, dev = x.clone().requires_grad_(), x.to(DEV).requires_grad_()
+            want = F.interpolate(cpu, size=size, mode=mode, antialias=True, align_corners=align)
+            got = F.interpolate(dev, size=size, mode=mode, antialias=True, align_corners=align)
+            out_grad = torch.randn(want.shape, generator=g, dtype=torch.float64)
+            want.backward(out_grad), got.backward(out_grad.to(DEV))
+            torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=1e-12, atol=1e-12)
+            torch.testing.assert_close(dev.grad.cpu(), cpu.grad, rtol=1e-12, atol=1e-12)
+        x = torch.randn(1, 2, 20, 30, generator=g, dtype=torch.float64)
+        for factor in (0.3, 1.7):
+            want = F.interpolate(x, scale_factor=factor, mode=mode, antialias=True)
+            got = F.interpolate(x.to(DEV), scale_factor=factor, mode=mode, antialias=True)
+            torch.testing.assert_close(got.cpu(), want, rtol=1e-12, atol=1e-12)
+    assert sum(c for c, _ in xt.fallbacks().values()) == before, xt.fallbacks()
+
+
 def test_the_mode_is_the_cpu_s_most_frequent_value_and_its_last_index():
     # Of equally frequent values the smallest, and the index of its last occurrence, along
     # every dim, kept or not, of floats and integers full of ties, as torch's CPU kernel has it.

@@ -51,8 +51,8 @@ def tensor(
     if isinstance(data, Tensor):
         data = data.numpy()
     array = np.asarray(data)
-    if not isinstance(data, np.ndarray) and array.dtype == np.float64:
-        array = array.astype(np.float32)
+    if not isinstance(data, np.ndarray) and array.dtype == np.float64 and dtype is None:
+        array = array.astype(np.float32)  # (a dtype asked for is made from the floats themselves)
     cast_to = None
     if dtype is not None:
         name = dtype if isinstance(dtype, str) else np.dtype(dtype).name

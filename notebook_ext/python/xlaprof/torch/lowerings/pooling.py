@@ -4,11 +4,13 @@ A box's sum (or max) is separable: the sum over a box is the sum, along one dim,
 the others. So every pool here is one 2-D window reduction per spatial dim, each over a view that
 puts that dim first; the counts that average pooling divides by depend on shapes alone and are
 worked out here, on the host. Adaptive pooling's windows differ in size: its average is one
-matrix product per dim, its max a masked maximum per dim (keeping where each came from).
+matrix product per dim, its max a masked maximum per dim (keeping where each came from), and so
+is antialiased resampling, whose filter's weights depend on shapes alone too.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from typing import Any, List, Sequence, Tuple
@@ -17,7 +19,7 @@ import numpy as np
 
 import xlaprof as xp
 
-from .common import Unsupported, aten, vjp
+from .common import Unsupported, aten, half_in_float, vjp
 from .indexing import gather
 from .registry import lower
 from .scatter import scatter_add
@@ -309,3 +311,79 @@ def max_pool2d_backward(grad: Any, x: Any, kernel: Sequence[int], stride: Sequen
         return max_pool2d_backward(grad.unsqueeze(0), x.unsqueeze(0), kernel, stride, padding, dilation, ceil_mode,
                                    indices.unsqueeze(0)).squeeze(0)
     return vjp(lambda v: xp.max_pool2d(v, tuple(kernel), tuple(stride or kernel), tuple(padding)), [x], grad)[0]
+
+
+# ---- antialiased resampling (``F.interpolate(..., antialias=True)``, torchvision's Resize) ---
+#
+# Each output pixel is a normalized sum of the input pixels under a filter (a triangle for
+# bilinear, Keys' cubic for bicubic) stretched by the scale when shrinking: weights that depend
+# on the sizes alone. So each spatial dim is one product with an [out, in] matrix of them, made
+# here on the host, and the backward is the same products transposed.
+
+
+def _aa_filter(kind: str, x: float) -> float:
+    x = abs(x)
+    if kind == "bilinear":
+        return max(0.0, 1.0 - x)
+    a = -0.5  # torch's antialiased bicubic (PIL's)
+    if x < 1.0:
+        return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+    if x < 2.0:
+        return (((x - 5.0) * x + 8.0) * x - 4.0) * a
+    return 0.0
+
+
+@functools.lru_cache(maxsize=256)
+def _aa_weights(kind: str, size: int, out: int, align_corners: bool, scale: Any) -> np.ndarray:
+    """The [out, size] weights of one dim (``scale``: the caller's scale factor, or None)."""
+    if align_corners:
+        step = (size - 1) / (out - 1) if out > 1 else 0.0
+    else:
+        step = 1.0 / scale if scale is not None and scale > 0 else size / out
+    support = (1.0 if kind == "bilinear" else 2.0) * max(step, 1.0)
+    stretch = 1.0 / step if step >= 1.0 else 1.0
+    weights = np.zeros((out, size))
+    for i in range(out):
+        center = step * (i + 0.5)
+        lo, hi = max(int(center - support + 0.5), 0), min(int(center + support + 0.5), size)
+        row = np.array([_aa_filter(kind, (j - center + 0.5) * stretch) for j in range(lo, hi)])
+        if row.size and row.sum() != 0:
+            weights[i, lo:hi] = row / row.sum()
+    return weights
+
+
+def _aa_products(x: Any, size: Sequence[int], out: Sequence[int], kind: str, align_corners: bool,
+                 scales: Sequence[Any], transpose: bool) -> Any:
+    """``x`` [N, C, H, W] resampled from ``size`` to ``out`` (or, ``transpose``, a gradient of
+    the ``out`` sized result taken back to ``size``)."""
+    for axis, (n, o, s) in enumerate(zip(size, out, scales)):
+        w = xp.tensor(_aa_weights(kind, n, o, align_corners, s).tolist(), dtype=x.dtype)
+        m = w if transpose else w.T
+        d = x.ndim - 2 + axis
+        x = (x.transpose(d, x.ndim - 1) @ m).transpose(d, x.ndim - 1)
+    return x
+
+
+def _aa(kind: str) -> Tuple[Any, Any, Any]:
+    def forward(x: Any, output_size: Sequence[int], align_corners: bool, scales_h: Any = None,
+                scales_w: Any = None) -> Any:
+        return _aa_products(x, x.shape[-2:], output_size, kind, align_corners, (scales_h, scales_w), False)
+
+    def vec(x: Any, output_size: Any, align_corners: bool, scale_factors: Any) -> Any:
+        scales = tuple(scale_factors) if scale_factors else (None, None)
+        if output_size is None:
+            output_size = [int(math.floor(n * s)) for n, s in zip(x.shape[-2:], scales)]
+        return forward(x, output_size, align_corners, *scales)
+
+    def backward(grad: Any, output_size: Sequence[int], input_size: Sequence[int], align_corners: bool,
+                 scales_h: Any = None, scales_w: Any = None) -> Any:
+        return _aa_products(grad, input_size[-2:], output_size, kind, align_corners, (scales_h, scales_w), True)
+
+    return half_in_float(forward), half_in_float(vec), half_in_float(backward)
+
+
+for _kind in ("bilinear", "bicubic"):
+    _forward, _vec, _backward = _aa(_kind)
+    lower(getattr(aten, f"_upsample_{_kind}2d_aa").default)(_forward)
+    lower(getattr(aten, f"_upsample_{_kind}2d_aa").vec)(_vec)
+    lower(getattr(aten, f"_upsample_{_kind}2d_aa_backward").default)(_backward)
