@@ -831,6 +831,7 @@ def test_bfloat16_reductions_and_normalizations_are_as_accurate_as_torch_s():
     gy = torch.randn(64, 512, generator=g).bfloat16()
     w, b = torch.randn(512, generator=g).bfloat16(), torch.randn(512, generator=g).bfloat16()
     sm, lsm = torch.softmax(x.float(), -1).bfloat16(), torch.log_softmax(x.float(), -1).bfloat16()
+    depthwise, k3 = torch.randn(16, 1, 7, 7, generator=g).bfloat16(), torch.randn(4, 8, 3, 3, 3, generator=g).bfloat16()
     aten = torch.ops.aten
 
     def on(t, like):  # t beside like: on its device, and in float64 where like is
@@ -851,6 +852,9 @@ def test_bfloat16_reductions_and_normalizations_are_as_accurate_as_torch_s():
         "silu_backward": lambda x: aten.silu_backward(on(gy, x), x),
         "mish_backward": lambda x: aten.mish_backward(on(gy, x), x),
         "gelu_backward": lambda x: aten.gelu_backward(on(gy, x), x),
+        # Convolutions written as sums: a depthwise one over its 49 taps, a 3-d one over planes.
+        "depthwise_conv2d": lambda x: F.conv2d(x.view(4, 16, 16, 32), on(depthwise, x), padding=3, groups=16),
+        "conv3d": lambda x: F.conv3d(x.view(4, 8, 16, 16, 4), on(k3, x)),
     }
     for name, f in cases.items():
         truth = f(x.double())

@@ -89,10 +89,13 @@ def _conv3d(x: Any, w: Any, bias: Any, stride: Sequence[int], padding: Sequence[
         planes = planes.permute(0, 2, 1, 3, 4).reshape(n * d_out, c, *x.shape[3:])
         y = convolution(planes, w[:, :, t], None, list(stride[1:]), list(padding[1:]), list(dilation[1:]),
                         False, [0, 0], groups)                               # [N*Do, O, Ho, Wo]
+        if y.dtype in ("bfloat16", "float16"):
+            y = y.astype("float32")  # the planes' sum in float32, rounded once, as a convolution's
         total = y if total is None else total + y
     out = total.reshape(n, d_out, *total.shape[1:]).permute(0, 2, 1, 3, 4)
     if bias is not None:
         out = out + bias.reshape(1, -1, 1, 1, 1)
+    out = out.astype(x.dtype)
     return out if batched else out.squeeze(0)
 
 
