@@ -329,7 +329,8 @@ def _chebyshev(kind: str, y: Any, n: Any, trig_above: int) -> Any:
         p1, top, bottom = y * 2.0 + 1.0, 2.0 * nf + 1.0, sign
         half = theta * 0.5
         ends = xp.where(y > 0, 2.0 * nf + 1.0, sign)
-        closed = xp.where(half.cos().eq(1.0), ends, ((nf + 0.5) * theta).sin() / xp.where(half.sin().eq(0), 1.0, half.sin()))
+        sine = half.sin()
+        closed = xp.where(half.cos().eq(1.0), ends, ((nf + 0.5) * theta).sin() / xp.where(sine.eq(0), 1.0, sine))
     at_end = y.abs().eq(1.0)
     out = _recurrence(y, n, p1, _CHEBYSHEV, at_end | trig)
     out = xp.where(trig, closed, out)
