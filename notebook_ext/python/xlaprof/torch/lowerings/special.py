@@ -260,6 +260,9 @@ _LAGUERRE = (0, -1, 2, -1, 1, -1, 1, 0)
 _LEGENDRE = (2, -1, 0, 0, 1, -1, 1, 0)
 
 
+_FLOATS = ("float64", "float32", "float16", "bfloat16")
+
+
 def _common_float(*values: Any) -> str:
     """The float dtype torch computes a polynomial in: the operands' promoted, integers in the
     default float dtype."""
@@ -270,9 +273,6 @@ def _common_float(*values: Any) -> str:
     if len(floats) == 1:
         return floats.pop()
     return "float32" if floats else engine_dtype(torch.get_default_dtype())
-
-
-_FLOATS = ("float64", "float32", "float16", "bfloat16")
 
 
 def _operands(x: Any, n: Any) -> Tuple[Any, Any, str]:
