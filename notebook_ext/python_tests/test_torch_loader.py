@@ -82,7 +82,7 @@ def test_a_failing_loader_raises_in_the_loop():
 def test_a_slow_pipeline_is_reported_at_the_loop_with_its_waits():
     def slow():
         for i in range(6):
-            time.sleep(0.03)  # decoding on the host, slower than the step
+            time.sleep(0.1)  # decoding on the host, far slower than the step, even on a loaded machine
             yield torch.full((8, 4), float(i))
 
     w = torch.ones(4, 1, device=DEV)
