@@ -149,8 +149,7 @@ impl Tensor {
         }
         // The backward's ops are recorded at the `backward()` line (where a front end has set
         // no line of its own), not at the engine's lines that make them.
-        let at = location.clone();
-        crate::location::scoped(&at, || {
+        crate::location::scoped(&location, || {
             no_grad(|| {
                 let order = topological_order(self);
                 let mut grads: HashMap<u64, Tensor> = HashMap::new();

@@ -8,7 +8,7 @@ use crate::location::{scoped, SourceLocation};
 use crate::shape::{broadcast_dims, promote};
 use crate::tensor::Tensor;
 
-use super::shape_error;
+use super::{not_differentiable, shape_error};
 
 /// Broadcasts two operands to a common shape and dtype (the first step of every binary op).
 pub(crate) fn align(
@@ -631,15 +631,7 @@ impl Tensor {
                 ),
             ));
         }
-        if self.requires_grad() || p1.requires_grad() {
-            return Err(crate::error::Error::Autograd {
-                message: format!(
-                    "three_term_recurrence is not differentiable by xlaprof's autograd (its input {} requires a gradient)",
-                    self.shape()
-                ),
-                location,
-            });
-        }
+        not_differentiable("three_term_recurrence", &[self, p1], &location)?;
         let n = scoped(&location, || n.cast(DType::S32))?;
         let op = Op::Recursion(Recursion::ThreeTerm { coefficients });
         Ok(Tensor::op(op, self.shape().clone(), &[self, &n, p1], location, None))

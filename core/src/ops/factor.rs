@@ -8,12 +8,12 @@
 //! call these ops again).
 
 use crate::dtype::DType;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ir::{qr_taus, LuOutput, Op};
 use crate::location::{scoped, SourceLocation};
 use crate::tensor::Tensor;
 
-use super::shape_error;
+use super::{not_differentiable, shape_error};
 
 /// The matrices of `t` must be floating point, at least 2-D, and square if `square`.
 fn check(op: &'static str, t: &Tensor, square: bool, location: &SourceLocation) -> Result<()> {
@@ -28,16 +28,7 @@ fn check(op: &'static str, t: &Tensor, square: bool, location: &SourceLocation) 
     if square && t.dims()[r - 1] != t.dims()[r - 2] {
         return Err(shape_error(op, location, format!("needs square matrices, got {}", t.shape())));
     }
-    if t.requires_grad() {
-        return Err(Error::Autograd {
-            message: format!(
-                "{op} is not differentiable by xlaprof's autograd (its input {} requires a gradient)",
-                t.shape()
-            ),
-            location: location.clone(),
-        });
-    }
-    Ok(())
+    not_differentiable(op, &[t], location)
 }
 
 impl Tensor {

@@ -8,7 +8,7 @@ use crate::location::{scoped, SourceLocation};
 use crate::shape::{broadcast_dims, promote};
 use crate::tensor::Tensor;
 
-use super::shape_error;
+use super::{not_differentiable, shape_error};
 
 impl Tensor {
     /// Matrix product with NumPy semantics: 1-D operands are vectors, leading dims broadcast
@@ -104,15 +104,7 @@ impl Tensor {
                 ),
             ));
         }
-        if self.requires_grad() {
-            return Err(crate::error::Error::Autograd {
-                message: format!(
-                    "squarings is not differentiable by xlaprof's autograd (its input {} requires a gradient)",
-                    self.shape()
-                ),
-                location,
-            });
-        }
+        not_differentiable("squarings", &[self], &location)?;
         let times = scoped(&location, || times.cast(DType::S32))?;
         let op = Op::Recursion(Recursion::Squarings);
         Ok(Tensor::op(op, self.shape().clone(), &[self, &times], location, None))

@@ -20,3 +20,22 @@ use crate::location::SourceLocation;
 pub(crate) fn shape_error(op: &'static str, location: &SourceLocation, message: String) -> Error {
     Error::Shape { op, message, location: location.clone() }
 }
+
+/// The error for an op the engine's autograd does not differentiate, if one of `inputs` requires
+/// a gradient (never a silent constant): a caller's autograd computes its gradient instead.
+pub(crate) fn not_differentiable(
+    op: &str,
+    inputs: &[&crate::tensor::Tensor],
+    location: &SourceLocation,
+) -> Result<(), Error> {
+    match inputs.iter().find(|t| t.requires_grad()) {
+        Some(t) => Err(Error::Autograd {
+            message: format!(
+                "{op} is not differentiable by xlaprof's autograd (its input {} requires a gradient)",
+                t.shape()
+            ),
+            location: location.clone(),
+        }),
+        None => Ok(()),
+    }
+}

@@ -6,7 +6,7 @@ use crate::ir::{Op, Recursion};
 use crate::location::{scoped, SourceLocation};
 use crate::tensor::Tensor;
 
-use super::shape_error;
+use super::{not_differentiable, shape_error};
 
 impl Tensor {
     #[track_caller]
@@ -151,15 +151,7 @@ impl Tensor {
                 ),
             ));
         }
-        if self.requires_grad() {
-            return Err(crate::error::Error::Autograd {
-                message: format!(
-                    "ctc_alphas is not differentiable by xlaprof's autograd (its input {} requires a gradient)",
-                    self.shape()
-                ),
-                location,
-            });
-        }
+        not_differentiable("ctc_alphas", &[self], &location)?;
         let first = scoped(&location, || first.cast(DType::S32))?;
         let op = Op::Recursion(Recursion::CtcAlphas);
         Ok(Tensor::op(op, self.shape().clone(), &[self, skip, &first, start], location, None))

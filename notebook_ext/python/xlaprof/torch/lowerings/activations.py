@@ -63,22 +63,24 @@ def _rrelu(x: Any, lower: Any, upper: Any, training: bool) -> Tuple[Any, Any]:
     return x * slopes, slopes
 
 
-@lower_raw(aten.rrelu_with_noise.default)
-def rrelu_with_noise(t: LazyTensor, noise: LazyTensor, lower: Any = 0.125, upper: Any = 1 / 3,
-                     training: bool = False, generator: Any = None) -> LazyTensor:
+def _rrelu_noting(t: LazyTensor, noise: LazyTensor, lower: Any, upper: Any, training: bool) -> Any:
+    """``_rrelu`` of ``t``, the slopes drawn (in training) written into ``noise``."""
     out, slopes = _rrelu(value(t), lower, upper, training)
     if slopes is not None:
         assign(noise, slopes)
-    return LazyTensor(out)
+    return out
+
+
+@lower_raw(aten.rrelu_with_noise.default)
+def rrelu_with_noise(t: LazyTensor, noise: LazyTensor, lower: Any = 0.125, upper: Any = 1 / 3,
+                     training: bool = False, generator: Any = None) -> LazyTensor:
+    return LazyTensor(_rrelu_noting(t, noise, lower, upper, training))
 
 
 @lower_raw(aten.rrelu_with_noise_.default)
 def rrelu_with_noise_(t: LazyTensor, noise: LazyTensor, lower: Any = 0.125, upper: Any = 1 / 3,
                       training: bool = False, generator: Any = None) -> LazyTensor:
-    out, slopes = _rrelu(value(t), lower, upper, training)
-    if slopes is not None:
-        assign(noise, slopes)
-    return assign(t, out)
+    return assign(t, _rrelu_noting(t, noise, lower, upper, training))
 
 
 @lower(aten.rrelu_with_noise_functional.default)
