@@ -5,6 +5,9 @@
 # demo is `cargo run --release -p xlaprof -- demo`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+say_as=demo
+. scripts/lib.sh
+spare_the_disk
 bash scripts/setup.sh
 bash scripts/setup_python.sh
 echo "[demo] building the xlaprof command (release)"

@@ -3,6 +3,9 @@
 # XLA CPU plugin. One build profile (release) for everything, shared with the demo.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+say_as=test
+. scripts/lib.sh
+spare_the_disk
 bash scripts/setup.sh
 
 # The Python side's packages (torch's 2.8 GB of wheels among them) download and install while
@@ -17,7 +20,7 @@ installed=0
 wait "$packages" || installed=$?
 cat "$packages_log" >&2
 rm -f "$packages_log"
-[ "$installed" -eq 0 ] || { echo "[test] installing the Python packages failed (above)" >&2; exit 1; }
+[ "$installed" -eq 0 ] || { say "installing the Python packages failed (above)"; df -h . >&2; exit 1; }
 [ "$rust" -eq 0 ] || exit "$rust"
 
 bash scripts/test_python.sh
