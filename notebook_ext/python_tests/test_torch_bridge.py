@@ -855,6 +855,11 @@ def test_bfloat16_reductions_and_normalizations_are_as_accurate_as_torch_s():
         # Convolutions written as sums: a depthwise one over its 49 taps, a 3-d one over planes.
         "depthwise_conv2d": lambda x: F.conv2d(x.view(4, 16, 16, 32), on(depthwise, x), padding=3, groups=16),
         "conv3d": lambda x: F.conv3d(x.view(4, 8, 16, 16, 4), on(k3, x)),
+        # Elementwise ops of several steps, which torch computes in float32 (its opmath type).
+        "silu": F.silu, "exp2": torch.exp2, "log2": lambda x: (x.abs() + 0.1).log2(),
+        "log10": lambda x: (x.abs() + 0.1).log10(), "sinc": torch.sinc, "asinh": torch.asinh,
+        "hypot": lambda x: torch.hypot(x, on(gy, x)), "logaddexp2": lambda x: torch.logaddexp2(x, on(gy, x)),
+        "addcmul": lambda x: torch.addcmul(x, x, on(gy, x), value=0.5), "renorm": lambda x: x.renorm(2, 0, 5.0),
     }
     for name, f in cases.items():
         truth = f(x.double())
@@ -868,6 +873,14 @@ def test_bfloat16_reductions_and_normalizations_are_as_accurate_as_torch_s():
         theirs = (f(x).double() - truth).abs().max() / scale
         ours = (got.cpu().double() - truth).abs().max() / scale
         assert ours <= 1.2 * theirs + 1e-4, f"{name}: off by {ours:.2e} of its size, torch's CPU by {theirs:.2e}"
+    # A float32 tensor beside a bfloat16 one makes the result float32, computed as float32 from
+    # the start (exp(x ln 2)'s product rounded to bfloat16 first, `logaddexp2` was off by 4e-3).
+    y = torch.randn(64, 512, generator=g)
+    for f in (torch.hypot, torch.logaddexp2, lambda a, b: torch.addcmul(a, a, b), lambda a, b: aten.gelu_backward(b, a),
+              lambda a, b: aten.silu_backward(b, a)):
+        got = f(x.to(DEV), y.to(DEV))
+        assert got.dtype == torch.float32
+        torch.testing.assert_close(got.cpu(), f(x, y), rtol=1e-5, atol=1e-5)
     # half_to_float keeps softmax's float32 result, and an op given its result's dtype returns it.
     assert aten._softmax(x.to(DEV), -1, True).dtype == torch.float32
     for f in (lambda t: t.cumsum(1, dtype=torch.float32), lambda t: t[:, :8].prod(1, dtype=torch.float32),

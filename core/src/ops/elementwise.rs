@@ -580,6 +580,9 @@ impl Tensor {
     pub fn gelu(&self) -> Result<Tensor> {
         let location = SourceLocation::caller();
         scoped(&location, || {
+            if let Some(half) = self.half_dtype() {
+                return self.cast(DType::F32)?.gelu()?.cast(half);
+            }
             let inner = self
                 .add(&self.pow_scalar(3.0)?.mul_scalar(0.044715)?)?
                 .mul_scalar((2.0 / std::f64::consts::PI).sqrt())?;
@@ -590,7 +593,19 @@ impl Tensor {
     #[track_caller]
     pub fn silu(&self) -> Result<Tensor> {
         let location = SourceLocation::caller();
-        scoped(&location, || self.mul(&self.sigmoid()?))
+        scoped(&location, || {
+            if let Some(half) = self.half_dtype() {
+                return self.cast(DType::F32)?.silu()?.cast(half);
+            }
+            self.mul(&self.sigmoid()?)
+        })
+    }
+
+    /// The dtype of a half-precision tensor (bf16, f16), whose activations made of several ops
+    /// compute in f32 and round once, as torch's CPU and CUDA kernels do: `x * sigmoid(x)` in
+    /// bf16 rounds twice, and a SiLU was off by 1.5x torch's error.
+    fn half_dtype(&self) -> Option<DType> {
+        matches!(self.dtype(), DType::BF16 | DType::F16).then(|| self.dtype())
     }
 
     #[track_caller]

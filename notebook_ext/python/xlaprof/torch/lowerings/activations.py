@@ -9,7 +9,7 @@ from typing import Any, Tuple
 import xlaprof as xp
 
 from .._tensor import LazyTensor, assign, value
-from .common import aten, half_in_float, is_float, vjp
+from .common import aten, elementwise_in_float, half_in_float, is_float, vjp
 from .registry import lower, lower_raw
 
 
@@ -32,13 +32,13 @@ def threshold_backward(grad: Any, x: Any, threshold: Any) -> Any:
 
 
 @lower(aten.gelu_backward.default)
-@half_in_float
+@elementwise_in_float
 def gelu_backward(grad: Any, x: Any, approximate: str = "none") -> Any:
     return vjp(lambda v: gelu(v, approximate), [x], grad)[0]
 
 
 @lower(aten.silu_backward.default)
-@half_in_float
+@elementwise_in_float
 def silu_backward(grad: Any, x: Any) -> Any:
     s = x.sigmoid()
     return grad * s * (1.0 + x * (1.0 - s))
@@ -141,7 +141,7 @@ def mish(x: Any) -> Any:
 
 
 @lower(aten.mish_backward.default)
-@half_in_float
+@elementwise_in_float
 def mish_backward(grad: Any, x: Any) -> Any:
     return vjp(mish, [x], grad)[0]
 

@@ -5,7 +5,7 @@ dtype and dimension helpers, and the index arithmetic several families address t
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -48,27 +48,64 @@ _HALF = ("bfloat16", "float16")
 
 def half_in_float(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` computed in float32 for half-precision (bfloat16, float16) arguments, its float32
-    results rounded back once: as torch's CPU and CUDA kernels compute normalizations, softmax,
-    variances and scans of half-precision tensors (in their accumulate type). Computed in
-    bfloat16 instead, a layer norm over 512 values was off by 9e-3 of its size, where torch's is
-    off by 3e-3. An op given its result's dtype (``dtype=``, keyword-only in aten's schemas)
-    computes in that one."""
+    results rounded back once to the dtype of its first half-precision tensor: as torch's CPU and
+    CUDA kernels compute normalizations, softmax, variances and scans of half-precision tensors
+    (in their accumulate type), whose result is their input's dtype whatever their weights'.
+    Computed in bfloat16 instead, a layer norm over 512 values was off by 9e-3 of its size, where
+    torch's is off by 3e-3. An op given its result's dtype (``dtype=``, keyword-only in aten's
+    schemas) computes in that one."""
+    return _computed_in_float(fn, _first_half)
 
+
+def elementwise_in_float(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, an elementwise op whose result takes its arguments' promoted dtype, computed in
+    float32 where that dtype is half precision and rounded back once, as torch's kernels compute
+    in their ``opmath`` type: ``exp2`` as ``exp(x ln 2)`` in bfloat16 was off by 3e-2 of its size,
+    where torch is off by 7e-4, and ``log2``, ``hypot``, ``sinc``, ``addcmul`` by 2x torch's.
+    Where the promoted dtype is wider (a float32 tensor takes part), the half-precision arguments
+    are promoted first, so that no step of ``fn`` rounds to half precision."""
+    return _computed_in_float(fn, _promoted)
+
+
+# A plan: the dtype half-precision arguments compute in, and the one float32 results are rounded
+# back to (None: none are).
+_Plan = Optional[Tuple[str, Optional[str]]]
+
+
+def _first_half(tensors: Sequence[Any]) -> _Plan:
+    half = next((a.dtype for a in tensors if a.dtype in _HALF), None)
+    return None if half is None else ("float32", half)
+
+
+def _promoted(tensors: Sequence[Any]) -> _Plan:
+    # torch's promotion: a dimensioned tensor's dtype outranks a 0-dim one's of the same kind.
+    floats = [a for a in tensors if is_float(a)]
+    dtypes = {a.dtype for a in ([a for a in floats if a.ndim > 0] or floats)}
+    if not dtypes & set(_HALF):
+        return None
+    if len(dtypes) == 1:
+        return "float32", dtypes.pop()
+    return ("float64" if "float64" in dtypes else "float32"), None
+
+
+def _computed_in_float(fn: Callable[..., Any], plan_of: Callable[[Sequence[Any]], _Plan]
+                       ) -> Callable[..., Any]:
     def run(*args: Any, **kwargs: Any) -> Any:
-        half = next((a.dtype for a in (*args, *kwargs.values())
-                     if isinstance(a, xp.Tensor) and a.dtype in _HALF), None)
-        if half is None or kwargs.get("dtype") is not None:
+        plan = plan_of([a for a in (*args, *kwargs.values()) if isinstance(a, xp.Tensor)])
+        if plan is None or kwargs.get("dtype") is not None:
             return fn(*args, **kwargs)
+        compute, result = plan
 
         def up(a: Any) -> Any:
-            return a.astype("float32") if isinstance(a, xp.Tensor) and a.dtype in _HALF else a
+            return a.astype(compute) if isinstance(a, xp.Tensor) and a.dtype in _HALF else a
 
         def down(r: Any) -> Any:
             if isinstance(r, (tuple, list)):
                 return type(r)(down(x) for x in r)
-            return r.astype(half) if isinstance(r, xp.Tensor) and r.dtype == "float32" else r
+            return r.astype(result) if isinstance(r, xp.Tensor) and r.dtype == "float32" else r
 
-        return down(fn(*[up(a) for a in args], **{k: up(v) for k, v in kwargs.items()}))
+        out = fn(*[up(a) for a in args], **{k: up(v) for k, v in kwargs.items()})
+        return out if result is None else down(out)
 
     return run
 

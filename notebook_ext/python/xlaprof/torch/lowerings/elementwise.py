@@ -10,7 +10,8 @@ from typing import Any, Optional
 import xlaprof as xp
 
 from .._device import engine_dtype
-from .common import Unsupported, aten, broadcast_shape, expand_to, half_in_float, is_complex, is_float, to_float
+from .common import (Unsupported, aten, broadcast_shape, elementwise_in_float, expand_to, half_in_float, is_complex,
+                     is_float, to_float)
 from .registry import declare, lower
 
 
@@ -51,21 +52,25 @@ def square(x: Any) -> Any:
 
 
 @lower(aten.log2.default, autocast="float32")
+@elementwise_in_float
 def log2(x: Any) -> Any:
     return to_float(x).log() * (1.0 / math.log(2.0))
 
 
 @lower(aten.log10.default, autocast="float32")
+@elementwise_in_float
 def log10(x: Any) -> Any:
     return to_float(x).log() * (1.0 / math.log(10.0))
 
 
 @lower(aten.exp2.default)
+@elementwise_in_float
 def exp2(x: Any) -> Any:
     return (to_float(x) * math.log(2.0)).exp()
 
 
 @lower(aten.tan.default, autocast="float32")
+@elementwise_in_float
 def tan(x: Any) -> Any:
     x = to_float(x)
     return x.sin() / x.cos()
@@ -186,16 +191,19 @@ def masked_fill(x: Any, mask: Any, v: Any) -> Any:
 
 
 @lower(aten.lerp.Scalar, aten.lerp.Tensor)
+@elementwise_in_float
 def lerp(a: Any, b: Any, w: Any) -> Any:
     return a + (b - a) * w
 
 
 @lower(aten.addcmul.default, autocast="widest")
+@elementwise_in_float
 def addcmul(x: Any, t1: Any, t2: Any, value: Any = 1) -> Any:
     return x + t1 * t2 * value
 
 
 @lower(aten.addcdiv.default, autocast="widest")
+@elementwise_in_float
 def addcdiv(x: Any, t1: Any, t2: Any, value: Any = 1) -> Any:
     return x + t1 / t2 * value
 
@@ -335,18 +343,21 @@ def acos(x: Any) -> Any:
 
 
 @lower(aten.sinh.default, autocast="float32")
+@elementwise_in_float
 def sinh(x: Any) -> Any:
     x = to_float(x)
     return (x.exp() - (-x).exp()) * 0.5
 
 
 @lower(aten.cosh.default, autocast="float32")
+@elementwise_in_float
 def cosh(x: Any) -> Any:
     x = to_float(x)
     return (x.exp() + (-x).exp()) * 0.5
 
 
 @lower(aten.asinh.default)
+@elementwise_in_float
 def asinh(x: Any) -> Any:
     x = to_float(x)
     a = x.abs()
@@ -354,12 +365,14 @@ def asinh(x: Any) -> Any:
 
 
 @lower(aten.acosh.default)
+@elementwise_in_float
 def acosh(x: Any) -> Any:
     x = to_float(x)
     return (x + (x * x - 1.0).sqrt()).log()
 
 
 @lower(aten.atanh.default)
+@elementwise_in_float
 def atanh(x: Any) -> Any:
     x = to_float(x)
     return ((1.0 + x) / (1.0 - x)).log() * 0.5
@@ -377,6 +390,7 @@ def round_decimals(x: Any, decimals: int = 0) -> Any:
 
 
 @lower(aten.logaddexp.default)
+@elementwise_in_float
 def logaddexp(a: Any, b: Any) -> Any:
     m = a.maximum(b)
     # Both -inf: -inf (not -inf - -inf); both +inf: +inf.
@@ -405,16 +419,19 @@ def frac(x: Any) -> Any:
 
 
 @lower(aten.deg2rad.default)
+@elementwise_in_float
 def deg2rad(x: Any) -> Any:
     return to_float(x) * (math.pi / 180.0)
 
 
 @lower(aten.rad2deg.default)
+@elementwise_in_float
 def rad2deg(x: Any) -> Any:
     return to_float(x) * (180.0 / math.pi)
 
 
 @lower(aten.hypot.default)
+@elementwise_in_float
 def hypot(a: Any, b: Any) -> Any:
     # max * sqrt(1 + (min / max)^2): no overflow where the squares would.
     big, small = a.abs().maximum(b.abs()), a.abs().minimum(b.abs())
@@ -443,6 +460,7 @@ def signbit(x: Any) -> Any:
 
 
 @lower(aten.logaddexp2.default)
+@elementwise_in_float
 def logaddexp2(a: Any, b: Any) -> Any:
     ln2 = math.log(2.0)
     return logaddexp(a * ln2, b * ln2) * (1.0 / ln2)
@@ -479,6 +497,7 @@ def logical_xor(a: Any, b: Any) -> Any:
 
 
 @lower(aten.logit.default)
+@elementwise_in_float
 def logit(x: Any, eps: Any = None) -> Any:
     x = to_float(x)
     if eps is not None:
@@ -502,6 +521,7 @@ def nan_to_num(x: Any, nan: Any = None, posinf: Any = None, neginf: Any = None) 
 
 
 @lower(aten.sinc.default)
+@elementwise_in_float
 def sinc(x: Any) -> Any:
     x = to_float(x)
     px = x * math.pi

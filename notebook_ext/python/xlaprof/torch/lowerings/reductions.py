@@ -16,6 +16,7 @@ from .registry import declare, lower, lower_raw
 
 
 @lower(aten.renorm.default, autocast="float32")
+@half_in_float
 def renorm(x: Any, p: float, dim: int, maxnorm: float) -> Any:
     # Each slice along `dim` scaled down to a p-norm of at most maxnorm (torch's 1e-7 guard).
     d = dim % x.ndim
