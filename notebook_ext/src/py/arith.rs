@@ -143,6 +143,13 @@ pub(crate) fn with_alpha(
     }
     let other = Operand::extract(py, what, other)?;
     record(py, what, || match &other {
+        // Half precision as torch computes it, `a + alpha * b` in float32 rounded once.
+        Operand::Tensor(b)
+            if a.dtype() == b.dtype() && matches!(a.dtype(), DType::BF16 | DType::F16) =>
+        {
+            tensor_op(&a.cast(DType::F32)?, &b.cast(DType::F32)?.mul_scalar(alpha)?)?
+                .cast(a.dtype())
+        }
         Operand::Tensor(b) => tensor_op(a, &b.mul_scalar(alpha)?),
         Operand::Scalar(v) => scalar_op(a, v * alpha),
     })
