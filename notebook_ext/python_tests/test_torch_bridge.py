@@ -304,6 +304,25 @@ def test_factories_and_conversions():
     assert torch.equal(torch.randn(4, device=DEV).cpu(), a)
 
 
+def test_torch_accelerator_memory_functions_answer_for_the_device():
+    # The device is torch's current accelerator; accelerate empties its cache as the Trainer
+    # starts, which failed with torch's internal assert before.
+    assert torch.accelerator.current_accelerator() == torch.device("xlaprof")
+    x = torch.randn(256, 256, device=DEV) * 2
+    torch.accelerator.empty_cache()
+    torch.accelerator.reset_peak_memory_stats()
+    assert torch.accelerator.memory_stats() == {}
+    assert torch.accelerator.memory_allocated() == 0 and torch.accelerator.max_memory_reserved() == 0
+    with pytest.raises(RuntimeError, match="no figures for the xlaprof device"):
+        torch.accelerator.get_memory_info()
+    # synchronize() keeps CUDA's promise: what was issued before it has run.
+    runs = xp.counters()["executions"]
+    torch.accelerator.synchronize()
+    torch.get_device_module(DEV).synchronize()
+    assert xp.counters()["executions"] == runs + 1
+    assert x.sum().item() == pytest.approx((x.cpu()).sum().item(), rel=1e-4)
+
+
 def test_import_xlaprof_does_not_import_torch():
     code = "import sys, xlaprof; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ})

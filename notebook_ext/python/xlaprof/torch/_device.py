@@ -71,6 +71,7 @@ def register() -> None:
     _native.add_internal_dir(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
     _run_backward_on_the_calling_thread()
     _resize_storage_in_place()
+    _answer_memory_queries()
     _registered = True
 
 
@@ -172,6 +173,70 @@ def _resize_storage_in_place() -> None:
     torch.UntypedStorage.resize_ = resize_  # type: ignore[method-assign]
 
 
+def _answer_memory_queries() -> None:
+    """Lets ``torch.accelerator``'s memory functions answer for this device, as for one whose
+    caching allocator holds nothing.
+
+    Once this device is registered it is torch's current accelerator (torch looks for a
+    PrivateUse1 device before CUDA), and ``torch.accelerator.empty_cache()``,
+    ``memory_stats()``, ``memory_allocated()`` and the rest failed with an internal assert
+    ("Allocator for xlaprof is not a DeviceAllocator"): torch asks the device's allocator, and
+    a device registered from Python has none of that kind. accelerate calls ``empty_cache()``
+    as the Hugging Face Trainer starts training, so the Trainer failed on the device. torch's
+    allocator does hold nothing here (a tensor on this device is a wrapper with no bytes; its
+    values are the engine's device buffers, which go when the tensor goes), so torch's answer
+    for an allocator not yet in use is the true one: ``empty_cache()`` does nothing and the
+    statistics are empty. The device's own memory (PJRT's figures, where the plugin keeps them)
+    is in the profile, step by step. ``get_memory_info()`` says the same in an error.
+
+    ``torch.accelerator.synchronize()`` (which failed: "Backend doesn't support synchronizing
+    all streams on device") keeps CUDA's promise that every op issued before it has run: the
+    ops pending are run (a sync) and the device is waited for."""
+    c = torch._C
+    initialized = getattr(c, "_accelerator_isAllocatorInitialized", None)
+    if initialized is None or getattr(initialized, "_xlaprof", False):
+        return  # a torch without these functions has nothing to fail
+
+    def ours() -> bool:
+        accelerator = c._accelerator_getAccelerator()
+        return accelerator is not None and accelerator.type == DEVICE_TYPE
+
+    def is_allocator_initialized() -> bool:
+        return False if ours() else initialized()
+
+    memory_info = getattr(c, "_accelerator_getMemoryInfo", None)
+
+    def get_memory_info(device_index: int) -> Any:
+        if ours():
+            raise RuntimeError(
+                "torch.accelerator.get_memory_info() has no figures for the xlaprof device: torch's "
+                "allocator holds none of its memory (the engine's device buffers are PJRT's); "
+                "a profile (xlaprof.profile()) records the device's memory at each step where the "
+                "plugin reports it")
+        return memory_info(device_index)
+
+    synchronize_device = c._accelerator_synchronizeDevice
+
+    def synchronize(device_index: int) -> None:
+        return _synchronize() if ours() else synchronize_device(device_index)
+
+    wraps = [("_accelerator_isAllocatorInitialized", is_allocator_initialized),
+             ("_accelerator_synchronizeDevice", synchronize)]
+    if memory_info is not None:
+        wraps.append(("_accelerator_getMemoryInfo", get_memory_info))
+    for name, wrapped in wraps:
+        wrapped._xlaprof = True  # type: ignore[attr-defined]
+        setattr(c, name, wrapped)
+
+
+def _synchronize(device: object = None) -> None:
+    """Runs every op pending and waits until the device has run it (``torch.cuda.synchronize``)."""
+    from . import sync, wait
+
+    sync()
+    wait()
+
+
 def _device_guard() -> Any:
     """The device guard torch asks its device type of, two or three times per aten op under
     autograd (the backward's ops most). torch's default answers
@@ -215,6 +280,8 @@ class _Backend:
         _native.manual_seed(int(seed))
 
     manual_seed_all = manual_seed
+
+    synchronize = staticmethod(_synchronize)
 
     @staticmethod
     def get_rng_state(device: object = None) -> torch.Tensor:
