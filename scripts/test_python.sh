@@ -6,5 +6,6 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup_python.sh
 # Two worker processes (pytest-xdist): most tests wait on XLA's compiles or a kernel, a browser or
-# a subprocess part of the time, so two keep two cores busy (17 minutes alone, 12.5 with two).
-exec .venv/bin/python -m pytest -q -n 2 notebook_ext/python_tests tests "$@"
+# a subprocess part of the time, so two keep two cores busy (25 minutes with two on a cold
+# machine of two cores). The slowest tests are named at the end, where time goes next.
+exec .venv/bin/python -m pytest -q -n 2 --durations=15 notebook_ext/python_tests tests "$@"
