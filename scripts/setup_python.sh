@@ -18,19 +18,23 @@ say_as=setup-python
 
 bash scripts/setup.sh
 py="$root/.venv/bin/python"
+# Every install takes the versions the suite last passed with (scripts/python-constraints.txt
+# says why and how to move them); XLAPROF_LATEST_PACKAGES=1 takes the newest releases instead.
+pin=(-c "$root/scripts/python-constraints.txt")
+[ "${XLAPROF_LATEST_PACKAGES:-0}" = 1 ] && pin=()
 
 # --- Python tools ---------------------------------------------------------------------------
 if ! "$py" -c 'import pytest, xdist, nbclient, nbconvert, nbformat, ipykernel, IPython, numpy, polars, PIL' \
      >/dev/null 2>&1 || [ ! -x "$root/.venv/bin/maturin" ]; then
   say "installing maturin, pytest, pytest-xdist, nbclient, nbconvert, ipykernel, numpy, polars, pillow into .venv"
-  "$py" -m pip install -q --disable-pip-version-check "maturin>=1.5,<2" pytest pytest-xdist nbclient nbconvert \
+  "$py" -m pip install -q --disable-pip-version-check "${pin[@]}" "maturin>=1.5,<2" pytest pytest-xdist nbclient nbconvert \
     nbformat ipykernel ipython numpy polars pillow
 fi
 # The interactive notebook view (anywidget), and what its test drives: a real JupyterLab, in
 # the system Chromium through Playwright (whose own browser download is not needed).
 if ! "$py" -c 'import anywidget, jupyterlab, playwright' >/dev/null 2>&1; then
   say "installing anywidget, jupyterlab and playwright into .venv (the notebook view and its browser test)"
-  "$py" -m pip install -q --disable-pip-version-check "anywidget>=0.9" jupyterlab playwright
+  "$py" -m pip install -q --disable-pip-version-check "${pin[@]}" "anywidget>=0.9" jupyterlab playwright
 fi
 
 # --- torch, for the torch bridge (xlaprof.torch) and PyTorch's OpInfo sweep -----------------
@@ -38,7 +42,7 @@ fi
 # accelerate: the Hugging Face Trainer runs on it.
 if ! "$py" -c 'import torch, expecttest, transformers, accelerate' >/dev/null 2>&1; then
   say "installing torch, transformers, accelerate and expecttest into .venv (the torch bridge's tests; ~2.8 GB of wheels)"
-  "$py" -m pip install -q --disable-pip-version-check "torch>=2.10" transformers accelerate expecttest
+  "$py" -m pip install -q --disable-pip-version-check "${pin[@]}" "torch>=2.10" transformers accelerate expecttest
 fi
 
 # --- Chromium -------------------------------------------------------------------------------
@@ -66,7 +70,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$current" ] || \
   rm -f "$wheels"/xlaprof-*.whl
   (cd notebook_ext && "$root/.venv/bin/maturin" build --release --quiet --interpreter "$py" --out "$wheels")
   "$py" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$wheels"/xlaprof-*.whl
-  "$py" -m pip install -q --disable-pip-version-check "$wheels"/xlaprof-*.whl  # its dependencies
+  "$py" -m pip install -q --disable-pip-version-check "${pin[@]}" "$wheels"/xlaprof-*.whl  # its dependencies
   echo "$current" > "$stamp"
 fi
 say "ready: xlaprof installed in .venv"
