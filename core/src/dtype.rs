@@ -74,6 +74,11 @@ impl DType {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
     }
 
+    /// bf16 and f16, which torch's kernels compute in f32 (their opmath type) and round once.
+    pub fn is_half(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16)
+    }
+
     pub fn is_complex(self) -> bool {
         matches!(self, DType::C64 | DType::C128)
     }

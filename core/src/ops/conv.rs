@@ -94,7 +94,7 @@ const MAX_DEPTHWISE_TAPS: i64 = 49;
 /// Half-precision operands are summed in f32 and rounded once, as a convolution accumulates (in
 /// bf16, 49 taps' sum was off by 3x torch's error).
 fn depthwise(x: &Tensor, k: &Tensor, g: Geometry, location: &SourceLocation) -> Result<Tensor> {
-    if matches!(x.dtype(), DType::BF16 | DType::F16) {
+    if x.dtype().is_half() {
         let wide = depthwise(&x.cast(DType::F32)?, &k.cast(DType::F32)?, g, location)?;
         return wide.cast(x.dtype());
     }

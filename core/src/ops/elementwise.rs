@@ -618,7 +618,7 @@ impl Tensor {
     /// compute in f32 and round once, as torch's CPU and CUDA kernels do: `x * sigmoid(x)` in
     /// bf16 rounds twice, and a SiLU was off by 1.5x torch's error.
     fn half_dtype(&self) -> Option<DType> {
-        matches!(self.dtype(), DType::BF16 | DType::F16).then(|| self.dtype())
+        self.dtype().is_half().then(|| self.dtype())
     }
 
     #[track_caller]

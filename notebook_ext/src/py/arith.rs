@@ -144,9 +144,7 @@ pub(crate) fn with_alpha(
     let other = Operand::extract(py, what, other)?;
     record(py, what, || match &other {
         // Half precision as torch computes it, `a + alpha * b` in float32 rounded once.
-        Operand::Tensor(b)
-            if a.dtype() == b.dtype() && matches!(a.dtype(), DType::BF16 | DType::F16) =>
-        {
+        Operand::Tensor(b) if a.dtype() == b.dtype() && a.dtype().is_half() => {
             tensor_op(&a.cast(DType::F32)?, &b.cast(DType::F32)?.mul_scalar(alpha)?)?
                 .cast(a.dtype())
         }
