@@ -548,6 +548,7 @@ counters! {
     bytes_to_device: "bytes copied host to device",
     bytes_from_device: "bytes copied device to host",
     value_reads: "device-to-host reads of tensor values",
+    buffers_donated: "input buffers programs took for their outputs (donated)",
 }
 
 #[inline]

@@ -99,15 +99,24 @@ impl Replay {
     /// computed first), at `location`: the outputs' values, in the capture's order. None, with
     /// nothing run, when the arguments are split over a mesh otherwise than at the capture
     /// (capture the graph again for them).
+    ///
+    /// `handed_over`: the arguments (by position) the caller gives up: it rebinds each such
+    /// tensor to the output that takes its place (an in-place update's, see
+    /// [`Tensor::take_place_of`]) and holds its old value nowhere else. The program then takes
+    /// that argument's buffer for the output, where nothing else refers to it, as a sync donates
+    /// an updated parameter's; after the run the old tensor must not be read.
     pub fn run(
         &self,
         arguments: &[&Tensor],
+        handed_over: &[usize],
         location: SourceLocation,
     ) -> Result<Option<Vec<Tensor>>> {
         let a: Vec<_> = arguments.iter().map(|t| &t.0.value).collect();
         match &self.0 {
             Kind::Launched(replay) => {
-                let Some(data) = replay.run(&a, location.clone())? else { return Ok(None) };
+                let Some(data) = replay.run(&a, handed_over, location.clone())? else {
+                    return Ok(None);
+                };
                 Ok(Some(data.into_iter().map(|d| Tensor::from_data(d, location.clone())).collect()))
             }
             Kind::Recorded(recorded) => recorded.run(&a, location).map(Some),

@@ -149,12 +149,15 @@ impl Tensor {
         self.0.value.set_name(Arc::from(name));
     }
 
-    /// Gives this tensor `from`'s name, if it has one: a front end that updates a tensor in place
-    /// by giving it a new value passes the name on.
-    pub fn keep_name_of(&self, from: &Tensor) {
-        if let Some(name) = from.0.value.name() {
+    /// This tensor is an in-place write's new value over `old` (a front end that updates a tensor
+    /// by giving it a new value, as the torch bridge does): it keeps `old`'s name, and the sync
+    /// that computes it takes the buffer `old` holds for it where it may be donated, as
+    /// `set_value` does.
+    pub fn take_place_of(&self, old: &Tensor) {
+        if let Some(name) = old.0.value.name() {
             self.0.value.set_name(name.clone());
         }
+        self.0.value.take_place_of(&old.0.value);
     }
 
     /// True once the value is device data (no pending computation).

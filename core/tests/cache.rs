@@ -207,6 +207,51 @@ fn an_input_that_becomes_donatable_runs_the_executable_compiled_without_donating
 }
 
 #[test]
+fn each_updated_tensor_donates_its_old_buffer_to_its_own_new_value() {
+    let _serial = serial();
+    // An optimizer's shape: three tensors of one shape updated in place, read in another order
+    // than they were made (a full sync's outputs are oldest first, its inputs in order of first
+    // use). Paired by shape alone, `v`'s buffer went to `p`'s update and XLA copied both.
+    let names = ["p", "m", "v"];
+    let [p, m, v] = [1f32, 2.0, 3.0].map(|x| Tensor::from_slice(&[x; 4], &[4]).unwrap());
+    for (t, name) in [&p, &m, &v].into_iter().zip(names) {
+        t.set_name(name);
+    }
+    let seen = Arc::new(Summaries::default());
+    let id = events::add_listener(seen.clone());
+    for _ in 0..2 {
+        let new_v = v.mul_scalar(0.5).unwrap();
+        let new_m = m.add(&new_v).unwrap();
+        let new_p = p.sub(&new_m.mul(&new_v).unwrap()).unwrap();
+        v.set_value(&new_v).unwrap();
+        m.set_value(&new_m).unwrap();
+        p.set_value(&new_p).unwrap();
+        drop((new_v, new_m, new_p));
+        sync().unwrap();
+    }
+    events::remove_listener(id);
+    // v: 3, 1.5, 0.75; m: 2, 3.5, 4.25; p: 1, 1 - 3.5 * 1.5, then minus 4.25 * 0.75.
+    assert_eq!(v.to_vec::<f32>().unwrap(), vec![0.75; 4]);
+    assert_eq!(m.to_vec::<f32>().unwrap(), vec![4.25; 4]);
+    assert_eq!(p.to_vec::<f32>().unwrap(), vec![1.0 - 5.25 - 3.1875; 4]);
+    let summaries = seen.0.lock().unwrap();
+    assert_eq!(summaries.len(), 2);
+    for summary in summaries.iter() {
+        let donated: Vec<(&str, usize)> = summary
+            .donated
+            .iter()
+            .map(|&(input, output)| (summary.inputs[input].name.as_deref().unwrap_or("?"), output))
+            .collect();
+        // The outputs are p, m and v (oldest first).
+        let mut want = vec![("v", 2), ("m", 1), ("p", 0)];
+        let mut got = donated.clone();
+        want.sort();
+        got.sort();
+        assert_eq!(got, want, "each input's buffer goes to its own tensor's update: {donated:?}");
+    }
+}
+
+#[test]
 fn reading_one_value_never_donates_an_input_another_pending_tensor_needs() {
     let _serial = serial();
     // `shared` feeds both results; reading `first` computes only its part of the graph.

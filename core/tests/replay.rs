@@ -32,7 +32,7 @@ fn recorded_runs_join_the_step_and_a_step_is_one_program_compiled_once() {
     let mut counts = Vec::new();
     for _ in 0..8 {
         let before = value.mul_scalar(0.5).unwrap();
-        value = replay.run(&[&before], here.clone()).unwrap().expect("not split").remove(0);
+        value = replay.run(&[&before], &[], here.clone()).unwrap().expect("not split").remove(0);
         want = graph(&want.iter().map(|v| v * 0.5).collect::<Vec<_>>());
         close(&value.to_vec::<f32>().unwrap(), &want);
         counts.push(counters());
@@ -44,7 +44,7 @@ fn recorded_runs_join_the_step_and_a_step_is_one_program_compiled_once() {
     // Never read: each run computes the one before it, so each program stays one step long.
     let start = counters();
     for _ in 0..10 {
-        value = replay.run(&[&value], here.clone()).unwrap().expect("not split").remove(0);
+        value = replay.run(&[&value], &[], here.clone()).unwrap().expect("not split").remove(0);
         want = graph(&want);
     }
     close(&value.to_vec::<f32>().unwrap(), &want);

@@ -277,7 +277,7 @@ fn replays_over_a_mesh_run_ahead_and_each_is_reported() {
     let id = events::add_listener(ends.clone());
     let runs = 20;
     for _ in 0..runs {
-        out = replay.run(&[&out[0]], here.clone()).unwrap().expect("split as at the capture");
+        out = replay.run(&[&out[0]], &[], here.clone()).unwrap().expect("split as at the capture");
     }
     wait().unwrap();
     events::remove_listener(id);

@@ -63,6 +63,42 @@ def test_a_compiled_model_and_optimizer_train_like_cpu_eager():
     assert all(c.device == DEV for c in counts) and {c.item() for c in counts} == {20.0}
 
 
+def test_a_compiled_optimizer_step_donates_what_it_writes_except_a_buffer_still_read():
+    # Each run hands the program the buffers of the tensors it writes (parameters, moments, step
+    # counts), as a sync donates an updated parameter's: without, every step wrote the model's
+    # whole state to new memory. A buffer something else still reads is kept.
+    torch.manual_seed(0)
+    eager = torch.nn.Linear(16, 16)
+    ours = copy.deepcopy(eager).to(DEV)
+    eager_opt = torch.optim.AdamW(eager.parameters(), lr=1e-2)
+    opt = torch.optim.AdamW(ours.parameters(), lr=1e-2)
+    step = torch.compile(opt.step, backend="xlaprof")
+    x = torch.randn(4, 16)
+    donated = []
+    for i in range(5):
+        eager(x).square().sum().backward()
+        ours(x.to(DEV)).square().sum().backward()
+        eager_opt.step()
+        held = None
+        if i == 4:  # a pending tensor that reads the weight while the step runs (the gradients
+            xt.sync()  # computed first: a pending argument's sync would compute it too)
+            held = ours.weight.detach().clone()
+        before = xp.counters()["buffers_donated"]
+        step()
+        xt.wait()
+        donated.append(xp.counters()["buffers_donated"] - before)
+        eager_opt.zero_grad()
+        opt.zero_grad()
+        if held is not None:
+            torch.testing.assert_close(held.cpu(), before_step, rtol=0, atol=0)
+        before_step = ours.weight.detach().cpu()
+    # The first call captures (its arguments still held); then 2 parameters, their 4 moments
+    # and 2 step counts, 8 buffers a step, and 7 while the weight is read.
+    assert donated == [0, 8, 8, 8, 7], donated
+    for a, b in zip(eager.parameters(), ours.parameters()):
+        torch.testing.assert_close(b.cpu(), a, rtol=1e-5, atol=1e-6)
+
+
 def test_a_forward_saves_weights_for_its_backward_not_copies_of_their_transposes(monkeypatch):
     # A program cannot return a view: a transposed weight saved for the backward would be
     # written out by every forward. The backward recomputes it from the weight instead.

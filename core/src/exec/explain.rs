@@ -7,7 +7,7 @@ use std::fmt;
 use super::{engine, summary};
 use crate::error::Result;
 use crate::events::{GraphSummary, InputKind};
-use crate::ir::{Graph, NodeRef};
+use crate::ir::{Donate, Graph, NodeRef};
 use crate::trace;
 
 /// The pending graph of some tensors, as [`explain`] found it.
@@ -23,7 +23,7 @@ pub(crate) fn explain(roots: &[NodeRef]) -> Result<Explanation> {
     let engine = engine()?;
     let _serial = trace::serialize();
     let epoch = engine.epoch.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let graph = Graph::build(roots, epoch, false);
+    let graph = Graph::build(roots, epoch, Donate::Nothing);
     Ok(Explanation { tensors: roots.len(), graph: summary::summary(&graph) })
 }
 

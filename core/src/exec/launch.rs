@@ -50,6 +50,8 @@ fn execute_one(
         .launch_keeping(&inputs, &graph.kept)
         .map_err(|e| engine.device_error(e, graph.key, location, exe))?;
     bump(&counter::executions, 1);
+    let donated = compiled.summary.donated.len().saturating_sub(graph.kept.len());
+    bump(&counter::buffers_donated, donated as u64);
     let mut done = launched.done;
     if listening && ahead.is_some() {
         // Timed when the device says it finished, after this sync has returned.
@@ -123,6 +125,8 @@ fn execute_partitioned(
         .launch_partitioned(&inputs)
         .map_err(|e| engine.device_error(e, graph.key, location, exe))?;
     bump(&counter::executions, 1);
+    let donated = compiled.summary.donated.len().saturating_sub(graph.kept.len());
+    bump(&counter::buffers_donated, donated as u64);
     let mut done = launched.done;
     if listening {
         time_devices(&mut done, t, sync_id, graph.key);

@@ -33,7 +33,7 @@ pub use watch::{detect_anomalies, DetectingAnomalies};
 use crate::config::EngineConfig;
 use crate::error::Result;
 use crate::events::{self, bump, counter, Direction, Event, SyncCause};
-use crate::ir::{DeviceData, Graph, Inputs, Node, NodeRef, Op};
+use crate::ir::{DeviceData, Donate, Graph, Inputs, Node, NodeRef, Op, Replaces};
 use crate::location::SourceLocation;
 use crate::lower;
 use crate::runtime::{Buffer, Client, CompileOptions};

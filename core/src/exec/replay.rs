@@ -24,7 +24,7 @@ use super::{compile, engine, execute, summary, sync_all, sync_tensors, NEXT_SYNC
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::events::{self, bump, counter, Event, SyncCause};
-use crate::ir::{DeviceData, Graph, Node, Op};
+use crate::ir::{DeviceData, Donate, Graph, Node, Op, Replaces};
 use crate::location::SourceLocation;
 use crate::shape::Shape;
 use crate::spmd::Sharding;
@@ -44,6 +44,9 @@ pub(crate) struct Replay {
     /// Each host-scalar parameter: its value, or `None` for a seed drawn at every run.
     scalars: Vec<(Option<f64>, DType)>,
     outputs: Vec<(Source, Shape)>,
+    /// The arguments the graph writes, whose buffers the program takes for their new values:
+    /// `(parameter, argument)`, the parameter compiled to alias its own update's output.
+    donated: Vec<(usize, usize)>,
     location: SourceLocation,
 }
 
@@ -125,6 +128,7 @@ impl Replay {
                 inputs: Vec::new(),
                 scalars: Vec::new(),
                 outputs,
+                donated: Vec::new(),
                 location,
             };
             let results = replay.passed_through(arguments)?;
@@ -134,7 +138,33 @@ impl Replay {
         let (sync_id, sync_start, listening) = begin(&location, outputs.len());
         let epoch = engine.epoch.fetch_add(1, Ordering::Relaxed);
         let t = events::now_ns();
-        let graph = Graph::build(&roots, epoch, false);
+        // An argument the graph writes (an output takes its place: the front end's in-place
+        // update) gives its buffer to its new value where its caller hands it over at a run
+        // (`run`), as a sync donates an updated parameter's: without it, a compiled optimizer
+        // step wrote every parameter and moment to new memory, twice a model's state at a time.
+        // Not over a mesh, where partitioned programs donate nothing.
+        // (Only arguments: an argument that is also an output as it is keeps its buffer.)
+        let passed: HashSet<*const DeviceData> = nodes
+            .iter()
+            .filter_map(|n| match &n.op {
+                Op::Data(d) => Some(Arc::as_ptr(d)),
+                _ => None,
+            })
+            .collect();
+        let replaces: Vec<Replaces> = outputs
+            .iter()
+            .zip(&nodes)
+            .filter(|(_, n)| !matches!(n.op, Op::Data(_)))
+            .map(|(t, _)| {
+                let replaced = t.replaces().map(|d| d.as_ptr());
+                replaced.filter(|d| by_buffer.contains_key(d) && !passed.contains(d))
+            })
+            .collect();
+        let donate = match splits.iter().all(Option::is_none) {
+            true => Donate::Replaced(&replaces),
+            false => Donate::Nothing,
+        };
+        let graph = Graph::build(&roots, epoch, donate);
         let summary = Arc::new(summary::summary(&graph));
         if listening {
             events::emit(Event::GraphBuilt {
@@ -162,7 +192,7 @@ impl Replay {
                 bump(&counter::cache_misses, 1);
                 let c = compile(engine, &graph, summary, sync_id, listening)?;
                 let mut cache = engine.cache.lock().unwrap_or_else(|p| p.into_inner());
-                cache.insert(graph.key, c.clone(), graph.key, &[]);
+                cache.insert(graph.key, c.clone(), graph.undonated_key, &graph.donated);
                 c
             }
         };
@@ -198,13 +228,23 @@ impl Replay {
                 (source, n.shape.clone())
             })
             .collect();
+        let inputs: Vec<Source> = graph.data.iter().map(source_of).collect();
+        let donated = graph
+            .donated
+            .iter()
+            .filter_map(|&(param, _)| match inputs[param] {
+                Source::Argument(i) => Some((param, i)),
+                _ => None,
+            })
+            .collect();
         let replay = Replay {
             key: graph.key,
             arguments: shapes,
             splits,
-            inputs: graph.data.iter().map(source_of).collect(),
+            inputs,
             scalars,
             outputs,
+            donated,
             location,
             compiled: Some(compiled),
         };
@@ -215,8 +255,10 @@ impl Replay {
         let data = replay.data(arguments)?;
         let scalars = replay.scalar_values();
         let location = replay.location.clone();
+        // (Nothing is handed over: the front end still holds this call's arguments.)
+        let kept = replay.kept(arguments, &data, &[]);
         let results =
-            replay.launch(engine, arguments, data, scalars, sync_id, &location, listening)?;
+            replay.launch(engine, arguments, data, scalars, kept, sync_id, &location, listening)?;
         if listening {
             events::emit(Event::SyncEnd { sync_id, duration_ns: events::now_ns() - sync_start });
         }
@@ -234,6 +276,7 @@ impl Replay {
     pub fn run(
         &self,
         arguments: &[&Value],
+        handed_over: &[usize],
         location: SourceLocation,
     ) -> Result<Option<Vec<Arc<DeviceData>>>> {
         if arguments.len() != self.arguments.len()
@@ -278,12 +321,39 @@ impl Replay {
         }
         let data = self.data(arguments)?;
         let scalars = self.scalar_values();
+        let mut kept = self.kept(arguments, &data, handed_over);
+        if !kept.is_empty() && !handed_over.is_empty() && trace::free_graveyard() {
+            // The graph a sync computed before this run may hold the arguments it read.
+            kept = self.kept(arguments, &data, handed_over);
+        }
         let results =
-            self.launch(engine, arguments, data, scalars, sync_id, &location, listening)?;
+            self.launch(engine, arguments, data, scalars, kept, sync_id, &location, listening)?;
         if listening {
             events::emit(Event::SyncEnd { sync_id, duration_ns: events::now_ns() - sync_start });
         }
         Ok(Some(results))
+    }
+
+    /// The donated parameters a run launches as not donatable (`Graph::kept`): each whose
+    /// argument the caller did not hand over (`handed_over`, by argument: the caller rebinds
+    /// that tensor to its new value and holds its old one nowhere else), or that something else
+    /// refers to now (another tensor sharing its node, a pending node that reads it, another
+    /// holder of the buffer).
+    fn kept(
+        &self,
+        arguments: &[&Value],
+        data: &[Arc<DeviceData>],
+        handed_over: &[usize],
+    ) -> Vec<usize> {
+        self.donated
+            .iter()
+            .filter(|&&(param, argument)| {
+                let node = arguments[argument].node();
+                let sole = Arc::strong_count(&node) == 2 && Arc::strong_count(&data[param]) == 2;
+                !(sole && handed_over.contains(&argument))
+            })
+            .map(|&(param, _)| param)
+            .collect()
     }
 
     /// The host scalars of a run: the captured values, a fresh seed where the graph draws one.
@@ -314,12 +384,14 @@ impl Replay {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn launch(
         &self,
         engine: &super::Engine,
         arguments: &[&Value],
         data: Vec<Arc<DeviceData>>,
         scalars: Vec<(f64, DType)>,
+        kept: Vec<usize>,
         sync_id: u64,
         location: &SourceLocation,
         listening: bool,
@@ -334,7 +406,7 @@ impl Replay {
             outputs: Vec::new(),
             root_outputs: Vec::new(),
             donated: Vec::new(),
-            kept: Vec::new(),
+            kept,
             check_finite: false,
         };
         let Some(compiled) = &self.compiled else {

@@ -168,7 +168,13 @@ pub(super) fn run(
     // Nor while anomalies are looked for: the graph may have to run again on the same inputs.
     let detecting = watch::detecting();
     let full = cause != SyncCause::ValueRead && !detecting;
-    let (mut graph, trace) = build_graph(&roots, trace, epoch, full);
+    // Each input goes first to the output that takes its place (`graph::donations`).
+    let replaces: Vec<Replaces> = match full {
+        true => tensors.iter().map(|t| t.replaces().map(|d| d.as_ptr())).collect(),
+        false => Vec::new(),
+    };
+    let donate = full.then_some(&replaces[..]);
+    let (mut graph, trace) = build_graph(&roots, trace, epoch, donate);
     // While anomalies are looked for, the program also computes whether its results are finite
     // (one more output): no op recorded for it, no second graph. Not for a graph over a mesh,
     // whose outputs come back as shards of its plan (a graph of its own checks them above).
@@ -293,10 +299,14 @@ pub(super) fn build_graph<'a>(
     roots: &'a [NodeRef],
     trace: Option<&'a mut Trace>,
     epoch: u64,
-    donate: bool,
+    donate: Option<&[Replaces]>,
 ) -> (Graph<'a>, Option<&'a Trace>) {
+    let walked = match donate {
+        Some(replaces) => Donate::Unheld(replaces),
+        None => Donate::Nothing,
+    };
     let Some(trace) = trace else {
-        return (Graph::build(roots, epoch, donate), None);
+        return (Graph::build(roots, epoch, walked), None);
     };
     if trace.covers(roots) {
         let outputs = trace.settle(roots);
@@ -307,7 +317,7 @@ pub(super) fn build_graph<'a>(
     }
     // The walk judges donation by reference counts: the trace's own must go.
     trace.release_params();
-    (Graph::build(roots, epoch, donate), None)
+    (Graph::build(roots, epoch, walked), None)
 }
 
 /// The key of a graph whose program also checks its results (`Graph::check_finite`): another

@@ -28,8 +28,8 @@ pub fn manual_seed(seed: i64) {
 }
 pub use def::{Attr, NodeDef};
 pub(crate) use graph::{
-    donations, keys, needed, scalar_key, share, Graph, References, ScalarKey, PARAMETER,
-    SCALAR_SLOT,
+    data_held_once, donations, keys, needed, replaced_per_output, scalar_key, share, Donate, Graph,
+    References, Replaces, ScalarKey, PARAMETER, SCALAR_SLOT,
 };
 pub use op::{
     qr_taus, BinaryOp, CompareOp, FftKind, LuOutput, Op, OpKind, Recursion, ReduceKind, UnaryOp,

@@ -255,6 +255,21 @@ pub(crate) fn free_small_graveyard() {
     }
 }
 
+/// Frees the whole graveyard; false when it was empty. A buried graph still holds the device
+/// data it read, which a captured graph's run would otherwise take for a holder of its own
+/// (`exec::replay`: the lazy code between compiled graphs reads their arguments).
+pub(crate) fn free_graveyard() -> bool {
+    let mut reg = registry();
+    if reg.graveyard.is_empty() {
+        return false;
+    }
+    while !reg.graveyard.is_empty() {
+        reg.reap(REAPED_PER_LOOK);
+    }
+    reg.buried = 0;
+    true
+}
+
 /// Frees a few graveyard entries; false once it is empty. For the time a program runs.
 pub(crate) fn reap_while_executing() -> bool {
     let mut reg = registry();

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use crate::dtype::DType;
 use crate::ir::{
-    donations, keys, scalar_key, share, FastHasher, Graph, Inputs, Node, NodeRef, Op, References,
-    ScalarKey, PARAMETER, SCALAR_SLOT,
+    data_held_once, donations, keys, replaced_per_output, scalar_key, share, FastHasher, Graph,
+    Inputs, Node, NodeRef, Op, References, Replaces, ScalarKey, PARAMETER, SCALAR_SLOT,
 };
 use crate::location::SourceLocation;
 use crate::shape::Shape;
@@ -213,8 +213,14 @@ impl Trace {
     }
 
     /// The graph of a settled trace, without its node order (see [`Trace::lay_out`]): all a
-    /// cache hit needs. `donate`: whether inputs only this graph refers to may be donated.
-    pub fn graph(&self, roots: &[NodeRef], outputs: Outputs, donate: bool) -> Graph<'_> {
+    /// cache hit needs. `donate`: whether inputs only this graph refers to may be donated, with
+    /// the data each root takes the place of (`graph::donations`).
+    pub fn graph(
+        &self,
+        roots: &[NodeRef],
+        outputs: Outputs,
+        donate: Option<&[Replaces]>,
+    ) -> Graph<'_> {
         let data = self
             .params
             .iter()
@@ -236,8 +242,8 @@ impl Trace {
             check_finite: false,
             undonated_key: 0,
         };
-        if donate {
-            self.donate(&mut g, roots);
+        if let Some(replaces) = donate {
+            self.donate(&mut g, roots, replaces);
         }
         let outputs: Vec<u64> = g.outputs.iter().map(|&o| o as u64).collect();
         let params = self.params.iter().map(|p| p.hash);
@@ -248,15 +254,16 @@ impl Trace {
 
     /// Donates every parameter that nothing but this trace's edges refers to (the parameter list
     /// holds one more reference): see `graph::donations`.
-    fn donate(&self, g: &mut Graph, roots: &[NodeRef]) {
+    fn donate(&self, g: &mut Graph, roots: &[NodeRef], replaces: &[Replaces]) {
         let mut outputs: Vec<&Shape> = vec![&roots[0].shape; g.outputs.len()];
         for (root, &o) in roots.iter().zip(&g.root_outputs) {
             outputs[o] = &root.shape;
         }
-        let candidates = self.params.iter().enumerate().map(|(p, node)| {
-            (p, &**node, Arc::strong_count(node) == self.param_edges[p] as usize + 1)
+        let candidates = self.params.iter().enumerate().filter_map(|(p, node)| {
+            let unheld = Arc::strong_count(node) == self.param_edges[p] as usize + 1;
+            (unheld && data_held_once(node)).then_some((p, &**node))
         });
-        g.donated = donations(candidates, &outputs);
+        g.donated = donations(candidates, &outputs, &replaced_per_output(g, replaces));
     }
 
     /// Lays the graph out for lowering and its summary: the parameters, then every node the roots

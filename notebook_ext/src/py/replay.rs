@@ -70,16 +70,20 @@ impl PyReplay {
 
     /// Runs the graph on `arguments` (launched, or recorded into the trace, as it was
     /// captured): its outputs, in the capture's order; None, with nothing run, when the
-    /// arguments are split over a mesh otherwise than at the capture.
+    /// arguments are split over a mesh otherwise than at the capture. `handed_over`: the
+    /// arguments the caller rebinds to their new values and holds nowhere else, whose buffers
+    /// the program may take (core's `Replay::run`).
+    #[pyo3(signature = (arguments, handed_over = Vec::new()))]
     fn run(
         &self,
         py: Python<'_>,
         arguments: Vec<PyRef<'_, PyTensor>>,
+        handed_over: Vec<usize>,
     ) -> PyResult<Option<Vec<Py<PyTensor>>>> {
         let arguments = tensors(&arguments);
         let values = traced_detached(py, "compiled graph", || {
             let a: Vec<&Tensor> = arguments.iter().collect();
-            self.replay.run(&a, SourceLocation::caller())
+            self.replay.run(&a, &handed_over, SourceLocation::caller())
         })?;
         values.map(|v| wrapped(py, v)).transpose()
     }

@@ -76,11 +76,11 @@ impl PyTensor {
         self.t.set_name(name);
     }
 
-    /// Gives this tensor `other`'s name, if it has one (an in-place write's new value; the torch
-    /// bridge's).
-    #[pyo3(name = "_keep_name_of")]
-    fn keep_name_of(&self, other: &PyTensor) {
-        self.t.keep_name_of(&other.t);
+    /// This tensor is an in-place write's new value over `old` (the torch bridge's): it keeps
+    /// `old`'s name, and its sync takes `old`'s buffer for it (core's `Tensor::take_place_of`).
+    #[pyo3(name = "_take_place_of")]
+    fn take_place_of(&self, old: &PyTensor) {
+        self.t.take_place_of(&old.t);
     }
 
     #[getter]

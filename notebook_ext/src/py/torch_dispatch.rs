@@ -282,7 +282,7 @@ impl Bridge {
             if let (Ok(new), Ok(old)) = (value.cast::<PyTensor>(), old.cast::<PyTensor>()) {
                 let (new, old) = (&new.get().t, &old.get().t);
                 if new.dtype() == old.dtype() && new.dims() == old.dims() {
-                    new.keep_name_of(old);
+                    new.take_place_of(old);
                     target.setattr(intern!(py, "_xp"), &value)?;
                     let generation: u64 = target.getattr(intern!(py, "_gen"))?.extract()?;
                     target.setattr(intern!(py, "_gen"), generation + 1)?;

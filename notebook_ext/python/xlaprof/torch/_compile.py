@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import operator
 import os
+import sys
 import weakref
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -441,6 +442,8 @@ class Capture:
         self.fed = fed
         # Lazy arguments the graph writes: the replay's results after the outputs' ones.
         self.writes = writes
+        # Where they are among the arguments: a run hands their old values over (`run`).
+        self.written_at = [arguments.index(n) for n in writes]
         # Per graph output: ("meta", (i, like)) the replay's i-th result, handed back as a meta
         # stand-in made from ``like`` (decided once: `_result`), ("device", i) that result
         # otherwise, ("node", n) a CPU value or a non-tensor of the graph, ("const", v) a constant.
@@ -504,7 +507,12 @@ class Capture:
         mesh otherwise than at the capture."""
         args = [value(env[n]) for n in self.arguments]
         args += [value(_pack(group, env)) for group in self.fed]
-        results = self.replay.run(args)
+        # A written argument's old value goes to the program for its new one (donated, as a
+        # sync donates an updated parameter's buffer) when the tensor alone holds it: `_finish`
+        # rebinds the tensor, and nothing else could read the old value. A view's is its root's.
+        handed_over = [i for i in self.written_at
+                       if env[self.arguments[i]]._root is None and sys.getrefcount(args[i]) == _SOLE]
+        results = self.replay.run(args, handed_over)
         if results is None:
             return None
         STATS["replays"] += 1
@@ -529,6 +537,18 @@ class Capture:
             else:
                 out.append(what)
         return out
+
+
+def _references_of_a_sole_value() -> int:
+    """What ``sys.getrefcount`` says of a value held by one object's attribute and a call's
+    argument list alone, as `Capture.run` asks it of each written argument's old value."""
+    holder = type("Holder", (), {})()
+    holder._xp = object()
+    args = [holder._xp]
+    return sys.getrefcount(args[0])
+
+
+_SOLE = _references_of_a_sole_value()
 
 
 def _fallback_calls() -> int:

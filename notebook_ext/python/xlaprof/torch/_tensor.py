@@ -186,12 +186,12 @@ def rebind(t: LazyTensor, new: Any) -> None:
     step does four times per parameter, is known to)."""
     root = t._root
     if root is None:
-        new._keep_name_of(t._xp)  # a parameter keeps its name in findings, step after step
+        new._take_place_of(t._xp)  # its name (findings, step after step) and its buffer (donated)
         t._xp = new
         t._gen += 1
         return
     whole = t._bwd(root._xp, new)  # type: ignore[misc]
-    whole._keep_name_of(root._xp)
+    whole._take_place_of(root._xp)
     root._xp = whole
     root._gen += 1
     t._xp = new

@@ -279,7 +279,7 @@ def as_strided(t: LazyTensor, size: Sequence[int], stride: Sequence[int], storag
 def _reshape_in_place(t: LazyTensor, new: Any) -> LazyTensor:
     """``t`` itself takes ``new``'s shape and values: torch's data setter re-describes the
     tensor object that C++ callers hold (`matmul` squeezes its own result in place)."""
-    new._keep_name_of(t._xp)
+    new._take_place_of(t._xp)
     t.data = LazyTensor(new)  # (the data setter: the object re-described, its value rebound)
     return t
 
