@@ -125,8 +125,6 @@ fn execute_partitioned(
         .launch_partitioned(&inputs)
         .map_err(|e| engine.device_error(e, graph.key, location, exe))?;
     bump(&counter::executions, 1);
-    let donated = compiled.summary.donated.len().saturating_sub(graph.kept.len());
-    bump(&counter::buffers_donated, donated as u64);
     let mut done = launched.done;
     if listening {
         time_devices(&mut done, t, sync_id, graph.key);

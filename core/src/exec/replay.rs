@@ -155,10 +155,7 @@ impl Replay {
             .iter()
             .zip(&nodes)
             .filter(|(_, n)| !matches!(n.op, Op::Data(_)))
-            .map(|(t, _)| {
-                let replaced = t.replaces().map(|d| d.as_ptr());
-                replaced.filter(|d| by_buffer.contains_key(d) && !passed.contains(d))
-            })
+            .map(|(t, _)| t.replaced().filter(|d| by_buffer.contains_key(d) && !passed.contains(d)))
             .collect();
         let donate = match splits.iter().all(Option::is_none) {
             true => Donate::Replaced(&replaces),
@@ -345,12 +342,17 @@ impl Replay {
         data: &[Arc<DeviceData>],
         handed_over: &[usize],
     ) -> Vec<usize> {
+        // (A compiled AdamW step over GPT-2's parameters hands over a hundred arguments.)
+        let mut handed = vec![false; arguments.len()];
+        for &a in handed_over.iter().filter(|&&a| a < arguments.len()) {
+            handed[a] = true;
+        }
         self.donated
             .iter()
             .filter(|&&(param, argument)| {
                 let node = arguments[argument].node();
                 let sole = Arc::strong_count(&node) == 2 && Arc::strong_count(&data[param]) == 2;
-                !(sole && handed_over.contains(&argument))
+                !(sole && handed[argument])
             })
             .map(|&(param, _)| param)
             .collect()

@@ -160,20 +160,20 @@ pub(super) fn run(
     }
 
     // 1-2: the graph and its structural key.
-    let roots: Vec<_> = tensors.iter().map(|t| t.node()).collect();
-    let epoch = engine.epoch.fetch_add(1, Ordering::Relaxed);
-    let t = events::now_ns();
     // Donating is only safe when every live pending tensor is in this graph: a value read computes
     // a part, and a node it shares with a tensor left pending would still need the donated input.
     // Nor while anomalies are looked for: the graph may have to run again on the same inputs.
     let detecting = watch::detecting();
     let full = cause != SyncCause::ValueRead && !detecting;
-    // Each input goes first to the output that takes its place (`graph::donations`).
-    let replaces: Vec<Replaces> = match full {
-        true => tensors.iter().map(|t| t.replaces().map(|d| d.as_ptr())).collect(),
-        false => Vec::new(),
+    // Where it donates, each input goes first to the output that takes its place
+    // (`graph::donations`): each tensor's node and the data it replaces, read together.
+    let (roots, replaces): (Vec<_>, Vec<Replaces>) = match full {
+        true => tensors.iter().map(|t| t.node_and_replaced()).unzip(),
+        false => (tensors.iter().map(|t| t.node()).collect(), Vec::new()),
     };
     let donate = full.then_some(&replaces[..]);
+    let epoch = engine.epoch.fetch_add(1, Ordering::Relaxed);
+    let t = events::now_ns();
     let (mut graph, trace) = build_graph(&roots, trace, epoch, donate);
     // While anomalies are looked for, the program also computes whether its results are finite
     // (one more output): no op recorded for it, no second graph. Not for a graph over a mesh,

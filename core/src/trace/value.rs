@@ -5,13 +5,13 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use crate::ir::{DeviceData, NodeRef, Op};
+use crate::ir::{DeviceData, NodeRef, Op, Replaces};
 
 pub(crate) struct Value {
     /// Unique for the process; the order of ids is the order tensors were created in.
     pub id: u64,
     /// A mutex because in-place updates (optimizers) rebind values; held only for a pointer swap.
-    node: Mutex<Slot>,
+    slot: Mutex<Slot>,
     /// What the user calls it (a parameter's name), given to the data each sync makes of it.
     name: OnceLock<Arc<str>>,
 }
@@ -49,7 +49,7 @@ impl Value {
     pub fn new(node: NodeRef) -> Value {
         Value {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            node: Mutex::new(Slot { node, replaces: None }),
+            slot: Mutex::new(Slot { node, replaces: None }),
             name: OnceLock::new(),
         }
     }
@@ -72,7 +72,7 @@ impl Value {
     }
 
     fn slot(&self) -> std::sync::MutexGuard<'_, Slot> {
-        self.node.lock().unwrap_or_else(|p| p.into_inner())
+        self.slot.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// True once the value is device data (no pending computation).
@@ -80,13 +80,23 @@ impl Value {
         matches!(self.slot().node.op, Op::Data(_))
     }
 
-    /// The device data whose place this pending value takes (see [`Slot::replaces`]).
-    pub fn replaces(&self) -> Option<Weak<DeviceData>> {
+    /// The device data whose place this pending value takes, by address (see
+    /// [`Slot::replaces`]); None once it is data.
+    pub fn replaced(&self) -> Replaces {
+        Self::replaced_in(&self.slot())
+    }
+
+    /// The current node and [`Value::replaced`], under one lock (a sync asks it of every tensor).
+    pub fn node_and_replaced(&self) -> (NodeRef, Replaces) {
         let slot = self.slot();
-        if matches!(slot.node.op, Op::Data(_)) {
-            return None;
+        (slot.node.clone(), Self::replaced_in(&slot))
+    }
+
+    fn replaced_in(slot: &Slot) -> Replaces {
+        match slot.node.op {
+            Op::Data(_) => None,
+            _ => slot.replaces.as_ref().map(Weak::as_ptr),
         }
-        slot.replaces.clone()
     }
 
     /// This value is an in-place write's result over `old`, a value of another tensor object
@@ -124,7 +134,7 @@ impl Value {
 
 impl Drop for Value {
     fn drop(&mut self) {
-        let slot = self.node.get_mut().unwrap_or_else(|p| p.into_inner());
+        let slot = self.slot.get_mut().unwrap_or_else(|p| p.into_inner());
         if !matches!(slot.node.op, Op::Data(_)) {
             super::pending_remove(self.id);
         }
