@@ -166,6 +166,9 @@ torch_part() {
     "$python" scripts/bench_recurrences.py --peer cuda
   run_step "torch bridge on the GPU: host cost; GPT-2 eager, inductor, lazy, compiled and fused" \
     "$python" notebook_ext/bench/torch_gpu.py --skip parity --out "$dir"
+  # An AdamW step alone over GPT-2's worth of parameters (113M): donation and each path's host cost.
+  run_step "AdamW step on the GPU: CUDA eager, lazy, compiled and JAX" \
+    "$python" notebook_ext/bench/optimizer_step.py --layers 12 --width 3072 --jax "$python"
   # Side by side: each writes its log, shown in order once all have ended.
   local names=(parity opinfo-float32 opinfo-bfloat16) pids=() i
   "$python" notebook_ext/bench/torch_gpu.py --skip host gpt2 >"$dir/parity.log" 2>&1 &

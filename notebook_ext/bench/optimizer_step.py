@@ -1,5 +1,6 @@
 """An AdamW step alone, over a model's worth of large tensors (six 2048x2048 `Linear` layers by
-default: 12 tensors, 100 MB of parameters): torch's CPU eager (its foreach kernels), the lazy
+default: 12 tensors, 100 MB of parameters): torch's eager (its foreach kernels; on CUDA with
+`XLAPROF_DEVICE=cuda`, where the engine runs on the CUDA plugin), the lazy
 path (`xt.step()` after `opt.step()`), `torch.compile(opt.step, backend="xlaprof")`, and with
 --jax PYTHON the same update written in JAX (`adamw_jax.py`, jitted with the state donated), each
 in a process of its own. Per mode: the median step and the minor page faults per step (memory
@@ -11,12 +12,15 @@ inputs and outputs (XLA must keep an input alive while another output overwrites
 that donates nothing writes a second copy of the state to fresh memory every step.
 
     .venv/bin/python notebook_ext/bench/optimizer_step.py [--layers 6] [--width 2048] [--jax PYTHON]
+
+On a GPU the page faults say nothing of the device's memory; the step times are the figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import resource
 import statistics
@@ -27,6 +31,8 @@ from typing import Any, Dict
 
 HERE = pathlib.Path(__file__).resolve().parent
 STEPS, WARM = 20, 5
+# Eager runs where the engine does: on CUDA beside the CUDA plugin.
+EAGER = "cuda" if os.environ.get("XLAPROF_DEVICE") == "cuda" else "cpu"
 
 JAX_PROGRAM = """
 import json, resource, statistics, sys, time
@@ -55,7 +61,7 @@ print(json.dumps({{"step_ms": statistics.median(times) * 1e3, "faults": statisti
 def run_torch(mode: str, layers: int, width: int) -> Dict[str, Any]:
     import torch
 
-    device: Any = "cpu"
+    device: Any = EAGER
     if mode != "eager":
         import xlaprof.torch as xt
 
@@ -73,6 +79,8 @@ def run_torch(mode: str, layers: int, width: int) -> Dict[str, Any]:
             xt.step()
         if mode != "eager":
             xt.wait()
+        elif device == "cuda":
+            torch.cuda.synchronize()
 
     times, faults = [], []
     for i in range(STEPS + WARM):
@@ -104,7 +112,8 @@ def main() -> None:
         print(json.dumps(run_torch(args.one, args.layers, args.width)))
         return
     mb = args.layers * (args.width * args.width + args.width) * 4 / 1e6
-    print(f"AdamW step over {2 * args.layers} tensors ({mb:.0f} MB of parameters), {STEPS} steps after {WARM}")
+    print(f"AdamW step over {2 * args.layers} tensors ({mb:.0f} MB of parameters), {STEPS} steps after {WARM};"
+          f" eager on {EAGER}")
     print(f"{'mode':<10} {'step ms':>9} {'faults/step':>12}")
     size = ["--layers", str(args.layers), "--width", str(args.width)]
     rows = [(mode, in_process([sys.executable, __file__, "--one", mode] + size))

@@ -99,6 +99,31 @@ def test_a_compiled_optimizer_step_donates_what_it_writes_except_a_buffer_still_
         torch.testing.assert_close(b.cpu(), a, rtol=1e-5, atol=1e-6)
 
 
+def test_a_view_a_compiled_graph_writes_writes_its_base_and_is_not_handed_over():
+    # A written argument that is a view (the first rows of a matrix): its value is its root's,
+    # read through the view, and its write rebuilds the root, which the other rows keep; its old
+    # buffer is the root's, never handed to the program. Beside it, a tensor of its own.
+    base, own = torch.zeros(4, 3, device=DEV), torch.ones(3, device=DEV)
+    ref_base, ref_own = torch.zeros(4, 3), torch.ones(3)
+
+    def f(rows, x):
+        rows.mul_(2).add_(x)
+        x.add_(1)
+
+    step = torch.compile(f, backend="xlaprof")
+    donated = []
+    for _ in range(4):
+        before = xp.counters()["buffers_donated"]
+        step(base[:2], own)
+        xt.wait()
+        donated.append(xp.counters()["buffers_donated"] - before)
+        f(ref_base[:2], ref_own)
+        torch.testing.assert_close(base.cpu(), ref_base, rtol=0, atol=0)
+        torch.testing.assert_close(own.cpu(), ref_own, rtol=0, atol=0)
+    assert _compile.STATS["replays"] > 0
+    assert donated[1:] == [1, 1, 1], donated  # `own`'s buffer alone
+
+
 def test_a_forward_saves_weights_for_its_backward_not_copies_of_their_transposes(monkeypatch):
     # A program cannot return a view: a transposed weight saved for the backward would be
     # written out by every forward. The backward recomputes it from the weight instead.

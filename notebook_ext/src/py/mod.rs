@@ -4,6 +4,7 @@
 mod args;
 mod arith;
 mod captured;
+mod compiled_call;
 mod debugging;
 mod device;
 mod dtype;
@@ -41,6 +42,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<functions::PyScope>()?;
     m.add_class::<spmd::PyMesh>()?;
     m.add_class::<replay::PyReplay>()?;
+    m.add_class::<compiled_call::PyStandIn>()?;
+    m.add_function(wrap_pyfunction!(compiled_call::compiled_arguments, m)?)?;
     m.add_class::<torch_guard::DeviceTypeAnswer>()?;
     m.add_function(wrap_pyfunction!(replay::materialize, m)?)?;
     m.add_function(wrap_pyfunction!(location::pin_location, m)?)?;

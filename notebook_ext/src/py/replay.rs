@@ -1,9 +1,11 @@
 //! `_native.Replay`: a graph captured once and run again with nothing recorded (core's
 //! `exec::replay`), for torch.compile's graphs (`xlaprof/torch/_compile.py`).
 
+use pyo3::intern;
 use pyo3::prelude::*;
 use xlaprof_core::{Replay, SourceLocation, Tensor};
 
+use super::compiled_call::attributes;
 use super::tensor::PyTensor;
 use super::trace::traced_detached;
 
@@ -86,6 +88,73 @@ impl PyReplay {
             self.replay.run(&a, &handed_over, SourceLocation::caller())
         })?;
         values.map(|v| wrapped(py, v)).transpose()
+    }
+
+    /// Runs the graph on lazy tensors (`LazyTensor`s, torch.compile's arguments: `_compile`'s
+    /// `Capture.run`) and writes their new values: one call, where the same in Python took a few
+    /// statements per argument, and a compiled AdamW step has four per parameter. The arguments
+    /// are `tensors`' values, then `fed`'s. Each written argument (`written_at`: the arguments
+    /// whose new values are the results after the graph's outputs, in order) is handed over
+    /// where its tensor owns its value and alone holds it (see `run`), and its tensor then takes
+    /// its new value. The graph's outputs; None, with nothing run or written, as `run` says.
+    /// `value` and `rebind` are `_tensor`'s, for a view among `tensors`: its value is its
+    /// root's, and a write through it rebuilds the root.
+    fn run_on_tensors(
+        &self,
+        py: Python<'_>,
+        tensors: Vec<Bound<'_, PyAny>>,
+        fed: Vec<PyRef<'_, PyTensor>>,
+        written_at: Vec<usize>,
+        value: Bound<'_, PyAny>,
+        rebind: Bound<'_, PyAny>,
+    ) -> PyResult<Option<Vec<Py<PyTensor>>>> {
+        let (root, xp, generation) =
+            (intern!(py, "_root"), intern!(py, "_xp"), intern!(py, "_gen"));
+        let mut own = Vec::with_capacity(tensors.len());
+        let mut values = Vec::with_capacity(tensors.len());
+        for t in &tensors {
+            let attributes = attributes(t)?;
+            let owns = attributes.get_item(root)?.is_none_or(|r| r.is_none());
+            let value = match attributes.get_item(xp)? {
+                Some(x) if owns => x,
+                _ => value.call1((t,))?,
+            };
+            values.push(value.cast_into::<PyTensor>()?);
+            own.push(owns.then_some(attributes));
+        }
+        // Held by its tensor's attribute and by `values` alone: nothing else can read the old
+        // value once the tensor takes its new one.
+        let handed_over: Vec<usize> = written_at
+            .iter()
+            .copied()
+            .filter(|&i| i < values.len() && own[i].is_some() && values[i].get_refcnt() == 2)
+            .collect();
+        let arguments: Vec<Tensor> = values
+            .iter()
+            .map(|v| v.get().t.clone())
+            .chain(fed.iter().map(|f| f.t.clone()))
+            .collect();
+        let results = traced_detached(py, "compiled graph", || {
+            let a: Vec<&Tensor> = arguments.iter().collect();
+            self.replay.run(&a, &handed_over, SourceLocation::caller())
+        })?;
+        let Some(mut results) = results else { return Ok(None) };
+        let outputs = results.len().saturating_sub(written_at.len());
+        for (new, &i) in results.drain(outputs..).zip(&written_at) {
+            let new = Bound::new(py, PyTensor::new(new))?;
+            match &own[i] {
+                Some(attributes) => {
+                    new.get().t.take_place_of(&values[i].get().t);
+                    attributes.set_item(xp, &new)?;
+                    let g: u64 = attributes.get_item(generation)?.map_or(Ok(0), |g| g.extract())?;
+                    attributes.set_item(generation, g + 1)?;
+                }
+                None => {
+                    rebind.call1((&tensors[i], &new))?;
+                }
+            }
+        }
+        wrapped(py, results).map(Some)
     }
 
     /// The graph's structural key (its compiled-graph cache key).

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import operator
 import os
-import sys
 import weakref
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -99,7 +98,7 @@ def unflatten(inner: Dict[str, torch.Tensor], ctx: Any, size: Any, stride: Any) 
             if "_xlaprof_owner" not in d:
                 # Its stand-in from now on: the guards and the unwrapping of the next call that
                 # takes it find one made (a `torch.empty` a call saved). The value stays on it
-                # until a call takes the tensor (`_argument`), as on any stand-in `meta_of` gave.
+                # until a call takes the tensor (`_native.compiled_arguments`), as on any stand-in `meta_of` gave.
                 d["_xlaprof_owner"] = weakref.ref(t)
                 t.__dict__["_meta"] = m
             return t
@@ -394,7 +393,7 @@ class CompiledGraph:
     def __call__(self, args: List[Any]) -> List[Any]:
         # (Per argument, no Python statement of ours: a compiled optimizer's step has four
         # arguments per parameter.)
-        given = [_argument(a) for a in args]
+        given = _native.compiled_arguments(args, torch.Tensor, LazyTensor)
         args.clear()  # the boxed convention: the graph owns its arguments now
         env: Dict[torch.fx.Node, Any] = dict(self.constants)
         env.update(zip(self.placeholders, given))
@@ -505,24 +504,28 @@ class Capture:
     def run(self, graph: CompiledGraph, env: Dict[torch.fx.Node, Any]) -> Optional[List[Any]]:
         """The graph's outputs; None, with nothing run, where the arguments are split over a
         mesh otherwise than at the capture."""
-        args = [value(env[n]) for n in self.arguments]
-        args += [value(_pack(group, env)) for group in self.fed]
-        # A written argument's old value goes to the program for its new one (donated, as a
-        # sync donates an updated parameter's buffer) when the tensor alone holds it: `_finish`
-        # rebinds the tensor, and nothing else could read the old value. A view's is its root's.
-        handed_over = [i for i in self.written_at
-                       if env[self.arguments[i]]._root is None and sys.getrefcount(args[i]) == _SOLE]
-        results = self.replay.run(args, handed_over)
+        # The run and its writes in one native call (`Replay.run_on_tensors`): a written
+        # argument's old value goes to the program for its new one (donated, as a sync donates an
+        # updated parameter's buffer) when its tensor alone holds it, and the tensor is rebound.
+        results = self.replay.run_on_tensors(
+            list(map(env.__getitem__, self.arguments)),
+            [value(_pack(group, env)) for group in self.fed],
+            self.written_at, value, rebind,
+        )
         if results is None:
             return None
         STATS["replays"] += 1
-        return self._finish(graph, env, results)
+        return self._outputs(graph, env, results)
 
     def _finish(self, graph: CompiledGraph, env: Dict[torch.fx.Node, Any], results: List[Any]) -> List[Any]:
         """Writes the lazy arguments the graph writes; the graph's outputs."""
         n_out = len(results) - len(self.writes)
         for node, new in zip(self.writes, results[n_out:]):
             rebind(env[node], new)  # the capture's own result for it: its dtype and shape
+        return self._outputs(graph, env, results)
+
+    def _outputs(self, graph: CompiledGraph, env: Dict[torch.fx.Node, Any], results: List[Any]) -> List[Any]:
+        """The graph's outputs, from the replay's results for them (the first ones)."""
         out = []
         for (kind, what), n in zip(self.outputs, graph.outputs):
             if kind == "meta":  # no lazy tensor made and dropped: AOTAutograd makes the user's
@@ -537,18 +540,6 @@ class Capture:
             else:
                 out.append(what)
         return out
-
-
-def _references_of_a_sole_value() -> int:
-    """What ``sys.getrefcount`` says of a value held by one object's attribute and a call's
-    argument list alone, as `Capture.run` asks it of each written argument's old value."""
-    holder = type("Holder", (), {})()
-    holder._xp = object()
-    args = [holder._xp]
-    return sys.getrefcount(args[0])
-
-
-_SOLE = _references_of_a_sole_value()
 
 
 def _fallback_calls() -> int:
@@ -588,24 +579,6 @@ def _pack(group: List[torch.fx.Node], env: Dict[torch.fx.Node, Any]) -> LazyTens
     """One upload of a group's values, end to end."""
     flat = torch.cat([env[n].reshape(-1) for n in group]) if len(group) > 1 else env[group[0]].reshape(-1)
     return LazyTensor(to_engine(flat))
-
-
-def _argument(a: Any) -> Any:
-    """A runtime argument as the graph takes it: a meta stand-in becomes its lazy tensor (the
-    user's own, which the graph may write), or a lazy tensor of the value it carries when
-    AOTAutograd has let go of the tensor (see `meta_of`)."""
-    if type(a) is torch.Tensor and a.is_meta:
-        d = a.__dict__
-        owner = d.get("_xlaprof_owner")
-        t = owner() if owner is not None else None
-        if t is not None:
-            d.pop("_xlaprof_value", None)
-            return t
-        x = d.pop("_xlaprof_value") if owner is not None else d.get("_xlaprof_value")
-        if x is None:
-            raise RuntimeError("xlaprof: a compiled graph was given a meta tensor, not a lazy one")
-        return LazyTensor(x)
-    return a
 
 
 def _traced_as_meta(node: Any) -> bool:

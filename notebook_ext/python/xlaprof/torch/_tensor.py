@@ -80,13 +80,9 @@ class LazyTensor(torch.Tensor):
     def __tensor_unflatten__(inner: Any, ctx: Any, size: Any, stride: Any) -> "LazyTensor":
         return _compile.unflatten(inner, ctx, size, stride)
 
-    @property
-    def _compile_meta(self) -> torch.Tensor:
-        m = self.__dict__.get("_meta")
-        if m is None or self._traced or self._root is not None:
-            return _compile.meta_of(self)
-        m._xlaprof_value = self._xp  # (`meta_of`, inline: asked twice per argument per call)
-        return m
+    # The meta stand-in (`_compile.meta_of`), asked twice per argument per call: natively in
+    # the common case, a stand-in made for a tensor that owns its value.
+    _compile_meta = _native.StandIn(lambda t: _compile.meta_of(t))
 
     # Native (no Python frame per op): it takes the common case and hands the rest to
     # `_dispatch.dispatch`.
