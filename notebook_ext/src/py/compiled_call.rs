@@ -54,10 +54,11 @@ pub(crate) fn attributes<'py>(tensor: &Bound<'py, PyAny>) -> PyResult<Bound<'py,
     Ok(tensor.getattr(intern!(tensor.py(), "__dict__"))?.cast_into::<PyDict>()?)
 }
 
-/// A compiled graph's runtime arguments as it takes them (`_compile.CompiledGraph`'s call): a meta stand-in becomes its lazy tensor (the user's own, which the graph may write),
-/// or a new lazy tensor (`lazy`, the class) of the value it carries where AOTAutograd has let go
-/// of the tensor; anything else (`tensor` is `torch.Tensor`, whose meta instances are the
-/// stand-ins) is taken as it is.
+/// A compiled graph's runtime arguments as it takes them (`_compile.CompiledGraph`'s call): a
+/// meta stand-in becomes its lazy tensor (the user's own, which the graph may write), or a new
+/// lazy tensor (`lazy`, the class) of the value it carries where AOTAutograd has let go of the
+/// tensor; anything else (`tensor` is `torch.Tensor`, whose meta instances are the stand-ins)
+/// is taken as it is.
 #[pyfunction]
 pub(crate) fn compiled_arguments<'py>(
     arguments: &Bound<'py, PyList>,

@@ -98,7 +98,8 @@ def unflatten(inner: Dict[str, torch.Tensor], ctx: Any, size: Any, stride: Any) 
             if "_xlaprof_owner" not in d:
                 # Its stand-in from now on: the guards and the unwrapping of the next call that
                 # takes it find one made (a `torch.empty` a call saved). The value stays on it
-                # until a call takes the tensor (`_native.compiled_arguments`), as on any stand-in `meta_of` gave.
+                # until a call takes the tensor (`_native.compiled_arguments`), as on any
+                # stand-in `meta_of` gave.
                 d["_xlaprof_owner"] = weakref.ref(t)
                 t.__dict__["_meta"] = m
             return t
