@@ -7,7 +7,9 @@
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyType};
+use pyo3::types::{PyList, PyType};
+
+use super::torch_dispatch::{attributes, owns_its_value};
 
 /// `LazyTensor._compile_meta`: the tensor's meta stand-in, carrying its value until a compiled
 /// graph reads it (`_compile.meta_of`). The common case natively: a stand-in already made, for
@@ -34,8 +36,7 @@ impl PyStandIn {
         let own = attributes(&t)?;
         if let Some(meta) = own.get_item(intern!(py, "_meta"))? {
             let traced = own.get_item(intern!(py, "_traced"))?;
-            let root = own.get_item(intern!(py, "_root"))?;
-            if !traced.map_or(Ok(false), |t| t.is_truthy())? && root.is_none_or(|r| r.is_none()) {
+            if !traced.map_or(Ok(false), |t| t.is_truthy())? && owns_its_value(&own)? {
                 if let Some(value) = own.get_item(intern!(py, "_xp"))? {
                     attributes(&meta)?.set_item(intern!(py, "_xlaprof_value"), value)?;
                     return Ok(meta);
@@ -44,14 +45,6 @@ impl PyStandIn {
         }
         slf.get().slow.bind(py).call1((t,))
     }
-}
-
-/// A tensor's own attributes (`LazyTensor`'s `_xp`, `_root`, ...; a stand-in's), read and
-/// written in its instance dictionary directly: each attribute of a torch tensor costs a tenth
-/// of a microsecond through `getattr`, where a dictionary's item costs a few nanoseconds. An
-/// attribute absent there is the class's default (`_root` None, `_traced` False, `_gen` 0).
-pub(crate) fn attributes<'py>(tensor: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
-    Ok(tensor.getattr(intern!(tensor.py(), "__dict__"))?.cast_into::<PyDict>()?)
 }
 
 /// A compiled graph's runtime arguments as it takes them (`_compile.CompiledGraph`'s call): a
@@ -90,7 +83,9 @@ pub(crate) fn compiled_arguments<'py>(
         let value = own.get_item(value_key)?;
         let Some(value) = value.filter(|v| !v.is_none()) else {
             return Err(PyRuntimeError::new_err(
-                "xlaprof: a compiled graph was given a meta tensor, not a lazy one",
+                "xlaprof: a compiled graph was given a meta tensor that stands for no tensor on \
+                 the xlaprof device (its tensor is gone, and it carries no value); the backend \
+                 takes tensors on the device (`xt.device()`) or the CPU",
             ));
         };
         if owner.is_some() {

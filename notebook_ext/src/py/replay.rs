@@ -5,8 +5,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use xlaprof_core::{Replay, SourceLocation, Tensor};
 
-use super::compiled_call::attributes;
 use super::tensor::PyTensor;
+use super::torch_dispatch::{attributes, owns_its_value, rebind_owner};
 use super::trace::traced_detached;
 
 fn tensors(list: &[PyRef<'_, PyTensor>]) -> Vec<Tensor> {
@@ -97,7 +97,7 @@ impl PyReplay {
     /// whose new values are the results after the graph's outputs, in order) is handed over
     /// where its tensor owns its value and alone holds it (see `run`), and its tensor then takes
     /// its new value. The graph's outputs; None, with nothing run or written, as `run` says.
-    /// `value` and `rebind` are `_tensor`'s, for a view among `tensors`: its value is its
+    /// `value_of` and `rebind` are `_tensor`'s `value` and `rebind`, for a view among `tensors`: its value is its
     /// root's, and a write through it rebuilds the root.
     fn run_on_tensors(
         &self,
@@ -105,19 +105,17 @@ impl PyReplay {
         tensors: Vec<Bound<'_, PyAny>>,
         fed: Vec<PyRef<'_, PyTensor>>,
         written_at: Vec<usize>,
-        value: Bound<'_, PyAny>,
+        value_of: Bound<'_, PyAny>,
         rebind: Bound<'_, PyAny>,
     ) -> PyResult<Option<Vec<Py<PyTensor>>>> {
-        let (root, xp, generation) =
-            (intern!(py, "_root"), intern!(py, "_xp"), intern!(py, "_gen"));
         let mut own = Vec::with_capacity(tensors.len());
         let mut values = Vec::with_capacity(tensors.len());
         for t in &tensors {
             let attributes = attributes(t)?;
-            let owns = attributes.get_item(root)?.is_none_or(|r| r.is_none());
-            let value = match attributes.get_item(xp)? {
+            let owns = owns_its_value(&attributes)?;
+            let value = match attributes.get_item(intern!(py, "_xp"))? {
                 Some(x) if owns => x,
-                _ => value.call1((t,))?,
+                _ => value_of.call1((t,))?,
             };
             values.push(value.cast_into::<PyTensor>()?);
             own.push(owns.then_some(attributes));
@@ -143,12 +141,7 @@ impl PyReplay {
         for (new, &i) in results.drain(outputs..).zip(&written_at) {
             let new = Bound::new(py, PyTensor::new(new))?;
             match &own[i] {
-                Some(attributes) => {
-                    new.get().t.take_place_of(&values[i].get().t);
-                    attributes.set_item(xp, &new)?;
-                    let g: u64 = attributes.get_item(generation)?.map_or(Ok(0), |g| g.extract())?;
-                    attributes.set_item(generation, g + 1)?;
-                }
+                Some(attributes) => rebind_owner(attributes, values[i].get(), &new)?,
                 None => {
                     rebind.call1((&tensors[i], &new))?;
                 }
