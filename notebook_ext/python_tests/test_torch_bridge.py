@@ -1458,3 +1458,45 @@ def test_the_demo_trains_on_the_device_and_its_report_finds_the_two_planted_mist
     kinds = [d["kind"] for d in saved.diagnostics()]
     assert "Recompile" in kinds and "HiddenSync" in kinds, kinds
 
+
+VIEWS = [
+    "x[1]", "x[:, 2:5]", "x[..., ::2]", "x.transpose(0, 2)", "x.permute(2, 0, 1)",
+    "x.transpose(1, 2)[1]", "x[1].t()", "x[1:3].unsqueeze(1)", "x[1].view(30)",
+    "x.unbind(1)[2]", "x.split(2, 1)[1]", "x.diagonal(0, 1, 2)", "x.narrow(2, 1, 3)",
+    "x[:, 1].unsqueeze(0).transpose(0, 1)", "x.unfold(1, 2, 2)", "x.movedim(0, 2)[:, 1]",
+    "x[1].as_strided((3, 2), (5, 2), 7)", "x.transpose(0, 1).as_strided((3, 2), (1, 6), 4)",
+    "x.transpose(0, 1).reshape(6, 20)", "x.transpose(1, 2).contiguous()", "x.detach()[2]",
+]
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_a_view_reports_torchs_strides_and_offset_and_reads_its_values(view):
+    # As on any device: code that asks a view's layout (`is_contiguous()` before a `.view`,
+    # Dynamo rebuilding a view argument from its base) gets torch's answer, and `as_strided`
+    # addresses the storage those strides describe, the root's values.
+    cpu = torch.arange(120.0).reshape(4, 6, 5)
+    ref, got = eval(view, {"x": cpu}), eval(view, {"x": cpu.to(DEV)})
+    assert (got.stride(), got.storage_offset()) == (ref.stride(), ref.storage_offset())
+    assert got.is_contiguous() == ref.is_contiguous()
+    torch.testing.assert_close(got.cpu(), ref, rtol=0, atol=0)
+
+
+def test_a_write_through_a_view_of_a_laid_out_view_reaches_the_root():
+    cpu = torch.arange(120.0).reshape(4, 6, 5)
+    dev = cpu.to(DEV)
+    for x in (cpu, dev):
+        v = x.transpose(0, 2)[1:3]  # a slice of a transpose: laid out in the root
+        v.mul_(-1)
+        v[0, 2].add_(100)
+        x[1].t()[2].zero_()
+    torch.testing.assert_close(dev.cpu(), cpu, rtol=0, atol=0)
+
+
+def test_a_view_of_a_layout_torch_cannot_view_is_a_copy_of_its_values():
+    # torch refuses `x.t().view(-1)`; here a tensor CUDA would lay out otherwise may be viewed,
+    # so the bridge takes the view as a copy of the values (the engine lays results out
+    # contiguously; CUDA keeps an operand's layout).
+    cpu = torch.arange(12.0).reshape(3, 4)
+    got = cpu.to(DEV).t().view(-1)
+    torch.testing.assert_close(got.cpu(), cpu.t().reshape(-1), rtol=0, atol=0)
+    assert got.is_contiguous() and got.storage_offset() == 0

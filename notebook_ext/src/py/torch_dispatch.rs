@@ -311,6 +311,13 @@ impl Bridge {
         if !base.get_type().is(self.lazy.bind(py)) {
             return Ok(None);
         }
+        // A view of a tensor laid out otherwise than contiguously from 0 (a view itself): its
+        // layout is the Python lowering's to find (`_layout`).
+        if let Some(strided) = attributes(&base)?.get_item(intern!(py, "_strided"))? {
+            if strided.is_truthy()? {
+                return Ok(None);
+            }
+        }
         let Some(base_value) = self.unwrap(&base, false)? else {
             return Ok(None);
         };
@@ -329,7 +336,7 @@ impl Bridge {
                 let Some(size) = xlaprof_core::shape::infer_dims(total, &size) else {
                     return Ok(None);
                 };
-                (ViewStep::Reshape(size), ViewStep::Reshape(dims))
+                (ViewStep::Reshape(size), ViewStep::Reshape(dims.clone()))
             }
             (VIEW_ALIAS, 1) => (ViewStep::Identity, ViewStep::Identity),
             (VIEW_PERMUTE, 2) if rank > 0 => {
@@ -361,7 +368,11 @@ impl Bridge {
             }
             _ => return Ok(None),
         };
-        let view = self.wrap(&step.apply(&base_value)?)?;
+        let value = step.apply(&base_value)?;
+        let view = match step.strides(&dims) {
+            Some(strides) => self.wrap_strided(&value, strides)?,
+            None => self.wrap(&value)?,
+        };
         link(&view, &base, Step::Native(step), Step::Native(inverse), false)?;
         Ok(Some(view))
     }
@@ -423,6 +434,30 @@ impl Bridge {
         Ok(false)
     }
 
+    /// A view's wrapper, of an engine tensor of a real dtype, reporting `strides` in its root
+    /// (from offset 0: a transpose or a permute of a tensor laid out contiguously from 0).
+    fn wrap_strided<'py>(
+        &self,
+        x: &Bound<'py, PyAny>,
+        strides: Vec<i64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = x.py();
+        let tensor = &x.cast::<PyTensor>()?.get().t;
+        let Some((_, kwargs)) = self.wrapper_kwargs.iter().find(|(d, _)| *d == tensor.dtype())
+        else {
+            return self.lazy.bind(py).call1((x,));
+        };
+        let kwargs = kwargs.bind(py).copy()?;
+        kwargs.set_item(intern!(py, "strides"), PyTuple::new(py, strides)?)?;
+        let shape = PyTuple::new(py, tensor.dims().iter().copied())?;
+        let wrapper =
+            self.make_wrapper.bind(py).call((self.lazy.bind(py), shape), Some(&kwargs))?;
+        let own = attributes(&wrapper)?;
+        own.set_item(intern!(py, "_xp"), x)?;
+        own.set_item(intern!(py, "_strided"), true)?;
+        Ok(wrapper)
+    }
+
     /// A lowering's result as torch gets it (`_dispatch._wrap`): engine tensors in lazy ones.
     fn wrap<'py>(&self, x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let py = x.py();
@@ -479,7 +514,35 @@ enum ViewStep {
     Identity,
 }
 
+/// The strides of a tensor of `dims` laid out contiguously (torch's: a dim of size 0 counts
+/// as 1).
+fn contiguous_strides(dims: &[i64]) -> Vec<i64> {
+    let mut strides = vec![1; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1] * dims[i + 1].max(1);
+    }
+    strides
+}
+
 impl ViewStep {
+    /// The step's strides, as torch lays out its result, for a base of `dims` laid out
+    /// contiguously from 0; `None` where the result is contiguous too (`_layout`).
+    fn strides(&self, dims: &[i64]) -> Option<Vec<i64>> {
+        let base = contiguous_strides(dims);
+        let mut order: Vec<usize> = (0..dims.len()).collect();
+        match self {
+            ViewStep::Permute(o) => order.clone_from(o),
+            ViewStep::Transpose(a, b) => {
+                let rank = dims.len() as i64;
+                order.swap(a.rem_euclid(rank) as usize, b.rem_euclid(rank) as usize);
+            }
+            _ => return None,
+        }
+        let strides: Vec<i64> = order.iter().map(|&d| base[d]).collect();
+        let shape: Vec<i64> = order.iter().map(|&d| dims[d]).collect();
+        (strides != contiguous_strides(&shape)).then_some(strides)
+    }
+
     fn apply<'py>(&self, x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let py = x.py();
         let t = &x.cast::<PyTensor>()?.get().t;

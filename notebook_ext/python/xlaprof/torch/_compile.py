@@ -81,11 +81,22 @@ def meta_of(t: LazyTensor) -> torch.Tensor:
     if t._traced:
         return m
     if m is None:
-        m = torch.empty(t.shape, dtype=t.dtype, device=_META)
+        m = _laid_out_like(t)
         m._xlaprof_owner = weakref.ref(t)
         d["_meta"] = m
     m._xlaprof_value = value(t)
     return m
+
+
+def _laid_out_like(t: LazyTensor) -> torch.Tensor:
+    """A meta tensor of ``t``'s shape, dtype and layout (a view's strides and offset in its
+    root, `_layout`: Dynamo checks that the stand-in's strides are the tensor's)."""
+    if not t._strided:
+        return torch.empty(t.shape, dtype=t.dtype, device=_META)
+    root = t._root if t._root is not None else t
+    size = root.numel() * root.element_size() // t.element_size()
+    storage = torch.empty(size, dtype=t.dtype, device=_META)
+    return storage.as_strided(tuple(t.shape), t.stride(), t.storage_offset())
 
 
 def unflatten(inner: Dict[str, torch.Tensor], ctx: Any, size: Any, stride: Any) -> LazyTensor:
@@ -103,16 +114,20 @@ def unflatten(inner: Dict[str, torch.Tensor], ctx: Any, size: Any, stride: Any) 
                 d["_xlaprof_owner"] = weakref.ref(t)
                 t.__dict__["_meta"] = m
             return t
-    return traced(m)
+    return traced(m, stride)
 
 
-def traced(inner: torch.Tensor) -> LazyTensor:
-    """A lazy tensor as Dynamo and AOTAutograd trace it: its ops run on ``inner`` (a fake)."""
+def traced(inner: torch.Tensor, strides: Any = None) -> LazyTensor:
+    """A lazy tensor as Dynamo and AOTAutograd trace it: its ops run on ``inner`` (a fake).
+    Its strides are the fake's, or those torch asks of it (``strides``: the outer tensor's,
+    which the protocol's unflattening must keep where a functionalized inner lays out a
+    written view afresh)."""
     global tracing
     tracing = True
     # The fake's strides too: torch's decompositions check them (a view of a transpose).
     t = torch.Tensor._make_wrapper_subclass(
-        LazyTensor, inner.shape, strides=inner.stride(), storage_offset=inner.storage_offset(),
+        LazyTensor, inner.shape, strides=inner.stride() if strides is None else strides,
+        storage_offset=inner.storage_offset(),
         dtype=inner.dtype, device=_DEVICE, requires_grad=inner.requires_grad,
     )
     t._xp = None

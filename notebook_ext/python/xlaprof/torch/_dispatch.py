@@ -30,6 +30,7 @@ from . import _check, _compile
 from .lowerings.common import Unsupported as _Unsupported
 from .lowerings.registry import COMPLEX_SAFE, ENGINE_OPERATORS, FUNCTIONAL, NAMED, NATIVE_VIEWS, RAW
 from . import _tensor as _tensor_module
+from ._layout import laid_out
 from ._tensor import LazyTensor, assign, make_view, to_cpu, to_engine, value
 
 aten = torch.ops.aten
@@ -196,6 +197,8 @@ def _route(func: Any) -> Route:
         return special
     raw = RAW.get(func)
     if raw is not None:
+        if func.is_view:  # its views laid out as torch lays them out (`_layout`)
+            raw = laid_out(func, raw)
         view = _NATIVE_VIEWS.get(func)
         _NATIVE[func] = (_NATIVE_VIEW, raw, view) if view else (_NATIVE_RAW, raw, 0)
         return _real_only(_or_else(lambda a, k: raw(*a, **k), func), func)

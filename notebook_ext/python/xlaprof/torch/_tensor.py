@@ -50,6 +50,8 @@ class LazyTensor(torch.Tensor):
     _complex: bool = False
     # A tensor as torch.compile traces it: no engine value, its ops run on a fake (`_compile`).
     _traced: bool = False
+    # Whether it reports a layout other than contiguous from offset 0: a view's (`_layout`).
+    _strided: bool = False
 
     @staticmethod
     def __new__(cls, value: Any, requires_grad: bool = False) -> "LazyTensor":
@@ -103,7 +105,9 @@ class LazyTensor(torch.Tensor):
             x = to_engine(new)
         else:
             raise TypeError(f"data must be a tensor, not {type(new).__name__}")
-        torch.Tensor.data.__set__(self, new if isinstance(new, LazyTensor) else LazyTensor(x))  # type: ignore[attr-defined]
+        # (A laid-out view's strides address its root: the tensor owns its value from now on.)
+        owner = new if isinstance(new, LazyTensor) and not new._strided else LazyTensor(x)
+        torch.Tensor.data.__set__(self, owner)  # type: ignore[attr-defined]
         self._xp = x
         self._complex = self.dtype in _COMPLEX
         self._root = self._fwd = self._bwd = None
@@ -148,7 +152,7 @@ class LazyTensor(torch.Tensor):
 
 # The attributes the bridge keeps on a lazy tensor object (the class's own state, never a user's).
 BRIDGE_ATTRIBUTES = frozenset(
-    ("_xp", "_root", "_fwd", "_bwd", "_gen", "_seen", "_complex", "_traced", "_meta")
+    ("_xp", "_root", "_fwd", "_bwd", "_gen", "_seen", "_complex", "_traced", "_strided", "_meta")
 )
 
 

@@ -170,10 +170,11 @@ class Unsupported(NotImplementedError):
 
 
 def contiguous_strides(shape: Sequence[int]) -> List[int]:
+    """torch's strides of a contiguous tensor of ``shape`` (a dim of size 0 counts as 1)."""
     out, acc = [], 1
     for s in reversed(list(shape)):
         out.append(acc)
-        acc *= s
+        acc *= max(int(s), 1)
     return list(reversed(out))
 
 

@@ -254,9 +254,11 @@ def diagonal_scatter(x: Any, src: Any, offset: int = 0, dim1: int = 0, dim2: int
 
 @lower_raw(aten.as_strided.default, complex_safe=True)
 def as_strided(t: LazyTensor, size: Sequence[int], stride: Sequence[int], storage_offset: Any = None) -> LazyTensor:
-    # Bridge tensors are laid out contiguously from offset 0: the strides address the root's
-    # values in order, so the view is a gather of those positions and a write scatters back.
-    offset = int(storage_offset or 0)
+    # The strides address the storage, the root's values in order (a view reports its layout
+    # in its root: `_layout`), so the view is a gather of those positions from the root and a
+    # write scatters back. (A view of another dtype than its root's addresses its own values.)
+    root = t._root if t._root is not None and t._root.dtype == t.dtype else t
+    offset = int(storage_offset if storage_offset is not None else t.storage_offset() if root is not t else 0)
     size = [int(s) for s in size]
     positions = xp.full((), offset, dtype="int64")
     for i, (n, s) in enumerate(zip(size, stride)):
@@ -273,7 +275,7 @@ def as_strided(t: LazyTensor, size: Sequence[int], stride: Sequence[int], storag
         old = flat.index_select(0, flat_positions)
         return flat.index_add(0, flat_positions, nv.reshape(-1).astype(v.dtype) - old).reshape(*v.shape)
 
-    return make_view(t, fwd, bwd)
+    return make_view(root, fwd, bwd)
 
 
 def _reshape_in_place(t: LazyTensor, new: Any) -> LazyTensor:
