@@ -1466,6 +1466,10 @@ VIEWS = [
     "x[:, 1].unsqueeze(0).transpose(0, 1)", "x.unfold(1, 2, 2)", "x.movedim(0, 2)[:, 1]",
     "x[1].as_strided((3, 2), (5, 2), 7)", "x.transpose(0, 1).as_strided((3, 2), (1, 6), 4)",
     "x.transpose(0, 1).reshape(6, 20)", "x.transpose(1, 2).contiguous()", "x.detach()[2]",
+    # views of laid-out views, made natively: their layouts from the base's
+    "x.permute(2, 0, 1).transpose(0, 1)", "x[1:3].view(2, 3, 10)", "x[:, 2].unsqueeze(1)",
+    "x.transpose(0, 2).unsqueeze(3)", "x[1].t().reshape(5, 2, 3)", "x[2].t().t()",
+    "x[:, :, 1].view(4, 6, 1)", "x[1:].reshape(-1)", "x.transpose(0, 2)[1:].detach()",
 ]
 
 

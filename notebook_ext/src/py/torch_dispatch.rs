@@ -311,13 +311,12 @@ impl Bridge {
         if !base.get_type().is(self.lazy.bind(py)) {
             return Ok(None);
         }
-        // A view of a tensor laid out otherwise than contiguously from 0 (a view itself): its
-        // layout is the Python lowering's to find (`_layout`).
-        if let Some(strided) = attributes(&base)?.get_item(intern!(py, "_strided"))? {
-            if strided.is_truthy()? {
-                return Ok(None);
-            }
-        }
+        // The base's layout in its root: a view laid out otherwise than contiguously from 0
+        // reports it (`_layout`), any other tensor is contiguous from 0.
+        let strided = match attributes(&base)?.get_item(intern!(py, "_strided"))? {
+            Some(s) => s.is_truthy()?,
+            None => false,
+        };
         let Some(base_value) = self.unwrap(&base, false)? else {
             return Ok(None);
         };
@@ -368,10 +367,23 @@ impl Bridge {
             }
             _ => return Ok(None),
         };
+        let layout = if strided {
+            let strides: Vec<i64> = base.call_method0(intern!(py, "stride"))?.extract()?;
+            let offset: i64 = base.call_method0(intern!(py, "storage_offset"))?.extract()?;
+            Layout { strides, offset }
+        } else {
+            Layout::contiguous(&dims)
+        };
+        // A reshape that torch could not make a view of this layout: the Python lowering's
+        // (a copy of the values, `_layout`).
+        let Some(laid_out) = step.layout(&dims, &layout) else {
+            return Ok(None);
+        };
         let value = step.apply(&base_value)?;
-        let view = match step.strides(&dims) {
-            Some(strides) => self.wrap_strided(&value, strides)?,
-            None => self.wrap(&value)?,
+        let view = if laid_out.is_contiguous(&value.cast::<PyTensor>()?.get().t.dims()) {
+            self.wrap(&value)?
+        } else {
+            self.wrap_strided(&value, laid_out)?
         };
         link(&view, &base, Step::Native(step), Step::Native(inverse), false)?;
         Ok(Some(view))
@@ -434,12 +446,11 @@ impl Bridge {
         Ok(false)
     }
 
-    /// A view's wrapper, of an engine tensor of a real dtype, reporting `strides` in its root
-    /// (from offset 0: a transpose or a permute of a tensor laid out contiguously from 0).
+    /// A view's wrapper, of an engine tensor of a real dtype, reporting `layout` in its root.
     fn wrap_strided<'py>(
         &self,
         x: &Bound<'py, PyAny>,
-        strides: Vec<i64>,
+        layout: Layout,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = x.py();
         let tensor = &x.cast::<PyTensor>()?.get().t;
@@ -448,7 +459,8 @@ impl Bridge {
             return self.lazy.bind(py).call1((x,));
         };
         let kwargs = kwargs.bind(py).copy()?;
-        kwargs.set_item(intern!(py, "strides"), PyTuple::new(py, strides)?)?;
+        kwargs.set_item(intern!(py, "strides"), PyTuple::new(py, layout.strides)?)?;
+        kwargs.set_item(intern!(py, "storage_offset"), layout.offset)?;
         let shape = PyTuple::new(py, tensor.dims().iter().copied())?;
         let wrapper =
             self.make_wrapper.bind(py).call((self.lazy.bind(py), shape), Some(&kwargs))?;
@@ -514,33 +526,91 @@ enum ViewStep {
     Identity,
 }
 
-/// The strides of a tensor of `dims` laid out contiguously (torch's: a dim of size 0 counts
-/// as 1).
-fn contiguous_strides(dims: &[i64]) -> Vec<i64> {
-    let mut strides = vec![1; dims.len()];
-    for i in (0..dims.len().saturating_sub(1)).rev() {
-        strides[i] = strides[i + 1] * dims[i + 1].max(1);
+/// Where a tensor's elements are in its root's values, as torch reports it (`stride()`,
+/// `storage_offset()`): a view of a view is laid out as torch would lay it out on any device.
+struct Layout {
+    strides: Vec<i64>,
+    offset: i64,
+}
+
+impl Layout {
+    /// A tensor of `dims` laid out contiguously from 0 (torch's strides: a dim of size 0
+    /// counts as 1).
+    fn contiguous(dims: &[i64]) -> Layout {
+        let mut strides = vec![1; dims.len()];
+        for i in (0..dims.len().saturating_sub(1)).rev() {
+            strides[i] = strides[i + 1] * dims[i + 1].max(1);
+        }
+        Layout { strides, offset: 0 }
     }
-    strides
+
+    fn is_contiguous(&self, dims: &[i64]) -> bool {
+        self.offset == 0 && self.strides == Layout::contiguous(dims).strides
+    }
+}
+
+/// The strides torch gives a view of `new` sizes of a tensor of `old` sizes and strides, or
+/// `None` where no view has them (torch then copies: `reshape`, or refuses: `view`). A run of
+/// old dims each of which steps over the next one whole is one chunk; the new dims must split
+/// each chunk, strides scaled by the chunk's innermost stride.
+fn view_strides(old: &[i64], old_strides: &[i64], new: &[i64]) -> Option<Vec<i64>> {
+    let numel: i64 = old.iter().product();
+    if numel == 0 || old.is_empty() {
+        // No element to address (or one, a scalar): any strides do; torch's are contiguous.
+        return Some(Layout::contiguous(new).strides);
+    }
+    let mut strides = vec![0; new.len()];
+    let mut view_d = new.len() as isize - 1;
+    let mut chunk_stride = *old_strides.last()?;
+    let (mut chunk_numel, mut view_numel) = (1, 1);
+    for d in (0..old.len()).rev() {
+        chunk_numel *= old[d];
+        let chunk_ends =
+            d == 0 || (old[d - 1] != 1 && old_strides[d - 1] != chunk_numel * chunk_stride);
+        if !chunk_ends {
+            continue;
+        }
+        while view_d >= 0 && (view_numel < chunk_numel || new[view_d as usize] == 1) {
+            strides[view_d as usize] = view_numel * chunk_stride;
+            view_numel *= new[view_d as usize];
+            view_d -= 1;
+        }
+        if view_numel != chunk_numel {
+            return None;
+        }
+        if d > 0 {
+            chunk_stride = old_strides[d - 1];
+            chunk_numel = 1;
+            view_numel = 1;
+        }
+    }
+    (view_d == -1).then_some(strides)
 }
 
 impl ViewStep {
-    /// The step's strides, as torch lays out its result, for a base of `dims` laid out
-    /// contiguously from 0; `None` where the result is contiguous too (`_layout`).
-    fn strides(&self, dims: &[i64]) -> Option<Vec<i64>> {
-        let base = contiguous_strides(dims);
-        let mut order: Vec<usize> = (0..dims.len()).collect();
+    /// The layout torch gives the step's result, from a base of `dims` laid out as `base` is;
+    /// `None` for a reshape no view of that layout can make.
+    fn layout(&self, dims: &[i64], base: &Layout) -> Option<Layout> {
+        let rank = dims.len() as i64;
+        let mut strides = base.strides.clone();
         match self {
-            ViewStep::Permute(o) => order.clone_from(o),
+            ViewStep::Identity => {}
+            ViewStep::Permute(order) => strides = order.iter().map(|&d| base.strides[d]).collect(),
             ViewStep::Transpose(a, b) => {
-                let rank = dims.len() as i64;
-                order.swap(a.rem_euclid(rank) as usize, b.rem_euclid(rank) as usize);
+                strides.swap(a.rem_euclid(rank) as usize, b.rem_euclid(rank) as usize)
             }
-            _ => return None,
+            ViewStep::Unsqueeze(dim) => {
+                let d = *dim as usize;
+                let stride = if d < dims.len() { dims[d] * base.strides[d] } else { 1 };
+                strides.insert(d, stride);
+            }
+            ViewStep::Squeeze(dim) if dims.get(*dim) == Some(&1) => {
+                strides.remove(*dim);
+            }
+            ViewStep::Squeeze(_) => {}
+            ViewStep::Reshape(new) => strides = view_strides(dims, &base.strides, new)?,
         }
-        let strides: Vec<i64> = order.iter().map(|&d| base[d]).collect();
-        let shape: Vec<i64> = order.iter().map(|&d| dims[d]).collect();
-        (strides != contiguous_strides(&shape)).then_some(strides)
+        Some(Layout { strides, offset: base.offset })
     }
 
     fn apply<'py>(&self, x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {

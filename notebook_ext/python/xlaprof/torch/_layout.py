@@ -8,13 +8,13 @@ asks them takes the same branches, and Dynamo, which rebuilds a view argument of
 function from its base and checks the strides it gets, accepts it. `as_strided` addresses the
 root's values by these strides (`lowerings.views.as_strided`).
 
-The native dispatcher makes the commonest views of a tensor laid out contiguously from 0 and
-their layouts itself (`torch_dispatch.rs`: a reshape, an alias or an unsqueeze stays
-contiguous, a transpose or a permute permutes the strides); a view of a view laid out
-otherwise comes here, through its Python lowering. Each view op's lowering is wrapped by
+The native dispatcher makes the commonest views and their layouts itself, from their base's
+layout (`torch_dispatch.rs`: a reshape, a transpose, a permute, an unsqueeze, an alias); the
+others, and those it leaves to Python (a complex tensor, a reshape no view of the base's layout
+can make), come here through their Python lowerings. Each view op's lowering is wrapped by
 `laid_out`: the commonest (a select, a slice, a diagonal, an unbind, a split) by torch's
 rules, any other view op by running it on a shape-only (meta) tensor laid out as its argument
-is (about 35 us on a slow host).
+is (about 20-35 us).
 """
 
 from typing import Any, Callable, Dict, List, Sequence, Tuple
