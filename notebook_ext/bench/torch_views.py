@@ -1,9 +1,9 @@
 """What taking a view costs on the host on the xlaprof device, beside torch's CPU eager in the
 same run. A view on the device is recorded lazily and reports torch's layout (its strides and
-storage offset in its root): a reshape, a transpose, a permute, an unsqueeze or an alias is made
-and laid out by the native dispatcher, whatever its base's layout; a select, slice, diagonal,
-unbind or split by its Python lowering and torch's rules; any other view op by running it on a
-meta tensor laid out as its argument.
+storage offset in its root): a reshape, a transpose, a permute, an unsqueeze, an alias, a slice
+or a select (and so the pieces of a split or an unbind) is made and laid out by the native
+dispatcher, whatever its base's layout; a diagonal by its Python lowering and torch's rule; any
+other view op by running it on a meta tensor laid out as its argument.
 
 For each view expression of a 64x48x32 float tensor: the median time to take it (microseconds,
 over REPEATS takes, nothing computed), and the ratio to CPU eager. Prints one table.

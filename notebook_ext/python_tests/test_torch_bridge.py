@@ -6,6 +6,7 @@ import inspect
 import json
 import os
 import pathlib
+import random
 import subprocess
 import sys
 
@@ -1504,3 +1505,53 @@ def test_a_view_of_a_layout_torch_cannot_view_is_a_copy_of_its_values():
     got = cpu.to(DEV).t().view(-1)
     torch.testing.assert_close(got.cpu(), cpu.t().reshape(-1), rtol=0, atol=0)
     assert got.is_contiguous() and got.storage_offset() == 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_writes_through_chains_of_slices_selects_and_transposes_reach_the_root(seed):
+    # Slices and selects are made natively (their way back writes the view's values into its
+    # base's), and so are the pieces of `split` and `unbind`: random chains of them, written in
+    # place, leave the root as on the CPU.
+    rng = random.Random(seed)
+    cpu = torch.arange(210.0).reshape(5, 6, 7)
+    dev = cpu.to(DEV)
+    for _ in range(12):
+        steps = []
+        shape = list(cpu.shape)
+        for _ in range(rng.randint(1, 3)):
+            if not shape:
+                break
+            d = rng.randrange(len(shape))
+            kind = rng.choice(["slice", "select", "transpose", "split", "unbind"])
+            if kind == "slice" and shape[d] > 1:
+                a = rng.randrange(shape[d] - 1)
+                b = rng.randint(a + 1, shape[d])
+                steps.append(lambda t, d=d, a=a, b=b: t.narrow(d, a, b - a))
+                shape[d] = b - a
+            elif kind == "select":
+                i = rng.randrange(-shape[d], shape[d])
+                steps.append(lambda t, d=d, i=i: t.select(d, i))
+                del shape[d]
+            elif kind == "transpose" and len(shape) > 1:
+                e = (d + 1) % len(shape)
+                steps.append(lambda t, d=d, e=e: t.transpose(d, e))
+                shape[d], shape[e] = shape[e], shape[d]
+            elif kind == "split" and shape[d] > 1:
+                size = rng.randint(1, shape[d] - 1)
+                k = rng.randrange(len(range(0, shape[d], size)))
+                steps.append(lambda t, d=d, size=size, k=k: t.split(size, d)[k])
+                shape[d] = min(size, shape[d] - k * size)
+            elif kind == "unbind":
+                i = rng.randrange(shape[d])
+                steps.append(lambda t, d=d, i=i: t.unbind(d)[i])
+                del shape[d]
+        scale, shift = rng.choice([-1.0, 2.0, 0.5]), float(rng.randint(-9, 9))
+        layouts = []
+        for x in (cpu, dev):
+            v = x
+            for step in steps:
+                v = step(v)
+            layouts.append((v.stride(), v.storage_offset()))
+            v.mul_(scale).add_(shift)
+        torch.testing.assert_close(dev.cpu(), cpu, rtol=0, atol=0)
+        assert layouts[1] == layouts[0]

@@ -487,6 +487,9 @@ def link_view(
     view: Any, base: Any, fwd: Callable[[Any], Any], bwd: Callable[[Any, Any], Any],
     bwd_reads_base: bool,
 ) -> None: ...
+# A "slice" or "select" view made natively, as the torch dispatcher makes it; None where the
+# Python lowering must (`split` and `unbind` make their views through it).
+def torch_view(view: str, args: Tuple[Any, ...]) -> Optional[Any]: ...
 # The torch device guard's answer (`_device._device_guard`): returns `value`, keeping a Python
 # error pending at the call (torch unwinding a failed backward node) for `take_guard_error`.
 class DeviceTypeAnswer:

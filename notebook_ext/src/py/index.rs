@@ -88,7 +88,10 @@ pub(crate) fn get(py: Python<'_>, t: &Tensor, key: &Bound<'_, PyAny>) -> PyResul
                 }
                 Index::Range { start, stop, step } => {
                     let stop = (*stop).max(*start);
-                    out = out.slice(at, *start, stop, *step)?;
+                    // A whole dim (`:`) is no op: the graph is the one a single slice makes.
+                    if (*start, stop, *step) != (0, out.dims()[at as usize], 1) {
+                        out = out.slice(at, *start, stop, *step)?;
+                    }
                     at += 1;
                 }
                 Index::NewAxis => {

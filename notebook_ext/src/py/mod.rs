@@ -111,6 +111,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(torch_dispatch::torch_bridge_init, m)?,
         wrap_pyfunction!(torch_dispatch::torch_dispatch, m)?,
         wrap_pyfunction!(torch_dispatch::link_view, m)?,
+        wrap_pyfunction!(torch_dispatch::torch_view, m)?,
         wrap_pyfunction!(torch_guard::take_guard_error, m)?,
     ] {
         m.add_function(f)?;

@@ -15,7 +15,7 @@
 //! made here too, their steps to and from the base being [`ViewStep`]s instead of Python
 //! closures; every view, these and `_tensor.make_view`'s, is linked to its root by [`link`].
 
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -41,6 +41,8 @@ const VIEW_PERMUTE: u8 = 3;
 const VIEW_TRANSPOSE: u8 = 4;
 const VIEW_T: u8 = 5;
 const VIEW_UNSQUEEZE: u8 = 6;
+const VIEW_SLICE: u8 = 7;
+const VIEW_SELECT: u8 = 8;
 /// Functional lowerings that are one engine operator on a tensor and a tensor or number
 /// (`a + b`, `a - b`, `a * b`, `a / b`): called here without the lowering's Python frame.
 const OP_ADD: u8 = 1;
@@ -72,6 +74,8 @@ pub(crate) fn dispatch_codes(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
             ("transpose", VIEW_TRANSPOSE),
             ("t", VIEW_T),
             ("unsqueeze", VIEW_UNSQUEEZE),
+            ("slice", VIEW_SLICE),
+            ("select", VIEW_SELECT),
         ])?,
     )?;
     codes.set_item(
@@ -170,9 +174,7 @@ pub(crate) fn torch_dispatch<'py>(
     args: Option<&Bound<'py, PyTuple>>,
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let bridge = BRIDGE.get(py).ok_or_else(|| {
-        PyRuntimeError::new_err("the torch bridge is not registered (import xlaprof.torch)")
-    })?;
+    let bridge = bridge(py)?;
     let empty = PyTuple::empty(py);
     let args = args.unwrap_or(&empty);
     let kwargs = kwargs.filter(|k| !k.is_empty());
@@ -184,6 +186,29 @@ pub(crate) fn torch_dispatch<'py>(
             bridge.python.bind(py).call1((func, args, kwargs))
         }
     })
+}
+
+fn bridge(py: Python<'_>) -> PyResult<&Bridge> {
+    BRIDGE.get(py).ok_or_else(|| {
+        PyRuntimeError::new_err("the torch bridge is not registered (import xlaprof.torch)")
+    })
+}
+
+/// The `view` ("slice" or "select") of `args` made natively, as the dispatcher makes it, or
+/// `None` where the Python lowering must make it: for the lowerings that make several views
+/// (`split`, `unbind`).
+#[pyfunction]
+pub(crate) fn torch_view<'py>(
+    py: Python<'py>,
+    view: &str,
+    args: &Bound<'py, PyTuple>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let which = match view {
+        "slice" => VIEW_SLICE,
+        "select" => VIEW_SELECT,
+        _ => return Err(PyValueError::new_err(format!("no native view {view:?}"))),
+    };
+    bridge(py)?.view(which, args, None)
 }
 
 impl Bridge {
@@ -365,8 +390,45 @@ impl Bridge {
                 let dim = dim.rem_euclid(rank + 1);
                 (ViewStep::Unsqueeze(dim), ViewStep::Squeeze(dim as usize))
             }
+            // `slice.Tensor(self, dim=0, start=None, end=None, step=1)`: a slice of unit step
+            // that keeps an element (a strided or an empty one is the Python lowering's).
+            (VIEW_SLICE, 1..=5) if rank > 0 => {
+                let bound = |i: usize| match args.get_item(i) {
+                    Err(_) => Some(None),
+                    Ok(a) if a.is_none() => Some(None),
+                    Ok(a) => a.extract::<i64>().ok().map(Some),
+                };
+                let (Some(dim), Some(start), Some(end)) =
+                    (if args.len() > 1 { int(1) } else { Some(0) }, bound(2), bound(3))
+                else {
+                    return Ok(None);
+                };
+                if args.len() > 4 && int(4) != Some(1) {
+                    return Ok(None);
+                }
+                let axis = dim.rem_euclid(rank) as usize;
+                let n = dims[axis];
+                let clamp = |i: i64| if i < 0 { (i + n).max(0) } else { i.min(n) };
+                let (start, end) = (clamp(start.unwrap_or(0)), clamp(end.unwrap_or(n)));
+                if end <= start {
+                    return Ok(None);
+                }
+                let back = ViewStep::SliceBack { axis, start };
+                (ViewStep::Slice { axis, start, len: end - start }, back)
+            }
+            (VIEW_SELECT, 3) if rank > 0 => {
+                let (Some(dim), Some(index)) = (int(1), int(2)) else { return Ok(None) };
+                let axis = dim.rem_euclid(rank) as usize;
+                let n = dims[axis];
+                if index < -n || index >= n {
+                    return Ok(None); // torch's IndexError, from the lowering
+                }
+                let index = index.rem_euclid(n);
+                (ViewStep::Select { axis, index }, ViewStep::SelectBack { axis, index })
+            }
             _ => return Ok(None),
         };
+        let reads_base = step.back_reads_base();
         let layout = if strided {
             let strides: Vec<i64> = base.call_method0(intern!(py, "stride"))?.extract()?;
             let offset: i64 = base.call_method0(intern!(py, "storage_offset"))?.extract()?;
@@ -385,7 +447,7 @@ impl Bridge {
         } else {
             self.wrap_strided(&value, laid_out)?
         };
-        link(&view, &base, Step::Native(step), Step::Native(inverse), false)?;
+        link(&view, &base, Step::Native(step), Step::Native(inverse), reads_base)?;
         Ok(Some(view))
     }
 
@@ -523,6 +585,13 @@ enum ViewStep {
     Unsqueeze(i64),
     /// Back from `Unsqueeze`: the dim, if it has size 1, taken out (`Tensor.squeeze(dim)`).
     Squeeze(usize),
+    /// `len` elements from `start` along `axis` (unit step), and back: the base's values with
+    /// the slice's in their place.
+    Slice { axis: usize, start: i64, len: i64 },
+    SliceBack { axis: usize, start: i64 },
+    /// The element `index` along `axis`, the axis taken out, and back.
+    Select { axis: usize, index: i64 },
+    SelectBack { axis: usize, index: i64 },
     Identity,
 }
 
@@ -609,8 +678,22 @@ impl ViewStep {
             }
             ViewStep::Squeeze(_) => {}
             ViewStep::Reshape(new) => strides = view_strides(dims, &base.strides, new)?,
+            ViewStep::Slice { axis, start, .. } => {
+                return Some(Layout { strides, offset: base.offset + start * base.strides[*axis] });
+            }
+            ViewStep::Select { axis, index } => {
+                strides.remove(*axis);
+                return Some(Layout { strides, offset: base.offset + index * base.strides[*axis] });
+            }
+            // (Ways back: never a view's own step.)
+            ViewStep::SliceBack { .. } | ViewStep::SelectBack { .. } => return None,
         }
         Some(Layout { strides, offset: base.offset })
+    }
+
+    /// Whether the step back needs the base's old value (it writes into part of it).
+    fn back_reads_base(&self) -> bool {
+        matches!(self, ViewStep::Slice { .. } | ViewStep::Select { .. })
     }
 
     fn apply<'py>(&self, x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
@@ -623,7 +706,49 @@ impl ViewStep {
             ViewStep::Transpose(a, b) => record(py, "transpose", || t.transpose(*a, *b)),
             ViewStep::Unsqueeze(dim) => record(py, "unsqueeze", || t.unsqueeze(*dim)),
             ViewStep::Squeeze(dim) => squeezed(py, t, &[*dim]),
+            ViewStep::Slice { axis, start, len } => {
+                record(py, "slice", || t.slice(*axis as i64, *start, start + len, 1))
+            }
+            ViewStep::Select { axis, index } => {
+                let mut dims = t.dims().to_vec();
+                dims.remove(*axis);
+                let a = *axis as i64;
+                record(py, "select", || t.slice(a, *index, index + 1, 1)?.reshape(&dims))
+            }
+            ViewStep::SliceBack { .. } | ViewStep::SelectBack { .. } => {
+                return Err(PyRuntimeError::new_err("a view's way back needs its base's value"))
+            }
         }?;
+        Ok(Bound::new(py, out)?.into_any())
+    }
+
+    /// The step back of a view into part of its base: `old`, the base's value, with `new`, the
+    /// view's new value, in the view's place (the engine's values are immutable: `new` is
+    /// padded to the base's shape and chosen by a mask, as `lowerings.views` writes a slice).
+    fn apply_back<'py>(
+        &self,
+        old: &Bound<'py, PyAny>,
+        new: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = old.py();
+        let (base, part) = (&old.cast::<PyTensor>()?.get().t, &new.cast::<PyTensor>()?.get().t);
+        let (axis, start, part) = match self {
+            ViewStep::SliceBack { axis, start } => (*axis, *start, part.clone()),
+            ViewStep::SelectBack { axis, index } => {
+                let mut dims = part.dims().to_vec();
+                dims.insert(*axis, 1);
+                (*axis, *index, record(py, "unsqueeze", || part.reshape(&dims))?.t)
+            }
+            _ => return self.apply(new),
+        };
+        let out = record(py, "slice_scatter", || {
+            let mut pads = vec![(0, 0); base.rank()];
+            pads[axis] = (start, base.dims()[axis] - start - part.dims()[axis]);
+            let part = if part.dtype() == base.dtype() { part } else { part.cast(base.dtype())? };
+            let placed = part.pad(&pads, 0.0)?;
+            let mask = Tensor::ones(part.dims(), DType::Pred).pad(&pads, 0.0)?;
+            Tensor::where_(&mask, &placed, base)
+        })?;
         Ok(Bound::new(py, out)?.into_any())
     }
 }
@@ -701,9 +826,10 @@ impl ViewForward {
     }
 }
 
-/// A view's `_bwd`: the root's new value after a write of `new` through the view. Native steps
-/// back need only the new value, not the base's old one; a Python step may need it
-/// (`reads_base`), recomputed from the root through the base's `_fwd`.
+/// A view's `_bwd`: the root's new value after a write of `new` through the view. A step back
+/// from a view into part of its base (a slice's, a select's, a Python step's) may need the
+/// base's old value (`reads_base`), recomputed from the root through the base's `_fwd`; a
+/// reshape's or a transpose's needs only the new value.
 #[pyclass(frozen)]
 struct ViewBackward {
     step: Step,
@@ -720,16 +846,15 @@ impl ViewBackward {
         new: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = root.py();
+        let old = || match (&self.base_forward, self.reads_base) {
+            (None, _) => Ok(root.clone()), // the base is the root: its value is at hand
+            (Some(_), false) => Ok(py.None().into_bound(py)),
+            (Some(forward), true) => forward.bind(py).call1((root,)),
+        };
         let base_value = match &self.step {
+            Step::Native(inverse) if self.reads_base => inverse.apply_back(&old()?, new)?,
             Step::Native(inverse) => inverse.apply(new)?,
-            Step::Python(bwd) => {
-                let old = match (&self.base_forward, self.reads_base) {
-                    (None, _) => root.clone(), // the base is the root: its value is at hand
-                    (Some(_), false) => py.None().into_bound(py),
-                    (Some(forward), true) => forward.bind(py).call1((root,))?,
-                };
-                bwd.bind(py).call1((old, new))?
-            }
+            Step::Python(bwd) => bwd.bind(py).call1((old()?, new))?,
         };
         match &self.base {
             None => Ok(base_value),

@@ -9,9 +9,10 @@ function from its base and checks the strides it gets, accepts it. `as_strided` 
 root's values by these strides (`lowerings.views.as_strided`).
 
 The native dispatcher makes the commonest views and their layouts itself, from their base's
-layout (`torch_dispatch.rs`: a reshape, a transpose, a permute, an unsqueeze, an alias); the
-others, and those it leaves to Python (a complex tensor, a reshape no view of the base's layout
-can make), come here through their Python lowerings. Each view op's lowering is wrapped by
+layout (`torch_dispatch.rs`: a reshape, a transpose, a permute, an unsqueeze, an alias, a slice
+or a select of unit step, and so the pieces of a split or an unbind); the others, and those it
+leaves to Python (a complex tensor, a strided slice, a reshape no view of the base's layout can
+make), come here through their Python lowerings. Each view op's lowering is wrapped by
 `laid_out`: the commonest (a select, a slice, a diagonal, an unbind, a split) by torch's
 rules, any other view op by running it on a shape-only (meta) tensor laid out as its argument
 is (about 20-35 us).
@@ -165,6 +166,8 @@ def _relaid(view: LazyTensor, layout: Layout) -> LazyTensor:
     strides, offset = tuple(layout[0]), int(layout[1])
     if offset == 0 and strides == tuple(contiguous_strides(view.shape)):
         return view
+    if view._strided and view.storage_offset() == offset and view.stride() == strides:
+        return view  # laid out already (made natively: `split`'s and `unbind`'s pieces)
     t = torch.Tensor._make_wrapper_subclass(
         LazyTensor, tuple(view.shape), strides=strides, storage_offset=offset,
         dtype=view.dtype, device=view.device, requires_grad=view.requires_grad,

@@ -146,7 +146,7 @@ def expand(t: LazyTensor, size: Sequence[int], implicit: bool = False) -> LazyTe
     return LazyTensor(x.expand(*full))
 
 
-@lower_raw(aten.slice.Tensor, complex_safe=True)
+@lower_raw(aten.slice.Tensor, complex_safe=True, native_view="slice")
 def slice_(t: LazyTensor, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> LazyTensor:
     n = t.dim()
     dim = dim % n
@@ -164,7 +164,7 @@ def slice_(t: LazyTensor, dim: int = 0, start: Any = None, end: Any = None, step
     )
 
 
-@lower_raw(aten.select.int, complex_safe=True)
+@lower_raw(aten.select.int, complex_safe=True, native_view="select")
 def select(t: LazyTensor, dim: int, index: int) -> LazyTensor:
     dim = dim % t.dim()
     index = index % t.shape[dim]
@@ -187,14 +187,20 @@ def split(t: LazyTensor, split_size: int, dim: int = 0) -> List[LazyTensor]:
 def split_with_sizes(t: LazyTensor, sizes: Sequence[int], dim: int = 0) -> List[LazyTensor]:
     out, start = [], 0
     for s in sizes:
-        out.append(slice_(t, dim, start, start + s, 1))
+        # Each piece made natively, as `aten.slice` is, where the native dispatcher can.
+        piece = _native.torch_view("slice", (t, dim, start, start + s))
+        out.append(slice_(t, dim, start, start + s, 1) if piece is None else piece)
         start += s
     return out
 
 
 @lower_raw(aten.unbind.int, complex_safe=True)
 def unbind(t: LazyTensor, dim: int = 0) -> List[LazyTensor]:
-    return [select(t, dim, i) for i in range(t.shape[dim % t.dim()])]
+    out = []
+    for i in range(t.shape[dim % t.dim()]):
+        row = _native.torch_view("select", (t, dim, i))  # as `aten.select` is made
+        out.append(select(t, dim, i) if row is None else row)
+    return out
 
 
 def _diag_mask(rows: int, cols: int, offset: int) -> Any:

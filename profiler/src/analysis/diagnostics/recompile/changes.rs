@@ -1,7 +1,7 @@
 //! What changed between two versions of a graph: inputs paired by identity, nodes by position,
 //! each difference typed and put in the user's words.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
@@ -367,15 +367,46 @@ pub(super) fn outputs_diff<'g>(
 
 /// How different two changes lists are, to pick the nearest earlier graph.
 pub(super) fn distance(changes: &[GraphChange]) -> usize {
+    // A node is one difference however many of its attributes changed: a slice's start and
+    // limit both follow a dim that grows, as one attribute of another node would.
+    let mut attributed = HashSet::new();
     changes
         .iter()
         .map(|c| match c {
-            GraphChange::Structure { .. }
-            | GraphChange::Attribute { .. }
-            | GraphChange::InputCount { .. } => 10,
+            GraphChange::Attribute { node, .. } => {
+                if attributed.insert(*node) {
+                    10
+                } else {
+                    0
+                }
+            }
+            GraphChange::Structure { .. } | GraphChange::InputCount { .. } => 10,
             GraphChange::NodeShape { .. } => 2,
             GraphChange::SyncedTensors { .. } => 5,
             _ => 1,
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attribute(node: usize, name: &str) -> GraphChange {
+        GraphChange::Attribute {
+            node,
+            op: "slice".into(),
+            name: name.into(),
+            from: "[0, 4]".into(),
+            to: "[0, 5]".into(),
+            location: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_node_whose_attributes_changed_together_is_one_difference() {
+        let one = distance(&[attribute(3, "limit")]);
+        assert_eq!(distance(&[attribute(3, "start"), attribute(3, "limit")]), one);
+        assert_eq!(distance(&[attribute(3, "start"), attribute(4, "limit")]), 2 * one);
+    }
 }
