@@ -413,8 +413,8 @@ impl Bridge {
                 if end <= start {
                     return Ok(None);
                 }
-                let back = ViewStep::SliceBack { axis, start };
-                (ViewStep::Slice { axis, start, len: end - start }, back)
+                let slice = || ViewStep::Slice { axis, start, len: end - start };
+                (slice(), slice()) // its way back writes it into the base (`apply_back`)
             }
             (VIEW_SELECT, 3) if rank > 0 => {
                 let (Some(dim), Some(index)) = (int(1), int(2)) else { return Ok(None) };
@@ -424,7 +424,7 @@ impl Bridge {
                     return Ok(None); // torch's IndexError, from the lowering
                 }
                 let index = index.rem_euclid(n);
-                (ViewStep::Select { axis, index }, ViewStep::SelectBack { axis, index })
+                (ViewStep::Select { axis, index }, ViewStep::Select { axis, index })
             }
             _ => return Ok(None),
         };
@@ -585,13 +585,18 @@ enum ViewStep {
     Unsqueeze(i64),
     /// Back from `Unsqueeze`: the dim, if it has size 1, taken out (`Tensor.squeeze(dim)`).
     Squeeze(usize),
-    /// `len` elements from `start` along `axis` (unit step), and back: the base's values with
-    /// the slice's in their place.
-    Slice { axis: usize, start: i64, len: i64 },
-    SliceBack { axis: usize, start: i64 },
-    /// The element `index` along `axis`, the axis taken out, and back.
-    Select { axis: usize, index: i64 },
-    SelectBack { axis: usize, index: i64 },
+    /// `len` elements from `start` along `axis` (unit step); back (`apply_back`): the base's
+    /// values with the slice's in their place.
+    Slice {
+        axis: usize,
+        start: i64,
+        len: i64,
+    },
+    /// The element `index` along `axis`, the axis taken out; back as a slice of one.
+    Select {
+        axis: usize,
+        index: i64,
+    },
     Identity,
 }
 
@@ -685,8 +690,6 @@ impl ViewStep {
                 strides.remove(*axis);
                 return Some(Layout { strides, offset: base.offset + index * base.strides[*axis] });
             }
-            // (Ways back: never a view's own step.)
-            ViewStep::SliceBack { .. } | ViewStep::SelectBack { .. } => return None,
         }
         Some(Layout { strides, offset: base.offset })
     }
@@ -715,9 +718,6 @@ impl ViewStep {
                 let a = *axis as i64;
                 record(py, "select", || t.slice(a, *index, index + 1, 1)?.reshape(&dims))
             }
-            ViewStep::SliceBack { .. } | ViewStep::SelectBack { .. } => {
-                return Err(PyRuntimeError::new_err("a view's way back needs its base's value"))
-            }
         }?;
         Ok(Bound::new(py, out)?.into_any())
     }
@@ -733,8 +733,8 @@ impl ViewStep {
         let py = old.py();
         let (base, part) = (&old.cast::<PyTensor>()?.get().t, &new.cast::<PyTensor>()?.get().t);
         let (axis, start, part) = match self {
-            ViewStep::SliceBack { axis, start } => (*axis, *start, part.clone()),
-            ViewStep::SelectBack { axis, index } => {
+            ViewStep::Slice { axis, start, .. } => (*axis, *start, part.clone()),
+            ViewStep::Select { axis, index } => {
                 let mut dims = part.dims().to_vec();
                 dims.insert(*axis, 1);
                 (*axis, *index, record(py, "unsqueeze", || part.reshape(&dims))?.t)

@@ -50,6 +50,7 @@ from torch.utils._pytree import tree_map
 
 from .. import _native
 from ._device import DEVICE_TYPE, TO_TORCH
+from ._layout import meta_like
 from ._tensor import LazyTensor, _DEVICE, rebind, to_cpu, to_engine, value
 
 aten = torch.ops.aten
@@ -93,10 +94,7 @@ def _laid_out_like(t: LazyTensor) -> torch.Tensor:
     root, `_layout`: Dynamo checks that the stand-in's strides are the tensor's)."""
     if not t._strided:
         return torch.empty(t.shape, dtype=t.dtype, device=_META)
-    root = t._root if t._root is not None else t
-    size = root.numel() * root.element_size() // t.element_size()
-    storage = torch.empty(size, dtype=t.dtype, device=_META)
-    return storage.as_strided(tuple(t.shape), t.stride(), t.storage_offset())
+    return meta_like(t)
 
 
 def unflatten(inner: Dict[str, torch.Tensor], ctx: Any, size: Any, stride: Any) -> LazyTensor:

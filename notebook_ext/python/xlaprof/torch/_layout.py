@@ -102,14 +102,20 @@ _KEEP_CONTIGUOUS = frozenset((
 ))
 
 
+def meta_like(t: LazyTensor) -> torch.Tensor:
+    """A meta tensor of ``t``'s shape, dtype and layout, in storage as large as its root's
+    values."""
+    root = t._root if t._root is not None else t
+    size = root.numel() * root.element_size() // t.element_size()
+    storage = torch.empty(size, dtype=t.dtype, device=_META)
+    return storage.as_strided(tuple(t.shape), t.stride(), t.storage_offset())
+
+
 def _by_meta(func: Any, base: LazyTensor, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
-    """The op run on a meta tensor laid out as ``base`` is, in storage as large as its root's
-    values: the meta result, or ``None`` where it is no view of its argument (a reshape that
-    had to copy, or a view the layout does not allow)."""
-    root = base._root if base._root is not None else base
-    size = root.numel() * root.element_size() // base.element_size()
-    storage = torch.empty(size, dtype=base.dtype, device=_META)
-    m = storage.as_strided(tuple(base.shape), base.stride(), base.storage_offset())
+    """The op run on a meta tensor laid out as ``base`` is (`meta_like`): the meta result, or
+    ``None`` where it is no view of its argument (a reshape that had to copy, or a view the
+    layout does not allow)."""
+    m = meta_like(base)
     try:
         out = func(m, *args[1:], **kwargs)
     except RuntimeError:
