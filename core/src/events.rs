@@ -483,9 +483,18 @@ pub fn graph_break(compile: &str, reason: &str, location: SourceLocation) {
 
 /// Reports a run of a captured graph that took `duration_ns`.
 pub fn captured_run(hash: u64, duration_ns: u64) {
+    CAPTURED_RUNS.fetch_add(1, Ordering::Relaxed);
     if enabled() {
         emit(Event::CapturedRun { hash, duration_ns });
     }
+}
+
+static CAPTURED_RUNS: AtomicU64 = AtomicU64::new(0);
+
+/// Runs of captured graphs reported so far (a step in which none ran and nothing synced is
+/// empty).
+pub fn captured_runs() -> u64 {
+    CAPTURED_RUNS.load(Ordering::Relaxed)
 }
 
 /// Closes its region when dropped.

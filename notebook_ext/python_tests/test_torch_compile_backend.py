@@ -502,6 +502,36 @@ def test_a_compiled_optimizer_step_ends_each_step_of_the_profile():
     later.assert_max_compiles(0)
 
 
+def test_a_loop_that_also_ends_its_steps_counts_each_iteration_once():
+    # The optimizer's step hook ends a compiled program's step; a loop that calls `xt.step()`
+    # after it ends the same iteration, which is one step, not two (41 iterations once read
+    # "82 steps", every per-step figure halved). A device loader's step right after a step of
+    # the loop's own ran nothing and is no step either.
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = _mlp().to(DEV)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    forward = torch.compile(model, backend="xlaprof")
+    batches = [(torch.randn(16, 12), torch.randint(0, 5, (16,))) for _ in range(7)]
+    with xp.profile() as p:
+        for x, y in batches:
+            torch.nn.functional.cross_entropy(forward(x.to(DEV)), y.to(DEV)).backward()
+            opt.step()
+            opt.zero_grad()
+            xt.step()
+    assert p.steps == 7, p.report()
+
+    lazy = _mlp().to(DEV)
+    opt = torch.optim.SGD(lazy.parameters(), lr=1e-2)
+    with xp.profile() as p:
+        for x, y in xt.DeviceLoader(batches):
+            torch.nn.functional.cross_entropy(lazy(x), y).backward()
+            opt.step()
+            opt.zero_grad()
+            xt.step()
+    assert p.steps == 7, p.report()
+
+
 def test_a_compiled_optimizer_step_breaks_only_where_the_program_does():
     # The package's own step hook (which ends a profile's steps) is traced into the optimizer's
     # graph, not a graph break; a hook of the program's that breaks is found at its line, the

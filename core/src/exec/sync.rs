@@ -18,14 +18,50 @@ pub fn sync() -> Result<()> {
 pub fn step() -> Result<()> {
     let location = SourceLocation::caller();
     sync_all(SyncCause::StepEnd, location.clone())?;
-    mark_step(location);
+    end_step(location, false);
     Ok(())
 }
 
 /// Ends a training step without a sync: for a front end whose steps the engine does not run (a
 /// `torch.compile` program on another backend, its steps told by its optimizer). It does not
 /// start the engine.
+///
+/// Such a step is inferred: a `step()` of the program's own after it, with no compiled graph
+/// run between them, closes the same iteration (the optimizer's step, then the loop's
+/// `xt.step()`) and is not counted again.
 pub fn mark_step(location: SourceLocation) {
+    end_step(location, true);
+}
+
+/// How the last step ended: one iteration ended twice counts once.
+struct StepEnd {
+    /// Syncs and compiled graphs run by then (`NEXT_SYNC`, [`events::captured_runs`]).
+    syncs: u64,
+    runs: u64,
+    inferred: bool,
+}
+
+static LAST_END: Mutex<StepEnd> = Mutex::new(StepEnd { syncs: 0, runs: 0, inferred: false });
+
+fn end_step(location: SourceLocation, inferred: bool) {
+    let now = StepEnd {
+        syncs: NEXT_SYNC.load(Ordering::Relaxed),
+        runs: events::captured_runs(),
+        inferred,
+    };
+    {
+        let mut last = LAST_END.lock().unwrap_or_else(|p| p.into_inner());
+        // The loop's `step()` after the optimizer's inferred one: the syncs between are the
+        // optimizer's own work on the device, part of the step that ended. And a step in which
+        // nothing ran (a device loader's step right after the compiled step function's own) is
+        // no step.
+        let same_iteration = now.runs == last.runs && (last.inferred || now.syncs == last.syncs);
+        let counted = STEPS.load(Ordering::Relaxed) > 0;
+        *last = now;
+        if counted && same_iteration {
+            return;
+        }
+    }
     let step = STEPS.fetch_add(1, Ordering::Relaxed) + 1;
     if events::enabled() {
         events::emit(Event::StepMarker { step, location });
