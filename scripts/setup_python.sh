@@ -39,10 +39,11 @@ fi
 
 # --- torch, for the torch bridge (xlaprof.torch) and PyTorch's OpInfo sweep -----------------
 # torch from PyPI is a CUDA build: about 2.8 GB of wheels (pip's cache keeps them for next time).
-# accelerate: the Hugging Face Trainer runs on it.
-if ! "$py" -c 'import torch, expecttest, transformers, accelerate' >/dev/null 2>&1; then
-  say "installing torch, transformers, accelerate and expecttest into .venv (the torch bridge's tests; ~2.8 GB of wheels)"
-  "$py" -m pip install -q --disable-pip-version-check "${pin[@]}" "torch>=2.10" transformers accelerate expecttest
+# accelerate: the Hugging Face Trainer runs on it; lightning (1.8 MB with torchmetrics): its
+# Trainer on the device.
+if ! "$py" -c 'import torch, expecttest, transformers, accelerate, lightning' >/dev/null 2>&1; then
+  say "installing torch, transformers, accelerate, lightning and expecttest into .venv (the torch bridge's tests; ~2.8 GB of wheels)"
+  "$py" -m pip install -q --disable-pip-version-check "${pin[@]}" "torch>=2.10" transformers accelerate lightning expecttest
 fi
 
 # --- Chromium -------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ pub use analysis::{analyze, Analysis};
 pub use diagnostics::Thresholds;
 pub use error::{Error, Result};
 pub use profile::Profile;
-pub use recorder::{init_from_env, Recording};
+pub use recorder::{init_from_env, whole_program, Recording};
 
 /// Loads a profile file: everything readable, with a warning in `Profile::warnings` for each
 /// part that was lost.

@@ -84,6 +84,10 @@ enum Command {
         /// Where the program's profile goes.
         #[arg(long, default_value = "xlaprof-run.xlaprof")]
         out: PathBuf,
+        /// The program is a PyTorch/XLA program: its `import torch_xla` is xlaprof's layer
+        /// (`python PROGRAM` runs as `python -m xlaprof.torch_xla PROGRAM`).
+        #[arg(long)]
+        torch_xla: bool,
         #[command(flatten)]
         thresholds: ThresholdArgs,
         /// The program and its arguments (after `--`).
@@ -166,8 +170,9 @@ fn main() -> ExitCode {
         Command::View { file, follow, thresholds } => {
             tui::view(&file, follow, thresholds.thresholds())
         }
-        Command::Run { out, thresholds, command } => {
-            tui::run(&out, &command, thresholds.thresholds())
+        Command::Run { out, torch_xla, thresholds, command } => {
+            let command = if torch_xla { tui::with_torch_xla(command) } else { Ok(command) };
+            command.and_then(|command| tui::run(&out, &command, thresholds.thresholds()))
         }
         Command::Diff { a, b, thresholds } => {
             cli_report::diff(&a, &b, &thresholds.thresholds()).map(|_| ExitCode::SUCCESS)

@@ -64,10 +64,15 @@ def _library_dirs() -> list:
 for _dir in _library_dirs():
     _native.add_library_dir(_dir)
 
-# `XLAPROF_PROFILE=FILE` (what `xlaprof run -- python train.py` sets) records the whole
-# program from here on, every record on disk as it happens. Where the host runs ahead of the
-# device (GPUs), the programs still running at exit are waited for, so the profile has them.
-if _native.record_from_env():
+
+def _record_whole_program() -> None:
+    """`XLAPROF_PROFILE=FILE` (what `xlaprof run -- python train.py` sets) records the whole
+    program from here on, every record on disk as it happens. Where the host runs ahead of the
+    device (GPUs), the programs still running at exit are waited for, so the profile has them.
+    Called at import, and by a runner that sets the variable later (`xlaprof.torch_xla`)."""
+    if not _native.record_from_env() or _recording_whole_program[0]:
+        return
+    _recording_whole_program[0] = True
 
     def _wait_at_exit() -> None:
         try:
@@ -82,6 +87,10 @@ if _native.record_from_env():
         from . import _torch_compile
 
         _torch_compile.install()
+
+
+_recording_whole_program = [False]
+_record_whole_program()
 
 # `XLAPROF_DEBUG_NANS=1`: where the host ran ahead of the device, the last sync's verdict is read
 # at the next sync or wait; one the program never made is read at exit, and a NaN reported then.

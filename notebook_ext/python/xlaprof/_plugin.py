@@ -41,9 +41,18 @@ def find_plugin(device: str | None = None, path: list[str] | None = None) -> str
     return None
 
 
+# The plugin this module chose (not the user): chosen again when the device asked for changes
+# before the engine starts (PyTorch/XLA's PJRT_DEVICE, read by `xlaprof.torch_xla`).
+chosen: str | None = None
+
+
 def ensure_plugin() -> None:
-    if os.environ.get("XLAPROF_PJRT_PLUGIN"):
+    global chosen
+    if os.environ.get("XLAPROF_PJRT_PLUGIN") and os.environ["XLAPROF_PJRT_PLUGIN"] != chosen:
         return
     found = find_plugin()
     if found is not None:
-        os.environ["XLAPROF_PJRT_PLUGIN"] = found
+        os.environ["XLAPROF_PJRT_PLUGIN"] = chosen = found
+    elif chosen is not None:
+        del os.environ["XLAPROF_PJRT_PLUGIN"]
+        chosen = None

@@ -55,6 +55,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(spmd::devices, m)?)?;
     m.add_function(wrap_pyfunction!(profile::load, m)?)?;
     m.add_function(wrap_pyfunction!(profile::record_from_env, m)?)?;
+    m.add_function(wrap_pyfunction!(profile::whole_program_profile, m)?)?;
+    m.add_function(wrap_pyfunction!(profile::whole_program_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(profile::progress_html, m)?)?;
     m.add_function(wrap_pyfunction!(profile::validate_rules, m)?)?;
     m.add("DISPATCH_CODES", torch_dispatch::dispatch_codes(m.py())?)?;

@@ -429,6 +429,27 @@ pub(crate) fn record_from_env() -> PyResult<bool> {
     xlaprof_profiler::init_from_env().map_err(profile_error)
 }
 
+/// The profile so far of the whole program's recording (`XLAPROF_PROFILE`), if one records.
+#[pyfunction]
+pub(crate) fn whole_program_profile() -> Option<PyProfile> {
+    xlaprof_profiler::whole_program().map(|r| PyProfile::new(r.snapshot(), None, false))
+}
+
+/// The metrics and counters of the whole program's recording from `since_ns` on (its clock),
+/// with `end_ns`, the time of its last record: no analysis beyond them (PyTorch/XLA's metrics
+/// report, asked for in a loop).
+#[pyfunction]
+pub(crate) fn whole_program_metrics(
+    py: Python<'_>,
+    since_ns: u64,
+) -> PyResult<Option<Bound<'_, PyAny>>> {
+    let Some(recording) = xlaprof_profiler::whole_program() else { return Ok(None) };
+    let profile = recording.snapshot();
+    let metrics = to_py(py, &xlaprof_profiler::metrics::metrics_since(&profile, since_ns))?;
+    metrics.set_item("end_ns", profile.end_ns())?;
+    Ok(Some(metrics))
+}
+
 /// The live-progress line of the notebook magic.
 #[pyfunction]
 pub(crate) fn progress_html(steps: u64, syncs: u64, compiles: u64, elapsed_s: f64) -> String {

@@ -109,46 +109,60 @@ pub fn counter(c: &Counters, name: &str) -> u64 {
 
 /// Every metric and counter of a profile.
 pub fn metrics(p: &Profile) -> Metrics {
-    let d = p.end_ns();
+    metrics_since(p, 0)
+}
+
+/// Every metric and counter of what happened from `since_ns` on (PyTorch/XLA's `clear_all()`
+/// starts its metrics again there).
+pub fn metrics_since(p: &Profile, since_ns: u64) -> Metrics {
+    let d = p.end_ns().saturating_sub(since_ns);
     let ns = |v: u64| v as f64;
+    let syncs: Vec<&crate::profile::Sync> =
+        p.syncs.iter().filter(|s| s.start_ns >= since_ns).collect();
     let syncs_where = |f: &dyn Fn(&crate::profile::Sync) -> Option<u64>| -> Vec<f64> {
-        p.syncs.iter().filter_map(f).map(ns).collect()
+        syncs.iter().copied().filter_map(f).map(ns).collect()
     };
+    let compiles = p.compiles.iter().filter(|c| c.start_ns >= since_ns);
+    let executions = p.executions.iter().filter(|e| e.start_ns >= since_ns);
+    let transfers = || p.transfers.iter().filter(|t| t.start_ns >= since_ns && t.to_device);
+    let reads = || p.value_reads.iter().filter(|r| r.start_ns >= since_ns);
+    // A step that ends after `since_ns` (it began at the step before's end).
+    let steps = p.steps.iter().filter(|s| s.end_ns > since_ns);
     let metrics = vec![
         metric(
             "CompileTime",
             Unit::Nanoseconds,
-            p.compiles.iter().map(|c| ns(c.duration_ns)).collect(),
+            compiles.clone().map(|c| ns(c.duration_ns)).collect(),
             d,
         ),
         metric(
             "ExecuteTime",
             Unit::Nanoseconds,
-            p.executions.iter().map(|e| ns(e.duration_ns)).collect(),
+            executions.clone().map(|e| ns(e.duration_ns)).collect(),
             d,
         ),
         metric(
             "TransferToDeviceTime",
             Unit::Nanoseconds,
-            p.transfers.iter().filter(|t| t.to_device).map(|t| ns(t.duration_ns)).collect(),
+            transfers().map(|t| ns(t.duration_ns)).collect(),
             d,
         ),
         metric(
             "TransferFromDeviceTime",
             Unit::Nanoseconds,
-            p.value_reads.iter().map(|r| ns(r.duration_ns)).collect(),
+            reads().map(|r| ns(r.duration_ns)).collect(),
             d,
         ),
         metric(
             "TransferToDeviceBytes",
             Unit::Bytes,
-            p.transfers.iter().filter(|t| t.to_device).map(|t| t.bytes as f64).collect(),
+            transfers().map(|t| t.bytes as f64).collect(),
             d,
         ),
         metric(
             "TransferFromDeviceBytes",
             Unit::Bytes,
-            p.value_reads.iter().map(|r| r.bytes as f64).collect(),
+            reads().map(|r| r.bytes as f64).collect(),
             d,
         ),
         metric("SyncTime", Unit::Nanoseconds, syncs_where(&|s| Some(s.duration_ns())), d),
@@ -162,7 +176,7 @@ pub fn metrics(p: &Profile) -> Metrics {
         metric(
             "GraphSize",
             Unit::Count,
-            p.syncs
+            syncs
                 .iter()
                 .filter_map(|s| s.hash.and_then(|h| p.graphs.get(&h)))
                 .map(|g| g.def.nodes as f64)
@@ -172,33 +186,39 @@ pub fn metrics(p: &Profile) -> Metrics {
         metric(
             "StepTime",
             Unit::Nanoseconds,
-            p.steps.iter().map(|s| ns(s.duration_ns())).collect(),
+            steps.clone().map(|s| ns(s.duration_ns())).collect(),
             d,
         ),
     ];
-    let first = p.start_counters();
-    let last = p.counters.last().map_or(&first, |c| &c.1);
-    let delta = |name| counter(last, name).saturating_sub(counter(&first, name));
+    let start = p.start_counters();
+    let first = p.counters.iter().rev().find(|c| c.0 < since_ns).map_or(&start, |c| &c.1);
+    let last = p.counters.last().map_or(first, |c| &c.1);
+    let delta = |name| counter(last, name).saturating_sub(counter(first, name));
     let count =
-        |f: &dyn Fn(&crate::profile::Sync) -> bool| p.syncs.iter().filter(|s| f(s)).count() as u64;
+        |f: &dyn Fn(&crate::profile::Sync) -> bool| syncs.iter().filter(|s| f(s)).count() as u64;
+    // Every graph of the profile; from a later start, the graphs its syncs ran.
+    let distinct_graphs = match since_ns {
+        0 => p.graphs.len(),
+        _ => syncs.iter().filter_map(|s| s.hash).collect::<std::collections::BTreeSet<_>>().len(),
+    } as u64;
     let counters = vec![
         Counter { name: "CachedCompile", value: count(&|s| s.cache_hit) },
-        Counter { name: "UncachedCompile", value: p.compiles.len() as u64 },
+        Counter { name: "UncachedCompile", value: compiles.count() as u64 },
         Counter { name: "PersistentCacheHit", value: count(&|s| s.persistent_hit) },
         Counter {
             name: "PersistentCacheMiss",
             value: delta(engine_counter::PERSISTENT_CACHE_MISSES),
         },
-        Counter { name: "MarkStep", value: p.steps.len() as u64 },
-        Counter { name: "Sync", value: p.syncs.len() as u64 },
+        Counter { name: "MarkStep", value: steps.count() as u64 },
+        Counter { name: "Sync", value: syncs.len() as u64 },
         Counter { name: "ExplicitSync", value: count(&|s| s.cause == Cause::Explicit) },
         Counter { name: "ValueReadSync", value: count(&|s| s.cause == Cause::ValueRead) },
-        Counter { name: "DeviceToHostRead", value: p.value_reads.len() as u64 },
-        Counter { name: "ExecuteGraph", value: p.executions.len() as u64 },
+        Counter { name: "DeviceToHostRead", value: reads().count() as u64 },
+        Counter { name: "ExecuteGraph", value: executions.count() as u64 },
         Counter { name: "CreateTensor", value: delta(engine_counter::TENSORS_CREATED) },
         Counter { name: "DestroyTensor", value: delta(engine_counter::TENSORS_DESTROYED) },
         Counter { name: "OpsTraced", value: delta(engine_counter::OPS_TRACED) },
-        Counter { name: "DistinctGraphs", value: p.graphs.len() as u64 },
+        Counter { name: "DistinctGraphs", value: distinct_graphs },
     ];
     Metrics { duration_ns: d, metrics, counters }
 }

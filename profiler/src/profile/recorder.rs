@@ -579,14 +579,21 @@ impl Drop for SideRecording {
 /// the top of `main`; the recording runs until the process exits (every record is on disk as soon
 /// as it happens, so nothing needs to be flushed at exit). Returns whether recording started.
 pub fn init_from_env() -> Result<bool> {
-    static GLOBAL: OnceLock<Recording> = OnceLock::new();
     let Some(path) = std::env::var_os(xlaprof_core::config::PROFILE) else { return Ok(false) };
-    if GLOBAL.get().is_some() {
+    if WHOLE_PROGRAM.get().is_some() {
         return Ok(true);
     }
     let recording = Recording::to_file(Path::new(&path))?;
-    let _ = GLOBAL.set(recording);
+    let _ = WHOLE_PROGRAM.set(recording);
     Ok(true)
+}
+
+static WHOLE_PROGRAM: OnceLock<Recording> = OnceLock::new();
+
+/// The recording of the whole program that [`init_from_env`] started, if it did: what the
+/// process's metrics are read from (PyTorch/XLA's metrics report).
+pub fn whole_program() -> Option<&'static Recording> {
+    WHOLE_PROGRAM.get()
 }
 
 #[cfg(test)]

@@ -57,6 +57,25 @@ pub fn run(out: &Path, command: &[String], thresholds: Thresholds) -> Result<Exi
     })
 }
 
+/// `python PROGRAM ARGS` as `python -m xlaprof.torch_xla PROGRAM ARGS`: a PyTorch/XLA program,
+/// its `import torch_xla` resolved to xlaprof's layer (`xlaprof run --torch-xla`).
+pub fn with_torch_xla(mut command: Vec<String>) -> Result<Vec<String>, Error> {
+    let is_python = command
+        .first()
+        .and_then(|c| Path::new(c).file_name())
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("python"));
+    if !is_python {
+        return Err(format!(
+            "--torch-xla runs a Python program: `xlaprof run --torch-xla -- python train.py`, not `{}`",
+            command.join(" ")
+        )
+        .into());
+    }
+    command.splice(1..1, ["-m".to_string(), "xlaprof.torch_xla".to_string()]);
+    Ok(command)
+}
+
 /// Puts the terminal back as it was: on the way out, and from the panic hook.
 fn restore_terminal() {
     let _ = disable_raw_mode();

@@ -452,3 +452,16 @@ fn the_lines_view_shows_what_each_line_of_the_program_made_the_engine_do() {
     assert!(rows.iter().any(|l| l.syncs >= 6), "{rows:?}");
     assert!(screen.contains("src/tui/tests.rs:"), "{screen}");
 }
+
+#[test]
+fn a_torch_xla_program_runs_through_the_layer_and_only_python_is_taken() {
+    let command = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+    let rewritten =
+        super::with_torch_xla(command(&[".venv/bin/python3", "train.py", "--fake_data"])).unwrap();
+    assert_eq!(
+        rewritten,
+        command(&[".venv/bin/python3", "-m", "xlaprof.torch_xla", "train.py", "--fake_data"])
+    );
+    let refused = super::with_torch_xla(command(&["torchrun", "train.py"])).unwrap_err();
+    assert!(refused.to_string().contains("--torch-xla runs a Python program"), "{refused}");
+}

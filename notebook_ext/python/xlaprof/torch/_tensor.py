@@ -146,6 +146,13 @@ class LazyTensor(torch.Tensor):
         text = repr(to_cpu(self))
         return text[:-1] + f", device='{_DEVICE}')" if text.endswith(")") else text
 
+    def __format__(self, format_spec: str) -> str:
+        # f"{loss}" of a 0-dim tensor is its number on CUDA and the CPU (torch formats a plain
+        # Tensor so, and a subclass as its str): a read, as there.
+        if self.dim() == 0:
+            return self.detach().item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
 
 # ---- values, views and writes ----------------------------------------------------------------
 
