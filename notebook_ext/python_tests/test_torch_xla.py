@@ -257,3 +257,39 @@ def test_under_torchrun_the_xla_group_and_xms_collectives_go_through_the_host(tm
     lines = sorted(l for l in done.stdout.splitlines() if l.startswith("rank"))
     # DDP averages the gradients of the two ranks' batches (3 rows of 1s and of 2s): 4.5 each.
     assert lines == [f"rank {r} 2 [4.5, 4.5, 4.5, 4.5] 1 [2.0, 2.0]" for r in (0, 1)], done.stdout
+
+
+def test_a_real_torch_xla_is_left_alone_unless_asked(tmp_path):
+    real = tmp_path / "site" / "torch_xla"
+    real.mkdir(parents=True)
+    (real / "__init__.py").write_text("WHO = 'the real one'\n")
+    env = {"PYTHONPATH": str(tmp_path / "site")}
+    plain = ok(python("import torch_xla; print(torch_xla.WHO)", env=env, cwd=str(tmp_path)))
+    assert plain.stdout.strip() == "the real one" and "xlaprof" not in plain.stderr
+    ours = ok(python("import torch_xla; print(torch_xla.__name__)", runner=True, env=env, cwd=str(tmp_path)))
+    assert ours.stdout.strip() == "xlaprof.torch_xla"
+    assert f"a real torch_xla is installed ({real / '__init__.py'})" in ours.stderr
+
+
+def test_collectives_over_one_replica_and_save(tmp_path):
+    done = python("""
+        import torch, torch_xla
+        import torch_xla.core.xla_model as xm
+        dev = torch_xla.device()
+        x = torch.arange(6.0).reshape(2, 3).to(dev)
+        print(xm.all_reduce(xm.REDUCE_SUM, x, scale=0.5).cpu().tolist())
+        inplace = [torch.ones(2).to(dev)]
+        xm.all_reduce("max", inplace, scale=3.0)
+        print(inplace[0].cpu().tolist(), xm.all_gather(x, dim=1).shape, xm.reduce_scatter("sum", x, 1.0, 0, 1).shape)
+        print(xm.mesh_reduce("m", 7, max), xm.rendezvous("r", b"p"), xm.xrt_world_size(), xm.get_ordinal(),
+              xm.is_master_ordinal())
+        xm.save({"w": x, "n": 3}, "saved.pt")
+        loaded = torch.load("saved.pt")
+        print(loaded["w"].device, loaded["w"].tolist(), loaded["n"])
+    """, runner=True, cwd=str(tmp_path))
+    assert ok(done).stdout.splitlines() == [
+        "[[0.0, 0.5, 1.0], [1.5, 2.0, 2.5]]",
+        "[3.0, 3.0] torch.Size([2, 3]) torch.Size([2, 3])",
+        "7 [b'p'] 1 0 True",
+        "cpu [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]] 3",
+    ]
