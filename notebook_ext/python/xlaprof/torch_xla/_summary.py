@@ -26,6 +26,8 @@ def say(profile_path: Optional[str]) -> None:
     findings = profile.diagnostics()
     line = (f"xlaprof: {profile.steps} steps, {profile.compiles} graphs compiled ({later} after step "
             f"{WARM_UP_STEPS}), {len(findings)} findings")
+    if findings:
+        line += f" (the first: {findings[0]['title']} at {findings[0]['location']})"
     if profile_path:
         line += f"; the profile: {profile_path} (xlaprof report {profile_path})"
     else:

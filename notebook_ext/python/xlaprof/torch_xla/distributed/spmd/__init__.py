@@ -84,9 +84,6 @@ class Mesh:
         return tuple(None if e is None else tuple(name(a) for a in e) if isinstance(e, tuple) else name(e)
                      for e in partition_spec)
 
-    def check(self, t: torch.Tensor, partition_spec: PartitionSpec) -> None:
-        self.spec(t, partition_spec)
-
     def __repr__(self) -> str:
         return f"Mesh(device_ids={list(self.device_ids)}, mesh_shape={self.mesh_shape}, axis_names={self.axis_names})"
 
@@ -114,9 +111,7 @@ def mark_sharding(t: torch.Tensor, mesh: Optional[Mesh], partition_spec: Partiti
     mesh = mesh if mesh is not None else _global_mesh
     if mesh is None:
         raise ValueError("mark_sharding: no mesh given and none set (xs.set_global_mesh)")
-    spec = mesh.spec(t, partition_spec)
-    target = _target.current()
-    return t if target.reference else target.mark_sharding(t, mesh, spec)
+    return _target.current().mark_sharding(t, mesh, mesh.spec(t, partition_spec))
 
 
 def clear_sharding(t: torch.Tensor) -> torch.Tensor:
