@@ -22,7 +22,7 @@ trace instead of launched (`_native.Replay.recorded`, from a template of the gra
 dispatch), so the next value read computes the step's graphs and the lazy code between them as
 one program; a graph called again before its last results were computed runs the pending step
 first. Not the default: one program a step gives up the overlap of the device's graph with the
-host's next call (ARCHITECTURE.md).
+host's next call (docs/design/torch-compile.md).
 
 What cannot be captured. A graph whose recording read values on the host or ran an op on the
 CPU (an op with no lowering: the graph splits there; a factory's result would otherwise be a
@@ -222,7 +222,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs: List[Any], **options: Any)
         keep_inference_input_mutations=True,
         # The forward saves a weight, not its transpose, and the backward recomputes the views
         # and cheap ops it needs, which XLA folds into its products (the default partition made
-        # every forward write a transposed copy of each weight: ARCHITECTURE.md).
+        # every forward write a transposed copy of each weight: docs/design/torch-compile.md).
         partition_fn=min_cut_rematerialization_partition,
     )(gm, example_inputs)
 
