@@ -23,23 +23,19 @@ _fallbacks_before: Dict[str, Any] = {}
 
 
 def record_whole_program(path: Optional[str]) -> None:
-    """Records the program into ``path``, or a temporary file removed at exit (which the
-    program's own subprocesses are not told of: they would write over it)."""
+    """Records the program into ``path``, or a temporary file removed at exit. The program's own
+    subprocesses (a data loader's spawned workers) are not told of it: they would write over it."""
     global _path
-    if path:
-        os.environ["XLAPROF_PROFILE"] = path
-        xp._record_whole_program()
-        _path = path
-        return
-    fd, temporary = tempfile.mkstemp(prefix="xlaprof-", suffix=".xlaprof")
-    os.close(fd)
-    os.environ["XLAPROF_PROFILE"] = temporary
+    if not path:
+        fd, path = tempfile.mkstemp(prefix="xlaprof-", suffix=".xlaprof")
+        os.close(fd)
+        atexit.register(os.unlink, path)
+    os.environ["XLAPROF_PROFILE"] = path
     try:
         xp._record_whole_program()
     finally:
         del os.environ["XLAPROF_PROFILE"]
-    _path = temporary
-    atexit.register(os.unlink, temporary)
+    _path = path
 
 
 def path() -> Optional[str]:
