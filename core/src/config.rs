@@ -40,7 +40,7 @@ pub const VARS: &[Var] = &[
     Var { name: DEBUG, effect: "1: a compile analysis on every compile; 2: also an execution analysis on every execution" },
     Var { name: DEBUG_FILE, effect: "write the XLAPROF_DEBUG analyses to this file instead of stderr" },
     Var { name: OPTIMIZED_HLO, effect: "1: keep XLA's optimized HLO text of every compile" },
-    Var { name: PROFILE, effect: "record the whole program to this profile file" },
+    Var { name: PROFILE, effect: "record the whole program to this profile file (each rank of a job of several processes beside it: FILE.rankN; a process that finds another writing the file writes beside it)" },
     Var { name: RUN_AHEAD, effect: "1: a sync returns once its program is queued on the device, and the host traces the next step while it runs (the default on GPUs); 0: a sync waits for its program (the default on the CPU, where torch.compile's graphs and the lazy code between them still run ahead unless this is 0)" },
     Var { name: WIDE_SUMS, effect: "1: float32 sums (and means, norms, variances) accumulate in float64 and round once, as exact as torch's (the default on the CPU, whose XLA sums a dimension element after element); 0: in float32 (the default on GPUs, which sum in trees)" },
     Var { name: STRICT, effect: "torch bridge: 1 makes an aten op with no lowering an error instead of a CPU fallback" },

@@ -252,11 +252,16 @@ def test_under_torchrun_the_xla_group_and_xms_collectives_go_through_the_host(tm
               flush=True)
     """))
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
-    done = ok(subprocess.run([torchrun, "--nproc_per_node", "2", "-m", "xlaprof.torch_xla", "program.py"],
-                             capture_output=True, text=True, timeout=600, cwd=str(tmp_path)))
+    done = ok(subprocess.run([torchrun, "--nproc_per_node", "2", "-m", "xlaprof.torch_xla", "--profile", "job.xlaprof",
+                              "program.py"], capture_output=True, text=True, timeout=600, cwd=str(tmp_path)))
     lines = sorted(l for l in done.stdout.splitlines() if l.startswith("rank"))
     # DDP averages the gradients of the two ranks' batches (3 rows of 1s and of 2s): 4.5 each.
     assert lines == [f"rank {r} 2 [4.5, 4.5, 4.5, 4.5] 1 [2.0, 2.0]" for r in (0, 1)], done.stdout
+    # Each rank's profile is its own file beside the job's name, whole.
+    for rank in (0, 1):
+        p = xp.load(str(tmp_path / f"job.rank{rank}.xlaprof"))
+        assert p.steps == 1 and "the file ends" not in p.report(), p.report()
+    assert not (tmp_path / "job.xlaprof").exists()
 
 
 def test_a_real_torch_xla_is_left_alone_unless_asked(tmp_path):
@@ -287,9 +292,68 @@ def test_collectives_over_one_replica_and_save(tmp_path):
         loaded = torch.load("saved.pt")
         print(loaded["w"].device, loaded["w"].tolist(), loaded["n"])
     """, runner=True, cwd=str(tmp_path))
+    # As in PyTorch/XLA, one replica's all_reduce is its input (a copy), not scaled.
     assert ok(done).stdout.splitlines() == [
-        "[[0.0, 0.5, 1.0], [1.5, 2.0, 2.5]]",
-        "[3.0, 3.0] torch.Size([2, 3]) torch.Size([2, 3])",
+        "[[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]",
+        "[1.0, 1.0] torch.Size([2, 3]) torch.Size([2, 3])",
         "7 [b'p'] 1 0 True",
         "cpu [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]] 3",
+    ]
+
+
+def test_what_pytorch_xla_programs_also_do(tmp_path):
+    done = python("""
+        import collections, gc, os, threading, time
+        os.environ["CPU_NUM_DEVICES"] = "2"  # set by the program, before its import
+        import numpy as np, torch, torch_xla
+        import torch_xla.core.xla_model as xm
+        import torch_xla.distributed.parallel_loader as pl
+        import torch_xla.distributed.spmd as xs
+        from torch_xla import runtime as xr
+        from torch_xla.experimental.spmd_fully_sharded_data_parallel import SpmdFullyShardedDataParallel as FSDPv2
+        xr.use_spmd()
+        print("devices", xr.global_runtime_device_count(), xr.addressable_device_count())
+        dev = torch_xla.device()
+        with torch.autocast("xla"):  # as PyTorch/XLA's docs write it
+            print("autocast", (torch.ones(2, 2).to(dev) @ torch.ones(2, 2).to(dev)).dtype)
+        # A closure a closure queues runs at the next step, not in a loop of its own.
+        ran = []
+        def again(n):
+            ran.append(n)
+            if n < 3:
+                xm.add_step_closure(again, args=(n + 1,))
+        xm.add_step_closure(again, args=(0,))
+        xm.mark_step(); xm.mark_step()
+        print("closures", ran)
+        # A loop that stops early leaves no loader thread behind.
+        for i, _ in enumerate(pl.MpDeviceLoader([torch.ones(2)] * 9, dev)):  # the queue holds 8
+            time.sleep(0.5)  # the loader fills the queue and has only its end to put
+            break
+        gc.collect()
+        for t in threading.enumerate():
+            if t.name == "xlaprof-device-loader":
+                t.join(timeout=5)  # it sees the loop has stopped within 0.1 s
+        print("loader threads", sum(t.name == "xlaprof-device-loader" and t.is_alive() for t in threading.enumerate()))
+        # Named tuples split as they come; a parameter split by the user keeps its split.
+        mesh = xs.Mesh(np.arange(2), (2, 1), ("fsdp", "model"))
+        Batch = collections.namedtuple("Batch", "x y")
+        loader = pl.MpDeviceLoader([Batch(torch.ones(4, 3), torch.zeros(4))] * 2, dev,
+                                   input_sharding=xs.ShardingSpec(mesh, ("fsdp", None)))
+        print("batch", type(next(iter(loader))).__name__)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Linear(6, 2)).to(dev)
+        xs.mark_sharding(model[0].weight, mesh, (None, "fsdp"))  # FSDPv2 would split its dimension 0
+        import xlaprof.torch as xt
+        users = xt.value(model[0].weight).sharding
+        wrapped = FSDPv2(model, mesh=mesh, auto_wrap_policy=lambda module, recurse, unwrapped_params: False)
+        print("splits", xt.value(model[0].weight).sharding == users, xt.value(model[1].weight).sharding is not None)
+        print("mesh", dict(xs.Mesh(np.arange(2), (2,)).shape()))
+    """, runner=True, cwd=str(tmp_path))
+    assert ok(done).stdout.splitlines() == [
+        "devices 2 1",
+        "autocast torch.bfloat16",
+        "closures [0, 1]",
+        "loader threads 0",
+        "batch Batch",
+        "splits True True",
+        "mesh {0: 2}",
     ]

@@ -256,3 +256,29 @@ proptest! {
         let _ = from_bytes(&bytes);
     }
 }
+
+#[test]
+fn a_second_writer_of_one_file_writes_beside_it_and_leaves_the_first_whole() {
+    // Two processes given one XLAPROF_PROFILE once interleaved their records ("the file ends in
+    // the middle of a record"): the file's lock sends the second beside it.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("job.xlaprof");
+    let records = || file::decode(&std::fs::read(golden(2)).unwrap()).unwrap().records;
+    let mut first = file::Writer::create(&path).unwrap();
+    let mut second = file::Writer::create(&path).unwrap();
+    assert_eq!(first.path(), path);
+    assert_eq!(second.path(), dir.path().join(format!("job.{}.xlaprof", std::process::id())));
+    for (a, b) in records().iter().zip(records().iter()) {
+        first.append(a).unwrap();
+        second.append(b).unwrap();
+    }
+    drop((first, second));
+    let whole = golden_loads_whole(2);
+    for written in [path.clone(), dir.path().join(format!("job.{}.xlaprof", std::process::id()))] {
+        let p = load(&written).unwrap();
+        assert!(p.warnings.is_empty(), "{written:?}: {:?}", p.warnings);
+        assert_eq!(p.records, whole.records);
+    }
+    // Once the first is done, its file is free to write again.
+    assert_eq!(file::Writer::create(&path).unwrap().path(), path);
+}

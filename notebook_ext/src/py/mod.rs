@@ -53,9 +53,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(spmd::shard_like, m)?)?;
     m.add_function(wrap_pyfunction!(spmd::get_global_mesh, m)?)?;
     m.add_function(wrap_pyfunction!(spmd::devices, m)?)?;
+    m.add_function(wrap_pyfunction!(spmd::started_device_count, m)?)?;
     m.add_function(wrap_pyfunction!(profile::load, m)?)?;
     m.add_function(wrap_pyfunction!(profile::record_from_env, m)?)?;
     m.add_function(wrap_pyfunction!(profile::whole_program_profile, m)?)?;
+    m.add_function(wrap_pyfunction!(profile::whole_program_file, m)?)?;
     m.add_function(wrap_pyfunction!(profile::whole_program_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(profile::progress_html, m)?)?;
     m.add_function(wrap_pyfunction!(profile::validate_rules, m)?)?;

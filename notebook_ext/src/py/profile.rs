@@ -429,6 +429,13 @@ pub(crate) fn record_from_env() -> PyResult<bool> {
     xlaprof_profiler::init_from_env().map_err(profile_error)
 }
 
+/// The file the whole program's recording writes (`XLAPROF_PROFILE`, or beside it: a rank's
+/// file, or one this process found another writing), if one records.
+#[pyfunction]
+pub(crate) fn whole_program_file() -> Option<PathBuf> {
+    xlaprof_profiler::whole_program().and_then(|r| r.file_path())
+}
+
 /// The profile so far of the whole program's recording (`XLAPROF_PROFILE`), if one records.
 #[pyfunction]
 pub(crate) fn whole_program_profile() -> Option<PyProfile> {

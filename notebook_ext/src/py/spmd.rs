@@ -183,6 +183,13 @@ pub(crate) fn get_global_mesh() -> Option<PyMesh> {
     spmd::global_mesh().map(|mesh| PyMesh { mesh })
 }
 
+/// How many devices the engine has, or None before it starts (it starts with as many as its
+/// settings or a mesh ask for: asking `devices()` would start it).
+#[pyfunction]
+pub(crate) fn started_device_count() -> Option<usize> {
+    xlaprof_core::started_engine().map(|engine| engine.device_count())
+}
+
 /// The engine's devices, as `xp.device`s (`device(type='cpu', index=0)`, ...).
 #[pyfunction]
 pub(crate) fn devices(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyAny>>> {

@@ -487,6 +487,13 @@ impl Recording {
         self.recorder.0.lock().unwrap_or_else(|p| p.into_inner()).profile.clone()
     }
 
+    /// The file it writes to, if any: the path asked for, or the one beside it where another
+    /// process writes that one.
+    pub fn file_path(&self) -> Option<std::path::PathBuf> {
+        let s = self.recorder.0.lock().unwrap_or_else(|p| p.into_inner());
+        s.writer.as_ref().map(|w| w.path().to_path_buf())
+    }
+
     /// Bytes written to the profile file so far, and records.
     pub fn file_stats(&self) -> Option<(u64, u64)> {
         let s = self.recorder.0.lock().unwrap_or_else(|p| p.into_inner());
@@ -583,9 +590,29 @@ pub fn init_from_env() -> Result<bool> {
     if WHOLE_PROGRAM.get().is_some() {
         return Ok(true);
     }
-    let recording = Recording::to_file(Path::new(&path))?;
+    let asked = job_path(Path::new(&path));
+    let recording = Recording::to_file(&asked)?;
+    if let Some(written) = recording.file_path().filter(|w| *w != asked) {
+        eprintln!(
+            "xlaprof: another process writes the profile {}; this process's is {}",
+            asked.display(),
+            written.display()
+        );
+    }
     let _ = WHOLE_PROGRAM.set(recording);
     Ok(true)
+}
+
+/// In a job of several processes (`WORLD_SIZE` over 1 and a `RANK`, as torchrun sets them),
+/// each rank's profile beside the others': `job.rank1.xlaprof` for `job.xlaprof`.
+fn job_path(path: &Path) -> std::path::PathBuf {
+    let var = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<u64>().ok());
+    match (var("WORLD_SIZE"), var("RANK")) {
+        (Some(size), Some(rank)) if size > 1 => {
+            crate::record::file::beside(path, &format!("rank{rank}"))
+        }
+        _ => path.to_path_buf(),
+    }
 }
 
 static WHOLE_PROGRAM: OnceLock<Recording> = OnceLock::new();

@@ -54,21 +54,25 @@ class DeviceLoader:
         ready: "queue.Queue[Any]" = queue.Queue(maxsize=self.prefetch)
         stop = threading.Event()
 
+        def put(item: Any) -> bool:
+            """Queues ``item`` unless the loop has stopped asking (a ``break``): then the
+            thread ends, and nothing it made stays held."""
+            while not stop.is_set():
+                try:
+                    ready.put(item, timeout=0.1)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
         def fill() -> None:
             try:
                 for batch in self.loader:
-                    moved = _to_device(batch, self.device)
-                    while not stop.is_set():
-                        try:
-                            ready.put(moved, timeout=0.1)
-                            break
-                        except queue.Full:
-                            continue
-                    if stop.is_set():
+                    if not put(_to_device(batch, self.device)):
                         return
-                ready.put(_DONE)
+                put(_DONE)
             except BaseException as e:  # the loop re-raises it, at its own line
-                ready.put(_Failed(e))
+                put(_Failed(e))
 
         worker = threading.Thread(target=fill, name="xlaprof-device-loader", daemon=True)
         worker.start()

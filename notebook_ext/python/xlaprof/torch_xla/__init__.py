@@ -20,13 +20,13 @@ import torch
 
 import xlaprof as xp
 
-from . import _alias, _eager, _target, runtime
+from . import _alias, _eager, _target, amp, runtime
 from .distributed import xla_multiprocessing
 
 __version__ = "2.9.0+xlaprof"
 
 __getattr__ = _alias.not_provided(__name__, (
-    "_XLAC", "amp", "core", "debug", "experimental", "test", "utils",
+    "_XLAC", "core", "debug", "experimental", "test", "utils",
 ))
 
 
@@ -37,6 +37,7 @@ def install(reference: bool = False) -> None:
     if reference:
         _target.use_reference()
     _alias.install_hook()
+    amp.take_xla_autocast()
 
 
 def device(index: Optional[int] = None) -> torch.device:
@@ -49,12 +50,13 @@ def devices() -> List[torch.device]:
     return [device()]
 
 
-def device_count() -> int:
-    return 1
-
-
 def real_devices() -> List[str]:
+    """The engine's devices, by the plugin's kind (``CPU:0``, ...)."""
     return [f"{runtime.device_type()}:{i}" for i in range(runtime.addressable_runtime_device_count())]
+
+
+def device_count() -> int:
+    return len(real_devices())
 
 
 def sync(wait: bool = False, reset_scope: bool = True) -> None:
@@ -117,11 +119,14 @@ class _Region:
     def __exit__(self, kind: Any, error: Any, trace: Any) -> Any:
         for block in reversed(self._open.pop()):
             block.__exit__(kind, error, trace)
-        if isinstance(error, xp.SyncError) and self.full_graph:
-            what = str(error).split(", inside forbid_sync()")[0]
-            raise xp.SyncError(f"torch_xla.compile({self._label()}, full_graph=True) needs more than one "
-                               f"graph: {what}") from None
         if kind is not None:
+            # As PyTorch/XLA's does, what the function recorded runs even when it failed (a
+            # failure of that shows the function's as its context).
+            _target.step()
+            if isinstance(error, xp.SyncError) and self.full_graph:
+                what = str(error).split(", inside forbid_sync()")[0]
+                raise xp.SyncError(f"torch_xla.compile({self._label()}, full_graph=True) needs more than "
+                                   f"one graph: {what}") from None
             return None
         target = _target.current()
         before = xp.counters()["compiles"] if self.max_graphs is not None and not target.reference else None

@@ -55,7 +55,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     if seed is not None:
         torch.manual_seed(seed)
     if not reference:
-        _metrics.record_whole_program(profile)
+        profile = _metrics.record_whole_program(profile)
     try:
         if module is not None:
             sys.argv = [module, *args]

@@ -16,6 +16,8 @@ import os
 import sys
 from typing import Any, Callable, Optional
 
+from .._plugin import ensure_plugin
+
 NAME = "torch_xla"
 OURS = "xlaprof.torch_xla"
 DOCS = "docs/torch-xla.md lists what it provides"
@@ -40,6 +42,8 @@ class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
         if fullname != NAME and not fullname.startswith(NAME + "."):
             return None
+        if fullname == NAME:
+            map_environment()  # what the program set before its `import torch_xla`
         ours = OURS + fullname[len(NAME):]
         try:
             found = importlib.util.find_spec(ours)
@@ -121,20 +125,25 @@ ENVIRONMENT = (
 )
 
 
+# The xlaprof variables set from PyTorch/XLA's, with the value set: mapped again, they follow a
+# change the program made (a script that sets CPU_NUM_DEVICES before `import torch_xla`).
+_mapped: dict = {}
+
+
 def map_environment() -> None:
-    """Sets the xlaprof variable of each PyTorch/XLA variable the user set (an xlaprof variable
-    already set wins). Before the engine starts: it reads them then."""
+    """Sets the xlaprof variable of each PyTorch/XLA variable set (one the user set wins).
+    Called when the layer is installed, when the program first imports ``torch_xla``, and
+    before the engine starts, which reads them then."""
     for theirs, ours, translate in ENVIRONMENT:
         value = os.environ.get(theirs)
-        if value is None or ours is None or os.environ.get(ours):
+        if value is None or ours is None:
+            continue
+        if os.environ.get(ours) and os.environ[ours] != _mapped.get(ours):
             continue
         mapped = translate(value)
-        if mapped is None:
-            continue
-        os.environ[ours] = mapped
+        if mapped is not None:
+            os.environ[ours] = _mapped[ours] = mapped
     if os.environ.get("PJRT_DEVICE", "").strip().upper() == "TPU":
         raise ImportError("PJRT_DEVICE=TPU: xlaprof loads TPU's PJRT plugin by path: set "
                           "XLAPROF_PJRT_PLUGIN to libtpu's library (pip install libtpu)")
-    from .._plugin import ensure_plugin
-
     ensure_plugin()  # the plugin of the device asked for, unless the user named one

@@ -1,7 +1,9 @@
 """The process's metrics, as PyTorch/XLA keeps them from the start: the runner records the whole
 program (``XLAPROF_PROFILE``, or a temporary file of its own), and ``torch_xla.debug.metrics``
 and ``_XLAC._xla_metrics_report()`` read that recording's metrics; ``clear_all()`` has them
-start again from then on. The reference run records nothing: its device is the CPU.
+start again from then on. Where no recording holds the whole program (``install()`` in a
+notebook), they are those of the ``xp.profile()`` recording now, else the engine's counters by
+PyTorch/XLA's names. The reference run records nothing: its device is the CPU.
 """
 
 from __future__ import annotations
@@ -13,29 +15,39 @@ from typing import Any, Dict, List, Optional
 
 import xlaprof as xp
 import xlaprof.torch as xt
-from xlaprof import _native
+from xlaprof import _native, _profile
 
 # The whole program's profile file, and where the metrics start (its clock), with the CPU
 # fallbacks counted by then.
 _path: Optional[str] = None
 _since_ns = 0
 _fallbacks_before: Dict[str, Any] = {}
+_counters_before: Dict[str, int] = {}
+
+# The engine's counters by PyTorch/XLA's names, where no profile has the metrics.
+COUNTER_NAMES = {"cache_hits": "CachedCompile", "compiles": "UncachedCompile", "syncs": "Sync",
+                 "executions": "ExecuteGraph", "value_reads": "DeviceToHostRead",
+                 "tensors_created": "CreateTensor", "tensors_destroyed": "DestroyTensor",
+                 "ops_traced": "OpsTraced"}
 
 
-def record_whole_program(path: Optional[str]) -> None:
-    """Records the program into ``path``, or a temporary file removed at exit. The program's own
-    subprocesses (a data loader's spawned workers) are not told of it: they would write over it."""
+def record_whole_program(path: Optional[str]) -> Optional[str]:
+    """Records the program into ``path``, or a temporary file removed at exit; returns the file
+    kept, if any (in a job of several processes, each rank's is beside ``path``:
+    ``run.rank1.xlaprof``). The program's own subprocesses (a data loader's spawned workers)
+    are not told of it: they would write over it."""
     global _path
     if not path:
-        fd, path = tempfile.mkstemp(prefix="xlaprof-", suffix=".xlaprof")
+        fd, temporary = tempfile.mkstemp(prefix="xlaprof-", suffix=".xlaprof")
         os.close(fd)
-        atexit.register(os.unlink, path)
-    os.environ["XLAPROF_PROFILE"] = path
+        atexit.register(os.unlink, temporary)
+    os.environ["XLAPROF_PROFILE"] = path or temporary
     try:
         xp._record_whole_program()
     finally:
         del os.environ["XLAPROF_PROFILE"]
-    _path = path
+    _path = _native.whole_program_file()
+    return _path if path else None
 
 
 def path() -> Optional[str]:
@@ -44,10 +56,11 @@ def path() -> Optional[str]:
 
 def clear() -> None:
     """Metrics and counters start again from now."""
-    global _since_ns, _fallbacks_before
+    global _since_ns, _fallbacks_before, _counters_before
     m = _native.whole_program_metrics(0)
     _since_ns = m["end_ns"] if m is not None else 0
     _fallbacks_before = xt.fallbacks()
+    _counters_before = xp.counters()
 
 
 def data() -> Dict[str, Any]:
@@ -55,12 +68,21 @@ def data() -> Dict[str, Any]:
     on the CPU for want of a lowering (``aten::name``, as PyTorch/XLA counts them)."""
     out = _native.whole_program_metrics(_since_ns)
     if out is None:  # the layer outside the runner, with no profile of the whole program
-        out = {"metrics": [], "counters": [{"name": k, "value": v} for k, v in xp.counters().items()]}
+        out = _without_the_whole_program()
     for name, (calls, _seconds) in sorted(xt.fallbacks().items()):
         calls -= _fallbacks_before.get(name, (0, 0.0))[0]
         if calls:
             out["counters"].append({"name": fallback_counter(name), "value": calls})
     return out
+
+
+def _without_the_whole_program() -> Dict[str, Any]:
+    recording = _profile._active
+    if recording is not None:
+        return dict(recording.metrics())
+    now = xp.counters()
+    return {"metrics": [], "counters": [{"name": theirs, "value": now[ours] - _counters_before.get(ours, 0)}
+                                        for ours, theirs in COUNTER_NAMES.items()]}
 
 
 def fallback_counter(op: str) -> str:

@@ -33,6 +33,9 @@ class Device:
     def step(self) -> None:
         xt.step()
 
+    def sync(self) -> None:
+        xt.sync()
+
     def wait(self) -> None:
         xt.wait()
 
@@ -44,6 +47,9 @@ class Device:
 
     def mark_sharding(self, t: torch.Tensor, mesh: Any, spec: Tuple[Any, ...]) -> torch.Tensor:
         return xt.mark_sharding(t, mesh.engine_mesh(), spec)
+
+    def is_split(self, t: torch.Tensor) -> bool:
+        return xt.is_lazy(t) and xt.value(t).sharding is not None
 
     def loader(self, loader: Any, device: Any, prefetch: int) -> Any:
         return xt.DeviceLoader(loader, device, prefetch=prefetch, mark_step=False)
@@ -67,6 +73,9 @@ class Reference:
     def step(self) -> None:
         self.steps += 1
 
+    def sync(self) -> None:
+        pass
+
     def wait(self) -> None:
         pass
 
@@ -78,6 +87,9 @@ class Reference:
 
     def mark_sharding(self, t: torch.Tensor, mesh: Any, spec: Tuple[Any, ...]) -> torch.Tensor:
         return t  # (the spec was checked against the tensor and the mesh)
+
+    def is_split(self, t: torch.Tensor) -> bool:
+        return False
 
     def loader(self, loader: Any, device: Any, prefetch: int) -> Any:
         return loader
@@ -159,8 +171,8 @@ def loader_step(steps_ended_at_batch: int) -> None:
 
 
 def run_closures() -> None:
-    while _closures:
-        pending = list(_closures)
-        _closures.clear()
-        for closure in pending:
-            closure()
+    """The closures queued so far, in order; one a closure queues runs at the next step."""
+    pending = list(_closures)
+    _closures.clear()
+    for closure in pending:
+        closure()

@@ -12,7 +12,9 @@ import os
 from typing import Optional
 
 import torch
+
 import xlaprof as xp
+from xlaprof import _native
 
 from . import _alias, _target
 
@@ -84,29 +86,35 @@ def is_spmd() -> bool:
     return _spmd[0]
 
 
-def global_runtime_device_count() -> int:
-    """The devices of the engine: on the CPU plugin, as many as ``CPU_NUM_DEVICES`` asks (default
-    1), read from there without starting the engine, which a mesh made next then starts with
-    them all."""
+def addressable_runtime_device_count() -> int:
+    """The engine's devices: on the CPU plugin, before the engine starts, as many as
+    ``CPU_NUM_DEVICES`` asks (default 1), read without starting it, so that a mesh made next
+    still gets them all."""
+    started = _native.started_device_count()
+    if started is not None:
+        return started
     if device_type() == "CPU":
+        _alias.map_environment()  # the program may have set CPU_NUM_DEVICES since it started
         return int(os.environ.get("XLAPROF_CPU_DEVICES") or 1)
     return len(xp.devices())
 
 
-def addressable_runtime_device_count() -> int:
-    return global_runtime_device_count()
-
-
-def global_device_count() -> int:
-    return global_runtime_device_count() * world_size() if not is_spmd() else global_runtime_device_count()
+def global_runtime_device_count() -> int:
+    """The devices of every process of the job (under SPMD, one process's)."""
+    return addressable_runtime_device_count() * (1 if is_spmd() else world_size())
 
 
 def addressable_device_count() -> int:
-    return 1 if not is_spmd() else global_runtime_device_count()
+    """The devices this process's program sees: one (under SPMD, the one over the mesh)."""
+    return 1
+
+
+def global_device_count() -> int:
+    return addressable_device_count() * (1 if is_spmd() else world_size())
 
 
 def local_device_count() -> int:
-    return addressable_device_count()
+    return local_process_count() * addressable_device_count()
 
 
 def initialize_cache(path: str, readonly: bool = False) -> None:
@@ -114,4 +122,7 @@ def initialize_cache(path: str, readonly: bool = False) -> None:
     if readonly:
         raise NotImplementedError("torch_xla.runtime.initialize_cache(readonly=True) is not provided "
                                   f"by xlaprof's torch_xla layer ({_alias.DOCS})")
+    if _native.started_device_count() is not None:
+        raise RuntimeError("torch_xla.runtime.initialize_cache must come before the first tensor on the "
+                           "device: the engine has started, and reads where its cache is when it starts")
     os.environ["XLAPROF_CACHE_DIR"] = path

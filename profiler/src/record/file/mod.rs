@@ -33,7 +33,7 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::record::Record;
@@ -50,15 +50,52 @@ const MAX_RECORD_BYTES: usize = 256 << 20;
 /// Appends records to a profile file.
 pub struct Writer {
     file: File,
+    /// Where it writes: the path asked for, or the one beside it (see `create`).
+    path: PathBuf,
     bytes: u64,
     records: u64,
 }
 
 impl Writer {
+    /// Creates the file, holding a lock on it while it writes. Where another process writes
+    /// that file now (two processes given one `XLAPROF_PROFILE`), its records go beside it, in a
+    /// file named by this process (`run.4711.xlaprof`; `path()` says which), never into it.
     pub fn create(path: &Path) -> Result<Writer> {
-        let mut file = File::create(path).map_err(|e| Error::io(path, e))?;
-        file.write_all(&header()).map_err(|e| Error::io(path, e))?;
-        Ok(Writer { file, bytes: HEADER_BYTES as u64, records: 0 })
+        let (mut file, path) = match Writer::open_locked(path)? {
+            Some(file) => (file, path.to_path_buf()),
+            None => {
+                let beside = beside(path, &std::process::id().to_string());
+                let file = Writer::open_locked(&beside)?.ok_or_else(|| {
+                    Error::io(&beside, std::io::Error::other("another process writes it"))
+                })?;
+                (file, beside)
+            }
+        };
+        file.write_all(&header()).map_err(|e| Error::io(&path, e))?;
+        Ok(Writer { file, path, bytes: HEADER_BYTES as u64, records: 0 })
+    }
+
+    /// The file at `path`, emptied and locked, or None where another process holds its lock
+    /// (its content is left as it is: opened without truncating, emptied once locked).
+    fn open_locked(path: &Path) -> Result<Option<File>> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+            // A file system without locks: written as before.
+            Err(std::fs::TryLockError::Error(_)) => {}
+        }
+        file.set_len(0).map_err(|e| Error::io(path, e))?;
+        Ok(Some(file))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// Writes one record with a single `write` call.
@@ -81,6 +118,16 @@ impl Writer {
     pub fn records_written(&self) -> u64 {
         self.records
     }
+}
+
+/// `run.xlaprof` with `tag` before its extension: `run.<tag>.xlaprof`.
+pub fn beside(path: &Path, tag: &str) -> PathBuf {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{tag}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{tag}"),
+    };
+    path.with_file_name(name)
 }
 
 /// A record with its length and checksum, ready to append.

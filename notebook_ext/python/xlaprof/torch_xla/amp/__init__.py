@@ -31,6 +31,28 @@ class autocast(torch.amp.autocast_mode.autocast):
                          dtype=dtype if dtype is not None else torch.bfloat16, cache_enabled=cache_enabled)
 
 
+def take_xla_autocast() -> None:
+    """``torch.autocast("xla", ...)``, as PyTorch/XLA's own docs write it, is autocast on the
+    device (on the reference run, the CPU), bfloat16 unless asked otherwise: torch knows no
+    ``xla`` device here, and its autocast would change nothing, silently. Installed with the
+    layer, in its process only."""
+    cls = torch.amp.autocast_mode.autocast
+    if getattr(cls.__init__, "_xlaprof", False):
+        return
+    original = cls.__init__
+
+    def __init__(self: Any, device_type: str, dtype: Optional[torch.dtype] = None, *args: Any, **kwargs: Any) -> None:
+        if device_type == "xla":
+            if _target.current().reference:
+                _cast_on_the_cpu_as_on_the_device()
+            device_type = _target.current().autocast_device_type
+            dtype = dtype if dtype is not None else torch.bfloat16
+        original(self, device_type, dtype, *args, **kwargs)
+
+    __init__._xlaprof = True  # type: ignore[attr-defined]
+    cls.__init__ = __init__
+
+
 _cpu_rules: List[Any] = []
 
 

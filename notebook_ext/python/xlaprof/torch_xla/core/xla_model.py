@@ -16,8 +16,6 @@ import torch
 import torch.distributed as dist
 from torch.utils._pytree import tree_map
 
-import xlaprof.torch as xt
-
 from .. import _alias, _target, runtime
 
 __getattr__ = _alias.not_provided(__name__)
@@ -33,7 +31,7 @@ def xla_device(n: Optional[int] = None, devkind: Optional[str] = None) -> torch.
 
 
 def get_xla_supported_devices(devkind: Optional[str] = None, max_devices: Optional[int] = None) -> List[str]:
-    return ["xla:0"]
+    return [str(_target.device())]
 
 
 def xla_device_hw(device: Any) -> str:
@@ -77,10 +75,10 @@ def is_master_ordinal(local: bool = True) -> bool:
     return (runtime.local_ordinal() if local else runtime.global_ordinal()) == 0
 
 
-def master_print(*args: Any, fd: Any = sys.stdout, **kwargs: Any) -> None:
-    """Prints on the master process only."""
-    if is_master_ordinal(local=False):
-        print(*args, file=fd, **kwargs)
+def master_print(*args: Any, fd: Any = sys.stdout, local: bool = False, flush: bool = False) -> None:
+    """Prints on the master process (of the job, or with ``local`` of this host) only."""
+    if is_master_ordinal(local=local):
+        print(*args, file=fd, flush=flush)
 
 
 # ---- steps ------------------------------------------------------------------------------------
@@ -118,18 +116,27 @@ def set_rng_state(seed: int, device: Any = None) -> None:
 
 
 def unlazy(tensors: List[torch.Tensor]) -> None:
-    """Computes ``tensors`` now (and with them whatever is pending)."""
-    if not _target.current().reference and tensors:
-        xt.sync()
+    """Computes ``tensors`` now (and with them whatever is pending), and waits for them."""
+    if tensors:
+        _target.current().sync()
+        _target.current().wait()
 
 
 # ---- collectives ------------------------------------------------------------------------------
 
-def _across_processes(groups: Any) -> bool:
+def _across_processes(groups: Any, what: str) -> bool:
+    """Whether the collective crosses processes (through torch.distributed), or is one
+    replica's."""
     if groups:
         raise NotImplementedError("torch_xla's collectives over replica groups are not provided by "
                                   f"xlaprof's torch_xla layer ({_alias.DOCS})")
-    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+    if runtime.world_size() == 1:
+        return False
+    if not (dist.is_available() and dist.is_initialized()):
+        raise RuntimeError(f"xm.{what} across the {runtime.world_size()} processes of this job goes through "
+                           "torch.distributed here: call dist.init_process_group(\"xla\", init_method=\"xla://\") "
+                           "(with `import torch_xla.distributed.xla_backend`) first")
+    return True
 
 
 _HOST_OPS = {
@@ -152,11 +159,12 @@ def all_reduce(reduce_type: str, inputs: Any, scale: float = 1.0, groups: Any = 
     replicas, times ``scale``."""
     if reduce_type not in _HOST_OPS:
         raise ValueError(f"all_reduce: reduce_type must be one of {sorted(_HOST_OPS)}, not {reduce_type!r}")
-    across = _across_processes(groups)
+    if not _across_processes(groups, "all_reduce"):
+        # One replica: nothing to reduce, and (as in PyTorch/XLA) no scale applied.
+        return inputs.clone() if isinstance(inputs, torch.Tensor) else inputs
 
     def reduced(t: torch.Tensor) -> torch.Tensor:
-        if across:
-            t = _on_host(t, lambda h: dist.all_reduce(h, op=_HOST_OPS[reduce_type]))
+        t = _on_host(t, lambda h: dist.all_reduce(h, op=_HOST_OPS[reduce_type]))
         return t * scale if scale != 1.0 else t
 
     if isinstance(inputs, torch.Tensor):
@@ -170,7 +178,7 @@ def all_reduce(reduce_type: str, inputs: Any, scale: float = 1.0, groups: Any = 
 def all_gather(value: torch.Tensor, dim: int = 0, groups: Any = None, output: Any = None,
                pin_layout: bool = True) -> torch.Tensor:
     """``value`` of every replica, concatenated along ``dim``."""
-    if _across_processes(groups):
+    if _across_processes(groups, "all_gather"):
         parts = [torch.empty_like(value.detach().cpu()) for _ in range(dist.get_world_size())]
         dist.all_gather(parts, value.detach().cpu().contiguous())
         result = torch.cat(parts, dim).to(value.device)
@@ -202,7 +210,7 @@ def reduce_scatter(reduce_type: str, input: torch.Tensor, scale: float, scatter_
 
 def reduce_gradients(optimizer: torch.optim.Optimizer, groups: Any = None, pin_layout: bool = True) -> None:
     """The gradients averaged over the replicas (nothing to do in one process)."""
-    if not _across_processes(groups):
+    if not _across_processes(groups, "reduce_gradients"):
         return
     grads = [p.grad for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
     all_reduce(REDUCE_SUM, grads, scale=1.0 / dist.get_world_size())
@@ -210,7 +218,7 @@ def reduce_gradients(optimizer: torch.optim.Optimizer, groups: Any = None, pin_l
 
 def broadcast_master_param(model: torch.nn.Module) -> None:
     """Every replica's parameters and buffers set to the master's (nothing to do in one process)."""
-    if not _across_processes(None):
+    if not _across_processes(None, "broadcast_master_param"):
         return
     with torch.no_grad():
         for t in list(model.parameters()) + list(model.buffers()):
@@ -218,17 +226,18 @@ def broadcast_master_param(model: torch.nn.Module) -> None:
 
 
 def mesh_reduce(tag: str, data: Any, reduce_fn: Callable[[List[Any]], Any]) -> Any:
-    """``reduce_fn`` of every replica's ``data`` (any picklable value)."""
-    if not _across_processes(None):
+    """``reduce_fn`` of every replica's ``data`` (any picklable value; its tensors on the CPU)."""
+    data = tree_map(lambda v: v.cpu() if isinstance(v, torch.Tensor) else v, data)
+    if not _across_processes(None, "mesh_reduce"):
         return reduce_fn([data])
     gathered: List[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(gathered, tree_map(lambda v: v.cpu() if isinstance(v, torch.Tensor) else v, data))
+    dist.all_gather_object(gathered, data)
     return reduce_fn(gathered)
 
 
 def rendezvous(tag: str, payload: bytes = b"", replicas: List[int] = []) -> List[bytes]:
     """Waits for every replica; returns each one's ``payload``."""
-    if not _across_processes(None):
+    if not _across_processes(None, "rendezvous"):
         return [payload]
     gathered: List[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(gathered, payload)

@@ -40,6 +40,9 @@ class PerDeviceLoader:
     @staticmethod
     def _iterate(loader: Iterable[Any], device: Any, prefetch: int, sharding: Any) -> Iterator[Any]:
         target = _target.current()
+        # What is pending before the loop (the model made on the device) runs apart, so that
+        # the first step's graph is the step's alone.
+        target.sync()
         batches = iter(target.loader(loader, device, prefetch))
         given = None
         while True:

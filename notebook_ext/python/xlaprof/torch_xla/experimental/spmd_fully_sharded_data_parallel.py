@@ -6,6 +6,7 @@ the step's program.
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from typing import Any, Callable, Optional, Tuple
 
@@ -27,6 +28,15 @@ def _fsdp_spec(t: torch.Tensor, extra_data_axis: Optional[str] = None, largest: 
     at = list(t.shape).index(max(t.shape)) if largest else 0
     spec[at] = (extra_data_axis, "fsdp") if extra_data_axis else "fsdp"
     return tuple(spec)
+
+
+def _policy(policy: Callable[..., bool]) -> Callable[..., bool]:
+    """A wrap policy as torch's wrapping calls it (``nonwrapped_numel=``), from one written for
+    PyTorch/XLA's (``unwrapped_params=``)."""
+    if "unwrapped_params" not in inspect.signature(policy).parameters:
+        return policy
+    return lambda module, recurse, nonwrapped_numel: policy(module=module, recurse=recurse,
+                                                            unwrapped_params=nonwrapped_numel)
 
 
 class SpmdFullyShardedDataParallel(nn.Module):
@@ -53,14 +63,13 @@ class SpmdFullyShardedDataParallel(nn.Module):
             raise ValueError(f"FSDPv2: the mesh has no axis {extra_data_axis!r} (its axes: {mesh.axis_names})")
         super().__init__()
         if auto_wrap_policy is not None:
-            recursive_wrap(module, auto_wrap_policy, auto_wrapper_callable or SpmdFullyShardedDataParallel,
+            recursive_wrap(module, _policy(auto_wrap_policy), auto_wrapper_callable or SpmdFullyShardedDataParallel,
                            set(), set(), only_wrap_children=True, mesh=mesh, shard_output=shard_output)
         self._orig_module = module.to(_target.device())
         self._mesh = mesh
         for p in module.parameters():
-            if not getattr(p, "_xlaprof_fsdp_split", False):
+            if not _target.current().is_split(p):  # split already: by the user, or an inner wrap
                 spmd.mark_sharding(p, mesh, _fsdp_spec(p, largest=True))
-                p._xlaprof_fsdp_split = True
         self._shard_output = shard_output or self._split_along_batch(extra_data_axis)
 
     @staticmethod

@@ -28,9 +28,11 @@ def print_training_update(device: Any, step: int, loss: Any, rate: float, global
         write_to_summary(summary_writer, step, {"Loss/train": loss, "Rate": rate, "GlobalRate": global_rate})
 
 
-def print_test_update(device: Any, accuracy: float, epoch: Optional[int] = None, step: Optional[int] = None) -> None:
+def print_test_update(device: Any, accuracy: Optional[float] = None, epoch: Optional[int] = None,
+                      step: Optional[int] = None) -> None:
     update = [f"Test Device={device}", f"Step={step}" if step is not None else None,
-              f"Epoch={epoch}" if epoch is not None else None, f"Accuracy={accuracy:.2f}", f"Time={now()}"]
+              f"Epoch={epoch}" if epoch is not None else None,
+              f"Accuracy={accuracy:.2f}" if accuracy is not None else None, f"Time={now()}"]
     print("|", " ".join(u for u in update if u), flush=True)
 
 

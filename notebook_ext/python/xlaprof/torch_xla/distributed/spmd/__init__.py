@@ -45,8 +45,9 @@ class Mesh:
     def size(self) -> int:
         return len(self.device_ids)
 
-    def shape(self) -> "collections.OrderedDict[str, int]":
-        names = self.axis_names or tuple(str(i) for i in range(len(self.mesh_shape)))
+    def shape(self) -> "collections.OrderedDict[Any, int]":
+        """Each axis's size, by its name (by its number in a mesh with no names)."""
+        names = self.axis_names or tuple(range(len(self.mesh_shape)))
         return collections.OrderedDict(zip(names, self.mesh_shape))
 
     def get_logical_mesh(self) -> np.ndarray:
@@ -151,6 +152,8 @@ def shard_batch(batch: Any, sharding: Union[ShardingSpec, Dict[Any, ShardingSpec
         return sharding.apply(batch) if sharding.can_apply(batch) else batch
     if isinstance(batch, dict):
         return {k: shard_batch(v, sharding) for k, v in batch.items()}
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # a named tuple
+        return type(batch)(*(shard_batch(v, sharding) for v in batch))
     if isinstance(batch, (list, tuple)):
         return type(batch)(shard_batch(v, sharding) for v in batch)
     return batch
