@@ -32,8 +32,8 @@ pub use autograd::no_grad;
 pub use dtype::{DType, NativeType};
 pub use error::{Error, PjrtErrorCode, Result};
 pub use exec::{
-    engine, engine_with_devices, forbid_syncs, mark_step, request_devices, started_engine, wait,
-    CacheStats, Engine, Explanation, SyncsForbidden,
+    engine, engine_with_devices, forbid_syncs, mark_step, request_devices, started_engine,
+    steps_start_afresh, wait, CacheStats, Engine, Explanation, SyncsForbidden,
 };
 pub use ir::{manual_seed, next_seed};
 pub use location::SourceLocation;

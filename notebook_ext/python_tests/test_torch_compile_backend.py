@@ -531,6 +531,20 @@ def test_a_loop_that_also_ends_its_steps_counts_each_iteration_once():
             xt.step()
     assert p.steps == 7, p.report()
 
+    # A compiled loop whose steps its optimizer ended, then a lazy program in a profile of its
+    # own: that program's first step is its own, not the compiled loop's last iteration.
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for x, y in batches[:2]:
+        torch.nn.functional.cross_entropy(forward(x.to(DEV)), y.to(DEV)).backward()
+        opt.step()
+        opt.zero_grad()
+    with xp.profile() as p:
+        w = torch.ones(4, device=DEV)
+        for _ in range(3):
+            w = w * 2
+            xt.step()
+    assert p.steps == 3, p.report()
+
 
 def test_a_compiled_optimizer_step_breaks_only_where_the_program_does():
     # The package's own step hook (which ends a profile's steps) is traced into the optimizer's

@@ -247,16 +247,17 @@ def test_under_torchrun_the_xla_group_and_xms_collectives_go_through_the_host(tm
         model = DDP(torch.nn.Linear(4, 2).to(dev))
         model(torch.full((3, 4), float(rank + 1)).to(dev)).sum().backward()
         xm.mark_step()
-        print("rank", rank, xr.world_size(), model.module.weight.grad.cpu()[0].tolist(),
-              xm.mesh_reduce("ranks", rank, sum), xm.all_reduce("sum", torch.ones(2).to(dev)).cpu().tolist(),
-              flush=True)
+        seen = (xr.world_size(), model.module.weight.grad.cpu()[0].tolist(), xm.mesh_reduce("ranks", rank, sum),
+                xm.all_reduce("sum", torch.ones(2).to(dev)).cpu().tolist())
+        with open(f"rank{rank}.txt", "w") as f:  # (the ranks' stdout is one pipe: lines would interleave)
+            f.write(" ".join(str(v) for v in seen))
     """))
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
     done = ok(subprocess.run([torchrun, "--nproc_per_node", "2", "-m", "xlaprof.torch_xla", "--profile", "job.xlaprof",
                               "program.py"], capture_output=True, text=True, timeout=600, cwd=str(tmp_path)))
-    lines = sorted(l for l in done.stdout.splitlines() if l.startswith("rank"))
     # DDP averages the gradients of the two ranks' batches (3 rows of 1s and of 2s): 4.5 each.
-    assert lines == [f"rank {r} 2 [4.5, 4.5, 4.5, 4.5] 1 [2.0, 2.0]" for r in (0, 1)], done.stdout
+    for rank in (0, 1):
+        assert (tmp_path / f"rank{rank}.txt").read_text() == "2 [4.5, 4.5, 4.5, 4.5] 1 [2.0, 2.0]", done.stderr
     # Each rank's profile is its own file beside the job's name, whole.
     for rank in (0, 1):
         p = xp.load(str(tmp_path / f"job.rank{rank}.xlaprof"))

@@ -42,7 +42,7 @@ use crate::trace::{self, Trace, Value};
 pub(crate) use compile::compile;
 pub use engine::{engine, engine_with_devices, request_devices, started_engine, Engine};
 pub(crate) use launch::execute;
-pub use sync::{mark_step, step, sync, wait};
+pub use sync::{mark_step, step, steps_start_afresh, sync, wait};
 pub(crate) use sync::{sync_all, sync_tensors, FULL_SYNCS, REPLAYED};
 
 use engine::*;

@@ -26,11 +26,18 @@ pub fn step() -> Result<()> {
 /// `torch.compile` program on another backend, its steps told by its optimizer). It does not
 /// start the engine.
 ///
-/// Such a step is inferred: a `step()` of the program's own after it, with no compiled graph
-/// run between them, closes the same iteration (the optimizer's step, then the loop's
-/// `xt.step()`) and is not counted again.
+/// Such a step is inferred: a `step()` of the program's own right after it (no compiled graph
+/// run between them, no sync but the step's own, which runs what the optimizer recorded)
+/// closes the same iteration (the optimizer's step, then the loop's `xt.step()`) and is not
+/// counted again.
 pub fn mark_step(location: SourceLocation) {
     end_step(location, true);
+}
+
+/// The next step is the first of a new count (a profile starts): an iteration that ended
+/// before, inferred or not, is not the one the next `step()` closes.
+pub fn steps_start_afresh() {
+    LAST_END.lock().unwrap_or_else(|p| p.into_inner()).inferred = false;
 }
 
 /// How the last step ended: one iteration ended twice counts once.
@@ -51,11 +58,11 @@ fn end_step(location: SourceLocation, inferred: bool) {
     };
     {
         let mut last = LAST_END.lock().unwrap_or_else(|p| p.into_inner());
-        // The loop's `step()` after the optimizer's inferred one: the syncs between are the
-        // optimizer's own work on the device, part of the step that ended. And a step in which
-        // nothing ran (a device loader's step right after the compiled step function's own) is
-        // no step.
-        let same_iteration = now.runs == last.runs && (last.inferred || now.syncs == last.syncs);
+        // The loop's `step()` after the optimizer's inferred one: its sync runs the optimizer's
+        // own work on the device, part of the step that ended. And a step in which nothing ran
+        // (a device loader's step right after the compiled step function's own) is no step.
+        let after_inferred = last.inferred && now.syncs <= last.syncs + 1;
+        let same_iteration = now.runs == last.runs && (after_inferred || now.syncs == last.syncs);
         let counted = STEPS.load(Ordering::Relaxed) > 0;
         *last = now;
         if counted && same_iteration {

@@ -479,6 +479,7 @@ impl Recording {
         }
         let (recorder, listener) = listen(writer);
         *active = true;
+        xlaprof_core::steps_start_afresh();
         Ok(Recording { recorder, listener })
     }
 
