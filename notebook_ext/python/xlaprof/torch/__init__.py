@@ -90,8 +90,9 @@ def mark_sharding(t: _torch.Tensor, mesh: _native.Mesh, partition_spec: tuple) -
         return t
     # An activation that is a view (a linear's output reshaped to 3 dimensions) takes the
     # constraint on its own value, which the ops after it read.
-    if value(t).is_pending:
-        _native.mark_sharding(value(t), mesh, partition_spec)
+    own = value(t)
+    if own.is_pending:
+        _native.mark_sharding(own, mesh, partition_spec)
         return t
     # A parameter is a view of the tensor `.to(dev)` made (an alias of the same shape): the
     # root's value is split, and the view's, which reads it.

@@ -21,13 +21,15 @@ import xlaprof.torch as xt
 class _EachOpAtOnce(TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
-        if _on[0] and not _suspended[0] and any(xt.is_lazy(t) for t in tree_leaves(out)):
+        if not _suspended[0] and any(xt.is_lazy(t) for t in tree_leaves(out)):
             xp.sync()
         return out
 
-_on = [False]
-_suspended = [0]
+
+# The mode while eager mode is on; `torch_xla.compile` blocks inside it.
 _mode: Any = None
+_suspended = [0]
+
 
 def set_on(enable: bool) -> None:
     global _mode
@@ -37,10 +39,11 @@ def set_on(enable: bool) -> None:
     elif not enable and _mode is not None:
         _mode.__exit__(None, None, None)
         _mode = None
-    _on[0] = enable
+
 
 def is_on() -> bool:
-    return _on[0]
+    return _mode is not None
+
 
 @contextlib.contextmanager
 def suspended() -> Iterator[None]:

@@ -10,9 +10,6 @@ from xlaprof import _native
 
 from . import _target
 
-# Compiles after this step are not warm-up.
-WARM_UP_STEPS = 2
-
 
 def say(profile_path: Optional[str]) -> None:
     target = _target.current()
@@ -22,10 +19,9 @@ def say(profile_path: Optional[str]) -> None:
     profile = _native.whole_program_profile()
     if profile is None:
         return
-    later = len(profile.compiles_after(WARM_UP_STEPS))
-    findings = profile.diagnostics()
-    line = (f"xlaprof: {profile.steps} steps, {profile.compiles} graphs compiled ({later} after step "
-            f"{WARM_UP_STEPS}), {len(findings)} findings")
+    summary, findings = profile.summary(), profile.diagnostics()
+    line = (f"xlaprof: {summary['steps']} steps, {summary['compiles']} graphs compiled "
+            f"({summary['compiles_after_warmup']} after warm-up), {len(findings)} findings")
     if findings:
         line += f" (the first: {findings[0]['title']} at {findings[0]['location']})"
     if profile_path:

@@ -153,6 +153,15 @@ def _on_host(t: torch.Tensor, reduce: Callable[[torch.Tensor], Any]) -> torch.Te
     return host.to(t.device)
 
 
+def _into(output: Optional[torch.Tensor], result: torch.Tensor) -> torch.Tensor:
+    """``result``, written into ``output`` where the caller gave one."""
+    if output is None:
+        return result
+    with torch.no_grad():
+        output.copy_(result)
+    return output
+
+
 def all_reduce(reduce_type: str, inputs: Any, scale: float = 1.0, groups: Any = None,
                pin_layout: bool = True) -> Any:
     """Reduces ``inputs`` (a tensor, returned reduced; or a list, reduced in place) over the
@@ -184,11 +193,7 @@ def all_gather(value: torch.Tensor, dim: int = 0, groups: Any = None, output: An
         result = torch.cat(parts, dim).to(value.device)
     else:
         result = value
-    if output is not None:
-        with torch.no_grad():
-            output.copy_(result)
-        return output
-    return result
+    return _into(output, result)
 
 
 def reduce_scatter(reduce_type: str, input: torch.Tensor, scale: float, scatter_dim: int,
@@ -201,11 +206,7 @@ def reduce_scatter(reduce_type: str, input: torch.Tensor, scale: float, scatter_
                          f"{runtime.world_size()}")
     reduced = all_reduce(reduce_type, input, scale, groups)
     result = reduced.chunk(shard_count, scatter_dim)[runtime.global_ordinal()]
-    if output is not None:
-        with torch.no_grad():
-            output.copy_(result)
-        return output
-    return result
+    return _into(output, result)
 
 
 def reduce_gradients(optimizer: torch.optim.Optimizer, groups: Any = None, pin_layout: bool = True) -> None:
