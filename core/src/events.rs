@@ -213,6 +213,28 @@ pub enum Event {
         location: SourceLocation,
         duration_ns: u64,
     },
+    /// This process is rank `rank` of a job of `world` processes (torchrun's `RANK` and
+    /// `WORLD_SIZE`): its profile is one of the job's.
+    JobRank {
+        rank: u32,
+        world: u32,
+    },
+    /// The process entered a collective with the job's other processes (torch.distributed's
+    /// `all_reduce`, a DDP bucket's): the `seq`th of its process group `group`, `op` over `bytes`
+    /// at `location`. Reported on entry, so a collective the others never join shows as entered
+    /// and never left.
+    CollectiveEnter {
+        group: Arc<str>,
+        seq: u64,
+        op: Arc<str>,
+        bytes: u64,
+        location: SourceLocation,
+    },
+    /// The process left collective `seq` of `group` (its result was ready).
+    CollectiveLeave {
+        group: Arc<str>,
+        seq: u64,
+    },
     /// A graph a front end's own compiler captured (torch.compile: a graph Dynamo traced), as
     /// the front end describes it; runs and compiles refer to it by `hash`.
     CapturedGraph {
@@ -457,6 +479,27 @@ pub fn size_read(op: &str, what: &str, size: u64, location: SourceLocation, dura
 pub fn data_wait(location: SourceLocation, duration_ns: u64) {
     if enabled() {
         emit(Event::DataWait { location, duration_ns });
+    }
+}
+
+/// Reports that this process is one rank of a job (see [`Event::JobRank`]).
+pub fn job_rank(rank: u32, world: u32) {
+    if enabled() {
+        emit(Event::JobRank { rank, world });
+    }
+}
+
+/// Reports entering a collective across processes (see [`Event::CollectiveEnter`]).
+pub fn collective_enter(group: &str, seq: u64, op: &str, bytes: u64, location: SourceLocation) {
+    if enabled() {
+        emit(Event::CollectiveEnter { group: group.into(), seq, op: op.into(), bytes, location });
+    }
+}
+
+/// Reports leaving a collective across processes (see [`Event::CollectiveLeave`]).
+pub fn collective_leave(group: &str, seq: u64) {
+    if enabled() {
+        emit(Event::CollectiveLeave { group: group.into(), seq });
     }
 }
 

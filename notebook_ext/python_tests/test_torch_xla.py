@@ -253,7 +253,7 @@ def test_under_torchrun_the_xla_group_and_xms_collectives_go_through_the_host(tm
             f.write(" ".join(str(v) for v in seen))
     """))
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
-    done = ok(subprocess.run([torchrun, "--nproc_per_node", "2", "-m", "xlaprof.torch_xla", "--profile", "job.xlaprof",
+    done = ok(subprocess.run([torchrun, "--standalone", "--nproc_per_node", "2", "-m", "xlaprof.torch_xla", "--profile", "job.xlaprof",
                               "program.py"], capture_output=True, text=True, timeout=600, cwd=str(tmp_path)))
     # DDP averages the gradients of the two ranks' batches (3 rows of 1s and of 2s): 4.5 each.
     for rank in (0, 1):

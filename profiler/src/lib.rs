@@ -18,7 +18,7 @@ pub mod profile;
 pub mod record;
 pub mod util;
 
-pub use analysis::{breaks, devices, diagnostics, metrics, timeline, views};
+pub use analysis::{breaks, devices, diagnostics, job, metrics, timeline, views};
 pub use output::{export, merge, report};
 pub use profile::{recorder, variables};
 pub use record::file;

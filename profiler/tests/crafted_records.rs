@@ -23,7 +23,7 @@ use xlaprof_profiler::record::{
     AttrValue, Cause, CollectiveRec, CostRec, FunctionCompileRec, GraphDef, InputName, InputRec,
     Location, MemoryRec, Meta, NodeRec, PartitionRec, Record, ShapeRec,
 };
-use xlaprof_profiler::{analyze, file, load, report, timeline, views, Profile, Thresholds};
+use xlaprof_profiler::{analyze, file, job, load, merge, report, timeline, views, Profile, Thresholds};
 
 fn string() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -264,6 +264,13 @@ fn record() -> impl Strategy<Value = Record> {
         1 => (ns(), string(), id32(), ns()).prop_map(|(t, op, location, dur)| Record::HostFallback { t, op, location, dur }),
         1 => (ns(), id32(), ns()).prop_map(|(t, location, dur)| Record::DataWait { t, location, dur }),
         1 => (id32(), id32()).prop_map(|(id, caller)| Record::Called { id, caller }),
+        1 => (any::<u32>(), any::<u32>()).prop_map(|(rank, world)| Record::JobRank { rank, world }),
+        2 => (ns(), prop_oneof![Just("world".to_string()), string()], id64(), string(), any::<u64>(), id32()).prop_map(
+            |(t, group, seq, op, bytes, location)| Record::CollectiveEnter { t, group, seq, op, bytes, location }
+        ),
+        2 => (ns(), prop_oneof![Just("world".to_string()), string()], id64()).prop_map(
+            |(t, group, seq)| Record::CollectiveLeave { t, group, seq }
+        ),
         2 => function_compile().prop_map(|c| Record::FunctionCompiled(Box::new(c))),
         1 => (ns(), string(), string(), id32()).prop_map(
             |(t, compile, reason, location)| Record::GraphBreak { t, compile, reason, location }
@@ -447,6 +454,13 @@ fn everything(p: &Profile, thresholds: &Thresholds, dir: &Path) {
             }
             _ => {}
         }
+    }
+    // As two ranks of a job (the same crafted collectives on both, and against an empty one).
+    let empty = Profile::default();
+    let e = analyze(&empty, thresholds);
+    for runs in [vec![(p, &a), (p, &a)], vec![(p, &a), (&empty, &e)]] {
+        let _ = job::text(&job::analyze(&runs));
+        let _ = merge::text(&merge::place(&runs));
     }
     // An empty profile has no flamegraph, which is an error, not a panic.
     let _ = export::to_bytes(p, &a, Format::Flamegraph);

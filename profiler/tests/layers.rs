@@ -1,6 +1,6 @@
 //! The profiler's folders depend one way, in the order data flows: `record` (the records and the
 //! file format), `profile` (the profile built from records, and the recorder that makes them),
-//! `analysis` (metrics, timeline, devices, diagnostics, views), `output` (report, exports,
+//! `analysis` (metrics, timeline, devices, diagnostics, views, job), `output` (report, exports,
 //! merge). Each may use the ones before it and the shared leaves (`error`, `util`), never a later
 //! one. The root re-exports modules by their short names (`crate::metrics`): each is counted in
 //! the folder it lives in.
@@ -22,6 +22,7 @@ const LAYERS: [(&str, &[&str]); 4] = [
             "views",
             "analyze",
             "breaks",
+            "job",
         ],
     ),
     ("output", &["output", "report", "export", "merge"]),

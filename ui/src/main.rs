@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use xlaprof_profiler::Thresholds;
+use xlaprof_profiler::{file, Thresholds};
 
 use xlaprof::{bench, cli_report, demo, gui, tui};
 
@@ -52,13 +52,14 @@ enum Command {
         #[arg(long, default_value = "xlaprof-demo.xlaprof")]
         out: PathBuf,
     },
-    /// Print the report of a profile, or export it; with --merge, the profiles of a job's
-    /// processes on one timeline.
+    /// Print the report of a profile, or export it; a job's (`job.xlaprof`, written by its ranks
+    /// as `job.rankN.xlaprof`) reads as one; with --merge, the profiles of a job's processes
+    /// however named.
     Report {
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Merge the profiles of several processes of one job (text, or chrome: a process per
-        /// track group), placed by when each started.
+        /// track group), aligned by their collectives (else by when each started).
         #[arg(long)]
         merge: bool,
         /// text, short, json, csv, parquet, chrome, folded or flamegraph.
@@ -155,6 +156,11 @@ fn main() -> ExitCode {
         Command::Demo { out } => demo::run(&out).map(|_| ExitCode::SUCCESS),
         Command::Report { files, merge, format, out, thresholds } => {
             match (files.as_slice(), merge) {
+                // A job's ranks write `job.rankN.xlaprof` for `job.xlaprof`: read as one.
+                ([file], false) if !file.exists() && !file::job_files(file).is_empty() => {
+                    let ranks = file::job_files(file);
+                    cli_report::merged(&ranks, &format, out.as_deref(), &thresholds.thresholds())
+                }
                 ([file], false) => {
                     cli_report::report(file, &format, out.as_deref(), &thresholds.thresholds())
                 }

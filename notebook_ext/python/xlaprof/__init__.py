@@ -70,7 +70,7 @@ def _record_whole_program() -> None:
     program from here on, every record on disk as it happens. Where the host runs ahead of the
     device (GPUs), the programs still running at exit are waited for, so the profile has them.
     Called at import, and by a runner that sets the variable later (`xlaprof.torch_xla`)."""
-    if not _native.record_from_env() or _recording_whole_program[0]:
+    if _job_launcher() or not _native.record_from_env() or _recording_whole_program[0]:
         return
     _recording_whole_program[0] = True
 
@@ -79,14 +79,23 @@ def _record_whole_program() -> None:
             _native.wait()
         except Exception:  # a failed program was the program's to see; the profile has the rest
             pass
+        _native.flush_whole_program()  # what happened after the last sync, step or collective
 
     _atexit.register(_wait_at_exit)
     # torch.compile is watched too; a program that imports torch later is watched from torch's
     # import on (`_autoload`).
     if "torch" in _sys.modules:
-        from . import _torch_compile
+        from . import _distributed, _torch_compile
 
         _torch_compile.install()
+        _distributed.install()
+
+
+def _job_launcher() -> bool:
+    """Whether this process is torchrun's (or `torch.distributed.launch`'s) launcher, which runs
+    no part of the program: its ranks record the job, each beside the others."""
+    launcher = _sys.argv[0].replace("\\", "/") if _sys.argv else ""
+    return launcher.endswith(("/torchrun", "torch/distributed/run.py", "torch/distributed/launch.py"))
 
 
 _recording_whole_program = [False]
@@ -128,7 +137,7 @@ from ._api import (  # noqa: E402
 )
 from ._device import device  # noqa: E402
 from ._debug import detect_anomaly, explain, forbid_sync  # noqa: E402
-from ._profile import Profile, compare, load, metrics_report, profile  # noqa: E402
+from ._profile import Job, Profile, compare, load, load_job, metrics_report, profile  # noqa: E402
 from . import nn, optim, return_types  # noqa: E402
 
 # Dtypes are their NumPy names; PyTorch's other names for them are here too (`xp.long`).
@@ -187,10 +196,10 @@ __all__ = [
     "AutogradError", "InternalError", "Mesh", "PluginError", "ProfileError", "ShapeError",
     "ShardingError", "SyncError", "AnomalyError", "BreakError", "break_on", "Tensor", "detect_anomaly", "explain", "forbid_sync", "devices", "get_1d_mesh", "get_global_mesh", "mark_sharding",
     "set_global_mesh",
-    "XlaError", "XlaprofError", "Profile", "compare", "arange", "as_tensor", "avg_pool2d", "bfloat16",
+    "XlaError", "XlaprofError", "Job", "Profile", "compare", "arange", "as_tensor", "avg_pool2d", "bfloat16",
     "bool_", "cat", "conv2d", "counters", "cross_entropy", "device", "double", "dropout", "eye",
     "float16", "float32", "float64", "from_numpy", "full", "half", "int8", "int32", "int64",
-    "is_grad_enabled", "layer_norm", "load", "long", "manual_seed", "max_pool2d",
+    "is_grad_enabled", "layer_norm", "load", "load_job", "long", "manual_seed", "max_pool2d",
     "metrics_report", "nn", "no_grad", "ones", "optim", "profile", "profile_scope", "rand",
     "randn", "return_types", "stack", "step", "sync", "tensor", "uint8", "wait", "where", "zeros",
     # `from xlaprof import *` leaves the builtins alone: `xp.sum`, `xp.max`, `xp.float`, ... are

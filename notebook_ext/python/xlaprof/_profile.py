@@ -37,9 +37,10 @@ class Profile:
         self._recording = _native._Recording()
         _active = self
         if "torch" in sys.modules:
-            from . import _torch_compile
+            from . import _distributed, _torch_compile
 
             _torch_compile.install()
+            _distributed.install()
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -240,6 +241,70 @@ def load(path: str) -> Profile:
     p = Profile(title=str(path))
     p._native = _native.load(str(path))
     return p
+
+
+class Job:
+    """A job of several processes (torchrun's ranks), read from its ranks' profiles as one."""
+
+    def __init__(self, path: str) -> None:
+        data = _native.load_job(str(path))
+        self.path = str(path)
+        self.files: List[str] = [str(f) for f in data["files"]]
+        self.findings: List[Dict[str, Any]] = data["findings"]
+        self.ranks: List[Dict[str, Any]] = data["ranks"]
+        self.collectives_in_common: int = data["matched"]
+        self._report: str = data["report"]
+
+    def report(self) -> str:
+        """The job's text report: its ranks, what only they side by side show (the straggler,
+        a diverging rank, a rank stuck in a collective), then each rank's own report."""
+        return self._report
+
+    def profiles(self) -> List[Profile]:
+        """Each rank's profile, in rank order."""
+        return [load(f) for f in self.files]
+
+    def view(self, rank: int = 0) -> Any:
+        """The interactive view of one rank's profile (see ``Profile.view``)."""
+        return load(self.files[rank]).view()
+
+    def html(self) -> str:
+        """The job as a page: its ranks, what they show side by side, then each rank's page
+        (the first open, the others folded)."""
+        import html as _html
+
+        def esc(x: Any) -> str:
+            return _html.escape(str(x))
+
+        rows = "".join(
+            f"<tr><td>rank {esc(r['rank'])}</td><td>{r['collective_share'] * 100:.0f}%</td>"
+            f"<td>{esc(r['last_collective'] or '')}</td></tr>"
+            for r in self.ranks)
+        if self.findings:
+            found = "".join(
+                f"<li><b>{esc(f['kind'])}</b>: {esc(f['message'])}<br><i>{esc(f['advice'])}</i></li>"
+                for f in self.findings)
+            found = f"<ul>{found}</ul>"
+        else:
+            found = "<p>Across ranks: nothing to report (no straggler, no diverging rank, no rank stuck).</p>"
+        pages = "".join(
+            f"<details{' open' if i == 0 else ''}><summary>rank {esc(r['rank'])}</summary>{p.html()}</details>"
+            for i, (r, p) in enumerate(zip(self.ranks, self.profiles())))
+        return (f"<div class='xlaprof-job'><h3>Job: {len(self.files)} ranks, {self.collectives_in_common} "
+                f"collectives in common</h3>{found}<table><tr><th>rank</th><th>in collectives</th>"
+                f"<th>last collective</th></tr>{rows}</table>{pages}</div>")
+
+    def _repr_html_(self) -> str:
+        return self.html()
+
+    def __repr__(self) -> str:
+        return f"<xlaprof job {self.path}: {len(self.files)} ranks, {len(self.findings)} findings across them>"
+
+
+def load_job(path: str) -> Job:
+    """Opens a job's profiles: ``job.xlaprof`` reads ``job.rank0.xlaprof``, ``job.rank1.xlaprof``,
+    ... (what each rank of a torchrun job with ``XLAPROF_PROFILE=job.xlaprof`` writes)."""
+    return Job(path)
 
 
 def metrics_report() -> str:

@@ -555,6 +555,26 @@ pub(crate) fn data_wait(py: Python<'_>, seconds: f64) {
     xlaprof_core::events::data_wait(here(py), nanoseconds(seconds));
 }
 
+/// Whether anything listens to the engine's events (a profile records): what a front end's
+/// own instrumentation asks before measuring anything.
+#[pyfunction]
+pub(crate) fn profiling() -> bool {
+    xlaprof_core::events::enabled()
+}
+
+/// Tells the profiler that this process entered the `seq`th collective of its process group
+/// `group` with the job's other processes (torch.distributed's), at the caller's line.
+#[pyfunction]
+pub(crate) fn collective_enter(py: Python<'_>, group: &str, seq: u64, op: &str, bytes: u64) {
+    xlaprof_core::events::collective_enter(group, seq, op, bytes, here(py));
+}
+
+/// Tells the profiler that this process left collective `seq` of `group`.
+#[pyfunction]
+pub(crate) fn collective_leave(group: &str, seq: u64) {
+    xlaprof_core::events::collective_leave(group, seq);
+}
+
 /// `dims` with its -1 inferred for `count` elements, as a reshape reads them, or None where no
 /// reshape fits (`xlaprof_core::shape::infer_dims`: the rule's one home; the torch bridge's view
 /// lowerings ask here).

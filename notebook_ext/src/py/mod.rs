@@ -58,6 +58,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(profile::record_from_env, m)?)?;
     m.add_function(wrap_pyfunction!(profile::whole_program_profile, m)?)?;
     m.add_function(wrap_pyfunction!(profile::whole_program_file, m)?)?;
+    m.add_function(wrap_pyfunction!(profile::flush_whole_program, m)?)?;
+    m.add_function(wrap_pyfunction!(profile::load_job, m)?)?;
     m.add_function(wrap_pyfunction!(profile::whole_program_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(profile::progress_html, m)?)?;
     m.add_function(wrap_pyfunction!(profile::validate_rules, m)?)?;
@@ -101,6 +103,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(host_fallback, m)?,
         wrap_pyfunction!(size_read, m)?,
         wrap_pyfunction!(data_wait, m)?,
+        wrap_pyfunction!(profiling, m)?,
+        wrap_pyfunction!(collective_enter, m)?,
+        wrap_pyfunction!(collective_leave, m)?,
         wrap_pyfunction!(caught, m)?,
         wrap_pyfunction!(infer_dims, m)?,
         wrap_pyfunction!(captured::captured_graph, m)?,

@@ -421,6 +421,33 @@ pub(crate) fn load(path: PathBuf) -> PyResult<PyProfile> {
     Ok(PyProfile::new(profile, Some(path), false))
 }
 
+/// Reads a job's profiles (its ranks' `job.rankN.xlaprof` for `job.xlaprof`) as one: the ranks'
+/// files, the job's text report and its findings across ranks.
+#[pyfunction]
+pub(crate) fn load_job(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyAny>> {
+    let files = xlaprof_profiler::file::job_files(&path);
+    if files.is_empty() {
+        return Err(Class::Profile.err(format!(
+            "{} has no ranks' profiles beside it (a job's ranks write {})",
+            path.display(),
+            xlaprof_profiler::file::beside(&path, "rank0").display()
+        )));
+    }
+    let profiles = files
+        .iter()
+        .map(|f| xlaprof_profiler::load(f).map_err(profile_error))
+        .collect::<PyResult<Vec<_>>>()?;
+    let thresholds = xlaprof_profiler::Thresholds::default();
+    let analyses: Vec<_> = profiles.iter().map(|p| xlaprof_profiler::analyze(p, &thresholds)).collect();
+    let runs: Vec<_> = profiles.iter().zip(&analyses).collect();
+    let job = xlaprof_profiler::job::analyze(&runs);
+    let text = xlaprof_profiler::merge::text(&xlaprof_profiler::merge::place(&runs));
+    let out = to_py(py, &job)?;
+    out.set_item("files", files)?;
+    out.set_item("report", text)?;
+    Ok(out)
+}
+
 /// Starts recording the whole process to the file named by `XLAPROF_PROFILE`, when it is set
 /// (what `xlaprof run -- python train.py` sets), as the Rust programs do at the top of `main`.
 /// Returns whether it records.
@@ -434,6 +461,14 @@ pub(crate) fn record_from_env() -> PyResult<bool> {
 #[pyfunction]
 pub(crate) fn whole_program_file() -> Option<PathBuf> {
     xlaprof_profiler::whole_program().and_then(|r| r.file_path())
+}
+
+/// Writes out what the whole program's recording has not written yet (at exit).
+#[pyfunction]
+pub(crate) fn flush_whole_program() {
+    if let Some(recording) = xlaprof_profiler::whole_program() {
+        recording.flush();
+    }
 }
 
 /// The profile so far of the whole program's recording (`XLAPROF_PROFILE`), if one records.

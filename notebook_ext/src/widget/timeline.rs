@@ -32,6 +32,7 @@ fn color(kind: SpanKind) -> &'static str {
         SpanKind::CapturedRun => "#116329",
         SpanKind::HostFallback => "#bf3989",
         SpanKind::DataWait => "#8c959f",
+        SpanKind::Collective => "#8250df",
     }
 }
 

@@ -6,6 +6,7 @@ use serde::Serialize;
 pub mod breaks;
 pub mod devices;
 pub mod diagnostics;
+pub mod job;
 pub mod metrics;
 pub mod timeline;
 pub mod views;

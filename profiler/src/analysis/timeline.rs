@@ -28,6 +28,9 @@ pub enum SpanKind {
     HostFallback,
     /// The program waiting for its input pipeline's next batch.
     DataWait,
+    /// A collective with the job's other processes (torch.distributed's), from entering it to
+    /// leaving it: mostly waiting for the others.
+    Collective,
 }
 
 impl SpanKind {
@@ -48,6 +51,7 @@ impl SpanKind {
             SpanKind::CapturedRun => "compiled graph",
             SpanKind::HostFallback => "CPU fallback",
             SpanKind::DataWait => "waiting for data",
+            SpanKind::Collective => "collective",
         }
     }
 
@@ -67,7 +71,7 @@ impl SpanKind {
             | SpanKind::CompilePhase
             | SpanKind::CapturedRun => 2,
             SpanKind::TransferToDevice | SpanKind::HostRead => 3,
-            SpanKind::HostFallback | SpanKind::DataWait => 4,
+            SpanKind::HostFallback | SpanKind::DataWait | SpanKind::Collective => 4,
         }
     }
 }
@@ -245,6 +249,15 @@ pub fn spans(p: &Profile) -> Vec<Span> {
         let mut sp = span(SpanKind::DataWait, "waiting for data".to_string(), w.start_ns, end, 0);
         sp.step = Some(w.step);
         sp.location = Some(w.location);
+        out.push(sp);
+    }
+    for c in &p.collectives {
+        // One still inside (or stuck) reaches to the profile's end.
+        let end = c.end_ns.unwrap_or_else(|| p.end_ns().max(c.start_ns));
+        let label = format!("{} #{} ({})", c.op, c.seq, c.group);
+        let mut sp = span(SpanKind::Collective, label, c.start_ns, end, 0);
+        sp.step = Some(c.step);
+        sp.location = Some(c.location);
         out.push(sp);
     }
     captured_spans(p, &mut out);

@@ -16,14 +16,16 @@ pub struct Process<'a> {
     pub offset_ns: u64,
 }
 
-/// The processes, each placed by its `Meta::start_unix_ms` (a profile without one starts at 0).
+/// The processes, each placed by its `Meta::start_unix_ms`, then by the collectives they took
+/// part in together where they did (`job::offsets`).
 pub fn place<'a>(runs: &[(&'a Profile, &'a Analysis)]) -> Vec<Process<'a>> {
-    let first = runs.iter().map(|(p, _)| p.meta.start_unix_ms).min().unwrap_or(0);
+    let offsets = crate::job::offsets(runs);
     runs.iter()
-        .map(|&(profile, analysis)| Process {
+        .zip(offsets)
+        .map(|(&(profile, analysis), offset)| Process {
             profile,
             analysis,
-            offset_ns: profile.meta.start_unix_ms.saturating_sub(first).saturating_mul(1_000_000),
+            offset_ns: offset.max(0) as u64,
         })
         .collect()
 }
@@ -34,11 +36,16 @@ pub fn place<'a>(runs: &[(&'a Profile, &'a Analysis)]) -> Vec<Process<'a>> {
 pub fn text(processes: &[Process]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "xlaprof merged report: {} processes", processes.len());
+    let runs: Vec<(&Profile, &Analysis)> = processes.iter().map(|p| (p.profile, p.analysis)).collect();
+    if runs.iter().any(|(p, _)| p.job.is_some() || !p.collectives.is_empty()) {
+        out.push_str(&crate::job::text(&crate::job::analyze(&runs)));
+    }
     for (i, p) in processes.iter().enumerate() {
         let s = &p.analysis.summary;
         let _ = writeln!(
             out,
-            "  process {i}: {} (pid {}), starts at +{}, {} steps, step median {}, {} compiles",
+            "  process {i}{}: {} (pid {}), starts at +{}, {} steps, step median {}, {} compiles",
+            p.profile.job.map(|j| format!(" (rank {} of {})", j.rank, j.world)).unwrap_or_default(),
             if s.program.is_empty() { "(unnamed program)" } else { &s.program },
             p.profile.meta.pid,
             format_ns(p.offset_ns as f64),

@@ -144,6 +144,29 @@ pub struct SizeRead {
     pub step: u64,
 }
 
+/// The job this process is one rank of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct JobRank {
+    pub rank: u32,
+    pub world: u32,
+}
+
+/// A collective this process took part in with the job's other processes (torch.distributed's),
+/// matched across ranks by its process group and sequence number.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Collective {
+    pub group: String,
+    pub seq: u64,
+    pub op: String,
+    pub bytes: u64,
+    pub location: u32,
+    /// When the process entered it, and left it (None: still inside, or the profile ended
+    /// there: stuck).
+    pub start_ns: u64,
+    pub end_ns: Option<u64>,
+    pub step: u64,
+}
+
 /// A wait for the next batch of the input pipeline.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DataWait {

@@ -68,6 +68,9 @@ pub struct Profile {
     /// Ops run on the host for want of a lowering, in order.
     pub host_fallbacks: Vec<HostFallback>,
     pub data_waits: Vec<DataWait>,
+    /// In a job of several processes: this one's rank, and its collectives with the others.
+    pub job: Option<JobRank>,
+    pub collectives: Vec<Collective>,
     pub size_reads: Vec<SizeRead>,
     /// Compiles by a front end's compiler (torch.compile), its graph breaks and graph runs.
     pub function_compiles: Vec<FunctionCompile>,
@@ -452,6 +455,34 @@ impl Profile {
                     duration_ns: dur,
                     step,
                 });
+            }
+            Record::JobRank { rank, world } => self.job = Some(JobRank { rank, world }),
+            Record::CollectiveEnter { t, group, seq, op, bytes, location } => {
+                self.seen(t);
+                let step = self.current_step();
+                self.collectives.push(Collective {
+                    group: clip(&group).into_owned(),
+                    seq,
+                    op: clip(&op).into_owned(),
+                    bytes,
+                    location,
+                    start_ns: t,
+                    end_ns: None,
+                    step,
+                });
+            }
+            Record::CollectiveLeave { t, group, seq } => {
+                self.seen(t);
+                // The latest entered with its group and number (collectives nest only through
+                // a library calling another inside its own).
+                if let Some(c) = self
+                    .collectives
+                    .iter_mut()
+                    .rev()
+                    .find(|c| c.seq == seq && c.group == group && c.end_ns.is_none())
+                {
+                    c.end_ns = Some(t.max(c.start_ns));
+                }
             }
             Record::SizeRead { t, op, what, size, location, dur } => {
                 self.seen(t);

@@ -65,7 +65,11 @@ impl State {
                 | Record::GraphBreak { .. }
                 // A catch comes before an error that may end the program.
                 | Record::Caught { .. }
-                | Record::CapturedRun { .. } => true,
+                | Record::CapturedRun { .. }
+                // A collective entered shows at once: a job stuck in it shows where.
+                | Record::CollectiveEnter { .. }
+                | Record::CollectiveLeave { .. }
+                | Record::JobRank { .. } => true,
                 Record::Executed { sync, .. } => sync <= self.ended_sync,
                 _ => false,
             } || self.pending.len() > 64 << 10;
@@ -390,6 +394,21 @@ impl Listener for Recorder {
                     location,
                 }
             }
+            Event::JobRank { rank, world } => Record::JobRank { rank: *rank, world: *world },
+            Event::CollectiveEnter { group, seq, op, bytes, location } => {
+                let location = s.location(location);
+                Record::CollectiveEnter {
+                    t,
+                    group: group.to_string(),
+                    seq: *seq,
+                    op: op.to_string(),
+                    bytes: *bytes,
+                    location,
+                }
+            }
+            Event::CollectiveLeave { group, seq } => {
+                Record::CollectiveLeave { t, group: group.to_string(), seq: *seq }
+            }
             Event::DataWait { location, duration_ns } => {
                 let location = s.location(location);
                 Record::DataWait { t, location, dur: *duration_ns }
@@ -501,6 +520,13 @@ impl Recording {
         s.writer.as_ref().map(|w| (w.bytes_written(), w.records_written()))
     }
 
+    /// Writes out what waits to be written (the program ends: what happened since the last
+    /// sync, step or collective).
+    pub fn flush(&self) {
+        events::flush_traced();
+        self.recorder.0.lock().unwrap_or_else(|p| p.into_inner()).flush();
+    }
+
     /// Stops recording and returns the profile.
     pub fn stop(self) -> Profile {
         // Programs still running on the device (the host runs ahead) are in the profile too; a
@@ -593,6 +619,9 @@ pub fn init_from_env() -> Result<bool> {
     }
     let asked = job_path(Path::new(&path));
     let recording = Recording::to_file(&asked)?;
+    if let Some((rank, world)) = job_rank() {
+        xlaprof_core::events::job_rank(rank, world);
+    }
     if let Some(written) = recording.file_path().filter(|w| *w != asked) {
         eprintln!(
             "xlaprof: another process writes the profile {}; this process's is {}",
@@ -607,12 +636,18 @@ pub fn init_from_env() -> Result<bool> {
 /// In a job of several processes (`WORLD_SIZE` over 1 and a `RANK`, as torchrun sets them),
 /// each rank's profile beside the others': `job.rank1.xlaprof` for `job.xlaprof`.
 fn job_path(path: &Path) -> std::path::PathBuf {
-    let var = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<u64>().ok());
-    match (var("WORLD_SIZE"), var("RANK")) {
-        (Some(size), Some(rank)) if size > 1 => {
-            crate::record::file::beside(path, &format!("rank{rank}"))
-        }
-        _ => path.to_path_buf(),
+    match job_rank() {
+        Some((rank, _)) => crate::record::file::beside(path, &format!("rank{rank}")),
+        None => path.to_path_buf(),
+    }
+}
+
+/// This process's rank and the job's size, where it is one of several (`RANK`, `WORLD_SIZE`).
+fn job_rank() -> Option<(u32, u32)> {
+    let var = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<u32>().ok());
+    match (var("RANK"), var("WORLD_SIZE")) {
+        (Some(rank), Some(world)) if world > 1 && rank < world => Some((rank, world)),
+        _ => None,
     }
 }
 
@@ -651,6 +686,9 @@ mod tests {
             Event::DevicesFinished { .. } => "DevicesFinished",
             Event::HostFallback { .. } => "HostFallback",
             Event::DataWait { .. } => "DataWait",
+            Event::JobRank { .. } => "JobRank",
+            Event::CollectiveEnter { .. } => "CollectiveEnter",
+            Event::CollectiveLeave { .. } => "CollectiveLeave",
             Event::SizeRead { .. } => "SizeRead",
             Event::CapturedGraph { .. } => "CapturedGraph",
             Event::FunctionCompiled(_) => "FunctionCompiled",
@@ -721,6 +759,15 @@ mod tests {
             },
             Event::HostFallback { op: "aten::erfinv".into(), location: here(), duration_ns: 2 },
             Event::DataWait { location: here(), duration_ns: 3 },
+            Event::JobRank { rank: 1, world: 2 },
+            Event::CollectiveEnter {
+                group: "default".into(),
+                seq: 1,
+                op: "all_reduce".into(),
+                bytes: 64,
+                location: here(),
+            },
+            Event::CollectiveLeave { group: "default".into(), seq: 1 },
             Event::SizeRead {
                 op: "aten::nonzero".into(),
                 what: "nonzero entries".into(),
@@ -762,6 +809,9 @@ mod tests {
         assert_eq!((p.syncs.len(), p.steps.len(), p.scopes.len()), (1, 1, 1));
         assert_eq!((p.host_fallbacks.len(), p.data_waits.len(), p.caught.len()), (1, 1, 1));
         assert_eq!(p.size_reads.len(), 1);
+        assert_eq!(p.job, Some(crate::profile::JobRank { rank: 1, world: 2 }));
+        assert_eq!(p.collectives.len(), 1);
+        assert!(p.collectives[0].end_ns.is_some(), "entered and left");
         assert_eq!(
             (p.graph_breaks.len(), p.captured_runs.len(), p.function_compiles.len()),
             (1, 1, 1)

@@ -456,6 +456,27 @@ pub enum Record {
         location: u32,
         dur: u64,
     },
+    /// This process is rank `rank` of a job of `world` processes.
+    JobRank {
+        rank: u32,
+        world: u32,
+    },
+    /// The process entered the `seq`th collective of its process group `group` with the job's
+    /// other processes: `op` over `bytes`, at `location`.
+    CollectiveEnter {
+        t: u64,
+        group: String,
+        seq: u64,
+        op: String,
+        bytes: u64,
+        location: u32,
+    },
+    /// The process left collective `seq` of `group`.
+    CollectiveLeave {
+        t: u64,
+        group: String,
+        seq: u64,
+    },
 }
 
 /// One compile of a function by a front end's compiler (torch.compile: Dynamo, then its

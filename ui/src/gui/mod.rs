@@ -19,13 +19,12 @@ mod timeline_ui;
 mod tests;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eframe::egui;
 use serde::{Deserialize, Serialize};
 use xlaprof_profiler::metrics::format_ns;
-use xlaprof_profiler::{Profile, Thresholds};
+use xlaprof_profiler::Thresholds;
 
 use diagnostics_ui::Jump;
 use model::Model;
@@ -205,9 +204,8 @@ impl GuiApp {
         let source = if follow { Source::follow(&path) } else { Source::open(&path) };
         match source.error.clone() {
             None => {
-                let profile = source.snapshot();
                 self.source = Some(source);
-                self.show_profile(profile);
+                self.show_profile();
                 self.settings.recent_files.retain(|p| p != &path);
                 self.settings.recent_files.insert(0, path.clone());
                 self.settings.recent_files.truncate(8);
@@ -229,8 +227,10 @@ impl GuiApp {
         }
     }
 
-    fn show_profile(&mut self, profile: Arc<Profile>) {
-        let model = Model::new(profile, &self.thresholds);
+    /// Builds the model of the source's profile (a job's: its shown rank's, with the job's).
+    fn show_profile(&mut self) {
+        let Some(source) = &self.source else { return };
+        let model = Model::new(&source.ranks(), source.shown, &self.thresholds);
         let keep_view = self.model.is_some() && self.source.as_ref().is_some_and(|s| s.following());
         if !keep_view {
             // The graphs panel opens on the latest recompile and the graph it replaced.
@@ -264,8 +264,7 @@ impl GuiApp {
         }
         self.last_poll = Some(Instant::now());
         if source.poll() {
-            let profile = source.snapshot();
-            self.show_profile(profile);
+            self.show_profile();
         }
     }
 
@@ -341,7 +340,29 @@ impl GuiApp {
             for tab in Tab::ALL {
                 ui.selectable_value(&mut self.settings.tab, tab, tab.title());
             }
+            self.rank_ui(ui);
         });
+    }
+
+    /// A job's ranks: which one the views show.
+    fn rank_ui(&mut self, ui: &mut egui::Ui) {
+        let Some(job) = self.model.as_ref().and_then(|m| m.job.as_ref()) else { return };
+        let ranks: Vec<u32> = job.job.ranks.iter().map(|r| r.rank).collect();
+        let mut shown = job.shown;
+        ui.separator();
+        egui::ComboBox::from_label("shown")
+            .selected_text(format!("rank {} of {}", ranks.get(shown).copied().unwrap_or(0), ranks.len()))
+            .show_ui(ui, |ui| {
+                for (i, rank) in ranks.iter().enumerate() {
+                    ui.selectable_value(&mut shown, i, format!("rank {rank}"));
+                }
+            });
+        if shown != job.shown {
+            if let Some(source) = &mut self.source {
+                source.show(shown);
+            }
+            self.show_profile();
+        }
     }
 
     fn status_ui(&mut self, ui: &mut egui::Ui) {
@@ -425,6 +446,19 @@ impl GuiApp {
 
     fn details_ui(&mut self, ui: &mut egui::Ui) {
         let Some(model) = &self.model else { return };
+        if let Some(job) = &model.job {
+            ui.heading(format!("Job: {} ranks", job.job.ranks.len()));
+            ui.label(format!("{} collectives in common (the ranks' clocks aligned by them)", job.job.matched));
+            if job.job.findings.is_empty() {
+                ui.label("across ranks: nothing to report (no straggler, no diverging rank, no rank stuck)");
+            }
+            for f in &job.job.findings {
+                ui.colored_label(ui.visuals().warn_fg_color, f.kind.title());
+                ui.label(&f.message);
+                ui.weak(&f.advice);
+            }
+            ui.separator();
+        }
         let s = &model.analysis.summary;
         ui.heading("Summary");
         egui::Grid::new("summary").num_columns(2).striped(true).show(ui, |ui| {

@@ -95,9 +95,10 @@ pub fn thin(points: Vec<[f64; 2]>, buckets: usize) -> Vec<[f64; 2]> {
 }
 
 impl Model {
-    pub fn new(profile: Arc<Profile>, thresholds: &Thresholds) -> Model {
-        let flame = FlameNode::from_stacks(&flame::stacks(&profile));
-        let view = viewer::Model::build(profile, thresholds);
+    /// The model of rank `shown` of a job's `ranks` (one rank: of its profile alone).
+    pub fn new(ranks: &[Arc<Profile>], shown: usize, thresholds: &Thresholds) -> Model {
+        let view = viewer::Model::build_ranks(ranks, shown, thresholds);
+        let flame = FlameNode::from_stacks(&flame::stacks(&view.profile));
         let step_time_ms = thin(
             view.analysis
                 .steps

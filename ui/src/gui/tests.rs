@@ -361,3 +361,23 @@ fn the_lines_panel_shows_each_line_with_what_the_engine_did() {
     h.get_by_label(&label);
     h.get_by_label_contains("What the engine did for each source line");
 }
+
+#[test]
+fn a_jobs_ranks_open_as_one_with_a_rank_to_choose() {
+    let dir = scratch("job");
+    for rank in 0..3 {
+        let bytes = crate::tui::tests::rank_file(rank, 3, 2);
+        std::fs::write(dir.path().join(format!("job.rank{rank}.xlaprof")), bytes).unwrap();
+    }
+    let mut h = opened(&dir.path().join("job.xlaprof"));
+    h.get_by_label("Job: 3 ranks");
+    h.get_by_label_contains("rank 1 is the straggler");
+    h.get_by_label_contains("ranks 0, 1 are stuck in all_reduce #4");
+    h.get_by_label("shown").click();
+    h.run();
+    h.get_by_label("rank 2").click();
+    h.run();
+    let app = h.state();
+    assert_eq!(app.model.as_ref().unwrap().profile.job.map(|j| j.rank), Some(2));
+    assert_eq!(app.source.as_ref().unwrap().shown, 2);
+}

@@ -54,6 +54,7 @@ pub fn kind_color(kind: SpanKind) -> Color32 {
         SpanKind::CapturedRun => Color32::from_rgb(50, 160, 170),
         SpanKind::HostFallback => Color32::from_rgb(200, 60, 120),
         SpanKind::DataWait => Color32::from_rgb(150, 150, 150),
+        SpanKind::Collective => Color32::from_rgb(150, 90, 200),
     }
 }
 

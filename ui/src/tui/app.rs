@@ -125,7 +125,7 @@ const PAGE: usize = 10;
 
 impl App {
     pub fn new(source: Source, thresholds: Thresholds) -> App {
-        let model = Model::build(source.snapshot(), &thresholds);
+        let model = Model::build_ranks(&source.ranks(), source.shown, &thresholds);
         let show_output = source.program.is_some();
         App {
             source,
@@ -188,11 +188,11 @@ impl App {
     }
 
     fn start_build(&mut self) {
-        let profile = self.source.snapshot();
+        let (ranks, shown) = (self.source.ranks(), self.source.shown);
         let thresholds = self.thresholds.clone();
         let (tx, rx) = channel();
         std::thread::spawn(move || {
-            let _ = tx.send(Model::build(profile, &thresholds));
+            let _ = tx.send(Model::build_ranks(&ranks, shown, &thresholds));
         });
         self.building = Some(rx);
         self.stale = false;
@@ -243,6 +243,11 @@ impl App {
             KeyCode::Char(' ') => {
                 self.paused = !self.paused;
             }
+            // A job's ranks: the next one, the one before.
+            KeyCode::Char('r') if self.source.ranks().len() > 1 => self.show_rank(1),
+            KeyCode::Char('R') if self.source.ranks().len() > 1 => {
+                self.show_rank(self.source.ranks().len() - 1)
+            }
             KeyCode::Char('o') if self.source.program.is_some() => {
                 self.show_output = !self.show_output
             }
@@ -271,6 +276,16 @@ impl App {
             KeyCode::Char('m') if self.tab == Tab::Timeline => self.select_slowest_step(),
             _ => {}
         }
+    }
+
+    /// Shows the rank `by` after the one shown (wrapping around), rebuilt at once.
+    fn show_rank(&mut self, by: usize) {
+        self.source.show(self.source.shown + by);
+        self.model = Model::build_ranks(&self.source.ranks(), self.source.shown, &self.thresholds);
+        self.graph_detail = None;
+        self.diagnostic_detail = false;
+        self.step_selected = None;
+        self.window = None;
     }
 
     fn switch(&mut self, tab: Tab) {

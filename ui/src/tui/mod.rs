@@ -131,4 +131,4 @@ fn event_loop(app: &mut App) -> Result<(), Error> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

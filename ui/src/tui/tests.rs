@@ -465,3 +465,77 @@ fn a_torch_xla_program_runs_through_the_layer_and_only_python_is_taken() {
     let refused = super::with_torch_xla(command(&["torchrun", "train.py"])).unwrap_err();
     assert!(refused.to_string().contains("--torch-xla runs a Python program"), "{refused}");
 }
+
+/// A rank's profile file (the GUI's tests open it too): `world` ranks, three all-reduces at line 20 (rank 1 entering each 30 ms
+/// after the others, its loader's wait at line 10 just before), and a last one at line 30 that
+/// only the ranks but `skip` enter.
+pub(crate) fn rank_file(rank: u32, world: u32, skip: u32) -> Vec<u8> {
+    use xlaprof_profiler::file;
+    use xlaprof_profiler::record::{Location, Meta, Record};
+    const MS: u64 = 1_000_000;
+    let mut records = vec![Record::Meta(Meta { program: "train.py".into(), start_unix_ms: 1_000, ..Meta::default() })];
+    for (id, line) in [(0u32, 10u32), (1, 20), (2, 30)] {
+        let location = Location { file: "train.py".into(), line, function: "main".into() };
+        records.push(Record::Location { id, location });
+    }
+    records.push(Record::JobRank { rank, world });
+    let group = || "world".to_string();
+    for seq in 1..=3u64 {
+        let start = seq * 100 * MS;
+        let enter = start + if rank == 1 { 30 * MS } else { 0 };
+        if rank == 1 {
+            records.push(Record::DataWait { t: enter, location: 0, dur: 30 * MS });
+        }
+        let op = "all_reduce".to_string();
+        records.push(Record::CollectiveEnter { t: enter, group: group(), seq, op, bytes: 64, location: 1 });
+        records.push(Record::CollectiveLeave { t: start + 31 * MS, group: group(), seq });
+    }
+    if rank != skip {
+        let op = "all_reduce".to_string();
+        records.push(Record::CollectiveEnter { t: 400 * MS, group: group(), seq: 4, op, bytes: 64, location: 2 });
+    }
+    let mut bytes = file::header();
+    for r in &records {
+        bytes.extend(file::frame(r));
+    }
+    bytes
+}
+
+#[test]
+fn a_jobs_ranks_open_as_one_with_what_they_show_side_by_side() {
+    let dir = dir();
+    for rank in 0..3 {
+        std::fs::write(dir.path().join(format!("job.rank{rank}.xlaprof")), rank_file(rank, 3, 2)).unwrap();
+    }
+    // `job.xlaprof` itself was never written: its ranks' files beside it are the job.
+    let mut app = App::new(Source::open(&dir.path().join("job.xlaprof")), Thresholds::default());
+    let screen = render(&app, 160, 30);
+    assert!(screen.contains("rank 0 of 3 (r: next)"), "{screen}");
+    assert!(screen.contains("job: 3 ranks, 3 collectives in common"), "{screen}");
+    assert!(screen.contains("[straggler] rank 1 is the straggler"), "{screen}");
+    assert!(screen.contains("[stuck in a collective] ranks 0, 1 are stuck in all_reduce #4"), "{screen}");
+    // `r` shows the next rank, `R` the one before (wrapping around).
+    keys(&mut app, "r");
+    assert!(render(&app, 160, 30).contains("rank 1 of 3"));
+    assert_eq!(app.model.profile.job.map(|j| j.rank), Some(1));
+    keys(&mut app, "RR");
+    assert!(render(&app, 160, 30).contains("rank 2 of 3"));
+}
+
+#[test]
+fn following_a_job_picks_up_each_rank_as_it_starts() {
+    let dir = dir();
+    let job = dir.path().join("job.xlaprof");
+    std::fs::write(dir.path().join("job.rank0.xlaprof"), rank_file(0, 2, 9)).unwrap();
+    let mut app = App::new(Source::follow(&job), Thresholds::default());
+    assert_eq!(app.source.ranks().len(), 1);
+    std::fs::write(dir.path().join("job.rank1.xlaprof"), rank_file(1, 2, 9)).unwrap();
+    let started = std::time::Instant::now();
+    while app.model.job.is_none() && started.elapsed() < std::time::Duration::from_secs(10) {
+        app.tick();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let job = app.model.job.as_ref().expect("the second rank joined the job");
+    assert_eq!(job.job.ranks.len(), 2);
+    assert_eq!(job.job.matched, 3);
+}

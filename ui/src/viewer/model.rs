@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use xlaprof_profiler::timeline::{Span, SpanKind};
 use xlaprof_profiler::views::{GraphRow, StepPhases};
+use xlaprof_profiler::job::{self, Job};
 use xlaprof_profiler::{analyze, Analysis, Profile, Thresholds};
 
 /// One row of the timeline: the spans of one lane at one nesting depth, sorted by start.
@@ -48,6 +49,14 @@ pub struct Model {
     pub end_ns: u64,
     /// How long building this model took (rebuilds while following are spaced by it).
     pub build_time: Duration,
+    /// A job's: which rank is shown, of how many, and what the ranks side by side show.
+    pub job: Option<JobView>,
+}
+
+/// A job's ranks, one of them shown.
+pub struct JobView {
+    pub shown: usize,
+    pub job: Job,
 }
 
 impl Model {
@@ -60,7 +69,26 @@ impl Model {
         let slowest_steps = by_time.iter().map(|s| s.index).collect();
         let end_ns =
             profile.end_ns().max(analysis.spans.iter().map(|s| s.end_ns).max().unwrap_or(0));
-        Model { profile, analysis, rows, slowest_steps, end_ns, build_time: started.elapsed() }
+        Model { profile, analysis, rows, slowest_steps, end_ns, build_time: started.elapsed(), job: None }
+    }
+
+    /// The model of rank `shown` of a job's `ranks`, with the job's analysis (one rank: the
+    /// model of its profile alone).
+    pub fn build_ranks(ranks: &[Arc<Profile>], shown: usize, thresholds: &Thresholds) -> Model {
+        let started = Instant::now();
+        let mut model = Model::build(ranks.get(shown).cloned().unwrap_or_default(), thresholds);
+        if ranks.len() > 1 {
+            let analyses: Vec<Analysis> = ranks
+                .iter()
+                .enumerate()
+                .map(|(i, p)| if i == shown { model.analysis.clone() } else { analyze(p, thresholds) })
+                .collect();
+            let runs: Vec<(&Profile, &Analysis)> =
+                ranks.iter().map(|p| p.as_ref()).zip(&analyses).collect();
+            model.job = Some(JobView { shown, job: job::analyze(&runs) });
+        }
+        model.build_time = started.elapsed();
+        model
     }
 
     /// The step with index `index` (steps are numbered from 1, in order, so this is a lookup).

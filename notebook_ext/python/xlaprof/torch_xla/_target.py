@@ -163,8 +163,9 @@ def steps_ended() -> int:
 def loader_step(steps_ended_at_batch: int) -> None:
     """The step a device loader ends when the loop asks for its next batch. The loop may have
     ended it already since the batch came (its own ``mark_step``, a compiled step function):
-    the engine counts no step in which nothing ran, and the reference run does not count it."""
-    if _current.reference and _steps_ended[0] != steps_ended_at_batch:
+    then the iteration has ended, and what the loop recorded after its own step end (a running
+    loss's sum) joins the next step's graph rather than ending a step of its own."""
+    if _steps_ended[0] != steps_ended_at_batch:
         run_closures()
         return
     step()

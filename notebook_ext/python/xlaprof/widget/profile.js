@@ -12,7 +12,7 @@ const COLORS = {
   step: "#c7d7ee", scope: "#d9c7ee", sync: "#9fb8d8", "graph build": "#b8d8a0", lower: "#e0d090",
   compile: "#e07b5f", execute: "#5fa8e0", "transfer to device": "#a0a0a0", "host read": "#e0a040",
   device: "#60c0a0", "torch.compile": "#c080c0", "compile phase": "#d8a8d8", "compiled graph": "#5f7fe0",
-  "CPU fallback": "#d04080", "waiting for data": "#b0b0b0",
+  "CPU fallback": "#d04080", "waiting for data": "#b0b0b0", collective: "#9a5ad0",
 };
 
 function el(tag, cls, text) {

@@ -130,6 +130,30 @@ pub fn beside(path: &Path, tag: &str) -> PathBuf {
     path.with_file_name(name)
 }
 
+/// The profiles a job's ranks wrote for `path` (`job.rank0.xlaprof`, `job.rank1.xlaprof`, ... for
+/// `job.xlaprof`), in rank order; empty where there are none.
+pub fn job_files(path: &Path) -> Vec<PathBuf> {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let ext = path.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let prefix = format!("{stem}.rank");
+    let mut ranks: Vec<(u32, PathBuf)> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let rank = name.strip_prefix(&prefix)?.strip_suffix(&ext)?.parse::<u32>().ok()?;
+            Some((rank, entry.path()))
+        })
+        .collect();
+    ranks.sort();
+    ranks.into_iter().map(|(_, p)| p).collect()
+}
+
 /// A record with its length and checksum, ready to append.
 pub fn frame(record: &Record) -> Vec<u8> {
     let mut out = Vec::new();

@@ -162,6 +162,10 @@ fn status_line(f: &mut Frame, app: &App, area: Rect) {
             WARN,
         ));
     }
+    if let Some(job) = &app.model.job {
+        let rank = job.job.ranks.get(job.shown).map(|r| r.rank).unwrap_or(job.shown as u32);
+        spans.push(Span::styled(format!("  rank {rank} of {} (r: next)", job.job.ranks.len()), BOLD));
+    }
     let program = if s.program.is_empty() { "?" } else { s.program.as_str() };
     spans.push(Span::raw(format!("  {}  ", program)));
     spans.push(Span::styled(
@@ -293,6 +297,7 @@ const HELP: &[(&str, &str)] = &[
     ("←→, s", "choose the sort column; sort (again: reverse)"),
     ("space", "pause live updates"),
     ("o", "show or hide the program's output (run)"),
+    ("r, R", "a job's next, previous rank"),
     ("timeline", "←→ h l pan, + - zoom, 0 all, m slowest step"),
     ("mouse", "scroll moves"),
 ];

@@ -15,13 +15,15 @@ use crate::tui::app::App;
 pub fn draw(f: &mut Frame, app: &App, area: Rect) {
     // A line more for a torch.compile program's compiles.
     let compiled = app.model.analysis.summary.torch_compile.is_some() as u16;
-    let [summary, sparks, phases, findings] = Layout::vertical([
+    let [job, summary, sparks, phases, findings] = Layout::vertical([
+        Constraint::Length(job_height(app)),
         Constraint::Length(3 + compiled),
         Constraint::Length(4),
         Constraint::Length(phases_height(app, area)),
         Constraint::Min(3),
     ])
     .areas(area);
+    job_findings(f, app, job);
     summary_text(f, app, summary);
     let [steps, compiles] =
         Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(sparks);
@@ -57,6 +59,43 @@ pub fn draw(f: &mut Frame, app: &App, area: Rect) {
     );
     phase_bars(f, app, phases);
     top_findings(f, app, findings);
+}
+
+/// A job's: a line for each finding across ranks (or one saying there is none), in a box.
+fn job_height(app: &App) -> u16 {
+    match &app.model.job {
+        Some(j) => 2 + j.job.findings.len().clamp(1, 4) as u16 * 2,
+        None => 0,
+    }
+}
+
+/// What only a job's ranks side by side show: the straggler, a diverging rank, ranks stuck in
+/// a collective (`xlaprof_profiler::job`), most costly first.
+fn job_findings(f: &mut Frame, app: &App, area: Rect) {
+    let Some(j) = &app.model.job else { return };
+    let lines: Vec<Line> = if j.job.findings.is_empty() {
+        vec![Line::styled("nothing to report: no straggler, no diverging rank, no rank stuck", GOOD)]
+    } else {
+        j.job
+            .findings
+            .iter()
+            .map(|x| {
+                Line::from(vec![
+                    Span::styled(format!("[{}] ", x.kind.title()), BAD),
+                    Span::raw(crate::viewer::text::clean(&x.message)),
+                ])
+            })
+            .collect()
+    };
+    let title = format!(
+        " job: {} ranks, {} collectives in common ",
+        j.job.ranks.len(),
+        j.job.matched
+    );
+    f.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: true }).block(Block::bordered().title(title)),
+        area,
+    );
 }
 
 fn phases_height(app: &App, area: Rect) -> u16 {

@@ -123,6 +123,7 @@ fn color(s: &TimeSpan) -> Color {
         SpanKind::TransferToDevice | SpanKind::HostRead => phase_color(Phase::Transfer),
         SpanKind::HostFallback => Color::LightRed,
         SpanKind::DataWait => Color::Gray,
+        SpanKind::Collective => Color::LightMagenta,
     }
 }
 

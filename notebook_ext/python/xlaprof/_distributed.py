@@ -1,0 +1,266 @@
+"""A job's processes, seen by the profiler: torch.distributed's collectives, and the waits for
+data that hold a rank back.
+
+Each collective this process enters with the job's other processes (``all_reduce``,
+``broadcast``, ``all_gather``, ``reduce_scatter``, ``barrier``, ...; DDP's gradient buckets
+included) is reported on entry and on leaving, with its process group, its number in that group,
+its bytes and the user's line. Matched by group and number, the ranks' profiles line up, and
+``xlaprof report job.xlaprof`` names the straggler, the rank that diverged and a collective some
+rank never joined (``profiler/src/analysis/job.rs``). In a job (torchrun's ``WORLD_SIZE`` over
+1), a torch DataLoader's batches are timed on the program's thread too.
+
+Installed while a profile records (``XLAPROF_PROFILE``, ``xp.profile()``). Nothing here changes
+what a collective computes: the functions of ``torch.distributed`` are wrapped, and a DDP model
+without a communication hook of its own gets one doing what DDP's built-in one does (average the
+bucket with ``all_reduce``).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+from typing import Any, Callable, Dict, Optional
+
+from . import _native
+
+# The collectives of torch.distributed, by name, with the argument whose tensors are what the
+# process contributes (their bytes are the collective's).
+_COLLECTIVES: Dict[str, str] = {
+    "all_reduce": "tensor",
+    "broadcast": "tensor",
+    "reduce": "tensor",
+    "all_gather": "tensor",
+    "all_gather_into_tensor": "input_tensor",
+    "reduce_scatter": "input_list",
+    "reduce_scatter_tensor": "input",
+    "all_to_all": "input_tensor_list",
+    "all_to_all_single": "input",
+    "gather": "tensor",
+    "scatter": "scatter_list",
+    "barrier": "",
+    "monitored_barrier": "",
+    "all_gather_object": "",
+    "broadcast_object_list": "",
+    "gather_object": "",
+    "scatter_object_list": "",
+}
+
+_installed = False
+_lock = threading.Lock()
+# The next number of each process group's collectives, by the group's name.
+_next: Dict[str, int] = {}
+# Inside a collective already reported (`all_gather_object` calls `all_gather`): the inner ones
+# are its own work, not the program's.
+_inside = threading.local()
+
+
+def install() -> None:
+    """Wraps torch.distributed's collectives and DDP (once per process)."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return
+    from torch.distributed import distributed_c10d as c10d
+
+    for name, argument in _COLLECTIVES.items():
+        original = getattr(c10d, name, None)
+        if original is None or getattr(original, "_xlaprof", False):
+            continue
+        wrapped = _wrap(name, argument, original)
+        setattr(c10d, name, wrapped)
+        if getattr(dist, name, None) is original:
+            setattr(dist, name, wrapped)
+    _watch_ddp()
+    if _in_a_job():
+        _watch_data_loader()
+
+
+def _in_a_job() -> bool:
+    """Whether this process is one of a job's (torchrun's ``WORLD_SIZE`` over 1)."""
+    import os
+
+    try:
+        return int(os.environ.get("WORLD_SIZE", "1")) > 1
+    except ValueError:
+        return False
+
+
+def _group_name(group: Any) -> str:
+    if group is None:
+        return "world"
+    import torch.distributed as dist
+
+    if group is dist.group.WORLD:
+        return "world"
+    name = getattr(group, "group_name", None)
+    return str(name) if name else f"group{id(group)}"
+
+
+def _next_seq(group: str) -> int:
+    with _lock:
+        seq = _next.get(group, 0) + 1
+        _next[group] = seq
+    return seq
+
+
+def _bytes(value: Any) -> int:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, (list, tuple)):
+        return sum(_bytes(v) for v in value)
+    return 0
+
+
+def _leave_when_done(work: Any, group: str, seq: int) -> None:
+    """Reports leaving when an asynchronous collective's result is ready."""
+    try:
+        future = work.get_future()
+    except Exception:  # a backend whose work has no future: left when it was started
+        _native.collective_leave(group, seq)
+        return
+    future.add_done_callback(lambda _f: _native.collective_leave(group, seq))
+
+
+def _wrap(name: str, argument: str, original: Callable) -> Callable:
+    # Where the group and the contributed tensors are among the arguments (found once: the
+    # wrapper's own cost is a few dictionary and tuple reads).
+    try:
+        params = list(inspect.signature(original).parameters)
+    except (TypeError, ValueError):
+        params = []
+    group_at = params.index("group") if "group" in params else None
+    tensors_at = params.index(argument) if argument in params else None
+    async_at = params.index("async_op") if "async_op" in params else None
+
+    def given(at: Optional[int], key: str, args: tuple, kwargs: dict) -> Any:
+        if key in kwargs:
+            return kwargs[key]
+        return args[at] if at is not None and at < len(args) else None
+
+    @functools.wraps(original)
+    def collective(*args: Any, **kwargs: Any) -> Any:
+        if getattr(_inside, "depth", 0) or not _native.profiling():
+            return original(*args, **kwargs)
+        group = _group_name(given(group_at, "group", args, kwargs))
+        seq = _next_seq(group)
+        contributed = given(tensors_at, argument, args, kwargs) if argument else None
+        _native.collective_enter(group, seq, name, _bytes(contributed))
+        _inside.depth = 1
+        try:
+            result = original(*args, **kwargs)
+        except BaseException:
+            _native.collective_leave(group, seq)
+            raise
+        finally:
+            _inside.depth = 0
+        if given(async_at, "async_op", args, kwargs) and result is not None:
+            _leave_when_done(result, group, seq)
+        else:
+            _native.collective_leave(group, seq)
+        return result
+
+    collective._xlaprof = True  # type: ignore[attr-defined]
+    return collective
+
+
+def _watch_ddp() -> None:
+    """A DDP model's gradient buckets reported as collectives: its communication hook timed
+    (the user's, or one doing what the built-in one does where the user registers none)."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    if getattr(DDP, "_xlaprof", False):
+        return
+    DDP._xlaprof = True
+    register = DDP.register_comm_hook
+    builtin = DDP._register_builtin_comm_hook
+    forward = DDP.forward
+
+    def register_comm_hook(self: Any, state: Any, hook: Callable) -> None:
+        self._xlaprof_hooked = True
+        register(self, state, _timed_hook(self, hook))
+
+    def register_builtin(self: Any, comm_hook_type: Any) -> None:
+        self._xlaprof_hooked = True  # run in C++: not seen
+        builtin(self, comm_hook_type)
+
+    def ddp_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not getattr(self, "_xlaprof_hooked", False) and _native.profiling():
+            self._xlaprof_hooked = True
+            register(self, self.process_group, _timed_hook(self, _average))
+        return forward(self, *args, **kwargs)
+
+    DDP.register_comm_hook = functools.wraps(register)(register_comm_hook)
+    DDP._register_builtin_comm_hook = functools.wraps(builtin)(register_builtin)
+    DDP.forward = functools.wraps(forward)(ddp_forward)
+
+
+def _watch_data_loader() -> None:
+    """Each batch a program's loop waits for from a torch DataLoader, reported as a wait for data
+    at the loop's line: in a job, a rank held back by its input pipeline is named for it. Only
+    the program's own thread (xlaprof's DeviceLoader reads its loader on a thread of its own,
+    and reports the loop's waits itself)."""
+    import time
+
+    from torch.utils.data import dataloader
+
+    iterator = dataloader._BaseDataLoaderIter
+    if getattr(iterator, "_xlaprof", False):
+        return
+    iterator._xlaprof = True
+    following = iterator.__next__
+    main = threading.main_thread()
+
+    def __next__(self: Any) -> Any:
+        if threading.current_thread() is not main or not _native.profiling():
+            return following(self)
+        start = time.perf_counter()
+        try:
+            return following(self)
+        finally:
+            waited = time.perf_counter() - start
+            if waited >= _NOTICEABLE_WAIT_S:
+                _native.data_wait(waited)
+
+    iterator.__next__ = functools.wraps(following)(__next__)
+
+
+# A batch read faster than this is no wait worth a record: a DataLoader without workers takes a
+# few hundred microseconds to collate a batch of small samples, and an eager program has no step
+# time to weigh that against.
+_NOTICEABLE_WAIT_S = 1e-3
+
+
+def _average(process_group, bucket):  # type: ignore[no-untyped-def]
+    """What DDP's built-in hook does: the bucket averaged over the group's processes."""
+    import torch.distributed as dist
+
+    tensor = bucket.buffer()
+    tensor.div_(dist.get_world_size(process_group))
+    work = dist.distributed_c10d.all_reduce(tensor, group=process_group, async_op=True)
+    return work.get_future().then(lambda f: f.value()[0])
+
+
+def _timed_hook(model: Any, hook: Callable) -> Callable:
+    # No annotations: DDP checks a hook's (and this module's would be strings).
+    def timed(state, bucket):  # type: ignore[no-untyped-def]
+        if not _native.profiling():
+            return hook(state, bucket)
+        group = _group_name(getattr(model, "process_group", None))
+        seq = _next_seq(group)
+        _native.collective_enter(group, seq, "all_reduce of a DDP gradient bucket", _bytes(bucket.buffer()))
+        _inside.depth = 1
+        try:
+            future = hook(state, bucket)
+        finally:
+            _inside.depth = 0
+        future.add_done_callback(lambda _f: _native.collective_leave(group, seq))
+        return future
+
+    return timed
