@@ -1,8 +1,10 @@
 """What profiling a job of several processes costs, and how fast its profile opens:
 
-- recording a collective: ``dist.all_reduce`` of one float on a gloo group of one process, the
-  process recorded to a file (the call reported on entry and on leaving, each written out), against
-  the same collective unwrapped, in alternating blocks; medians per call, and their difference;
+- recording a collective, the process recorded to a file (the call reported on entry and on
+  leaving, each written out): a function of ``all_reduce``'s signature doing nothing, wrapped as
+  torch.distributed's collectives are, against the bare call, in blocks taking turns to go first
+  (the median of the blocks' differences); and in context, a real ``all_reduce`` of one float on a
+  gloo group of one process, both ways;
 - opening a job: ``tests/jobs/train_ddp.py`` run for 200 steps under torchrun with 4 ranks (gloo,
   CPU eager), then ``xlaprof report job.xlaprof`` (the command, when built) and
   ``xp.load_job`` (the ranks' files read, each analysed, the job analysed), best of 3.
@@ -37,25 +39,48 @@ def per_call_us(fn, calls=2000):
     return (time.perf_counter() - start) / calls * 1e6
 
 
+def in_turn(calls):
+    """Per-call times of each of `calls` (name: function), 16 blocks of 2,000 each, taking turns
+    to go first (the one measured first in a block pays for what the last one left)."""
+    timed = {name: [] for name in calls}
+    names = list(calls)
+    for block in range(16):
+        for name in (names if block % 2 else names[::-1]):
+            timed[name].append(per_call_us(calls[name]))
+    return timed
+
+
 def collective_cost():
+    from xlaprof import _distributed
+
+    x = torch.ones(1)
+
+    # The recording itself: torch's all_reduce signature around nothing, wrapped as
+    # torch.distributed's collectives are, against the bare call.
+    def bare(tensor, op=None, group=None, async_op=False):
+        return None
+
+    wrapped_bare = _distributed._wrap("all_reduce", "tensor", bare)
+    timed = in_turn({"recorded": lambda: wrapped_bare(x), "bare": lambda: bare(x)})
+    paired = sorted(r - b for r, b in zip(timed["recorded"], timed["bare"]))
+    print(f"recording a collective (entered and left, each written to the profile file): "
+          f"{statistics.median(paired):.2f} us per call (median of 16 blocks of 2,000; quartiles "
+          f"{paired[4]:.2f} to {paired[11]:.2f})")
+
+    # In context: a real all_reduce of one float on a gloo group of one process, whose own time
+    # varies by more than the recording costs.
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29533")
     dist.init_process_group("gloo", rank=0, world_size=1)
-    x = torch.ones(1)
     wrapped = dist.all_reduce
     plain = dist.distributed_c10d.all_reduce.__wrapped__
     assert getattr(wrapped, "_xlaprof", False), "the collectives are wrapped while a profile records"
     for _ in range(200):
         wrapped(x)
         plain(x)
-    timed = {"recorded": [], "plain": []}
-    for _ in range(15):
-        timed["recorded"].append(per_call_us(lambda: wrapped(x)))
-        timed["plain"].append(per_call_us(lambda: plain(x)))
+    timed = in_turn({"recorded": lambda: wrapped(x), "plain": lambda: plain(x)})
     dist.destroy_process_group()
-    recorded = statistics.median(timed["recorded"])
-    base = statistics.median(timed["plain"])
-    print(f"all_reduce of 1 float, gloo, 1 process: {base:.2f} us plain, {recorded:.2f} us recorded: "
-          f"{recorded - base:.2f} us per collective to record it (median of 15 blocks of 2,000)")
+    print(f"  in context, all_reduce of 1 float on gloo, 1 process: {statistics.median(timed['plain']):.2f} us "
+          f"plain, {statistics.median(timed['recorded']):.2f} us recorded (medians of 16 blocks)")
 
 
 def job_open():

@@ -1,6 +1,6 @@
 """Jobs of several processes, profiled as one: `train_ddp.py` under torchrun with 4 ranks on gloo
-(eager, and the lazy device through PyTorch/XLA's API), clean and with one cause planted on one
-rank. The job's profile (`XLAPROF_PROFILE=job.xlaprof`: each rank writes `job.rankN.xlaprof`)
+(eager, inductor, and the lazy device through PyTorch/XLA's API), clean and with one cause
+planted on one rank. The job's profile (`XLAPROF_PROFILE=job.xlaprof`: each rank writes `job.rankN.xlaprof`)
 must name the rank and the line, and say nothing across ranks of a clean job."""
 
 import os
@@ -83,6 +83,16 @@ def test_a_rank_whose_batch_differs_is_named_with_its_recompile_and_the_line(tmp
     message = diverging[0]["message"]
     assert "compiled" in message and "the other ranks did not" in message, message
     assert f"train_ddp.py:{planted_line('x[:5]')}" in message, message
+
+
+def test_an_inductor_clean_job_has_nothing_across_ranks(tmp_path):
+    """torch.compile of the DDP model: its buckets are still seen (the hook is registered when
+    the model is made, so Dynamo traces DDP's forward untouched), one step per iteration."""
+    job = run_job(tmp_path, "--compile")
+    assert job.findings == [], job.report()
+    assert job.collectives_in_common == 14, job.report()
+    for p in job.profiles():
+        assert p.steps == 12, p.report()
 
 
 def test_a_lazy_clean_job_has_nothing_across_ranks(tmp_path):

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import threading
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Iterator, Optional
 
 from . import _native
 
@@ -48,8 +49,8 @@ _COLLECTIVES: Dict[str, str] = {
 
 _installed = False
 _lock = threading.Lock()
-# The next number of each process group's collectives, by the group's name.
-_next: Dict[str, int] = {}
+# The numbers of each process group's collectives, by the group's name.
+_next: Dict[str, Iterator[int]] = {}
 # Inside a collective already reported (`all_gather_object` calls `all_gather`): the inner ones
 # are its own work, not the program's.
 _inside = threading.local()
@@ -102,10 +103,12 @@ def _group_name(group: Any) -> str:
 
 
 def _next_seq(group: str) -> int:
-    with _lock:
-        seq = _next.get(group, 0) + 1
-        _next[group] = seq
-    return seq
+    """The next number of `group`'s collectives (from 1); `next` of a count is atomic."""
+    counter = _next.get(group)
+    if counter is None:
+        with _lock:
+            counter = _next.setdefault(group, itertools.count(1))
+    return next(counter)
 
 
 def _bytes(value: Any) -> int:
@@ -171,34 +174,42 @@ def _wrap(name: str, argument: str, original: Callable) -> Callable:
 
 
 def _watch_ddp() -> None:
-    """A DDP model's gradient buckets reported as collectives: its communication hook timed
-    (the user's, or one doing what the built-in one does where the user registers none)."""
+    """A DDP model's gradient buckets reported as collectives. A DDP model made while a profile
+    records gets a communication hook of xlaprof's, which times the hook doing the work: the one
+    the user registers later (``register_comm_hook``; a built-in one by its Python twin), else one
+    doing what DDP's built-in one does. Registered when the model is made, not in its forward,
+    so torch.compile traces DDP's forward untouched."""
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     if getattr(DDP, "_xlaprof", False):
         return
     DDP._xlaprof = True
+    init = DDP.__init__
     register = DDP.register_comm_hook
     builtin = DDP._register_builtin_comm_hook
-    forward = DDP.forward
+
+    def ddp_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        if _native.profiling():
+            self._xlaprof_hook = (self.process_group, _average)
+            register(self, None, _timed_hook(self))
 
     def register_comm_hook(self: Any, state: Any, hook: Callable) -> None:
-        self._xlaprof_hooked = True
-        register(self, state, _timed_hook(self, hook))
+        if getattr(self, "_xlaprof_hook", None) is None:
+            return register(self, state, hook)
+        self._xlaprof_hook = (state, hook)
 
     def register_builtin(self: Any, comm_hook_type: Any) -> None:
-        self._xlaprof_hooked = True  # run in C++: not seen
-        builtin(self, comm_hook_type)
+        if getattr(self, "_xlaprof_hook", None) is None:
+            return builtin(self, comm_hook_type)
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-    def ddp_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if not getattr(self, "_xlaprof_hooked", False) and _native.profiling():
-            self._xlaprof_hooked = True
-            register(self, self.process_group, _timed_hook(self, _average))
-        return forward(self, *args, **kwargs)
+        twins = {"ALLREDUCE": _average, "FP16_COMPRESS": default_hooks.fp16_compress_hook}
+        self._xlaprof_hook = (self.process_group, twins[comm_hook_type.name])
 
+    DDP.__init__ = functools.wraps(init)(ddp_init)
     DDP.register_comm_hook = functools.wraps(register)(register_comm_hook)
     DDP._register_builtin_comm_hook = functools.wraps(builtin)(register_builtin)
-    DDP.forward = functools.wraps(forward)(ddp_forward)
 
 
 def _watch_data_loader() -> None:
@@ -247,9 +258,13 @@ def _average(process_group, bucket):  # type: ignore[no-untyped-def]
     return work.get_future().then(lambda f: f.value()[0])
 
 
-def _timed_hook(model: Any, hook: Callable) -> Callable:
+def _timed_hook(model: Any) -> Callable:
+    """The hook xlaprof registers on `model`: the model's chosen hook, timed from the bucket's
+    arrival to its result's."""
+
     # No annotations: DDP checks a hook's (and this module's would be strings).
-    def timed(state, bucket):  # type: ignore[no-untyped-def]
+    def timed(_state, bucket):  # type: ignore[no-untyped-def]
+        state, hook = model._xlaprof_hook
         if not _native.profiling():
             return hook(state, bucket)
         group = _group_name(getattr(model, "process_group", None))

@@ -68,7 +68,6 @@ impl State {
                 | Record::CapturedRun { .. }
                 // A collective entered shows at once: a job stuck in it shows where.
                 | Record::CollectiveEnter { .. }
-                | Record::CollectiveLeave { .. }
                 | Record::JobRank { .. } => true,
                 Record::Executed { sync, .. } => sync <= self.ended_sync,
                 _ => false,
@@ -578,10 +577,35 @@ fn listen(writer: Option<Writer>) -> (Arc<Recorder>, u64) {
         ended_sync: 0,
         sources: SourceFiles::default(),
     };
+    let to_file = state.writer.is_some();
     state.emit(Record::Meta(meta));
     let recorder = Arc::new(Recorder(Mutex::new(state)));
     let listener = events::add_listener(recorder.clone());
+    if to_file {
+        write_behind(Arc::downgrade(&recorder));
+    }
     (recorder, listener)
+}
+
+/// How long a record waits at most before it is written: records that do not go out at once (a
+/// collective left, a wait for data) go out with the next that does, or after this.
+const WRITE_BEHIND: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Writes out what waits, every [`WRITE_BEHIND`], while the recorder lives: a viewer following
+/// the file (or a job read while it hangs) sees a rank's last collective left, though the rank
+/// then went quiet.
+fn write_behind(recorder: std::sync::Weak<Recorder>) {
+    let spawned = std::thread::Builder::new().name("xlaprof-write-behind".into()).spawn(move || loop {
+        std::thread::sleep(WRITE_BEHIND);
+        let Some(recorder) = recorder.upgrade() else { return };
+        let mut state = recorder.0.lock().unwrap_or_else(|p| p.into_inner());
+        if state.writer.is_none() {
+            return;
+        }
+        state.flush();
+    });
+    // Without the thread, records still go out at each sync, step and collective entered.
+    drop(spawned);
 }
 
 /// A recording in memory beside any other (the one a tool such as `breaks` reads), ended when

@@ -22,8 +22,10 @@
 //!
 //! Records are appended while the program runs, one `write` per sync or step: the records since
 //! the last write go out when a sync or a step ends, before a compile starts (so a crash during a
-//! long compile still shows what was being compiled), and whenever 64 KiB are waiting. A crash
-//! loses at most what happened since the last sync, and a viewer can follow the file live.
+//! long compile still shows what was being compiled), when a collective is entered (so a job
+//! stuck in one shows where), whenever 64 KiB are waiting, and at most 200 ms after they were
+//! recorded. A crash loses at most what happened in the last 200 ms, and a viewer can follow the
+//! file live.
 //!
 //! A reader takes every complete, intact record: a truncated tail or a record whose checksum
 //! fails is reported in the profile's warnings with what was lost, never as a failure. An intact
