@@ -459,7 +459,9 @@ fn everything(p: &Profile, thresholds: &Thresholds, dir: &Path) {
     let empty = Profile::default();
     let e = analyze(&empty, thresholds);
     for runs in [vec![(p, &a), (p, &a)], vec![(p, &a), (&empty, &e)]] {
-        let _ = job::text(&job::analyze(&runs));
+        let j = job::analyze(&runs);
+        let _ = job::text(&j);
+        let _ = job::rank_lanes(&runs, &j, 1);
         let _ = merge::text(&merge::place(&runs));
     }
     // An empty profile has no flamegraph, which is an error, not a panic.

@@ -51,6 +51,8 @@ _installed = False
 _lock = threading.Lock()
 # The numbers of each process group's collectives, by the group's name.
 _next: Dict[str, Iterator[int]] = {}
+# Whether each process group (by name) is the lazy device's, whose collectives go through the host.
+_through_host: Dict[str, bool] = {}
 # Inside a collective already reported (`all_gather_object` calls `all_gather`): the inner ones
 # are its own work, not the program's.
 _inside = threading.local()
@@ -102,6 +104,21 @@ def _group_name(group: Any) -> str:
     return str(name) if name else f"group{id(group)}"
 
 
+def _named(op: str, group: Any, name: str) -> str:
+    """`op` as the profile names it: a collective of the lazy device's ``xla`` group runs through
+    the host (its tensors read to the host, reduced over gloo, written back: docs/jobs.md)."""
+    through = _through_host.get(name)
+    if through is None:
+        import torch.distributed as dist
+
+        try:
+            through = dist.get_backend(group) == "xla"
+        except Exception:  # a group this process is not in
+            through = False
+        _through_host[name] = through
+    return f"{op}, through the host" if through else op
+
+
 def _next_seq(group: str) -> int:
     """The next number of `group`'s collectives (from 1); `next` of a count is atomic."""
     counter = _next.get(group)
@@ -151,10 +168,11 @@ def _wrap(name: str, argument: str, original: Callable) -> Callable:
     def collective(*args: Any, **kwargs: Any) -> Any:
         if getattr(_inside, "depth", 0) or not _native.profiling():
             return original(*args, **kwargs)
-        group = _group_name(given(group_at, "group", args, kwargs))
+        group_given = given(group_at, "group", args, kwargs)
+        group = _group_name(group_given)
         seq = _next_seq(group)
         contributed = given(tensors_at, argument, args, kwargs) if argument else None
-        _native.collective_enter(group, seq, name, _bytes(contributed))
+        _native.collective_enter(group, seq, _named(name, group_given, group), _bytes(contributed))
         _inside.depth = 1
         try:
             result = original(*args, **kwargs)
@@ -267,9 +285,11 @@ def _timed_hook(model: Any) -> Callable:
         state, hook = model._xlaprof_hook
         if not _native.profiling():
             return hook(state, bucket)
-        group = _group_name(getattr(model, "process_group", None))
+        group_given = getattr(model, "process_group", None)
+        group = _group_name(group_given)
         seq = _next_seq(group)
-        _native.collective_enter(group, seq, "all_reduce of a DDP gradient bucket", _bytes(bucket.buffer()))
+        op = _named("all_reduce of a DDP gradient bucket", group_given, group)
+        _native.collective_enter(group, seq, op, _bytes(bucket.buffer()))
         _inside.depth = 1
         try:
             future = hook(state, bucket)

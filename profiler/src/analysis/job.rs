@@ -15,6 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use crate::analysis::diagnostics::{diff_graphs, GraphChange};
+use crate::analysis::timeline::{self, Span, SpanKind};
 use crate::analysis::Analysis;
 use crate::profile::{Collective, Profile};
 use crate::util::format_ns;
@@ -469,6 +470,37 @@ fn what_kept(p: &Profile, windows: &[(u64, u64)], lost: u64) -> String {
               explains it)"
             .to_string(),
     }
+}
+
+/// Every rank's collectives and waits for data, each rank on a lane of its own
+/// ([`timeline::RANK_LANES`] + its rank), on the clock of rank `shown` (the one whose own spans
+/// they join): the ranks side by side, aligned by their collectives.
+pub fn rank_lanes(ranks: &[(&Profile, &Analysis)], job: &Job, shown: usize) -> Vec<Span> {
+    let base = job.ranks.get(shown).map(|r| r.offset_ns).unwrap_or(0);
+    let mut out = Vec::new();
+    for (i, (p, _)) in ranks.iter().enumerate() {
+        let Some(rank) = job.ranks.get(i) else { continue };
+        let shift = |t: u64| on_clock(rank.offset_ns, t).saturating_sub(base).max(0) as u64;
+        let lane = timeline::RANK_LANES.saturating_add(rank.rank);
+        let end_of = |c: &Collective| c.end_ns.unwrap_or_else(|| p.end_ns().max(c.start_ns));
+        for c in &p.collectives {
+            // Another rank's location ids are its own: the line goes in the name.
+            let name = format!("{} #{} at {} (rank {})", c.op, c.seq, p.location(c.location), rank.rank);
+            let mut sp = timeline::span(SpanKind::Collective, name, shift(c.start_ns), shift(end_of(c)), 0);
+            sp.lane = lane;
+            sp.bytes = Some(c.bytes);
+            out.push(sp);
+        }
+        for w in &p.data_waits {
+            let name = format!("waiting for data at {} (rank {})", p.location(w.location), rank.rank);
+            let end = w.start_ns.saturating_add(w.duration_ns);
+            let mut sp = timeline::span(SpanKind::DataWait, name, shift(w.start_ns), shift(end), 0);
+            sp.lane = lane;
+            out.push(sp);
+        }
+    }
+    out.sort_by_key(|s| (s.start_ns, s.lane));
+    out
 }
 
 /// The job's text: its ranks, then its findings.

@@ -86,9 +86,14 @@ pub const MAX_DEVICE_LANES: u32 = 256;
 pub fn lane_name(lane: u32) -> String {
     match LANES.get(lane as usize) {
         Some(name) => name.to_string(),
+        None if lane >= RANK_LANES => format!("rank {}", lane - RANK_LANES),
         None => format!("device {}", lane - LANES.len() as u32),
     }
 }
+
+/// A job's ranks, each a lane of its own after the devices': rank `r` is lane `RANK_LANES + r`
+/// ([`crate::job::rank_lanes`]).
+pub const RANK_LANES: u32 = LANES.len() as u32 + MAX_DEVICE_LANES;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Span {
@@ -113,7 +118,7 @@ impl Span {
     }
 }
 
-fn span(kind: SpanKind, name: String, start_ns: u64, end_ns: u64, depth: u32) -> Span {
+pub(crate) fn span(kind: SpanKind, name: String, start_ns: u64, end_ns: u64, depth: u32) -> Span {
     Span {
         kind,
         lane: kind.lane(),

@@ -514,6 +514,11 @@ fn a_jobs_ranks_open_as_one_with_what_they_show_side_by_side() {
     assert!(screen.contains("job: 3 ranks, 3 collectives in common"), "{screen}");
     assert!(screen.contains("[straggler] rank 1 is the straggler"), "{screen}");
     assert!(screen.contains("[stuck in a collective] ranks 0, 1 are stuck in all_reduce #4"), "{screen}");
+    // The timeline has a lane per rank below the shown rank's own, aligned by the collectives.
+    keys(&mut app, "3");
+    let timeline = render(&app, 160, 30);
+    assert!(["rank 0", "rank 1", "rank 2"].iter().all(|r| timeline.contains(&format!("│{r} "))), "{timeline}");
+    keys(&mut app, "1");
     // `r` shows the next rank, `R` the one before (wrapping around).
     keys(&mut app, "r");
     assert!(render(&app, 160, 30).contains("rank 1 of 3"));

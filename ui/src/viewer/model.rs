@@ -85,7 +85,17 @@ impl Model {
                 .collect();
             let runs: Vec<(&Profile, &Analysis)> =
                 ranks.iter().map(|p| p.as_ref()).zip(&analyses).collect();
-            model.job = Some(JobView { shown, job: job::analyze(&runs) });
+            let job = job::analyze(&runs);
+            // The ranks side by side on the timeline, below the shown rank's own lanes.
+            let lanes = job::rank_lanes(&runs, &job, shown);
+            if !lanes.is_empty() {
+                let spans = &mut model.analysis.spans;
+                spans.extend(lanes);
+                spans.sort_by(|a, b| a.start_ns.cmp(&b.start_ns).then(a.lane.cmp(&b.lane)));
+                model.rows = timeline_rows(spans);
+                model.end_ns = model.end_ns.max(spans.iter().map(|s| s.end_ns).max().unwrap_or(0));
+            }
+            model.job = Some(JobView { shown, job });
         }
         model.build_time = started.elapsed();
         model
