@@ -263,7 +263,10 @@ impl GuiApp {
             return;
         }
         self.last_poll = Some(Instant::now());
-        if source.poll() {
+        // A job is analysed again though nothing changed: ranks stuck in a collective are found
+        // by how long they have waited, and a hang writes nothing.
+        let job = self.model.as_ref().is_some_and(|m| m.job.is_some());
+        if source.poll() || job {
             self.show_profile();
         }
     }

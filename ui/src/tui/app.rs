@@ -123,6 +123,9 @@ pub struct App {
 
 const PAGE: usize = 10;
 
+/// How often a followed job is analysed again though its files did not grow.
+const JOB_RECHECK: Duration = Duration::from_secs(1);
+
 impl App {
     pub fn new(source: Source, thresholds: Thresholds) -> App {
         let model = Model::build_ranks(&source.ranks(), source.shown, &thresholds);
@@ -176,6 +179,11 @@ impl App {
         if exited {
             // Whatever the program wrote last, before its exit.
             self.stale |= self.source.poll();
+        }
+        // A job's ranks stuck in a collective are found by how long they have waited: its model
+        // is rebuilt while nothing changes (a hang writes nothing).
+        if self.model.job.is_some() && self.source.following() && self.built_at.elapsed() >= JOB_RECHECK {
+            self.stale = true;
         }
         let spacing = self.model.build_time.max(Duration::from_millis(20));
         if self.stale && self.building.is_none() && (exited || self.built_at.elapsed() >= spacing) {
