@@ -137,6 +137,28 @@ def test_a_rank_that_skips_a_collective_shows_the_job_stuck_while_it_runs(tmp_pa
         job_process.wait()
 
 
+def test_processes_spawned_without_torchrun_are_ranks_of_one_job(tmp_path):
+    """torch.multiprocessing.spawn: no RANK in the environment; each process learns its rank when
+    it joins the group, and its profile takes the rank's name then. The parent, no rank, records
+    the name asked for, and the job is read from the ranks."""
+    import socket
+
+    with socket.socket() as s:  # a free port for the group's rendezvous
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    env = dict(os.environ, XLAPROF_PROFILE=str(tmp_path / "job.xlaprof"))
+    env.pop("RANK", None), env.pop("WORLD_SIZE", None)
+    done = subprocess.run([sys.executable, str(HERE / "spawn_ddp.py"), port], capture_output=True, text=True,
+                          timeout=600, cwd=str(tmp_path), env=env)
+    assert done.returncode == 0, done.stderr[-4000:]
+    job = xp.load_job(str(tmp_path / "job.xlaprof"))
+    assert [Path(f).name for f in job.files] == ["job.rank0.xlaprof", "job.rank1.xlaprof"]
+    assert [r["rank"] for r in job.ranks] == [0, 1]
+    # 5 steps of one bucket each, and the barrier.
+    assert job.collectives_in_common == 6, job.report()
+    assert job.findings == [], job.report()
+
+
 def test_a_path_with_no_ranks_says_what_a_job_writes(tmp_path):
     with pytest.raises(xp.ProfileError, match=r"job\.rank0\.xlaprof"):
         xp.load_job(str(tmp_path / "job.xlaprof"))

@@ -157,7 +157,7 @@ fn main() -> ExitCode {
         Command::Report { files, merge, format, out, thresholds } => {
             match (files.as_slice(), merge) {
                 // A job's ranks write `job.rankN.xlaprof` for `job.xlaprof`: read as one.
-                ([file], false) if !file.exists() && !file::job_files(file).is_empty() => {
+                ([file], false) if !file::job_files(file).is_empty() => {
                     let ranks = file::job_files(file);
                     cli_report::merged(&ranks, &format, out.as_deref(), &thresholds.thresholds())
                 }

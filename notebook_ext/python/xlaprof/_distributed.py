@@ -78,9 +78,34 @@ def install() -> None:
         setattr(c10d, name, wrapped)
         if getattr(dist, name, None) is original:
             setattr(dist, name, wrapped)
+    _watch_init(dist)
     _watch_ddp()
     if _in_a_job():
         _watch_data_loader()
+
+
+def _watch_init(dist: Any) -> None:
+    """A process that joins a job's process group learns its rank there (``torch.multiprocessing
+    .spawn``'s processes, with no ``RANK`` in their environment): its profile takes the rank's
+    name beside the one asked for (``job.rank1.xlaprof``), where the job's readers look."""
+    from torch.distributed import distributed_c10d as c10d
+
+    original = c10d.init_process_group
+    if getattr(original, "_xlaprof", False):
+        return
+
+    @functools.wraps(original)
+    def init_process_group(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        world = dist.get_world_size()
+        if world > 1:
+            _native.join_job(dist.get_rank(), world)
+        return result
+
+    init_process_group._xlaprof = True  # type: ignore[attr-defined]
+    c10d.init_process_group = init_process_group
+    if dist.init_process_group is original:
+        dist.init_process_group = init_process_group
 
 
 def _in_a_job() -> bool:

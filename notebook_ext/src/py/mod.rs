@@ -60,6 +60,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(profile::whole_program_file, m)?)?;
     m.add_function(wrap_pyfunction!(profile::flush_whole_program, m)?)?;
     m.add_function(wrap_pyfunction!(profile::load_job, m)?)?;
+    m.add_function(wrap_pyfunction!(profile::join_job, m)?)?;
     m.add_function(wrap_pyfunction!(profile::whole_program_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(profile::progress_html, m)?)?;
     m.add_function(wrap_pyfunction!(profile::validate_rules, m)?)?;

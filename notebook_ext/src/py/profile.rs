@@ -463,6 +463,16 @@ pub(crate) fn whole_program_file() -> Option<PathBuf> {
     xlaprof_profiler::whole_program().and_then(|r| r.file_path())
 }
 
+/// This process is rank `rank` of a job of `world` processes (it joined the job's process
+/// group): the profile says so, and the whole program's file takes the rank's name.
+#[pyfunction]
+pub(crate) fn join_job(rank: u32, world: u32) {
+    match xlaprof_profiler::whole_program() {
+        Some(recording) => recording.join_job(rank, world),
+        None => xlaprof_core::events::job_rank(rank, world),
+    }
+}
+
 /// Writes out what the whole program's recording has not written yet (at exit).
 #[pyfunction]
 pub(crate) fn flush_whole_program() {

@@ -519,6 +519,21 @@ impl Recording {
         s.writer.as_ref().map(|w| (w.bytes_written(), w.records_written()))
     }
 
+    /// This process is rank `rank` of a job of `world` processes, as it learnt when it joined
+    /// the job's process group: its profile says so, and its file takes the rank's name beside
+    /// the one asked for, where the job's readers look (see [`Writer::move_to_rank`]).
+    pub fn join_job(&self, rank: u32, world: u32) {
+        {
+            let mut s = self.recorder.0.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(w) = &mut s.writer {
+                if let Err(e) = w.move_to_rank(rank) {
+                    eprintln!("xlaprof: the profile {} keeps its name: {e}", w.path().display());
+                }
+            }
+        }
+        xlaprof_core::events::job_rank(rank, world);
+    }
+
     /// Writes out what waits to be written (the program ends: what happened since the last
     /// sync, step or collective).
     pub fn flush(&self) {

@@ -145,9 +145,10 @@ impl Source {
         }
     }
 
-    /// Whether the profile is a job's: its ranks' files, the path asked for written by none.
+    /// Whether the profile is a job's: its ranks' files are beside it (the path asked for is
+    /// then written by none, or by a launcher that is no rank).
     pub fn is_job(&self) -> bool {
-        !self.path.exists() && !file::job_files(&self.path).is_empty()
+        !file::job_files(&self.path).is_empty()
     }
 
     /// The files to read now: the profile's, or a job's ranks'.

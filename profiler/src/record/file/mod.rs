@@ -54,6 +54,8 @@ pub struct Writer {
     file: File,
     /// Where it writes: the path asked for, or the one beside it (see `create`).
     path: PathBuf,
+    /// The path asked for.
+    asked: PathBuf,
     bytes: u64,
     records: u64,
 }
@@ -63,6 +65,7 @@ impl Writer {
     /// that file now (two processes given one `XLAPROF_PROFILE`), its records go beside it, in a
     /// file named by this process (`run.4711.xlaprof`; `path()` says which), never into it.
     pub fn create(path: &Path) -> Result<Writer> {
+        let path_arg = path;
         let (mut file, path) = match Writer::open_locked(path)? {
             Some(file) => (file, path.to_path_buf()),
             None => {
@@ -74,7 +77,7 @@ impl Writer {
             }
         };
         file.write_all(&header()).map_err(|e| Error::io(&path, e))?;
-        Ok(Writer { file, path, bytes: HEADER_BYTES as u64, records: 0 })
+        Ok(Writer { file, path, asked: path_arg.to_path_buf(), bytes: HEADER_BYTES as u64, records: 0 })
     }
 
     /// The file at `path`, emptied and locked, or None where another process holds its lock
@@ -98,6 +101,19 @@ impl Writer {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// This process turned out to be rank `rank` of a job (it learnt so when it joined the
+    /// job's process group, as `torch.multiprocessing.spawn`'s processes do): its file moves to
+    /// the rank's name beside the one asked for (`job.rank1.xlaprof`), and writing goes on there
+    /// (the open file moves with its name).
+    pub fn move_to_rank(&mut self, rank: u32) -> std::io::Result<()> {
+        let to = beside(&self.asked, &format!("rank{rank}"));
+        if to != self.path {
+            std::fs::rename(&self.path, &to)?;
+            self.path = to;
+        }
+        Ok(())
     }
 
     /// Writes one record with a single `write` call.
@@ -133,7 +149,9 @@ pub fn beside(path: &Path, tag: &str) -> PathBuf {
 }
 
 /// The profiles a job's ranks wrote for `path` (`job.rank0.xlaprof`, `job.rank1.xlaprof`, ... for
-/// `job.xlaprof`), in rank order; empty where there are none.
+/// `job.xlaprof`), in rank order; empty where there are none. Where there are, they are the job
+/// (`path` itself, if written, is a launcher's that ran no rank: `torch.multiprocessing.spawn`'s
+/// parent).
 pub fn job_files(path: &Path) -> Vec<PathBuf> {
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let ext = path.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
