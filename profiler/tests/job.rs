@@ -150,3 +150,21 @@ fn collectives_called_in_another_order_are_a_divergence_with_both_lines() {
     assert!(d[0].message.contains("out of step at number 21"), "{}", d[0].message);
     assert!(d[0].message.contains("train.py:30") && d[0].message.contains("train.py:10"), "{}", d[0].message);
 }
+
+#[test]
+fn a_ranks_share_of_collectives_beside_compute_is_measured_where_it_computes() {
+    // Rank 0 runs a compiled graph over the second half of each collective; rank 1 computes
+    // nothing the profile sees (CPU eager).
+    let mut ranks = job(2, 0, |_, _, _| 0);
+    let collectives: Vec<(u64, u64)> =
+        ranks[0].p.collectives.iter().map(|c| (c.start_ns, c.end_ns.unwrap())).collect();
+    for (start, end) in collectives {
+        let dur = (end - start) / 2;
+        ranks[0].p.apply(Record::CapturedRun { t: end, hash: 1, dur });
+    }
+    let j = findings(&ranks);
+    let share = j.ranks[0].overlap.expect("rank 0 computed");
+    assert!((share - 0.5).abs() < 0.01, "{share}");
+    assert_eq!(j.ranks[1].overlap, None);
+    assert!(job::text(&j).contains("50% of it beside compute"), "{}", job::text(&j));
+}

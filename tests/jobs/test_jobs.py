@@ -3,6 +3,7 @@
 planted on one rank. The job's profile (`XLAPROF_PROFILE=job.xlaprof`: each rank writes `job.rankN.xlaprof`)
 must name the rank and the line, and say nothing across ranks of a clean job."""
 
+import json
 import os
 import subprocess
 import sys
@@ -135,6 +136,22 @@ def test_a_rank_that_skips_a_collective_shows_the_job_stuck_while_it_runs(tmp_pa
     finally:
         os.killpg(job_process.pid, 9)
         job_process.wait()
+
+
+def test_fsdp_gathers_and_reduce_scatters_are_the_jobs_collectives(tmp_path):
+    env = dict(os.environ, XLAPROF_PROFILE=str(tmp_path / "job.xlaprof"))
+    done = subprocess.run([TORCHRUN, "--standalone", "--nproc_per_node", "2", str(HERE / "train_fsdp.py")],
+                          capture_output=True, text=True, timeout=600, cwd=str(tmp_path), env=env)
+    assert done.returncode == 0, done.stderr[-4000:]
+    job = xp.load_job(str(tmp_path / "job.xlaprof"))
+    assert job.findings == [], job.report()
+    # Every gather and reduce-scatter matched on both ranks, the barrier last.
+    exported = tmp_path / "rank0.json"
+    job.profiles()[0].export(str(exported), "json")
+    ops = [c["op"] for c in json.loads(exported.read_text())["profile"]["collectives"]]
+    assert {"all_gather_single", "reduce_scatter_single"} <= set(ops) or \
+        {"all_gather_into_tensor", "reduce_scatter_tensor"} <= set(ops), ops
+    assert ops[-1] == "barrier" and job.collectives_in_common == len(ops), (ops, job.report())
 
 
 def test_processes_spawned_without_torchrun_are_ranks_of_one_job(tmp_path):

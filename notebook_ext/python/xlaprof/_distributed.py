@@ -33,8 +33,13 @@ _COLLECTIVES: Dict[str, str] = {
     "reduce": "tensor",
     "all_gather": "tensor",
     "all_gather_into_tensor": "input_tensor",
+    "all_gather_single": "input_tensor",  # FSDP2's (torch 2.10 on)
+    "all_gather_coalesced": "input_tensor_list",
+    "all_reduce_coalesced": "tensors",
     "reduce_scatter": "input_list",
     "reduce_scatter_tensor": "input",
+    "reduce_scatter_single": "input",  # FSDP2's
+    "gather_single": "tensor",
     "all_to_all": "input_tensor_list",
     "all_to_all_single": "input",
     "gather": "tensor",
@@ -100,6 +105,7 @@ def _watch_init(dist: Any) -> None:
         world = dist.get_world_size()
         if world > 1:
             _native.join_job(dist.get_rank(), world)
+            _watch_data_loader()
         return result
 
     init_process_group._xlaprof = True  # type: ignore[attr-defined]
@@ -109,7 +115,8 @@ def _watch_init(dist: Any) -> None:
 
 
 def _in_a_job() -> bool:
-    """Whether this process is one of a job's (torchrun's ``WORLD_SIZE`` over 1)."""
+    """Whether this process is one of a job's (torchrun's ``WORLD_SIZE`` over 1; a spawned one
+    knows when it joins the group)."""
     import os
 
     try:

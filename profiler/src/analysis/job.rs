@@ -44,6 +44,10 @@ pub struct Rank {
     pub collective_share: f64,
     /// Its last collective: `all_reduce #12 of world at train.py:40`, and whether it is still in.
     pub last_collective: Option<String>,
+    /// The share of its time in collectives during which its device computed (graphs the engine
+    /// or a compiler ran): communication hidden behind compute. None where the rank ran no
+    /// recorded compute (CPU eager's ops are not).
+    pub overlap: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -171,7 +175,39 @@ fn rank_row(rank: u32, offset_ns: i64, p: &Profile) -> Rank {
         collective_ns,
         collective_share: if span > 0 { collective_ns as f64 / span as f64 } else { 0.0 },
         last_collective,
+        overlap: overlap(p, collective_ns),
     }
+}
+
+/// The share of `collective_ns` (the rank's time in collectives) during which it computed.
+fn overlap(p: &Profile, collective_ns: u64) -> Option<f64> {
+    let mut compute: Vec<(u64, u64)> = p
+        .executions
+        .iter()
+        .map(|e| (e.start_ns, e.start_ns.saturating_add(e.duration_ns)))
+        .chain(p.captured_runs.iter().map(|r| (r.start_ns, r.start_ns.saturating_add(r.duration_ns))))
+        .collect();
+    if compute.is_empty() || collective_ns == 0 {
+        return None;
+    }
+    compute.sort_unstable();
+    // Merged, so that each instant counts once.
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(compute.len());
+    for (a, b) in compute {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    let mut both = 0u64;
+    for c in &p.collectives {
+        let Some(end) = c.end_ns else { continue };
+        let first = merged.partition_point(|&(_, b)| b <= c.start_ns);
+        for &(a, b) in merged[first..].iter().take_while(|&&(a, _)| a < end) {
+            both = both.saturating_add(end.min(b).saturating_sub(c.start_ns.max(a)));
+        }
+    }
+    Some(both as f64 / collective_ns as f64)
 }
 
 /// Ranks inside a collective (for a second or more) that another rank never entered: the job
@@ -516,11 +552,12 @@ pub fn text(job: &Job) -> String {
     for r in &job.ranks {
         let _ = writeln!(
             out,
-            "  rank {}: starts at +{}, {} in collectives ({:.0}% of its time between them){}",
+            "  rank {}: starts at +{}, {} in collectives ({:.0}% of its time between them{}){}",
             r.rank,
             format_ns(r.offset_ns.max(0) as f64),
             format_ns(r.collective_ns as f64),
             r.collective_share * 100.0,
+            r.overlap.map(|o| format!(", {:.0}% of it beside compute", o * 100.0)).unwrap_or_default(),
             r.last_collective.as_ref().map(|c| format!("; last: {c}")).unwrap_or_default()
         );
     }

@@ -108,7 +108,7 @@ impl Writer {
     /// the rank's name beside the one asked for (`job.rank1.xlaprof`), and writing goes on there
     /// (the open file moves with its name).
     pub fn move_to_rank(&mut self, rank: u32) -> std::io::Result<()> {
-        let to = beside(&self.asked, &format!("rank{rank}"));
+        let to = beside(&job_name(&self.asked), &format!("rank{rank}"));
         if to != self.path {
             std::fs::rename(&self.path, &to)?;
             self.path = to;
@@ -172,6 +172,22 @@ pub fn job_files(path: &Path) -> Vec<PathBuf> {
         .collect();
     ranks.sort();
     ranks.into_iter().map(|(_, p)| p).collect()
+}
+
+/// The job's name a rank's file is named after: `job.xlaprof` for `job.rank1.xlaprof` (any other
+/// path is its own).
+fn job_name(path: &Path) -> PathBuf {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    match stem.rsplit_once(".rank") {
+        Some((job, rank)) if !rank.is_empty() && rank.bytes().all(|b| b.is_ascii_digit()) => {
+            let name = match path.extension() {
+                Some(ext) => format!("{job}.{}", ext.to_string_lossy()),
+                None => job.to_string(),
+            };
+            path.with_file_name(name)
+        }
+        _ => path.to_path_buf(),
+    }
 }
 
 /// A record with its length and checksum, ready to append.
@@ -364,5 +380,32 @@ impl Follower {
         let decoded = decode_records(&self.pending, base_offset, false, version);
         self.pending.drain(..decoded.consumed);
         Ok(decoded)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ranks_file_is_named_after_its_jobs() {
+        let rank1 = job_name(Path::new("out/job.rank1.xlaprof"));
+        assert_eq!(rank1, Path::new("out/job.xlaprof"));
+        assert_eq!(job_name(Path::new("job.xlaprof")), Path::new("job.xlaprof"));
+        assert_eq!(job_name(Path::new("job.ranking.xlaprof")), Path::new("job.ranking.xlaprof"));
+        assert_eq!(beside(&job_name(Path::new("job.rank0.xlaprof")), "rank3"), Path::new("job.rank3.xlaprof"));
+    }
+
+    #[test]
+    fn a_jobs_files_are_found_in_rank_order() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["job.rank10.xlaprof", "job.rank2.xlaprof", "job.xlaprof", "job.4711.xlaprof", "other.rank0.xlaprof"] {
+            std::fs::write(dir.path().join(name), b"").unwrap();
+        }
+        let names: Vec<String> = job_files(&dir.path().join("job.xlaprof"))
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["job.rank2.xlaprof", "job.rank10.xlaprof"]);
     }
 }
