@@ -375,6 +375,8 @@ MIRRORED_NAMES = {
 OWN = {
     "": ["AutogradError", "InternalError", "PluginError", "ProfileError", "ShapeError",
          "XlaError", "XlaprofError", "Profile", "counters", "cross_entropy", "load",
+         # A job of many processes, read as one.
+         "Job", "load_job",
          "metrics_report", "profile", "profile_scope", "step", "sync", "wait", "bool_",
          # Many devices, PyTorch/XLA's names (`xs.Mesh`, `xs.mark_sharding`, ...).
          "Mesh", "ShardingError", "devices", "get_1d_mesh", "get_global_mesh", "mark_sharding",

@@ -110,10 +110,11 @@ fn the_rank_the_others_wait_for_is_the_straggler_with_what_kept_it() {
     let s: Vec<_> = j.findings.iter().filter(|f| f.kind == JobKind::Straggler).collect();
     assert_eq!(s.len(), 1, "{:?}", j.findings);
     assert_eq!(s[0].rank, 2);
-    assert!(s[0].message.contains("at 20 of 20 collectives"), "{}", s[0].message);
+    // The first collective is reached from start-up, not counted.
+    assert!(s[0].message.contains("at 19 of 19 collectives"), "{}", s[0].message);
     assert!(s[0].message.contains("waiting for data"), "{}", s[0].message);
     assert!(s[0].message.contains("train.py:10"), "{}", s[0].message);
-    assert!((110 * MS..=130 * MS).contains(&s[0].lost_ns), "{}", s[0].lost_ns);
+    assert!((105 * MS..=125 * MS).contains(&s[0].lost_ns), "{}", s[0].lost_ns);
     assert_eq!(j.findings.len(), 1);
 }
 

@@ -1,6 +1,8 @@
-//! Profiles of one job's processes (one per host in a multi-process run) on one timeline: each
-//! process keeps its own profile and analysis, placed by the wall-clock time it started, so the
-//! trace shows a lane group per process and the report compares their steps.
+//! Profiles of one job's processes (its ranks, or one per host in a multi-process run) on one
+//! timeline: each process keeps its own profile and analysis, placed by the collectives they took
+//! part in together (`job::offsets`; else by the wall-clock time each started), so the trace
+//! shows a lane group per process, and the report says what the ranks show side by side
+//! (`job`), then compares their steps.
 
 use std::fmt::Write;
 

@@ -372,7 +372,7 @@ fn a_jobs_ranks_open_as_one_with_a_rank_to_choose() {
     let mut h = opened(&dir.path().join("job.xlaprof"));
     h.get_by_label("Job: 3 ranks");
     h.get_by_label_contains("rank 1 is the straggler");
-    h.get_by_label_contains("ranks 0, 1 are stuck in all_reduce #4");
+    h.get_by_label_contains("ranks 0, 1 are stuck in all_reduce #6");
     h.get_by_label("shown").click();
     h.run();
     h.get_by_label("rank 2").click();

@@ -466,7 +466,7 @@ fn a_torch_xla_program_runs_through_the_layer_and_only_python_is_taken() {
     assert!(refused.to_string().contains("--torch-xla runs a Python program"), "{refused}");
 }
 
-/// A rank's profile file (the GUI's tests open it too): `world` ranks, three all-reduces at line 20 (rank 1 entering each 30 ms
+/// A rank's profile file (the GUI's tests open it too): `world` ranks, five all-reduces at line 20 (rank 1 entering each 30 ms
 /// after the others, its loader's wait at line 10 just before), and a last one at line 30 that
 /// only the ranks but `skip` enter.
 pub(crate) fn rank_file(rank: u32, world: u32, skip: u32) -> Vec<u8> {
@@ -480,7 +480,7 @@ pub(crate) fn rank_file(rank: u32, world: u32, skip: u32) -> Vec<u8> {
     }
     records.push(Record::JobRank { rank, world });
     let group = || "world".to_string();
-    for seq in 1..=3u64 {
+    for seq in 1..=5u64 {
         let start = seq * 100 * MS;
         let enter = start + if rank == 1 { 30 * MS } else { 0 };
         if rank == 1 {
@@ -492,7 +492,7 @@ pub(crate) fn rank_file(rank: u32, world: u32, skip: u32) -> Vec<u8> {
     }
     if rank != skip {
         let op = "all_reduce".to_string();
-        records.push(Record::CollectiveEnter { t: 400 * MS, group: group(), seq: 4, op, bytes: 64, location: 2 });
+        records.push(Record::CollectiveEnter { t: 600 * MS, group: group(), seq: 6, op, bytes: 64, location: 2 });
     }
     let mut bytes = file::header();
     for r in &records {
@@ -511,9 +511,9 @@ fn a_jobs_ranks_open_as_one_with_what_they_show_side_by_side() {
     let mut app = App::new(Source::open(&dir.path().join("job.xlaprof")), Thresholds::default());
     let screen = render(&app, 160, 30);
     assert!(screen.contains("rank 0 of 3 (r: next)"), "{screen}");
-    assert!(screen.contains("job: 3 ranks, 3 collectives in common"), "{screen}");
+    assert!(screen.contains("job: 3 ranks, 5 collectives in common"), "{screen}");
     assert!(screen.contains("[straggler] rank 1 is the straggler"), "{screen}");
-    assert!(screen.contains("[stuck in a collective] ranks 0, 1 are stuck in all_reduce #4"), "{screen}");
+    assert!(screen.contains("[stuck in a collective] ranks 0, 1 are stuck in all_reduce #6"), "{screen}");
     // The timeline has a lane per rank below the shown rank's own, aligned by the collectives.
     keys(&mut app, "3");
     let timeline = render(&app, 160, 30);
@@ -542,5 +542,5 @@ fn following_a_job_picks_up_each_rank_as_it_starts() {
     }
     let job = app.model.job.as_ref().expect("the second rank joined the job");
     assert_eq!(job.job.ranks.len(), 2);
-    assert_eq!(job.job.matched, 3);
+    assert_eq!(job.job.matched, 5);
 }
