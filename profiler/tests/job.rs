@@ -169,3 +169,18 @@ fn a_ranks_share_of_collectives_beside_compute_is_measured_where_it_computes() {
     assert_eq!(j.ranks[1].overlap, None);
     assert!(job::text(&j).contains("50% of it beside compute"), "{}", job::text(&j));
 }
+
+#[test]
+fn a_rank_merely_slower_by_turns_is_no_straggler_and_one_always_slower_is() {
+    // Rank 1 comes 1.5 ms late to 2 collectives in 3, with nothing of its own to explain it (4
+    // ranks sharing 2 cores): no finding.
+    let by_turns = job(4, 0, |r, step, _| if r == 1 && step % 3 != 0 { 1_500_000 } else { 0 });
+    assert!(findings(&by_turns).findings.is_empty(), "{:?}", findings(&by_turns).findings);
+    // Rank 1 comes 6 ms late to every one (its own slower work): the straggler, said so.
+    let always = job(4, 0, |r, _, _| if r == 1 { 6 * MS } else { 0 });
+    let j = findings(&always);
+    assert_eq!(j.findings.len(), 1, "{:?}", j.findings);
+    assert_eq!((j.findings[0].kind, j.findings[0].rank), (JobKind::Straggler, 1));
+    assert!(j.findings[0].message.contains("its own work between collectives is slower"), "{}", j.findings[0].message);
+    assert!(j.findings[0].advice.starts_with("balance the work"), "{}", j.findings[0].advice);
+}

@@ -435,11 +435,26 @@ fn straggler(ranks: &[(&Profile, &Analysis)], ids: &[u32], offsets: &[i64]) -> V
         end.saturating_sub(first).max(1) as u64
     };
     let Some(s) = (0..n).max_by_key(|&r| lost[r]) else { return Vec::new() };
-    if last_count[s] * 5 < counted * 3 || lost[s] * 10 < span || lost[s] < 1_000_000 {
+    let p = ranks[s].0;
+    let cause = what_kept(ranks, s, &windows[s], lost[s]);
+    // A cause of its own (its data, its compiles, its reads) names a straggler at a tenth of the
+    // job's time; a rank merely slower (ranks sharing too few cores are, by turns) must stand
+    // out more: a quarter of the time, last at three collectives in four.
+    let (share, last_share) = if cause.is_some() { (10, (3, 5)) } else { (4, (3, 4)) };
+    if last_count[s] * last_share.1 < counted * last_share.0
+        || lost[s].saturating_mul(share) < span
+        || lost[s] < 1_000_000
+    {
         return Vec::new();
     }
-    let p = ranks[s].0;
-    let why = what_kept(ranks, s, &windows[s], lost[s]);
+    let why = match cause {
+        Some((name, excess, line)) => {
+            format!("{name}: {} more than the others, at {}", format_ns(excess as f64), p.location(line))
+        }
+        None => "its own work between collectives is slower (no wait for data, compile or host \
+                 read of its own explains it)"
+            .to_string(),
+    };
     let coll = common.iter().find(|cs| windows[s].iter().any(|w| w[s].1 == cs[s].start_ns)).map(|cs| cs[s]);
     let at = coll.map(|c| format!("{} at {}", c.op, p.location(c.location))).unwrap_or_default();
     vec![JobFinding {
@@ -453,14 +468,17 @@ fn straggler(ranks: &[(&Profile, &Analysis)], ids: &[u32], offsets: &[i64]) -> V
             counted,
             format_ns(lost[s] as f64)
         ),
-        advice: match why.split(':').next() {
-            Some(w) if w.contains("data") => "give this rank's input pipeline more workers, or \
-                 balance the data between ranks (every rank waits for the slowest)"
+        advice: match cause.map(|(name, _, _)| name) {
+            Some(DATA) => "give this rank's input pipeline more workers, or balance the data \
+                 between ranks (every rank waits for the slowest)"
                 .to_string(),
-            Some(w) if w.contains("compil") => "compile the same graphs on every rank (inputs of \
-                 the same shapes everywhere); a compile on one rank stalls all of them"
+            Some(COMPILING) => "compile the same graphs on every rank (inputs of the same shapes \
+                 everywhere); a compile on one rank stalls all of them"
                 .to_string(),
-            _ => "balance the work between ranks: every rank waits for the slowest at each \
+            Some(_) => "read values to the host after the step, on every rank alike, or not at all \
+                 in the loop: every rank waits for the slowest"
+                .to_string(),
+            None => "balance the work between ranks: every rank waits for the slowest at each \
                   collective"
                 .to_string(),
         },
@@ -468,16 +486,24 @@ fn straggler(ranks: &[(&Profile, &Analysis)], ids: &[u32], offsets: &[i64]) -> V
     }]
 }
 
+const DATA: &str = "waiting for data";
+const COMPILING: &str = "compiling";
+
 /// What kept rank `s` in its windows before the collectives it came to last, beyond what the
-/// other ranks spent alike in theirs, by the largest excess, if it explains half of `lost`:
-/// `waiting for data: 1.2s more than the others, at train.py:30`, `compiling ...`, `reading
-/// values ...`.
-fn what_kept(ranks: &[(&Profile, &Analysis)], s: usize, windows: &[Vec<(u64, u64)>], lost: u64) -> String {
+/// other ranks spent alike in theirs: the cause with the largest excess (waiting for data,
+/// compiling, reading values to the host), its excess and rank `s`'s line for it, where it
+/// explains half of `lost`.
+fn what_kept(
+    ranks: &[(&Profile, &Analysis)],
+    s: usize,
+    windows: &[Vec<(u64, u64)>],
+    lost: u64,
+) -> Option<(&'static str, u64, u32)> {
     // Per cause: the time each rank spent on it inside its own windows, and rank `s`'s line.
     type Item = (u64, u64, u32);
-    let causes: [(&str, fn(&Profile) -> Vec<Item>); 3] = [
-        ("waiting for data", |p| p.data_waits.iter().map(|w| (w.start_ns, w.duration_ns, w.location)).collect()),
-        ("compiling", |p| {
+    let causes: [(&'static str, fn(&Profile) -> Vec<Item>); 3] = [
+        (DATA, |p| p.data_waits.iter().map(|w| (w.start_ns, w.duration_ns, w.location)).collect()),
+        (COMPILING, |p| {
             let sync_loc: BTreeMap<u64, u32> = p.syncs.iter().map(|s| (s.id, s.location)).collect();
             p.compiles
                 .iter()
@@ -495,7 +521,7 @@ fn what_kept(ranks: &[(&Profile, &Analysis)], s: usize, windows: &[Vec<(u64, u64
             .map(|w| start.saturating_add(dur).min(w[r].1).saturating_sub(start.max(w[r].0)))
             .sum()
     };
-    let mut best: Option<(u64, &str, u32)> = None;
+    let mut best: Option<(u64, &'static str, u32)> = None;
     for (name, items_of) in causes {
         let mut spent = vec![0u64; ranks.len()];
         let mut by_line: BTreeMap<u32, u64> = BTreeMap::new();
@@ -516,16 +542,7 @@ fn what_kept(ranks: &[(&Profile, &Analysis)], s: usize, windows: &[Vec<(u64, u64
             best = Some((excess, name, line));
         }
     }
-    match best {
-        Some((excess, name, line)) if excess * 2 >= lost => format!(
-            "{name}: {} more than the others, at {}",
-            format_ns(excess as f64),
-            ranks[s].0.location(line)
-        ),
-        _ => "its own work between collectives is slower (no wait for data, compile or host read \
-              of its own explains it)"
-            .to_string(),
-    }
+    best.filter(|&(excess, _, _)| excess.saturating_mul(2) >= lost).map(|(excess, name, line)| (name, excess, line))
 }
 
 /// Every rank's collectives and waits for data, each rank on a lane of its own
