@@ -184,19 +184,18 @@ impl Source {
         if self.feeds.iter().any(|f| !files.contains(&f.path)) {
             self.feeds.retain(|f| files.contains(&f.path) && f.follower.is_some());
         }
-        for file in files {
-            if let Some(feed) = self.feeds.iter().find(|f| f.path == file) {
+        for file in &files {
+            if let Some(feed) = self.feeds.iter().find(|f| f.path == *file) {
                 if feed.follower.is_some() || !feed.profile.warnings.is_empty() {
                     continue;
                 }
             }
-            match Follower::open(&file) {
+            match Follower::open(file) {
                 Ok(follower) => {
-                    self.feeds.retain(|f| f.path != file);
-                    let mut feed = Feed::new(file);
+                    self.feeds.retain(|f| f.path != *file);
+                    let mut feed = Feed::new(file.clone());
                     feed.follower = Some(follower);
                     self.feeds.push(feed);
-                    self.feeds.sort_by(|a, b| a.path.cmp(&b.path));
                     self.error = None;
                 }
                 Err(e) => {
@@ -206,11 +205,8 @@ impl Source {
                 }
             }
         }
-        if self.is_job() {
-            // Rank order, not name order (rank10 after rank9).
-            let order = file::job_files(&self.path);
-            self.feeds.sort_by_key(|f| order.iter().position(|p| *p == f.path));
-        }
+        // Rank order (rank10 after rank9), as `files_now` lists them.
+        self.feeds.sort_by_key(|f| files.iter().position(|p| *p == f.path));
     }
 
     /// Reads what was appended since the last call; true when the profile changed.
