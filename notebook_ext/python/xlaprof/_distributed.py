@@ -21,7 +21,7 @@ import functools
 import inspect
 import itertools
 import threading
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 from . import _native
 
@@ -136,6 +136,15 @@ def _group_name(group: Any) -> str:
     return str(name) if name else f"group{id(group)}"
 
 
+def _enter(op: str, group: Any, contributed: Any) -> Tuple[str, int]:
+    """Reports entering collective `op` of process group `group` (None: the world) with the
+    tensors `contributed`; returns the group's name and the collective's number in it."""
+    name = _group_name(group)
+    seq = _next_seq(name)
+    _native.collective_enter(name, seq, _named(op, group, name), _bytes(contributed))
+    return name, seq
+
+
 def _named(op: str, group: Any, name: str) -> str:
     """`op` as the profile names it: a collective of the lazy device's ``xla`` group runs through
     the host (its tensors read to the host, reduced over gloo, written back: docs/jobs.md)."""
@@ -200,11 +209,8 @@ def _wrap(name: str, argument: str, original: Callable) -> Callable:
     def collective(*args: Any, **kwargs: Any) -> Any:
         if getattr(_inside, "depth", 0) or not _native.profiling():
             return original(*args, **kwargs)
-        group_given = given(group_at, "group", args, kwargs)
-        group = _group_name(group_given)
-        seq = _next_seq(group)
         contributed = given(tensors_at, argument, args, kwargs) if argument else None
-        _native.collective_enter(group, seq, _named(name, group_given, group), _bytes(contributed))
+        group, seq = _enter(name, given(group_at, "group", args, kwargs), contributed)
         _inside.depth = 1
         try:
             result = original(*args, **kwargs)
@@ -317,11 +323,8 @@ def _timed_hook(model: Any) -> Callable:
         state, hook = model._xlaprof_hook
         if not _native.profiling():
             return hook(state, bucket)
-        group_given = getattr(model, "process_group", None)
-        group = _group_name(group_given)
-        seq = _next_seq(group)
-        op = _named("all_reduce of a DDP gradient bucket", group_given, group)
-        _native.collective_enter(group, seq, op, _bytes(bucket.buffer()))
+        group, seq = _enter("all_reduce of a DDP gradient bucket", getattr(model, "process_group", None),
+                            bucket.buffer())
         _inside.depth = 1
         try:
             future = hook(state, bucket)

@@ -87,15 +87,16 @@ pub fn analyze(ranks: &[(&Profile, &Analysis)]) -> Job {
         .enumerate()
         .map(|(i, (p, _))| p.job.map(|j| j.rank).unwrap_or(i as u32))
         .collect();
-    let offsets = offsets(ranks);
-    let mut job = Job { matched: matched(ranks).len(), ..Job::default() };
+    let common = matched(ranks);
+    let offsets = aligned(ranks, &common);
+    let mut job = Job { matched: common.len(), ..Job::default() };
     for (i, (p, _)) in ranks.iter().enumerate() {
         job.ranks.push(rank_row(ids[i], offsets[i], p));
     }
     job.findings.extend(stuck(ranks, &ids));
     job.findings.extend(out_of_order(ranks, &ids));
     job.findings.extend(diverging_compiles(ranks, &ids));
-    job.findings.extend(straggler(ranks, &ids, &offsets));
+    job.findings.extend(straggler(ranks, &common, &ids, &offsets));
     job.findings.sort_by(|a, b| b.lost_ns.cmp(&a.lost_ns));
     job
 }
@@ -122,12 +123,16 @@ fn matched<'a>(ranks: &[(&'a Profile, &Analysis)]) -> Vec<Vec<&'a Collective>> {
 /// Each rank's time zero on the job's clock (ns after the earliest): by wall clock, then
 /// corrected so that the ranks leave their common collectives together.
 pub fn offsets(ranks: &[(&Profile, &Analysis)]) -> Vec<i64> {
+    aligned(ranks, &matched(ranks))
+}
+
+/// [`offsets`], given the collectives every rank entered and left (`common`, from [`matched`]).
+fn aligned(ranks: &[(&Profile, &Analysis)], common: &[Vec<&Collective>]) -> Vec<i64> {
     let first = ranks.iter().map(|(p, _)| p.meta.start_unix_ms).min().unwrap_or(0);
     let mut offsets: Vec<i64> = ranks
         .iter()
         .map(|(p, _)| (p.meta.start_unix_ms.saturating_sub(first) as i64).saturating_mul(1_000_000))
         .collect();
-    let common = matched(ranks);
     if common.is_empty() {
         return offsets;
     }
@@ -406,9 +411,13 @@ fn diverging_compiles(ranks: &[(&Profile, &Analysis)], ids: &[u32]) -> Vec<JobFi
 /// windows before them that the others did not spend alike (its data, a compile, a host read, or
 /// its own slower work). The first collective is not counted: the ranks reach it from their
 /// start-up (imports, first compiles), which is no step's.
-fn straggler(ranks: &[(&Profile, &Analysis)], ids: &[u32], offsets: &[i64]) -> Vec<JobFinding> {
+fn straggler(
+    ranks: &[(&Profile, &Analysis)],
+    common: &[Vec<&Collective>],
+    ids: &[u32],
+    offsets: &[i64],
+) -> Vec<JobFinding> {
     let n = ranks.len();
-    let common = matched(ranks);
     if n < 2 || common.len() < 4 {
         return Vec::new();
     }

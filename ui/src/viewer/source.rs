@@ -153,10 +153,11 @@ impl Source {
 
     /// The files to read now: the profile's, or a job's ranks'.
     fn files_now(&self) -> Vec<PathBuf> {
-        if self.is_job() {
-            file::job_files(&self.path)
-        } else {
+        let ranks = file::job_files(&self.path);
+        if ranks.is_empty() {
             vec![self.path.clone()]
+        } else {
+            ranks
         }
     }
 
