@@ -402,6 +402,40 @@ def test_a_function_of_cpu_tensors_runs_on_the_engine():
     assert xp.counters()["executions"] > runs
 
 
+def test_a_model_of_cpu_tensors_trains_like_cpu_eager_its_parameters_and_buffers_read_each_call():
+    """The natural first try: `torch.compile(model, backend="xlaprof")` on a model left on the
+    CPU. Its parameters change between calls (the optimizer, eager or compiled, updates them on
+    the CPU) and its buffers are written inside the graph (batch norm's running statistics):
+    each call must read them anew, and write them back."""
+    def net():
+        return torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.BatchNorm1d(32), torch.nn.ReLU(),
+                                   torch.nn.Linear(32, 5))
+
+    torch.manual_seed(0)
+    eager, ours = net(), net()
+    ours.load_state_dict(eager.state_dict())
+    model = torch.compile(ours, backend="xlaprof")
+    opt_e = torch.optim.SGD(eager.parameters(), lr=0.1, momentum=0.9)
+    opt = torch.optim.SGD(ours.parameters(), lr=0.1, momentum=0.9)
+    step = torch.compile(opt.step, backend="xlaprof")
+    g = torch.Generator().manual_seed(5)
+    for i in range(12):
+        x, y = torch.randn(16, 12, generator=g), torch.randint(0, 5, (16,), generator=g)
+        for m, o, run in ((eager, opt_e, opt_e.step), (model, opt, step if i % 2 else opt.step)):
+            loss = torch.nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            run()
+            o.zero_grad()
+        with torch.no_grad():
+            eager.eval(), ours.eval()
+            torch.testing.assert_close(model(x), eager(x), rtol=1e-5, atol=1e-5, msg=f"step {i}")
+            eager.train(), ours.train()
+    for (name, a), b in zip(eager.state_dict().items(), ours.state_dict().values()):
+        assert b.device.type == "cpu"
+        torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-5, msg=name)
+    assert int(ours[1].num_batches_tracked) == 12
+
+
 def test_the_backend_is_found_without_importing_xlaprof(tmp_path):
     program = tmp_path / "plain.py"
     program.write_text(

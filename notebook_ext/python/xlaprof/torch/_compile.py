@@ -370,16 +370,16 @@ class CompiledGraph:
         self.placeholders = [n for n in nodes if n.op == "placeholder"]
         self.outputs = list(nodes[-1].args[0])
         self.constants = {n: getattr(gm, n.target) for n in nodes if n.op == "get_attr"}
-        # A graph of CPU tensors alone (a function called with CPU tensors): all of it runs on
-        # the device, its arguments uploaded and its results read back at each call. Else the
-        # graph's CPU part (CPU values made from CPU values only: an optimizer's step counts)
+        # The CPU arguments are fed to the device part at each call (never constants of its
+        # capture: a parameter the optimizer updates on the CPU, the next batch). A graph of CPU
+        # tensors alone (a function called with CPU tensors) runs on the device whole, its
+        # results read back and its writes into its arguments copied back, at each call. Else
+        # the graph's CPU part (CPU values made from CPU values only: an optimizer's step counts)
         # is computed by torch at each call, the rest on the device.
         on_device = any(_where(n) == "device" for n in nodes)
-        host = set()
-        if on_device:
-            host = {n for n in self.placeholders if _where(n) == "host"}
-            host.update(n for n, v in self.constants.items()
-                        if isinstance(v, torch.Tensor) and v.device.type == "cpu")
+        host = {n for n in self.placeholders if _where(n) == "host"}
+        host.update(n for n, v in self.constants.items()
+                    if isinstance(v, torch.Tensor) and v.device.type == "cpu")
         self.host_nodes: List[torch.fx.Node] = []
         for n in nodes if on_device else ():
             if n.op == "call_function" and _where(n) == "host" and set(n.all_input_nodes) <= host:
@@ -389,6 +389,8 @@ class CompiledGraph:
         # Writes into CPU arguments wait until the device part has read the values it needs.
         self.host_writes = [n for n in self.host_nodes if _writes_input(n)]
         self.host_nodes = [n for n in self.host_nodes if not _writes_input(n)]
+        # A graph of CPU tensors alone: its writes into its arguments, computed on the device.
+        self.written_back = [] if on_device else [n for n in nodes if _writes_input(n)]
         self.host_inputs = [n for n in nodes if n in host and n.op != "call_function"]
         self.host_part = _subgraph(gm, self.host_inputs, self.host_nodes)
         self.host_write_part = _subgraph(gm, self.host_inputs + self.host_nodes, self.host_writes)
@@ -448,7 +450,8 @@ class Capture:
     arguments it writes, and how its results make the graph's outputs."""
 
     def __init__(self, replay: Any, arguments: List[torch.fx.Node], fed: List[List[torch.fx.Node]],
-                 writes: List[torch.fx.Node], outputs: List[Tuple[str, Any]]) -> None:
+                 writes: List[torch.fx.Node], outputs: List[Tuple[str, Any]],
+                 written_back: List[torch.fx.Node]) -> None:
         self.replay = replay
         # The lazy arguments, then the CPU values the device part reads, packed per dtype.
         self.arguments = arguments
@@ -461,6 +464,9 @@ class Capture:
         # stand-in made from ``like`` (decided once: `_result`), ("device", i) that result
         # otherwise, ("node", n) a CPU value or a non-tensor of the graph, ("const", v) a constant.
         self.outputs = outputs
+        # CPU arguments the graph writes (a graph of CPU tensors alone): the replay's results
+        # after the outputs' ones, copied into them after each run.
+        self.written_back = written_back
 
     @staticmethod
     def record(graph: CompiledGraph, env: Dict[torch.fx.Node, Any]) -> Tuple[Optional["Capture"], List[Any]]:
@@ -508,11 +514,14 @@ class Capture:
             else:
                 layout.append(("const", v))
         written = [value(env[n]) for n in writes]
+        written_back = [value(outs[n]) for n in graph.written_back]
         arg_values = [before[n] for n in lazy_args] + packed
+        results = device_outs + written_back + written
         # Recorded into the trace, the graph is computed by the next sync with the rest of the step.
-        recorded = _native.Replay.recorded(arg_values, device_outs + written) if FUSED_STEPS else None
-        replay, results = recorded or _native.Replay.capture(arg_values, device_outs + written)
-        capture = Capture(replay, lazy_args, fed, writes, layout)
+        recorded = _native.Replay.recorded(arg_values, results) if FUSED_STEPS else None
+        replay, results = recorded or _native.Replay.capture(arg_values, results)
+        back = [n.args[0] for n in graph.written_back]
+        capture = Capture(replay, lazy_args, fed, writes, layout, back)
         return capture, capture._finish(graph, env, results)
 
     def run(self, graph: CompiledGraph, env: Dict[torch.fx.Node, Any]) -> Optional[List[Any]]:
@@ -529,13 +538,21 @@ class Capture:
         if results is None:
             return None
         STATS["replays"] += 1
+        self._write_back(env, results)
         return self._outputs(graph, env, results)
+
+    def _write_back(self, env: Dict[torch.fx.Node, Any], results: List[Any]) -> None:
+        """The CPU arguments the graph writes, written (they follow the outputs' results)."""
+        first = len(results) - len(self.writes) - len(self.written_back)
+        for node, new in zip(self.written_back, results[first:]):
+            env[node].copy_(to_cpu(LazyTensor(new)))
 
     def _finish(self, graph: CompiledGraph, env: Dict[torch.fx.Node, Any], results: List[Any]) -> List[Any]:
         """Writes the lazy arguments the graph writes; the graph's outputs."""
         n_out = len(results) - len(self.writes)
         for node, new in zip(self.writes, results[n_out:]):
             rebind(env[node], new)  # the capture's own result for it: its dtype and shape
+        self._write_back(env, results)
         return self._outputs(graph, env, results)
 
     def _outputs(self, graph: CompiledGraph, env: Dict[torch.fx.Node, Any], results: List[Any]) -> List[Any]:
