@@ -104,6 +104,11 @@ pub struct Profile {
     dropped: BTreeMap<Dropped, (usize, u64)>,
     #[serde(skip)]
     sync_index: BTreeMap<u64, usize>,
+    /// The tensors graphs compute, by the line that made them and their shape: a graph input
+    /// found here is an earlier graph's result (an activation a mid-step sync materialized), not
+    /// data the program brought in.
+    #[serde(skip)]
+    computed: std::collections::HashSet<(u32, crate::record::ShapeRec)>,
     #[serde(skip)]
     last_step_end: u64,
     #[serde(skip)]
@@ -132,6 +137,11 @@ impl Profile {
     /// The line `id` names itself (`masking_utils.py:761 in ...`), without its caller.
     pub fn line(&self, id: u32) -> String {
         self.locations.get(id as usize).map(|l| l.to_string()).unwrap_or_else(|| "?".to_string())
+    }
+
+    /// Whether some graph computes a tensor of `shape` at line `location`.
+    pub fn computed(&self, location: u32, shape: &crate::record::ShapeRec) -> bool {
+        self.computed.contains(&(location, shape.clone()))
     }
 
     /// The last time anything happened, in ns since time zero.
@@ -221,6 +231,10 @@ impl Profile {
                     self.dropped(Dropped::Operand, bad);
                 }
                 let hash = def.hash;
+                if !self.graphs.contains_key(&hash) {
+                    let computed = def.node_defs.iter().filter(|n| n.op != "parameter");
+                    self.computed.extend(computed.map(|n| (n.location, n.shape.clone())));
+                }
                 self.graphs.entry(hash).or_insert_with(|| Graph {
                     def: *def,
                     stablehlo: None,

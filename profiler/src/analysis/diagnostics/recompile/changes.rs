@@ -20,6 +20,9 @@ pub enum GraphChange {
         created_at: String,
         name: Option<InputName>,
     },
+    /// Inputs an earlier graph computed (activations a sync inside the step materialized) that
+    /// changed shape with the inputs named before them: consequences, counted, with their lines.
+    Computed { tensors: usize, made_at: Vec<String> },
     /// The graph has a different number of inputs.
     InputCount { from: usize, to: usize },
     /// Different tensors were synced (outputs joined or left).
@@ -51,6 +54,13 @@ impl GraphChange {
                 "the tensor made by `{op}` at {location} is {to} instead of {from} ({})",
                 shape_difference(from, to)
             ),
+            GraphChange::Computed { tensors, made_at } => {
+                let (inputs, follow) = if *tensors == 1 { ("input follows", "a tensor") } else { ("inputs follow", "tensors") };
+                format!(
+                    "{tensors} more {inputs} from this: {follow} an earlier graph computed at {}",
+                    made_at.join(" and ")
+                )
+            }
             GraphChange::InputCount { from, to } => format!("the graph takes {to} inputs instead of {from}"),
             GraphChange::SyncedTensors { from, to, joined, left } => {
                 let list = |v: &[ShapeRec]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ");
@@ -229,8 +239,21 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
         Vec::new()
     };
     if na == nb {
-        let changed = pairs.iter().filter(|(_, x, y)| x.shape != y.shape);
-        for &(j, x, y) in changed.take(LISTED) {
+        // The inputs the program brought in are the cause; those an earlier graph computed from
+        // them (a sync inside the step materialized them) follow, and are only counted. Where
+        // every changed input looks computed, none is set apart.
+        let changed: Vec<_> = pairs.iter().filter(|(_, x, y)| x.shape != y.shape).collect();
+        let computed = |y: &InputRec| p.computed(y.location, &y.shape);
+        let mut causes: Vec<_> = changed.iter().filter(|(_, _, y)| !computed(y)).collect();
+        let follow: Vec<_> = if causes.is_empty() {
+            causes = changed.iter().collect();
+            Vec::new()
+        } else {
+            changed.iter().filter(|(_, _, y)| computed(y)).collect()
+        };
+        // In the program's order: the batch before its labels.
+        causes.sort_by_key(|(j, _, y)| (p.locations.get(y.location as usize).map(|l| l.line), *j));
+        for &&&(j, x, y) in causes.iter().take(LISTED) {
             changes.push(GraphChange::InputShape {
                 input: j,
                 from: x.shape.clone(),
@@ -238,6 +261,16 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
                 created_at: p.location(y.location),
                 name: y.name.clone(),
             });
+        }
+        if !follow.is_empty() {
+            let mut made_at: Vec<String> = Vec::new();
+            for (_, _, y) in &follow {
+                let at = p.location(y.location);
+                if !made_at.contains(&at) && made_at.len() < LISTED {
+                    made_at.push(at);
+                }
+            }
+            changes.push(GraphChange::Computed { tensors: follow.len(), made_at });
         }
     } else {
         changes.push(GraphChange::InputCount { from: na, to: nb });
@@ -327,6 +360,11 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
             });
         }
     }
+    // Outputs of other shapes, as many, follow from a shape that changed (a batch of 5 rows
+    // gives results of 5 rows): not a sync of other tensors.
+    let reshaped =
+        changes.iter().any(|c| matches!(c, GraphChange::InputShape { .. } | GraphChange::NodeShape { .. }));
+    changes.retain(|c| !matches!(c, GraphChange::SyncedTensors { from, to, .. } if from == to && reshaped));
     if changes.is_empty() {
         changes.push(GraphChange::ScalarPattern);
     }
@@ -400,6 +438,82 @@ mod tests {
             from: "[0, 4]".into(),
             to: "[0, 5]".into(),
             location: Default::default(),
+        }
+    }
+
+    use crate::record::{Location, Record};
+
+    fn shape(dims: &[i64]) -> ShapeRec {
+        ShapeRec { dtype: "f32".into(), dims: dims.to_vec() }
+    }
+
+    fn node(op: &str, inputs: &[u32], dims: &[i64], location: u32) -> NodeRec {
+        NodeRec { op: op.into(), attrs: Vec::new(), inputs: inputs.to_vec(), shape: shape(dims), location, hash: 0 }
+    }
+
+    fn input(dims: &[i64], location: u32) -> InputRec {
+        InputRec { shape: shape(dims), data: true, location, donated: false, name: None }
+    }
+
+    fn graph(hash: u64, inputs: Vec<InputRec>, node_defs: Vec<NodeRec>, outputs: &[&[i64]]) -> Record {
+        Record::Graph(Box::new(GraphDef {
+            hash,
+            nodes: node_defs.len() as u32,
+            ops: Vec::new(),
+            inputs,
+            outputs: outputs.iter().map(|d| shape(d)).collect(),
+            node_defs,
+        }))
+    }
+
+    fn profile(graphs: Vec<Record>) -> Profile {
+        let lines = (0..3u32).map(|id| Record::Location {
+            id,
+            location: Location { file: "t.py".into(), line: 10 + id, function: "train".into() },
+        });
+        Profile::from_records(lines.chain(graphs))
+    }
+
+    #[test]
+    fn a_batch_made_on_the_device_in_another_size_is_the_cause_not_the_outputs_it_gives() {
+        // `x = randn(bs, 16); (x @ x.T).relu().sum()` with x kept: bs 8, then 5.
+        let step = |hash, bs| {
+            let nodes = vec![
+                node("rng", &[], &[bs, 16], 0),
+                node("dot", &[0, 0], &[bs, bs], 1),
+                node("reduce", &[1], &[], 1),
+            ];
+            graph(hash, Vec::new(), nodes, &[&[bs, 16], &[]])
+        };
+        let p = profile(vec![step(1, 8), step(2, 5)]);
+        let changes = diff_graphs(&p, &p.graphs[&1], &p.graphs[&2]);
+        assert!(matches!(&changes[..], [GraphChange::NodeShape { node: 0, .. }]), "{changes:?}");
+    }
+
+    #[test]
+    fn inputs_an_earlier_graph_computed_follow_the_input_the_program_brought_in() {
+        // A mid-step read made one graph compute an activation at line 11 from the batch (line
+        // 10); the step's end takes both as inputs. The batch is the cause.
+        let mid = |hash, bs| {
+            let nodes = vec![node("parameter", &[], &[bs, 4], 0), node("tanh", &[0], &[bs, 4], 1)];
+            graph(hash, vec![input(&[bs, 4], 0)], nodes, &[&[bs, 4]])
+        };
+        let end = |hash, bs| {
+            let nodes = vec![
+                node("parameter", &[], &[bs, 4], 1),
+                node("parameter", &[], &[bs, 4], 0),
+                node("multiply", &[0, 1], &[bs, 4], 2),
+            ];
+            graph(hash, vec![input(&[bs, 4], 1), input(&[bs, 4], 0)], nodes, &[&[bs, 4]])
+        };
+        let p = profile(vec![mid(1, 8), end(2, 8), mid(3, 5), end(4, 5)]);
+        let changes = diff_graphs(&p, &p.graphs[&2], &p.graphs[&4]);
+        match &changes[..] {
+            [GraphChange::InputShape { created_at, .. }, GraphChange::Computed { tensors: 1, made_at }] => {
+                assert_eq!(created_at, "t.py:10 in train");
+                assert_eq!(made_at, &["t.py:11 in train".to_string()]);
+            }
+            _ => panic!("{changes:?}"),
         }
     }
 

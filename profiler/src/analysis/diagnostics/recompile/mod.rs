@@ -27,8 +27,49 @@ fn because(changes: &[GraphChange]) -> String {
                 than one analysis makes)"
             .to_string();
     }
-    let sentences: Vec<String> = changes.iter().map(|c| c.sentence()).collect();
-    clip_to(&format!("because {}", sentences.join("; ")), 1024).into_owned()
+    clip_to(&format!("because {}", sentences(changes)), 1024).into_owned()
+}
+
+/// The changes in words, inputs that changed alike in one sentence: "`x` made at t.py:4
+/// (f32[64,784] to f32[40,784]) and `y` made at t.py:5 (s64[64] to s64[40]) changed: dimension
+/// 0 went from 64 to 40".
+fn sentences(changes: &[GraphChange]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < changes.len() {
+        let alike = |c: &GraphChange| match c {
+            GraphChange::InputShape { from, to, .. } => Some(shape_difference(from, to)),
+            _ => None,
+        };
+        let difference = alike(&changes[i]);
+        let n = changes[i..]
+            .iter()
+            .take_while(|c| difference.is_some() && alike(c) == difference)
+            .count();
+        if n < 2 {
+            out.push(changes[i].sentence());
+            i += 1;
+            continue;
+        }
+        let inputs: Vec<String> = changes[i..i + n]
+            .iter()
+            .filter_map(|c| match c {
+                GraphChange::InputShape { from, to, created_at, name, .. } => {
+                    Some(format!("{} ({from} to {to})", input_name(name.as_ref(), created_at)))
+                }
+                _ => None,
+            })
+            .collect();
+        let last = inputs.len() - 1;
+        out.push(format!(
+            "{} and {} changed: {}",
+            inputs[..last].join(", "),
+            inputs[last],
+            difference.unwrap_or_default()
+        ));
+        i += n;
+    }
+    out.join("; ")
 }
 
 /// Recompiles grouped by call site, each site's in sync order.
@@ -67,6 +108,7 @@ fn cause_of(changes: &[GraphChange]) -> String {
             }
         }
         GraphChange::ScalarPattern => "the pattern of equal host scalars changed".to_string(),
+        GraphChange::Computed { .. } => "tensors an earlier graph computed changed".to_string(),
         // Named by `reshaped` above.
         GraphChange::InputShape { .. } | GraphChange::NodeShape { .. } => String::new(),
     };
@@ -214,7 +256,7 @@ fn recompiles(p: &Profile, sites: &[u32], rs: &[&Recompile]) -> Diagnostic {
             message: format!(
                 "step {}: recompiled because {}",
                 r.step,
-                r.changes.iter().map(|c| c.sentence()).collect::<Vec<_>>().join("; ")
+                sentences(&r.changes)
             ),
             sync: Some(r.sync),
             step: Some(r.step),
@@ -227,7 +269,7 @@ fn recompiles(p: &Profile, sites: &[u32], rs: &[&Recompile]) -> Diagnostic {
     let first = because(&rs[0].changes);
     // One recompile at each site, for the same change: said once, with its shapes.
     let one_each = rs.len() == sites.len()
-        && rs.iter().all(|r| unnumbered(&r.changes) == unnumbered(&rs[0].changes));
+        && rs.iter().all(|r| cause_of(&unnumbered(&r.changes)) == cause_of(&unnumbered(&rs[0].changes)));
     // Grouped by cause, most frequent first (the first seen first among equals), each with the
     // values it took and its first recompile.
     let mut groups: Vec<(String, usize, Vec<String>, &Recompile)> = Vec::new();
