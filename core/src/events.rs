@@ -105,6 +105,9 @@ pub enum Event {
         cause: SyncCause,
         location: SourceLocation,
         tensors: usize,
+        /// Live tensors still pending outside this sync (a value read's: what it leaves for
+        /// another graph to compute; a full sync leaves none).
+        left_pending: usize,
     },
     GraphBuilt {
         sync_id: u64,

@@ -1453,7 +1453,7 @@ def test_the_demo_trains_on_the_device_and_its_report_finds_the_two_planted_mist
     # and on a loaded machine its compiles can pass the slow-compile threshold and rank first.
     saved = xp.load(str(out))
     findings = saved.report()
-    assert "[recompile]" in findings and "from f32[64,784] to f32[40,784]" in findings, findings
+    assert "[recompile]" in findings and "changed from f32[64,784] to f32[40,784]" in findings, findings
     assert "drop it (`DataLoader(drop_last=True)`)" in findings, findings
     assert "[hidden sync]" in findings and "a value read at demo.py:55 in train" in findings, findings
     kinds = [d["kind"] for d in saved.diagnostics()]

@@ -452,6 +452,7 @@ fn begin(location: &SourceLocation, tensors: usize) -> (u64, u64, bool) {
             cause: SyncCause::CompiledGraph,
             location,
             tensors,
+            left_pending: 0,
         });
     }
     (sync_id, events::now_ns(), listening)

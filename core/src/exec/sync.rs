@@ -199,7 +199,11 @@ pub(super) fn run(
     if listening {
         events::flush_traced();
         let location = location.clone();
-        events::emit(Event::SyncBegin { sync_id, cause, location, tensors: tensors.len() });
+        let left_pending = match cause {
+            SyncCause::ValueRead => trace::pending_besides(tensors),
+            _ => 0,
+        };
+        events::emit(Event::SyncBegin { sync_id, cause, location, tensors: tensors.len(), left_pending });
     }
 
     // 1-2: the graph and its structural key.

@@ -327,6 +327,14 @@ pub(crate) fn pending() -> Vec<Arc<dyn Holder>> {
     registry().pending.values().filter_map(Weak::upgrade).collect()
 }
 
+/// How many live tensors are pending besides `tensors` (what a value read of them leaves for
+/// a later graph).
+pub(crate) fn pending_besides(tensors: &[&Value]) -> usize {
+    let reg = registry();
+    let live = reg.pending.iter().filter(|(_, w)| w.strong_count() > 0);
+    live.filter(|(id, _)| !tensors.iter().any(|t| t.id == **id)).count()
+}
+
 /// Whether any live tensor is pending (what a full sync would compute).
 pub(crate) fn has_pending() -> bool {
     registry().pending.values().any(|w| w.strong_count() > 0)

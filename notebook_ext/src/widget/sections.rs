@@ -92,10 +92,10 @@ pub(crate) fn diagnostics(out: &mut String, a: &Analysis, source_lines: &HashMap
     for d in &a.diagnostics {
         let _ = write!(
             body,
-            "<div class=\"xp-diag\"><span class=\"xp-kind\">{}</span> {} <span class=\"xp-where\">({} lost, {}x)</span><br>",
+            "<div class=\"xp-diag\"><span class=\"xp-kind\">{}</span> {} <span class=\"xp-where\">({}, {}x)</span><br>",
             esc(d.kind.title()),
             esc(&d.message),
-            esc(&format_ns(d.cost_ns as f64)),
+            esc(&d.cost_words()),
             d.count
         );
         let _ = write!(body, "<span class=\"xp-where\">at {}</span>", esc(&d.location));

@@ -15,7 +15,6 @@ use crate::devices::{devices, Devices};
 use crate::diagnostics::{diagnose, find_recompiles, Diagnostic, Kind, Recompile, Thresholds};
 use crate::metrics::{metrics, nearest_rank, Metrics};
 use crate::profile::Profile;
-use crate::record::Cause;
 use crate::timeline::{spans, Span};
 use crate::views::{graph_rows, line_rows, step_phases, GraphRow, LineRow, StepPhases};
 
@@ -221,7 +220,7 @@ pub fn analyze(p: &Profile, thresholds: &Thresholds) -> Analysis {
         cache_hits: p.syncs.iter().filter(|s| s.cache_hit).count() as u64,
         persistent_hits: p.syncs.iter().filter(|s| s.persistent_hit).count() as u64,
         hit_rate: if p.syncs.is_empty() { 0.0 } else { served as f64 / p.syncs.len() as f64 },
-        hidden_syncs: p.syncs.iter().filter(|s| s.cause == Cause::ValueRead).count() as u64,
+        hidden_syncs: 0, // the hidden-sync findings', below
         step_median_ns: nearest_rank(&steady, 50.0).unwrap_or(0),
         step_p90_ns: nearest_rank(&steady, 90.0).unwrap_or(0),
         compiles_after_warmup: p
@@ -244,10 +243,13 @@ pub fn analyze(p: &Profile, thresholds: &Thresholds) -> Analysis {
     let recompiles = find_recompiles(p);
     let steps = step_phases(p);
     let graphs = graph_rows(p, &recompiles);
+    let diagnostics = diagnose(p, thresholds, &recompiles, &steps);
+    let hidden = diagnostics.iter().filter(|d| d.kind == Kind::HiddenSync).map(|d| d.count);
+    let summary = Summary { hidden_syncs: hidden.sum(), ..summary };
     Analysis {
         summary,
         metrics: metrics(p),
-        diagnostics: diagnose(p, thresholds, &recompiles, &steps),
+        diagnostics,
         thresholds: thresholds.clone(),
         warnings: p.warnings.clone(),
         devices: devices(p),

@@ -24,14 +24,26 @@ fn summary_text(a: &Analysis, out: &mut String) {
     for w in &a.warnings {
         let _ = writeln!(out, "  warning: {w}");
     }
-    let _ = writeln!(
-        out,
-        "  {} recorded, {} steps, {} syncs, {} distinct graphs",
-        format_ns(s.duration_ns as f64),
-        s.steps,
-        s.syncs,
-        s.graphs
-    );
+    // A torch.compile program on another backend has no syncs: the engine's lines say nothing.
+    let engine = s.syncs > 0 || s.torch_compile.is_none();
+    if engine {
+        let _ = writeln!(
+            out,
+            "  {} recorded, {} steps, {} syncs, {} distinct graphs",
+            format_ns(s.duration_ns as f64),
+            s.steps,
+            s.syncs,
+            s.graphs
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "  {} recorded, {} steps, {} graphs captured by torch.compile (its backend ran them, not the engine)",
+            format_ns(s.duration_ns as f64),
+            s.steps,
+            s.graphs
+        );
+    }
     if s.steps > a.thresholds.warmup_steps {
         let _ = writeln!(
             out,
@@ -41,8 +53,6 @@ fn summary_text(a: &Analysis, out: &mut String) {
             a.thresholds.warmup_steps
         );
     }
-    // A torch.compile program on another backend has no syncs: the engine's lines say nothing.
-    let engine = s.syncs > 0 || s.torch_compile.is_none();
     if engine {
         let _ = writeln!(
             out,
@@ -186,10 +196,10 @@ fn diagnostics_text(a: &Analysis, limit: usize, out: &mut String) {
     for (i, d) in a.diagnostics.iter().take(limit).enumerate() {
         let _ = writeln!(
             out,
-            "  {}. [{}] {} lost, {}x: {}",
+            "  {}. [{}] {}, {}x: {}",
             i + 1,
             d.kind.title(),
-            format_ns(d.cost_ns as f64),
+            d.cost_words(),
             d.count,
             d.message
         );

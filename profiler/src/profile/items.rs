@@ -27,6 +27,9 @@ pub struct Sync {
     pub execute_ns: u64,
     /// The step this sync belongs to (1-based; steps end at `step()`).
     pub step: u64,
+    /// A value read's: how many live tensors it left pending for a later graph (unknown in
+    /// profiles written before it was recorded).
+    pub left_pending: Option<u32>,
 }
 
 impl Sync {

@@ -294,7 +294,13 @@ impl Profile {
                     transfer_ns: 0,
                     execute_ns: 0,
                     step,
+                    left_pending: None,
                 });
+            }
+            Record::LeftPending { sync, tensors } => {
+                if let Some(&i) = self.sync_index.get(&sync) {
+                    self.syncs[i].left_pending = Some(tensors);
+                }
             }
             Record::GraphBuilt { t, sync, hash, dur } => {
                 self.seen(t);

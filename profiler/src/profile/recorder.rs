@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::file::Writer;
 use crate::profile::Profile;
 use crate::record::{
+    Cause,
     CollectiveRec, CostRec, FunctionCompileRec, GraphDef, InputName, InputRec, Location, MemoryRec,
     Meta, NodeRec, PartitionRec, Record, ShapeRec,
 };
@@ -275,16 +276,15 @@ impl Listener for Recorder {
         let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let t = s.t(at_ns);
         let record = match event {
-            Event::SyncBegin { sync_id, cause: c, location, tensors } => {
+            Event::SyncBegin { sync_id, cause: c, location, tensors, left_pending } => {
                 s.note_platform();
                 let location = s.location(location);
-                Record::SyncBegin {
-                    t,
-                    sync: *sync_id,
-                    cause: (*c).into(),
-                    location,
-                    tensors: *tensors as u32,
+                let cause: Cause = (*c).into();
+                s.emit(Record::SyncBegin { t, sync: *sync_id, cause, location, tensors: *tensors as u32 });
+                if cause != Cause::ValueRead {
+                    return;
                 }
+                Record::LeftPending { sync: *sync_id, tensors: *left_pending as u32 }
             }
             Event::GraphBuilt { sync_id, hash, summary, duration_ns } => {
                 s.graph(*hash, summary);
@@ -773,7 +773,7 @@ mod tests {
         vec![
             Event::ScopeBegin { name: "epoch".into(), location: here() },
             Event::Traced { location: here(), calls: 3, duration_ns: 9 },
-            Event::SyncBegin { sync_id, cause: SyncCause::StepEnd, location: here(), tensors: 1 },
+            Event::SyncBegin { sync_id, cause: SyncCause::StepEnd, location: here(), tensors: 1, left_pending: 0 },
             Event::GraphBuilt { sync_id, hash, summary, duration_ns: 1 },
             Event::CacheLookup { sync_id, hash, hit: false, persistent_hit: false },
             Event::Lowered { sync_id, hash, stablehlo: "module {}".into(), duration_ns: 1 },

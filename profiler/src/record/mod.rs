@@ -477,6 +477,13 @@ pub enum Record {
         group: String,
         seq: u64,
     },
+    /// Value-read sync `sync` (its `SyncBegin` just before) left `tensors` live tensors pending
+    /// for a later graph: a read that splits the step's work, where none is a read between the
+    /// steps' work (an evaluation's).
+    LeftPending {
+        sync: u64,
+        tensors: u32,
+    },
 }
 
 /// One compile of a function by a front end's compiler (torch.compile: Dynamo, then its

@@ -64,11 +64,11 @@ pub fn show(ui: &mut egui::Ui, model: &Model, selection: &mut Selection) -> Opti
                     clicked |= ui
                         .selectable_label(selected, RichText::new(d.kind.title()).strong())
                         .clicked();
-                    ui.label(format!(
-                        "costs {} over {} time(s)",
-                        format_ns(d.cost_ns as f64),
-                        d.count
-                    ));
+                    ui.label(if d.once {
+                        format!("costs {} once, expected", format_ns(d.cost_ns as f64))
+                    } else {
+                        format!("costs {} over {} time(s)", format_ns(d.cost_ns as f64), d.count)
+                    });
                 });
                 clicked |= ui
                     .add(egui::Label::new(d.message.as_str()).sense(egui::Sense::click()))

@@ -257,10 +257,24 @@ fn guard_failures(p: &Profile) -> Vec<Diagnostic> {
                 })
                 .collect();
             let function = function_name(p, compiles[0]);
-            let cause = match compiles[0].reason_location {
-                Some(at) => format!(", and what it checks comes from {}", p.location(at)),
-                None => String::new(),
+            let cause = match (compiles[0].reason_location, compiles[0].caller) {
+                (Some(at), _) => format!(", and what it checks comes from {}", p.location(at)),
+                (None, Some(call)) => format!(", at the call at {}", p.location(call)),
+                (None, None) => String::new(),
             };
+            let graphs = compiles.iter().flat_map(|c| c.graphs.iter().copied()).collect();
+            // A switch of mode compiled once is a graph for that mode, kept beside the first:
+            // expected, paid once (an evaluation under `no_grad()`, a model in `eval()`).
+            if let (Some(mode), [_]) = (mode_switch(guard), &compiles[..]) {
+                let message = format!(
+                    "expected once: torch.compile compiled {function} a second graph, for {mode}: its guard `{guard}` failed{cause}. Each mode keeps its graph, and later calls in either reuse it"
+                );
+                let advice = Some(
+                    "nothing to fix: one compile per mode, not one per step. If it matters, make that call once before timing, or compile the evaluation apart (a function of its own)".to_string(),
+                );
+                let d = Diagnostic::new(p, Kind::Recompile, location, message, advice, instances, graphs);
+                return Diagnostic { once: true, ..d };
+            }
             let varied = compiles.iter().any(|c| c.reason.as_deref() != Some(guard));
             let guard_text = match varied {
                 true => format!("`{}` failed, for a new value each time", guard_kind(guard)),
@@ -270,11 +284,24 @@ fn guard_failures(p: &Profile) -> Vec<Diagnostic> {
                 "torch.compile compiled {function} again {}: its guard {guard_text}{cause}",
                 times(compiles.len()),
             );
-            let graphs = compiles.iter().flat_map(|c| c.graphs.iter().copied()).collect();
             let advice = Some(guard_advice(guard));
             Diagnostic::new(p, Kind::Recompile, location, message, advice, instances, graphs)
         })
         .collect()
+}
+
+/// The mode a guard on global state or a module's mode switches to, in words: what a program
+/// switches deliberately, from training to evaluation.
+fn mode_switch(guard: &str) -> Option<&'static str> {
+    if guard.contains("grad_mode") {
+        Some("calls under `torch.no_grad()` (evaluation)")
+    } else if guard.contains(".training") {
+        Some("the model in `eval()` mode")
+    } else if guard.contains("autocast") {
+        Some("calls under autocast")
+    } else {
+        None
+    }
 }
 
 /// A guard without the value it compared with: `s.depth == 5` and `s.depth == 6` are one cause.

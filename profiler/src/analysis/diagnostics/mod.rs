@@ -137,6 +137,9 @@ pub struct Diagnostic {
     pub location_id: u32,
     /// Time lost, in nanoseconds, over all instances.
     pub cost_ns: u64,
+    /// An expected one-time cost (warm-up, a graph for evaluation), not a loss at every step:
+    /// listed after the losses, and said as such.
+    pub once: bool,
     pub count: u64,
     pub advice: Option<String>,
     /// Typed causes (recompiles): what changed between graph versions.
@@ -183,6 +186,16 @@ impl Default for Thresholds {
 }
 
 impl Diagnostic {
+    /// Its cost in words: "1.2s lost", or "9.0s once, expected".
+    pub fn cost_words(&self) -> String {
+        let cost = crate::util::format_ns(self.cost_ns as f64);
+        if self.once {
+            format!("{cost} once, expected")
+        } else {
+            format!("{cost} lost")
+        }
+    }
+
     /// A finding at call site `location`: its cost and count are its instances'.
     fn new(
         p: &Profile,
@@ -199,6 +212,7 @@ impl Diagnostic {
             location: p.location(location),
             location_id: location,
             cost_ns: saturating_sum(instances.iter().map(|i| i.cost_ns)),
+            once: matches!(kind, Kind::Warmup | Kind::LazyState),
             count: instances.len() as u64,
             advice,
             changes: Vec::new(),
@@ -290,6 +304,7 @@ pub fn diagnose(
     all.extend(caught::findings(p));
     all.sort_by(|a, b| {
         (b.kind.is_caught().cmp(&a.kind.is_caught()))
+            .then(a.once.cmp(&b.once))
             .then(b.cost_ns.cmp(&a.cost_ns))
             .then(a.kind.cmp(&b.kind))
             .then(a.location.cmp(&b.location))

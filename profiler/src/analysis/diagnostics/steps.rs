@@ -10,6 +10,39 @@ use crate::record::Cause;
 use crate::util::saturating_sum;
 use crate::views::StepPhases;
 
+/// Whether the value read `p.syncs[i]` split its step's work: not when it came after the last
+/// step (a result read after the loop), nor when it left nothing pending and the step's later
+/// graphs take nothing its graph computed (an evaluation between steps, `estimate_loss()`: its
+/// graphs are its own, and the step's are whole).
+fn splits_its_step(p: &Profile, i: usize, closed_steps: u64) -> bool {
+    let s = &p.syncs[i];
+    if closed_steps > 0 && s.step > closed_steps {
+        return false;
+    }
+    // Work left pending is computed by another graph, what the read's shares computed again.
+    if s.left_pending != Some(0) {
+        return true;
+    }
+    let Some(graph) = s.hash.and_then(|h| p.graphs.get(&h)) else { return true };
+    let later: Vec<&crate::profile::Graph> = p.syncs[i + 1..]
+        .iter()
+        .take_while(|l| l.step == s.step)
+        .take(64)
+        .filter_map(|l| l.hash.and_then(|h| p.graphs.get(&h)))
+        .collect();
+    if later.is_empty() {
+        return true;
+    }
+    let computed: HashSet<(u32, &crate::record::ShapeRec)> = graph
+        .def
+        .node_defs
+        .iter()
+        .filter(|n| n.op != "parameter")
+        .map(|n| (n.location, &n.shape))
+        .collect();
+    later.iter().flat_map(|g| &g.def.inputs).any(|i| i.data && computed.contains(&(i.location, &i.shape)))
+}
+
 /// Hidden syncs (value reads that ran a graph), explicit syncs that split a step, and host
 /// reads. Each costs what fixing it gives back: the compile of the split-off graph and the time
 /// the host stood waiting for the device to run it; never the rest of the sync.
@@ -31,8 +64,11 @@ pub(super) fn syncs_in_steps(
     }
     // A fallback reads its operands (syncs at its line): its own finding says so, once.
     let in_fallback = fallback_of_each_sync(p);
-    for ((s, &ran_after), fallback) in p.syncs.iter().zip(&ran_after).zip(&in_fallback) {
+    for (i, ((s, &ran_after), fallback)) in p.syncs.iter().zip(&ran_after).zip(&in_fallback).enumerate() {
         if fallback.is_some() || explained.contains(&s.id) {
+            continue;
+        }
+        if s.cause == Cause::ValueRead && !splits_its_step(p, i, closed_steps) {
             continue;
         }
         let cost_ns = s.compile_ns.saturating_add(s.execute_ns);

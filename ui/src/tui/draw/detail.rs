@@ -129,7 +129,7 @@ pub fn diagnostic(f: &mut Frame, app: &App, area: Rect) {
         ]),
         Line::from(vec![
             Span::styled(" cost ", DIM),
-            Span::styled(format_ns(d.cost_ns as f64), BAD),
+            Span::styled(d.cost_words(), if d.once { DIM } else { BAD }),
             Span::styled("  count ", DIM),
             Span::raw(d.count.to_string()),
         ]),

@@ -208,7 +208,7 @@ fn top_findings(f: &mut Frame, app: &App, area: Rect) {
         .iter()
         .map(|d| {
             ListItem::new(Line::from(vec![
-                Span::styled(format!("{:>9} ", format_ns(d.cost_ns as f64)), BAD),
+                Span::styled(format!("{:>9} ", format_ns(d.cost_ns as f64)), if d.once { DIM } else { BAD }),
                 Span::styled(format!("{:<16} ", d.kind.title()), BOLD),
                 Span::raw(d.message.clone()),
             ]))

@@ -30,9 +30,7 @@ fn because(changes: &[GraphChange]) -> String {
     clip_to(&format!("because {}", sentences(changes)), 1024).into_owned()
 }
 
-/// The changes in words, inputs that changed alike in one sentence: "`x` made at t.py:4
-/// (f32[64,784] to f32[40,784]) and `y` made at t.py:5 (s64[64] to s64[40]) changed: dimension
-/// 0 went from 64 to 40".
+/// The changes in words, inputs that changed alike in one sentence.
 fn sentences(changes: &[GraphChange]) -> String {
     let mut out: Vec<String> = Vec::new();
     let mut i = 0;
@@ -51,18 +49,22 @@ fn sentences(changes: &[GraphChange]) -> String {
             i += 1;
             continue;
         }
+        // "`x` made at a.py:3 changed from f32[64,8] to f32[40,8], and `y` made at a.py:4 from
+        // s64[64] to s64[40] (dimension 0 went from 64 to 40)".
         let inputs: Vec<String> = changes[i..i + n]
             .iter()
-            .filter_map(|c| match c {
+            .enumerate()
+            .filter_map(|(k, c)| match c {
                 GraphChange::InputShape { from, to, created_at, name, .. } => {
-                    Some(format!("{} ({from} to {to})", input_name(name.as_ref(), created_at)))
+                    let verb = if k == 0 { "changed from" } else { "from" };
+                    Some(format!("{} {verb} {from} to {to}", input_name(name.as_ref(), created_at)))
                 }
                 _ => None,
             })
             .collect();
         let last = inputs.len() - 1;
         out.push(format!(
-            "{} and {} changed: {}",
+            "{}, and {} ({})",
             inputs[..last].join(", "),
             inputs[last],
             difference.unwrap_or_default()
