@@ -436,6 +436,45 @@ def test_a_model_of_cpu_tensors_trains_like_cpu_eager_its_parameters_and_buffers
     assert int(ours[1].num_batches_tracked) == 12
 
 
+def test_a_model_of_cpu_tensors_under_autocast_runs_its_backward_as_one_captured_graph():
+    """Mixed precision on a CPU model (`torch.autocast("cpu", dtype=torch.bfloat16)`): the
+    backward casts its bfloat16 gradients back to float32 with `device=cpu` written in the op.
+    That CPU is the graph's own device: the cast stays on the device, the backward is captured
+    once and replayed (it had been recorded anew at each call, each cast a value read), and
+    training follows eager autocast's."""
+    from xlaprof.torch import _compile
+
+    def net():
+        return torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, 1, 1, bias=False), torch.nn.BatchNorm2d(8),
+                                   torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(8 * 8 * 8, 4))
+
+    torch.manual_seed(0)
+    eager, ours = net(), net()
+    ours.load_state_dict(eager.state_dict())
+    model = torch.compile(ours, backend="xlaprof")
+    opt_e = torch.optim.SGD(eager.parameters(), lr=0.1)
+    opt = torch.optim.SGD(ours.parameters(), lr=0.1)
+    g = torch.Generator().manual_seed(3)
+    before = _compile.stats()
+    for i in range(6):
+        x, y = torch.randn(4, 3, 8, 8, generator=g), torch.randint(0, 4, (4,), generator=g)
+        losses = []
+        for m, o in ((eager, opt_e), (model, opt)):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = torch.nn.functional.cross_entropy(m(x), y)
+            o.zero_grad()
+            loss.backward()
+            o.step()
+            losses.append(loss.item())
+        # bfloat16's own rounding, in a different order: a few parts in a thousand.
+        assert losses[1] == pytest.approx(losses[0], rel=1e-2), (i, losses)
+    for (name, a), b in zip(eager.state_dict().items(), ours.state_dict().values()):
+        torch.testing.assert_close(b, a, rtol=2e-2, atol=1e-2, msg=name)
+    after = _compile.stats()
+    assert after["uncaptured"] == before["uncaptured"] and after["recorded_runs"] == before["recorded_runs"], after
+    assert after["replays"] - before["replays"] == 2 * 6 - 2, after  # forward and backward, after the captures
+
+
 def test_the_backend_is_found_without_importing_xlaprof(tmp_path):
     program = tmp_path / "plain.py"
     program.write_text(

@@ -389,8 +389,10 @@ class CompiledGraph:
         # Writes into CPU arguments wait until the device part has read the values it needs.
         self.host_writes = [n for n in self.host_nodes if _writes_input(n)]
         self.host_nodes = [n for n in self.host_nodes if not _writes_input(n)]
-        # A graph of CPU tensors alone: its writes into its arguments, computed on the device.
+        # A graph of CPU tensors alone: its writes into its arguments, computed on the device,
+        # and the CPU its ops name (autocast's casts back to float32 in a backward) the device.
         self.written_back = [] if on_device else [n for n in nodes if _writes_input(n)]
+        self.cpu_alone = not on_device
         self.host_inputs = [n for n in nodes if n in host and n.op != "call_function"]
         self.host_part = _subgraph(gm, self.host_inputs, self.host_nodes)
         self.host_write_part = _subgraph(gm, self.host_inputs + self.host_nodes, self.host_writes)
@@ -649,8 +651,12 @@ def _load(node: torch.fx.Node, env: Dict[torch.fx.Node, Any],
             torch.fx.node.map_aggregate(node.kwargs, get))
 
 
+def _is_cpu(device: Any) -> bool:
+    return device == "cpu" or isinstance(device, torch.device) and device.type == "cpu"
+
+
 def _run(node: torch.fx.Node, env: Dict[torch.fx.Node, Any],
-         uploads: Optional[Dict[torch.fx.Node, LazyTensor]] = None) -> Any:
+         uploads: Optional[Dict[torch.fx.Node, LazyTensor]] = None, cpu_alone: bool = False) -> Any:
     args, kwargs = _load(node, env, uploads)
     if node.target is operator.getitem:
         return args[0][args[1]]
@@ -658,9 +664,10 @@ def _run(node: torch.fx.Node, env: Dict[torch.fx.Node, Any],
         # AOTAutograd's ordering of ops with side effects (an assert): the token, then the op.
         token, op, *rest = args
         return (token, op(*rest, **kwargs))
-    if node.target is aten._to_copy.default and kwargs.get("device") == _DEVICE:
+    device = kwargs.get("device")
+    if node.target is aten._to_copy.default and (device == _DEVICE or cpu_alone and _is_cpu(device)):
         # A device value that met traced ones on the meta device, or an uploaded CPU value:
-        # on the device already.
+        # on the device already. In a graph of CPU tensors alone, the CPU is the device.
         kwargs = {k: v for k, v in kwargs.items() if k != "device"}
     return node.target(*args, **kwargs)
 
@@ -681,7 +688,7 @@ def _interpret(graph: CompiledGraph, env: Dict[torch.fx.Node, Any],
             # Each op at the user's line its node came from (the profile's graph view, a
             # fallback's finding), not at the backend's loop.
             _native.pin_location(graph.stacks.get(node))
-            env[node] = _run(node, env, uploads)
+            env[node] = _run(node, env, uploads, graph.cpu_alone)
     finally:
         _native.pin_location(None)
     return env
