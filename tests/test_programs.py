@@ -7,7 +7,8 @@ expert reading its profile concludes, held here:
     # expect[inductor,xlaprof]: Recompile @eval_call | expected once | evaluation
 
 `steps N`: the profile counts N steps (the program's iterations). `Kind @marker | fact ...`: a
-finding of that kind names the line that ends with the comment `# marker` and says every fact.
+finding of that kind names the line that ends with the comment `# marker` and says every fact
+(a fact `@other` is the line marked `# other`, as findings name it: `program.py:12`).
 A finding of a judged kind that no expectation accounts for is a false alarm. Timing findings
 (slow step, slow compile, idle device) depend on the machine and are not judged.
 
@@ -73,7 +74,10 @@ def parse(path: pathlib.Path) -> Program:
                 continue
             head, *facts = [part.strip() for part in body.split("|")]
             kind, _, marker = (p.strip() for p in head.partition("@"))
-            assert marker in markers, f"{path.name}: no line ends with `# {marker}`"
+            # A fact `@marker` is the marked line, as findings name it (`file.py:12`).
+            for name in [marker] + [f[1:] for f in facts if f.startswith("@")]:
+                assert name in markers, f"{path.name}: no line ends with `# {name}`"
+            facts = [f"{path.name}:{markers[f[1:]]}" if f.startswith("@") else f for f in facts]
             program.expects[mode].append(Expect(kind, markers[marker], facts))
     assert set(program.steps) == set(MODES), f"{path.name}: `steps N` for every mode"
     return program

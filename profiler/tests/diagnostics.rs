@@ -636,3 +636,24 @@ fn a_size_read_from_the_device_is_one_data_dependent_shape_finding() {
     assert!(a.of_kind(Kind::Recompile).next().is_none(), "{:?}", a.diagnostics);
     assert!(d.advice.as_deref().unwrap_or("").contains("torch.where"));
 }
+
+/// A line that reads two values every step (a helper that logs the loss and the accuracy, a
+/// library's `n == 0` then `n > 0`) syncs two graphs there: each compiled once, neither a
+/// recompile of the other.
+#[test]
+fn two_reads_at_one_line_are_two_graphs_not_a_recompile() {
+    let p = record(|| {
+        let x = Tensor::from_slice(&[1f32, 2.0, 3.0], &[3]).unwrap();
+        let read = |t: Tensor| t.item().unwrap();
+        for _ in 0..3 {
+            let y = x.exp().unwrap();
+            let _total = read(y.sum(&[], false).unwrap());
+            let _scaled = read(y.mul_scalar(2.0).unwrap().tanh().unwrap().sum(&[], false).unwrap());
+            step().unwrap();
+        }
+    });
+    let a = analyze(&p, &Thresholds::default());
+    let recompiles: Vec<&str> =
+        a.diagnostics.iter().filter(|d| d.kind == Kind::Recompile).map(|d| d.message.as_str()).collect();
+    assert!(recompiles.is_empty(), "{recompiles:?}");
+}

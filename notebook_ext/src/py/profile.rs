@@ -346,9 +346,8 @@ impl PyProfile {
                 GraphChange::InputShape { input, .. } | GraphChange::Donation { input, .. } => {
                     d.set_item("input", input)?
                 }
-                GraphChange::Structure { node, .. }
-                | GraphChange::Attribute { node, .. }
-                | GraphChange::NodeShape { node, .. } => d.set_item("node", node)?,
+                GraphChange::NodeShape { node, .. } => d.set_item("node", node)?,
+                c if c.diverging_node().is_some() => d.set_item("node", c.diverging_node())?,
                 _ => {}
             }
             changes.append(d)?;

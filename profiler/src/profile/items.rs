@@ -30,6 +30,10 @@ pub struct Sync {
     /// A value read's: how many live tensors it left pending for a later graph (unknown in
     /// profiles written before it was recorded).
     pub left_pending: Option<u32>,
+    /// The lines that recorded ops since the sync before this one (what a value read before
+    /// this sync could have left for it, and what was recorded after).
+    #[serde(skip)]
+    pub traced_before: Vec<u32>,
 }
 
 impl Sync {

@@ -109,6 +109,9 @@ pub struct Profile {
     /// data the program brought in.
     #[serde(skip)]
     computed: std::collections::HashSet<(u32, crate::record::ShapeRec)>,
+    /// The lines that recorded ops since the last sync began.
+    #[serde(skip)]
+    traced_since_sync: Vec<u32>,
     #[serde(skip)]
     last_step_end: u64,
     #[serde(skip)]
@@ -295,6 +298,7 @@ impl Profile {
                     execute_ns: 0,
                     step,
                     left_pending: None,
+                    traced_before: std::mem::take(&mut self.traced_since_sync),
                 });
             }
             Record::LeftPending { sync, tensors } => {
@@ -564,6 +568,7 @@ impl Profile {
                 let line = self.traced.entry(location).or_default();
                 line.calls = line.calls.saturating_add(calls);
                 line.ns = line.ns.saturating_add(dur);
+                self.traced_since_sync.push(location);
             }
             Record::CapturedRun { t, hash, dur } => {
                 self.seen(t);

@@ -112,7 +112,7 @@ pub fn show(ui: &mut egui::Ui, model: &Model, view: &mut GraphsView, selection: 
         }
         if changes
             .iter()
-            .any(|c| matches!(c, GraphChange::Structure { .. } | GraphChange::Attribute { .. }))
+            .any(|c| c.diverging_node().is_some())
             && ui.button("Scroll to the first diverging node").clicked()
         {
             view.scroll_to_difference = true;
@@ -197,10 +197,7 @@ fn side_by_side_ui(
             _ => None,
         })
         .collect();
-    let diverging = changes.iter().find_map(|c| match c {
-        GraphChange::Structure { node, .. } | GraphChange::Attribute { node, .. } => Some(*node),
-        _ => None,
-    });
+    let diverging = changes.iter().find_map(GraphChange::diverging_node);
     let highlight = Color32::from_rgba_unmultiplied(230, 180, 40, 90);
     let column_width = ((ui.available_width() - 16.0) / 2.0).max(200.0);
     let title = |g: Option<&Graph>| {

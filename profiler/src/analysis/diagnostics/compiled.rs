@@ -275,6 +275,18 @@ fn guard_failures(p: &Profile) -> Vec<Diagnostic> {
                 let d = Diagnostic::new(p, Kind::Recompile, location, message, advice, instances, graphs);
                 return Diagnostic { once: true, ..d };
             }
+            // `self.config.problem_type is None` failed once: the first call set what was None
+            // (transformers sets its config's `problem_type` so), and every later call passes.
+            if let (Some(attribute), [_]) = (guard.strip_suffix(" is None"), &compiles[..]) {
+                let message = format!(
+                    "once: torch.compile compiled {function} again after its first call set `{attribute}`, which was None when it was compiled: its guard `{guard}` failed{cause}. Later calls pass it"
+                );
+                let advice = Some(format!(
+                    "a one-time cost: set `{attribute}` before the first call (for transformers' models, `problem_type` in the config) to save this compile"
+                ));
+                let d = Diagnostic::new(p, Kind::Recompile, location, message, advice, instances, graphs);
+                return Diagnostic { once: true, ..d };
+            }
             let varied = compiles.iter().any(|c| c.reason.as_deref() != Some(guard));
             let guard_text = match varied {
                 true => format!("`{}` failed, for a new value each time", guard_kind(guard)),

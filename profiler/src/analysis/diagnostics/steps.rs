@@ -5,42 +5,50 @@ use std::collections::{BTreeMap, HashSet};
 
 use super::{plural, span_of_each_sync, times, Diagnostic, Instance, Kind, Thresholds};
 use crate::metrics::{format_bytes, format_ns, median};
-use crate::profile::{Profile, Step};
-use crate::record::Cause;
+use crate::profile::{Graph, Profile, Step, Sync};
+use crate::record::{Cause, ShapeRec};
 use crate::util::saturating_sum;
 use crate::views::StepPhases;
 
-/// Whether the value read `p.syncs[i]` split its step's work: not when it came after the last
-/// step (a result read after the loop), nor when it left nothing pending and the step's later
-/// graphs take nothing its graph computed (an evaluation between steps, `estimate_loss()`: its
-/// graphs are its own, and the step's are whole).
+/// Whether the value read `p.syncs[i]` split its step's work: when the step's later graphs take
+/// what its graph computed (the step runs as two graphs, the host waiting between them), or
+/// compute work recorded before it (what it left pending, the rest of the step). Not a read
+/// after the last step (a result read after the loop), nor one whose step's later graphs are
+/// work recorded after it (an evaluation between steps, `estimate_loss()`).
 fn splits_its_step(p: &Profile, i: usize, closed_steps: u64) -> bool {
     let s = &p.syncs[i];
     if closed_steps > 0 && s.step > closed_steps {
         return false;
     }
-    // Work left pending is computed by another graph, what the read's shares computed again.
-    if s.left_pending != Some(0) {
-        return true;
-    }
     let Some(graph) = s.hash.and_then(|h| p.graphs.get(&h)) else { return true };
-    let later: Vec<&crate::profile::Graph> = p.syncs[i + 1..]
-        .iter()
-        .take_while(|l| l.step == s.step)
-        .take(64)
-        .filter_map(|l| l.hash.and_then(|h| p.graphs.get(&h)))
-        .collect();
+    let later_syncs: Vec<&Sync> = p.syncs[i + 1..].iter().take_while(|l| l.step == s.step).take(64).collect();
+    let later: Vec<&Graph> = later_syncs.iter().filter_map(|l| l.hash.and_then(|h| p.graphs.get(&h))).collect();
     if later.is_empty() {
         return true;
     }
-    let computed: HashSet<(u32, &crate::record::ShapeRec)> = graph
+    let computed: HashSet<(u32, &ShapeRec)> = graph
         .def
         .node_defs
         .iter()
         .filter(|n| n.op != "parameter")
         .map(|n| (n.location, &n.shape))
         .collect();
-    later.iter().flat_map(|g| &g.def.inputs).any(|i| i.data && computed.contains(&(i.location, &i.shape)))
+    if later.iter().flat_map(|g| &g.def.inputs).any(|i| i.data && computed.contains(&(i.location, &i.shape))) {
+        return true;
+    }
+    match s.left_pending {
+        Some(0) => false,
+        // A line of a later graph that recorded nothing after the read: work recorded before
+        // it, left pending, computed apart. (Unknown in older profiles: a split, as before.)
+        Some(_) => {
+            let traced_after: HashSet<u32> = later_syncs.iter().flat_map(|l| &l.traced_before).copied().collect();
+            later
+                .iter()
+                .flat_map(|g| &g.def.node_defs)
+                .any(|n| n.op != "parameter" && !traced_after.contains(&n.location))
+        }
+        None => true,
+    }
 }
 
 /// Hidden syncs (value reads that ran a graph), explicit syncs that split a step, and host

@@ -1,7 +1,7 @@
 //! What changed between two versions of a graph: inputs paired by identity, nodes by position,
 //! each difference typed and put in the user's words.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
@@ -39,9 +39,29 @@ pub enum GraphChange {
     Donation { input: usize, donated: bool, created_at: String, name: Option<InputName> },
     /// Same ops and shapes: only the pattern of equal host scalars at one line differs.
     ScalarPattern,
+    /// A value the graph took as a device input is a host scalar now (a Python number), or the
+    /// reverse: `total = 0` then `total += loss`, the first step of each epoch.
+    TensorOrNumber { location: String, shape: ShapeRec, now_number: bool },
+    /// The inputs are the same but the step records other work: per line, how many ops more
+    /// (positive) or fewer than the earlier graph (an update every k steps, a Python branch).
+    /// `node`: where the two first diverge.
+    Work { node: usize, lines: Vec<(String, i64)> },
+    /// Fewer ops than the earlier graph, because a value read earlier in the step computed them.
+    SplitBy { node: usize, read_at: String, ops: usize },
 }
 
 impl GraphChange {
+    /// The node where the two graphs' ops first diverge, for a change that has one.
+    pub fn diverging_node(&self) -> Option<usize> {
+        match self {
+            GraphChange::Structure { node, .. }
+            | GraphChange::Attribute { node, .. }
+            | GraphChange::Work { node, .. }
+            | GraphChange::SplitBy { node, .. } => Some(*node),
+            _ => None,
+        }
+    }
+
     /// The change in words.
     pub fn sentence(&self) -> String {
         match self {
@@ -96,6 +116,25 @@ impl GraphChange {
             GraphChange::ScalarPattern => {
                 "the same ops and shapes, but host scalars recorded at one line that were equal now differ (or the reverse)".to_string()
             }
+            GraphChange::TensorOrNumber { location, shape, now_number: true } => {
+                format!("the value at {location} is a Python number this time, where the earlier graph took a tensor ({shape})")
+            }
+            GraphChange::TensorOrNumber { location, shape, now_number: false } => {
+                format!("the value at {location} is a tensor ({shape}) this time, where the earlier graph took a Python number")
+            }
+            GraphChange::Work { lines, .. } => {
+                let words: Vec<String> = lines
+                    .iter()
+                    .map(|(at, n)| match *n > 0 {
+                        true => format!("{n} more ops at {at}"),
+                        false => format!("{} fewer ops at {at}", -n),
+                    })
+                    .collect();
+                format!("the step recorded other work: {}", words.join(", "))
+            }
+            GraphChange::SplitBy { read_at, ops, .. } => format!(
+                "the value read at {read_at} earlier in the step had computed {ops} of its ops, so it is the rest of the step"
+            ),
         }
     }
 }
@@ -287,6 +326,8 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
             });
         }
     }
+    // Inputs of the same shapes, other ops: what the step recorded differs, by line. (Where an
+    // input changed shape, every op after it did too: the input is the cause.)
     let first_diff =
         da.node_defs.iter().zip(&db.node_defs).position(|(x, y)| !same_op(x, y)).or_else(|| {
             (da.node_defs.len() != db.node_defs.len())
@@ -295,6 +336,21 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
     // The same ops on other host scalars, equal ones shared: the scalar pattern below (the
     // positions of the nodes then differ, so neither is compared node by node).
     let sharing = first_diff.is_some() && same_but_scalar_operands(da, db);
+    let reshaped_inputs = changes.iter().any(|c| matches!(c, GraphChange::InputShape { .. }));
+    if !reshaped_inputs && !sharing {
+        if let Some(work) = work_difference(p, da, db, first_diff.unwrap_or(0)) {
+            // The inputs the work takes follow from it, and so do the outputs of much of it (an
+            // update's writes); a tensor or two kept alive are said too.
+            let much = matches!(&work, GraphChange::Work { lines, .. } if lines.iter().map(|l| l.1.unsigned_abs()).sum::<u64>() >= 8);
+            changes.retain(|c| match c {
+                GraphChange::InputCount { .. } => false,
+                GraphChange::SyncedTensors { .. } => !much,
+                _ => true,
+            });
+            changes.insert(0, work);
+            return changes;
+        }
+    }
     let first_diff = first_diff.filter(|_| !sharing);
     // A node made on the device whose shape changed while its operands did not: the size came
     // from the host (`randn(bs, 784)`). Later differences follow from it.
@@ -371,6 +427,50 @@ pub fn diff_graphs(p: &Profile, a: &Graph, b: &Graph) -> Vec<GraphChange> {
     changes
 }
 
+/// The ops one graph records and the other does not: a device input become a host scalar (or
+/// the reverse), or work added or taken away, by line (every op of one graph, shape included,
+/// is one of the other's: an update every k steps, a part a read computed). None otherwise:
+/// ops swapped for others or of other shapes are named node by node.
+fn work_difference(p: &Profile, a: &GraphDef, b: &GraphDef, node: usize) -> Option<GraphChange> {
+    let mut count: HashMap<(&str, u32, &ShapeRec), i64> = HashMap::new();
+    for n in &a.node_defs {
+        *count.entry((n.op.as_str(), n.location, &n.shape)).or_default() -= 1;
+    }
+    for n in &b.node_defs {
+        *count.entry((n.op.as_str(), n.location, &n.shape)).or_default() += 1;
+    }
+    count.retain(|_, n| *n != 0);
+    if let [(&(op_x, at_x, shape_x), &n_x), (&(op_y, at_y, shape_y), &n_y)] = count.iter().collect::<Vec<_>>()[..] {
+        let ops = [op_x, op_y];
+        if at_x == at_y && shape_x == shape_y && n_x == -n_y && n_x.abs() == 1
+            && ops.contains(&"scalar") && ops.contains(&"parameter")
+        {
+            let scalar_now = if op_x == "scalar" { n_x > 0 } else { n_y > 0 };
+            return Some(GraphChange::TensorOrNumber {
+                location: p.location(at_x),
+                shape: shape_x.clone(),
+                now_number: scalar_now,
+            });
+        }
+    }
+    // Ops (inputs aside, which follow the work) only added, or only taken away.
+    count.retain(|(op, _, _), _| *op != "parameter" && *op != "scalar");
+    let (more, fewer) = (count.values().any(|&n| n > 0), count.values().any(|&n| n < 0));
+    if count.is_empty() || more == fewer {
+        return None;
+    }
+    // Per line; the lines that differ most first, then in the program's order.
+    let mut by_line: BTreeMap<String, (i64, Option<u32>)> = BTreeMap::new();
+    for (&(_, at, _), &n) in &count {
+        let line = by_line.entry(p.location(at)).or_insert((0, p.locations.get(at as usize).map(|l| l.line)));
+        line.0 += n;
+    }
+    let mut lines: Vec<(String, i64, Option<u32>)> = by_line.into_iter().map(|(at, (n, line))| (at, n, line)).collect();
+    lines.sort_by_key(|(_, n, line)| (std::cmp::Reverse(n.unsigned_abs()), *line));
+    let lines = lines.into_iter().take(4).map(|(at, n, _)| (at, n)).collect();
+    Some(GraphChange::Work { node, lines })
+}
+
 /// The outputs of `b` that `a` does not have (joined), and those of `a` that `b` does not
 /// (left), as multisets: counted, not searched, so it is linear in the outputs. Each list keeps
 /// its graph's order; of equal outputs, the first ones are the ones matched.
@@ -419,6 +519,8 @@ pub(super) fn distance(changes: &[GraphChange]) -> usize {
                 }
             }
             GraphChange::Structure { .. } | GraphChange::InputCount { .. } => 10,
+            GraphChange::Work { lines, .. } => 10 + lines.iter().map(|(_, n)| n.unsigned_abs() as usize).sum::<usize>(),
+            GraphChange::TensorOrNumber { .. } => 10,
             GraphChange::NodeShape { .. } => 2,
             GraphChange::SyncedTensors { .. } => 5,
             _ => 1,
@@ -488,6 +590,48 @@ mod tests {
         let p = profile(vec![step(1, 8), step(2, 5)]);
         let changes = diff_graphs(&p, &p.graphs[&1], &p.graphs[&2]);
         assert!(matches!(&changes[..], [GraphChange::NodeShape { node: 0, .. }]), "{changes:?}");
+    }
+
+    #[test]
+    fn a_running_total_that_starts_as_a_python_number_is_named_at_its_line() {
+        // `total = 0` each epoch, then `total += loss` (line 12): a host scalar on the epoch's
+        // first step, the tensor the previous step computed on the others.
+        let step = |hash, first: bool| {
+            let total = node(if first { "scalar" } else { "parameter" }, &[], &[], 2);
+            let nodes = vec![node("parameter", &[], &[4], 0), total, node("add", &[0, 1], &[], 2)];
+            let data = if first { vec![input(&[4], 0)] } else { vec![input(&[4], 0), input(&[], 2)] };
+            graph(hash, data, nodes, &[&[]])
+        };
+        let p = profile(vec![step(1, false), step(2, true)]);
+        let changes = diff_graphs(&p, &p.graphs[&1], &p.graphs[&2]);
+        match &changes[..] {
+            [GraphChange::TensorOrNumber { location, now_number: true, .. }] => assert_eq!(location, "t.py:12 in train"),
+            _ => panic!("{changes:?}"),
+        }
+    }
+
+    #[test]
+    fn a_step_that_records_more_work_names_the_lines_not_the_inputs_it_adds() {
+        // An average of the weights updated every other step (line 11): its ops and its input.
+        let step = |hash, average: bool| {
+            let mut nodes = vec![node("parameter", &[], &[4], 0), node("tanh", &[0], &[4], 0)];
+            let mut inputs = vec![input(&[4], 0)];
+            if average {
+                nodes.push(node("parameter", &[], &[4], 1));
+                nodes.push(node("multiply", &[1, 2], &[4], 1));
+                nodes.push(node("add", &[3, 1], &[4], 1));
+                inputs.push(input(&[4], 1));
+            }
+            graph(hash, inputs, nodes, &[&[4]])
+        };
+        let p = profile(vec![step(1, false), step(2, true)]);
+        let changes = diff_graphs(&p, &p.graphs[&1], &p.graphs[&2]);
+        match &changes[..] {
+            [GraphChange::Work { node: 2, lines }] => assert_eq!(lines, &[("t.py:11 in train".to_string(), 2)]),
+            _ => panic!("{changes:?}"),
+        }
+        // The same ops in another order, or the same graph, are no work difference.
+        assert!(work_difference(&p, &p.graphs[&1].def, &p.graphs[&1].def, 0).is_none());
     }
 
     #[test]

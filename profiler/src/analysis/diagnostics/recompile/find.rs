@@ -87,6 +87,10 @@ pub(super) fn find_recompiles_within(p: &Profile, mut budget: Budget) -> Vec<Rec
     struct Site {
         order: Vec<u64>,
         seen: HashSet<u64>,
+        /// Each graph's place among the site's syncs of its step (the second read at one line).
+        place: HashMap<u64, usize>,
+        /// The step of the site's last sync, and how many syncs it had there.
+        step: (u64, usize),
     }
     let mut sites: BTreeMap<u32, Site> = BTreeMap::new();
     // Each pair of graphs is compared once, however often the pair recurs (a graph compiled
@@ -96,15 +100,24 @@ pub(super) fn find_recompiles_within(p: &Profile, mut budget: Budget) -> Vec<Rec
     // A torch.compile graph's compile is Dynamo's to explain (a guard that failed, `compiled.rs`):
     // graphs captured at one call are its forward, backward and the pieces between breaks.
     let engine_compiles = p.syncs.iter().filter(|s| s.cause != crate::record::Cause::CompiledGraph);
-    for s in engine_compiles.filter(|s| s.compiled() || s.persistent_hit) {
+    for s in engine_compiles {
         let Some(hash) = s.hash else { continue };
         let site = sites.entry(s.location).or_default();
+        // A line that syncs twice a step (two reads) has two graphs: each is compared with the
+        // graphs at its own place where there are some.
+        site.step = if site.step.0 == s.step { (s.step, site.step.1 + 1) } else { (s.step, 0) };
+        let place = site.step.1;
+        if !(s.compiled() || s.persistent_hit) {
+            continue;
+        }
         if p.graphs.contains_key(&hash) {
             // The nearest of the most recent graphs of this site (a long storm is not compared
             // with every graph it ever compiled); the first found of equally near ones.
             let mut nearest: Option<(u64, Arc<[GraphChange]>, usize)> = None;
             let mut unexplained = None;
-            for &h in site.order.iter().rev().take(16) {
+            let same_place = site.order.iter().any(|h| site.place.get(h) == Some(&place));
+            let candidates = site.order.iter().rev().filter(|h| !same_place || site.place.get(h) == Some(&place));
+            for &h in candidates.take(16) {
                 let Some(earlier) = p.graphs.get(&h) else { continue };
                 let changes = match diffs.get(&(h, hash)) {
                     Some(changes) => changes.clone(),
@@ -127,7 +140,27 @@ pub(super) fn find_recompiles_within(p: &Profile, mut budget: Budget) -> Vec<Rec
             let found = nearest
                 .map(|(h, changes, _)| (h, changes))
                 .or_else(|| unexplained.map(|h| (h, Arc::from([]))));
-            if let Some((previous, changes)) = found {
+            // The first graph of a line's second (third ...) value read in a step, other ops than
+            // its first's: another read at that line, not a recompile. (Of other shapes, the same
+            // ops: a loop inside the step, each length compiled.)
+            let another_read = place > 0
+                && !same_place
+                && s.cause == crate::record::Cause::ValueRead
+                && found.as_ref().is_some_and(|(_, changes)| {
+                    !changes.is_empty()
+                        && changes.iter().all(|c| {
+                            matches!(
+                                c,
+                                GraphChange::Work { .. }
+                                    | GraphChange::Structure { .. }
+                                    | GraphChange::Attribute { .. }
+                                    | GraphChange::InputCount { .. }
+                                    | GraphChange::SyncedTensors { .. }
+                            )
+                        })
+                });
+            if let (Some((previous, changes)), false) = (found, another_read) {
+                let changes = split_by_a_read(p, s, changes);
                 out.push(Recompile {
                     location: s.location,
                     sync: s.id,
@@ -141,7 +174,36 @@ pub(super) fn find_recompiles_within(p: &Profile, mut budget: Budget) -> Vec<Rec
         }
         if site.seen.insert(hash) {
             site.order.push(hash);
+            site.place.insert(hash, place);
         }
     }
     out
+}
+
+/// A graph with fewer ops than the site's earlier one, where a value read earlier in its step
+/// computed them: the read split the step, and the smaller graph follows from it (the read is
+/// its own finding). Else the changes as they are.
+fn split_by_a_read(p: &Profile, s: &crate::profile::Sync, changes: Arc<[GraphChange]>) -> Arc<[GraphChange]> {
+    let Some(GraphChange::Work { node, lines }) = changes.first() else { return changes };
+    if lines.iter().any(|(_, n)| *n > 0) {
+        return changes;
+    }
+    let at = p.syncs.partition_point(|x| x.id < s.id);
+    let earlier = p.syncs[..at].iter().rev().take_while(|x| x.step == s.step).take(64);
+    let read = earlier
+        .filter(|x| x.cause == crate::record::Cause::ValueRead)
+        .find(|x| {
+            let Some(g) = x.hash.and_then(|h| p.graphs.get(&h)) else { return false };
+            let lines_of_read: HashSet<String> =
+                g.def.node_defs.iter().map(|n| p.location(n.location)).collect();
+            lines.iter().all(|(line, _)| lines_of_read.contains(line))
+        });
+    match read {
+        Some(r) => Arc::from([GraphChange::SplitBy {
+            node: *node,
+            read_at: p.location(r.location),
+            ops: lines.iter().map(|(_, n)| n.unsigned_abs() as usize).sum(),
+        }]),
+        None => changes,
+    }
 }

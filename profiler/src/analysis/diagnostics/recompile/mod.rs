@@ -110,6 +110,14 @@ fn cause_of(changes: &[GraphChange]) -> String {
             }
         }
         GraphChange::ScalarPattern => "the pattern of equal host scalars changed".to_string(),
+        GraphChange::TensorOrNumber { location, .. } => {
+            format!("the value at {location} was a Python number on some steps and a tensor on others")
+        }
+        GraphChange::SplitBy { read_at, .. } => format!("the value read at {read_at} split the step"),
+        GraphChange::Work { lines, .. } => match lines.first() {
+            Some((at, _)) => format!("the step's work differs at {at}"),
+            None => "the step's work differs".to_string(),
+        },
         GraphChange::Computed { .. } => "tensors an earlier graph computed changed".to_string(),
         // Named by `reshaped` above.
         GraphChange::InputShape { .. } | GraphChange::NodeShape { .. } => String::new(),
@@ -313,13 +321,25 @@ fn recompiles(p: &Profile, sites: &[u32], rs: &[&Recompile]) -> Diagnostic {
             causes.join("; ")
         )
     };
+    // Every graph these made ran again at a later step: a cost paid once (a kind of step that
+    // recurs, an epoch's tail), not at each step.
+    let once = rs.iter().all(|r| runs_after(p, r.hash, r.step));
+    let message = match once {
+        true => format!("{message}. Each graph then ran again at later steps: a one-time cost"),
+        false => message,
+    };
     let mut graphs: Vec<u64> = rs.iter().flat_map(|r| [r.previous, r.hash]).collect();
     graphs.dedup();
     // The advice of the most frequent cause (the first recompile of a loop is often another).
     let advice =
         groups.first().and_then(|g| advice_for(&g.3.changes)).or_else(|| advice_for(&changes));
     let d = Diagnostic::new(p, Kind::Recompile, location, message, advice, instances, graphs);
-    Diagnostic { changes, ..d }
+    Diagnostic { changes, once, ..d }
+}
+
+/// Whether graph `hash` ran at a step after `step`.
+fn runs_after(p: &Profile, hash: u64, step: u64) -> bool {
+    p.syncs.iter().rev().take_while(|s| s.step > step).any(|s| s.hash == Some(hash))
 }
 
 /// The one dimension in which `to` is larger than `from` (same dtype and rank otherwise).
@@ -365,11 +385,28 @@ fn advice_for(changes: &[GraphChange]) -> Option<String> {
         GraphChange::SyncedTensors { .. } => Some(
             "sync the same tensors every step: a tensor kept alive (or dropped) across the sync changes the graph's outputs".to_string(),
         ),
+        // `x == 0` then `x > 0` read on the host: two comparisons at one line, not one that varies.
+        GraphChange::Attribute { op, name, .. } if op == "compare" && name == "direction" => Some(
+            "two different comparisons at one line (`x == 0`, then `x > 0`; often inside a library) each read a value on the host, each a small graph of its own: read the value once (`n = int(x)`) and compare the number".to_string(),
+        ),
         GraphChange::Attribute { name, .. } => Some(format!(
             "the op's {name} is computed from a value that changes between steps (a Python number used as axes, dims or bounds); keep it fixed, or pass what varies as a tensor so the graph stays the same"
         )),
         GraphChange::Structure { .. } => Some(
             "the program records different ops on different steps (a Python/Rust branch on data, or a changing loop count); make the step's ops the same every time".to_string(),
+        ),
+        GraphChange::TensorOrNumber { location, .. } => Some(format!(
+            "the value at {location} starts as a Python number and becomes a tensor (`total = 0`, then `total += loss`), so the steps it is a number in are a graph of their own: start it as a tensor on the device (`torch.zeros((), device=...)`)"
+        )),
+        GraphChange::Work { lines, .. } => Some(format!(
+            "some steps record work the others do not ({}: an update every k steps, a branch in Python), and each kind of step is a graph of its own, compiled once and then reused; to have one graph, do that work every step, or end the step before it (`step()`) so it is a small graph of its own",
+            lines.first().map_or("", |(at, _)| at.as_str())
+        )),
+        GraphChange::SplitBy { read_at, .. } => Some(format!(
+            "it follows from the value read at {read_at} (its own finding): read it after the step ends and the step is one graph again"
+        )),
+        GraphChange::ScalarPattern => Some(
+            "two Python numbers recorded at one line were equal on one step and differ on another (the graph shares equal numbers): pass them as tensors if it recurs".to_string(),
         ),
         _ => None,
     })

@@ -92,36 +92,40 @@ pub(super) fn warm_up(
     for i in a.inputs.iter().filter(|i| i.data) {
         *before.entry(i.location).or_default() += 1;
     }
-    let mut new_inputs = BTreeSet::new();
+    // How many each line made, to name the lines that made most first (an optimizer's moments,
+    // one or two per parameter, before a buffer that only moved to the line that updates it).
+    let mut made_at: BTreeMap<u32, usize> = BTreeMap::new();
     for i in b.inputs.iter().filter(|i| i.data) {
         match before.get_mut(&i.location) {
             Some(n) if *n > 0 => *n -= 1,
-            _ => {
-                new_inputs.insert(i.location);
-            }
+            _ => *made_at.entry(i.location).or_default() += 1,
         }
     }
-    if new_inputs.is_empty() {
+    if made_at.is_empty() {
         return None;
     }
+    let new_inputs: BTreeSet<u32> = made_at.keys().copied().collect();
+    let mut most_first: Vec<u32> = new_inputs.iter().copied().collect();
+    most_first.sort_by_key(|l| std::cmp::Reverse(made_at[l]));
     // Initialization: the inputs were made at lines only the first graph ran. State: they are
     // made by lines every step runs (the update), from what only the first graph created.
     if !only_first.is_empty() {
-        let kind = if new_inputs.iter().any(|l| only_first.contains(l)) {
-            Kind::Warmup
+        // The initialization's lines (only the first graph ran them), or the state's (the
+        // lines that made the new inputs: the update).
+        return if new_inputs.iter().any(|l| only_first.contains(l)) {
+            Some(WarmUp { kind: Kind::Warmup, lines: only_first })
         } else if new_inputs.iter().all(|l| lb.contains(l)) {
-            Kind::LazyState
+            Some(WarmUp { kind: Kind::LazyState, lines: most_first })
         } else {
-            return None;
+            None
         };
-        return Some(WarmUp { kind, lines: only_first });
     }
     // One line both creates the state and updates it (`opt.step()` of torch.optim, whose
     // first call makes the moments): the first graph ran the same lines, and the new graph only
     // adds device inputs, made at those lines, that it then keeps.
     let data = |d: &GraphDef| d.inputs.iter().filter(|i| i.data).count();
     if data(b) > data(a) && new_inputs.iter().all(|l| la.contains(l) && lb.contains(l)) {
-        return Some(WarmUp { kind: Kind::LazyState, lines: new_inputs.into_iter().collect() });
+        return Some(WarmUp { kind: Kind::LazyState, lines: most_first });
     }
     None
 }
