@@ -85,8 +85,7 @@ def install() -> None:
             setattr(dist, name, wrapped)
     _watch_init(dist)
     _watch_ddp()
-    if _in_a_job():
-        _watch_data_loader()
+    _watch_data_loader()
 
 
 def _watch_init(dist: Any) -> None:
@@ -270,7 +269,8 @@ def _watch_ddp() -> None:
 
 def _watch_data_loader() -> None:
     """Each batch a program's loop waits for from a torch DataLoader, reported as a wait for data
-    at the loop's line: in a job, a rank held back by its input pipeline is named for it. Only
+    at the loop's line, whatever runs the step (the engine, inductor, eager): in a job, a rank
+    held back by its input pipeline is named for it. Only
     the program's own thread (xlaprof's DeviceLoader reads its loader on a thread of its own,
     and reports the loop's waits itself)."""
     import time

@@ -160,11 +160,20 @@ pub(super) fn syncs_in_steps(
             g,
         ));
     }
-    let mut reads: BTreeMap<u32, Vec<(u64, u64, u64)>> = BTreeMap::new();
+    // Reads inside a run of a torch.compile graph are its results going back to a program whose
+    // model and batches are on the CPU (`backend="xlaprof"` on a CPU model): a cost of each call.
+    let mut runs: Vec<(u64, u64)> =
+        p.captured_runs.iter().map(|r| (r.start_ns, r.start_ns.saturating_add(r.duration_ns))).collect();
+    runs.sort_unstable();
+    let in_a_run = |t: u64| {
+        let i = runs.partition_point(|r| r.0 <= t);
+        i > 0 && t <= runs[i - 1].1
+    };
+    let mut reads: BTreeMap<(u32, bool), Vec<(u64, u64, u64)>> = BTreeMap::new();
     for r in p.value_reads.iter().filter(|r| r.forced_sync.is_none()) {
-        reads.entry(r.location).or_default().push((r.step, r.bytes, r.duration_ns));
+        reads.entry((r.location, in_a_run(r.start_ns))).or_default().push((r.step, r.bytes, r.duration_ns));
     }
-    for (location, rs) in reads {
+    for ((location, results), rs) in reads {
         // Reading a logged scalar after the step stalls for microseconds: not a problem.
         let per_read = saturating_sum(rs.iter().map(|r| r.1)) / rs.len().max(1) as u64;
         if per_read < t.host_read_bytes {
@@ -174,14 +183,24 @@ pub(super) fn syncs_in_steps(
         let stall = saturating_sum(rs.iter().map(|r| r.2));
         let mut steps: Vec<u64> = rs.iter().map(|r| r.0).collect();
         steps.dedup();
-        let message = format!(
-            "{} copied values to the host {} in {} ({} in all, {} of stalls)",
-            p.location(location),
-            times(rs.len()),
-            plural(steps.len(), "step"),
-            format_bytes(bytes as f64),
-            format_ns(stall as f64)
-        );
+        let message = match results {
+            false => format!(
+                "{} copied values to the host {} in {} ({} in all, {} of stalls)",
+                p.location(location),
+                times(rs.len()),
+                plural(steps.len(), "step"),
+                format_bytes(bytes as f64),
+                format_ns(stall as f64)
+            ),
+            true => format!(
+                "the compiled function called at {} copied its results back to the CPU {} in {} ({} in all, {} of stalls): its model and inputs are CPU tensors, so each call also copies them to the device",
+                p.location(location),
+                times(rs.len()),
+                plural(steps.len(), "step"),
+                format_bytes(bytes as f64),
+                format_ns(stall as f64)
+            ),
+        };
         let instances = rs
             .iter()
             .map(|&(step, bytes, dur)| Instance {
@@ -195,9 +214,10 @@ pub(super) fn syncs_in_steps(
                 cost_ns: dur,
             })
             .collect();
-        let advice = Some(
-            "read values only every few steps (e.g. for logging) if the stall matters".to_string(),
-        );
+        let advice = Some(match results {
+            false => "read values only every few steps (e.g. for logging) if the stall matters".to_string(),
+            true => "move the model and its batches to the device before compiling (`model.to(xt.device())`, `x.to(xt.device())`): they then stay there between calls, and only what the program reads comes back".to_string(),
+        });
         out.push(Diagnostic::new(
             p,
             Kind::HostRead,
