@@ -202,6 +202,14 @@ pub(super) fn findings(p: &Profile, t: &Thresholds, all: &[Recompile]) -> Vec<Di
     // size makes both the value read inside the step and the step's end compile anew) are
     // reported together. Each entry: the causes, the sites, their recompiles.
     let mut by_cause: Vec<(Vec<String>, Vec<u32>, Vec<&Recompile>)> = Vec::new();
+    // Storms likewise: one finding at the site that cost most, the others counted in it.
+    let mut storms: Vec<(Vec<String>, Vec<(u32, Vec<&Recompile>)>)> = Vec::new();
+    let causes_of = |rs: &[&Recompile]| {
+        let mut causes: Vec<String> = rs.iter().map(|r| cause_of(&unnumbered(&r.changes))).collect();
+        causes.sort();
+        causes.dedup();
+        causes
+    };
     for (location, mut rs) in by_site(all.iter()) {
         let at = syncs_at.get(&location).map_or(&[][..], |v| &v[..]);
         if let Some(w) = warm_up(p, rs[0], at, &mut lines) {
@@ -212,14 +220,15 @@ pub(super) fn findings(p: &Profile, t: &Thresholds, all: &[Recompile]) -> Vec<Di
             continue;
         }
         let late = rs.iter().filter(|r| r.step > t.warmup_steps).count() as u64;
+        let causes = causes_of(&rs);
         if late >= t.storm_compiles {
-            out.push(storm(p, t, location, &rs));
+            // Sites that share a cause: their other causes are the step's own (its warm-up).
+            match storms.iter_mut().find(|g| g.0.iter().any(|c| causes.contains(c))) {
+                Some((_, sites)) => sites.push((location, rs)),
+                None => storms.push((causes, vec![(location, rs)])),
+            }
             continue;
         }
-        let mut causes: Vec<String> =
-            rs.iter().map(|r| cause_of(&unnumbered(&r.changes))).collect();
-        causes.sort();
-        causes.dedup();
         match by_cause.iter_mut().find(|g| g.0 == causes) {
             Some((_, sites, same)) => {
                 sites.push(location);
@@ -231,6 +240,27 @@ pub(super) fn findings(p: &Profile, t: &Thresholds, all: &[Recompile]) -> Vec<Di
     for (_, sites, mut rs) in by_cause {
         rs.sort_by_key(|r| r.sync);
         out.push(recompiles(p, &sites, &rs));
+    }
+    for (_, mut sites) in storms {
+        let cost = |rs: &[&Recompile]| saturating_sum(rs.iter().map(|r| r.cost_ns));
+        sites.sort_by_key(|(l, rs)| (std::cmp::Reverse(cost(rs)), *l));
+        let (location, rs) = &sites[0];
+        let mut d = storm(p, t, *location, rs);
+        for (other, rs) in &sites[1..] {
+            // (A value read inside the step and the step's end, for one batch of a new size.)
+            let more = storm(p, t, *other, rs);
+            d.message += &format!(
+                "; the same change made {} compile {} too ({}), counted here",
+                p.location(*other),
+                super::times(rs.len()),
+                format_ns(cost(rs) as f64)
+            );
+            d.cost_ns = d.cost_ns.saturating_add(more.cost_ns);
+            d.count += more.count;
+            d.instances.extend(more.instances);
+            d.graphs.extend(more.graphs);
+        }
+        out.push(d);
     }
     out
 }
