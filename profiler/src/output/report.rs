@@ -38,10 +38,11 @@ fn summary_text(a: &Analysis, out: &mut String) {
     } else {
         let _ = writeln!(
             out,
-            "  {} recorded, {} steps, {} graphs captured by torch.compile (its backend ran them, not the engine)",
+            "  {} recorded, {} steps, {} {} captured by torch.compile (its backend ran them, not the engine)",
             format_ns(s.duration_ns as f64),
             s.steps,
-            s.graphs
+            s.graphs,
+            if s.graphs == 1 { "graph" } else { "graphs" }
         );
     }
     if s.steps > a.thresholds.warmup_steps {
