@@ -118,6 +118,19 @@ def test_reductions():
     assert abs(t.sum().item() - float(a.sum())) < 1e-3
 
 
+def test_the_extremes_of_bools_start_from_false_and_true():
+    # A maximum of bools once started from -inf cast to bool, which is true: a row of all False
+    # had the maximum True and its index past the row (found by the index check, in cumprod's
+    # gradient, which looks for each row's first zero).
+    a = np.array([[False, True, False], [False, False, False], [True, True, True]])
+    t = xp.from_numpy(a)
+    np.testing.assert_array_equal(t.amax(1).numpy(), a.max(1))
+    np.testing.assert_array_equal(t.amin(1).numpy(), a.min(1))
+    np.testing.assert_array_equal(t.argmax(1).numpy(), a.argmax(1))
+    np.testing.assert_array_equal(t.argmin(1).numpy(), a.argmin(1))
+    assert t.max().item() == 1 and xp.from_numpy(a[1]).max().item() == 0
+
+
 def test_matmul_softmax_and_movement():
     a, b = arr(2, 3, 4), arr(4, 5)
     ta, tb = xp.from_numpy(a), xp.from_numpy(b)

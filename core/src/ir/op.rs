@@ -137,6 +137,20 @@ pub enum ReduceKind {
     Min,
 }
 
+impl ReduceKind {
+    /// The value a reduction of this kind starts from in `dtype`: what no element changes (a
+    /// maximum of bools starts at false, not at -inf cast to bool, which is true).
+    pub fn identity(self, dtype: crate::DType) -> f64 {
+        match (self, dtype) {
+            (ReduceKind::Sum, _) => 0.0,
+            (ReduceKind::Max, crate::DType::Pred) => 0.0,
+            (ReduceKind::Min, crate::DType::Pred) => 1.0,
+            (ReduceKind::Max, _) => f64::NEG_INFINITY,
+            (ReduceKind::Min, _) => f64::INFINITY,
+        }
+    }
+}
+
 /// The recursions the engine runs as loops ([`Op::Recursion`]): over time, or a count the data
 /// decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -93,12 +93,12 @@ impl Lines<'_> {
     }
     /// Sum (or max, min) of `x` over `axes`.
     pub(super) fn reduce(&mut self, kind: &str, x: &str, shape: &Shape, axes: &[usize]) -> String {
-        let init = match kind {
-            "maximum" => f64::NEG_INFINITY,
-            "minimum" => f64::INFINITY,
-            _ => 0.0,
+        let kind_of = match kind {
+            "maximum" => crate::ir::ReduceKind::Max,
+            "minimum" => crate::ir::ReduceKind::Min,
+            _ => crate::ir::ReduceKind::Sum,
         };
-        let init = self.constant(shape.dtype, init);
+        let init = self.constant(shape.dtype, kind_of.identity(shape.dtype));
         let out = reduced(shape, axes);
         let t = format!("tensor<{}>", shape.dtype.mlir_name());
         let list: Vec<String> = axes.iter().map(|d| d.to_string()).collect();

@@ -268,9 +268,5 @@ fn reduce_op(kind: ReduceKind, dtype: DType) -> &'static str {
 }
 
 fn reduce_init(kind: ReduceKind, dtype: DType) -> String {
-    match kind {
-        ReduceKind::Sum => literal(dtype, 0.0),
-        ReduceKind::Max => literal(dtype, f64::NEG_INFINITY),
-        ReduceKind::Min => literal(dtype, f64::INFINITY),
-    }
+    literal(dtype, kind.identity(dtype))
 }

@@ -212,12 +212,7 @@ fn reduce_window(
             format!("window {kernel:?} is larger than {}", x.shape()),
         ));
     }
-    let init = match kind {
-        ReduceKind::Max => f64::NEG_INFINITY,
-        ReduceKind::Min => f64::INFINITY,
-        ReduceKind::Sum => 0.0,
-    };
-    let init = Tensor::scalar(init, x.dtype());
+    let init = Tensor::scalar(kind.identity(x.dtype()), x.dtype());
     let dims = vec![x.dims()[0], x.dims()[1], out[0], out[1]];
     let op = Op::ReduceWindow {
         kind,

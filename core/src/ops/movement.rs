@@ -522,11 +522,7 @@ impl Tensor {
                     ))
                 }
             };
-            let identity = match kind {
-                ReduceKind::Max => f64::NEG_INFINITY,
-                ReduceKind::Min => f64::INFINITY,
-                ReduceKind::Sum => 0.0,
-            };
+            let identity = kind.identity(self.dtype());
             let base = if include_self {
                 self.clone()
             } else {
