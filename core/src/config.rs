@@ -45,7 +45,7 @@ pub const VARS: &[Var] = &[
     Var { name: WIDE_SUMS, effect: "1: float32 sums (and means, norms, variances) accumulate in float64 and round once, as exact as torch's (the default on the CPU, whose XLA sums a dimension element after element); 0: in float32 (the default on GPUs, which sum in trees)" },
     Var { name: STRICT, effect: "torch bridge: 1 makes an aten op with no lowering an error instead of a CPU fallback" },
     Var { name: DEBUG_NANS, effect: "1: every sync is checked for NaN and Inf, and the op that made the first is named (detect_anomaly() for the whole program)" },
-    Var { name: CHECK, effect: "torch bridge: 1 checks the bounds of every index on the device, read with the next sync's results; out of range is an IndexError naming the op's line" },
+    Var { name: CHECK, effect: "torch bridge: the bounds of every index checked on the device, read with the next sync's results, an index out of range an IndexError naming the op's line (the default, lazily); 0 leaves XLA's clamping, silent" },
     Var { name: FUSED_STEPS, effect: "torch.compile (backend=\"xlaprof\"): 1 records each run of a captured graph into the lazy trace, so a step's graphs and the lazy code between them run as one program (less device time, no overlap of the host with the device)" },
 ];
 

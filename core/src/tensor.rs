@@ -220,6 +220,38 @@ impl Tensor {
         }
     }
 
+    /// Its node, held weakly: for [`Tensor::needs`], without keeping the node's graph alive
+    /// (and, while held, without its address going to another node).
+    pub fn node_handle(&self) -> std::sync::Weak<Node> {
+        Arc::downgrade(&self.node())
+    }
+
+    /// For each node (see [`Tensor::node_handle`]), whether computing this tensor computes it
+    /// (a node freed since, or computed since, is not needed).
+    pub fn needs(&self, nodes: &[std::sync::Weak<Node>]) -> Result<Vec<bool>> {
+        let keys: Vec<usize> = nodes.iter().map(|n| n.as_ptr() as usize).collect();
+        let live: Vec<bool> = nodes.iter().map(|n| n.strong_count() > 0).collect();
+        let needed = exec::needs(&self.0.value, &keys)?;
+        Ok(needed.into_iter().zip(live).map(|(n, l)| n && l).collect())
+    }
+
+    /// Computes this pending tensor as reading it does, with `riders` computed by the same
+    /// program: what a tool reads beside a value (the index check's bounds) costs no sync of
+    /// its own. Nothing to do when it is data, or when compiled graphs were recorded into the
+    /// trace (a read then computes the whole step, riders included).
+    #[track_caller]
+    pub fn compute_with(&self, riders: &[&Tensor]) -> Result<()> {
+        let location = SourceLocation::caller();
+        if exec::REPLAYED.load(std::sync::atomic::Ordering::Relaxed) || matches!(self.node().op, Op::Data(_)) {
+            return Ok(());
+        }
+        let mut values = vec![&self.0.value];
+        values.extend(riders.iter().map(|t| &t.0.value));
+        exec::sync_tensors(&values, SyncCause::ValueRead, location)?;
+        crate::anomaly::after_sync()?;
+        crate::breaks::take()
+    }
+
     /// Reads the values to host (materializing what they need), as `T`, which must be the dtype.
     #[track_caller]
     pub fn to_vec<T: NativeType>(&self) -> Result<Vec<T>> {

@@ -159,7 +159,7 @@ def test_compare_with_eager_pairs_what_the_device_runs_another_way_and_still_fin
     assert found.first.line.startswith(f"test_debug_tools.py:{line} "), found
 
 
-def test_xlaprof_check_makes_an_out_of_range_index_an_index_error_at_its_line(tmp_path):
+def test_an_out_of_range_index_is_an_index_error_at_its_line_unless_xlaprof_check_is_0(tmp_path):
     pytest.importorskip("torch")
     import subprocess
     import sys
@@ -178,9 +178,11 @@ def test_xlaprof_check_makes_an_out_of_range_index_an_index_error_at_its_line(tm
     ))
     import os
 
-    clamped = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=300)
+    # On by default, as torch's own checks are; XLAPROF_CHECK=0 leaves XLA's clamping, silent.
+    env = {k: v for k, v in os.environ.items() if k != "XLAPROF_CHECK"}
+    off = dict(env, XLAPROF_CHECK="0")
+    clamped = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=300, env=off)
     assert clamped.returncode == 0, clamped.stderr  # XLA clamps: the known silent case
-    env = dict(os.environ, XLAPROF_CHECK="1")
     checked = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=300, env=env)
     assert checked.returncode != 0
     assert "IndexError: index 12 is out of bounds for dimension 0 with size 10" in checked.stderr, checked.stderr
@@ -204,13 +206,26 @@ def test_xlaprof_check_makes_an_out_of_range_index_an_index_error_at_its_line(tm
                     xt.step()
                 except IndexError as e:
                     print("step", step, e)
+            try:
+                xt.wait()
+            except IndexError as e:
+                print("wait", e)
         print("syncs", p.syncs, "steps", p.steps)
         """
     ))
+    wrong = "index 12 is out of bounds for dimension 0 with size 10 (aten::embedding, at steps.py:10"
     run = subprocess.run([sys.executable, str(steps)], capture_output=True, text=True, timeout=300, env=env)
     assert run.returncode == 0, run.stderr
-    assert "step 3 index 12 is out of bounds for dimension 0 with size 10 (aten::embedding, at steps.py:10" in run.stdout, run.stdout
-    assert "syncs 4 steps 4" in run.stdout, run.stdout
+    assert f"step 3 {wrong}" in run.stdout and "wait" not in run.stdout, run.stdout
+    assert "syncs 4 steps 4" in run.stdout, run.stdout  # the bounds read with the steps' results
+
+    # Where syncs return before their programs finish (GPUs), a step's bounds are read at the
+    # next sync, so that the host still runs ahead: the last step's, at the wait for the device.
+    ahead = subprocess.run([sys.executable, str(steps)], capture_output=True, text=True, timeout=300,
+                           env=dict(env, XLAPROF_RUN_AHEAD="1"))
+    assert ahead.returncode == 0, ahead.stderr
+    assert f"wait {wrong}" in ahead.stdout and "\nstep " not in "\n" + ahead.stdout, ahead.stdout
+    assert "syncs 4 steps 4" in ahead.stdout, ahead.stdout
 
 
 def test_xlaprof_check_holds_a_ctc_loss_s_device_lengths_to_its_input_as_cuda_does(tmp_path):
@@ -246,7 +261,8 @@ def test_xlaprof_check_holds_a_ctc_loss_s_device_lengths_to_its_input_as_cuda_do
     ))
     import os
 
-    silent = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=300)
+    silent = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, XLAPROF_CHECK="0"))
     assert silent.returncode == 0 and "input past the steps -> " in silent.stdout, silent.stderr
     saved = tmp_path / "asr.xlaprof"
     env = dict(os.environ, XLAPROF_CHECK="1", XLAPROF_PROFILE=str(saved))

@@ -43,7 +43,7 @@ pub(crate) use compile::compile;
 pub use engine::{engine, engine_with_devices, request_devices, started_engine, Engine};
 pub(crate) use launch::execute;
 pub use sync::{mark_step, step, steps_start_afresh, sync, wait};
-pub(crate) use sync::{sync_all, sync_tensors, FULL_SYNCS, REPLAYED};
+pub(crate) use sync::{needs, sync_all, sync_tensors, FULL_SYNCS, REPLAYED};
 
 use engine::*;
 use sync::*;

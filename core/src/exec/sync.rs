@@ -164,6 +164,19 @@ pub(crate) fn sync_tensors(
     run(engine, &tensors, None, cause, location)
 }
 
+/// For each node key (a node's address, held by [`crate::Tensor::node_handle`]), whether
+/// computing `value` computes that node: what a read of it would run.
+pub(crate) fn needs(value: &Value, keys: &[usize]) -> Result<Vec<bool>> {
+    let engine = engine()?;
+    let _serial = trace::serialize();
+    let epoch = engine.epoch.fetch_add(1, Ordering::Relaxed);
+    let needed: std::collections::HashSet<usize> = crate::ir::needed(&[value.node()], epoch)
+        .into_iter()
+        .map(|n| n as *const crate::ir::Node as usize)
+        .collect();
+    Ok(keys.iter().map(|k| needed.contains(k)).collect())
+}
+
 /// The live pending tensors, other than `tensors`, whose current node the graph of `tensors`
 /// holds (oldest first, so that the graph's key does not depend on the registry's order).
 fn computed_on_the_way(engine: &Engine, tensors: &[&Value]) -> Vec<Arc<dyn trace::Holder>> {

@@ -488,6 +488,50 @@ pub(crate) fn wait(py: Python<'_>) -> PyResult<()> {
     })
 }
 
+/// Whether a sync returns once its program is queued (`XLAPROF_RUN_AHEAD`; GPUs by default):
+/// what a step's own results say is then read at the next sync, not at this one.
+#[pyfunction]
+pub(crate) fn runs_ahead(py: Python<'_>) -> PyResult<bool> {
+    py.detach(|| xlaprof_core::engine().map(|e| e.runs_ahead())).map_err(super::errors::engine_error)
+}
+
+/// The values of an integer tensor a sync computed already, as i64, read without counting as
+/// the user's read (the index check's bounds, computed in the step's own graph and no sync of
+/// the program's): None while it is still pending. Waits for its program when it runs ahead.
+#[pyfunction]
+pub(crate) fn read_computed(py: Python<'_>, t: &PyTensor) -> PyResult<Option<Vec<i64>>> {
+    let xlaprof_core::ir::Op::Data(data) = &t.t.node().op else {
+        return Ok(None);
+    };
+    let data = data.clone();
+    py.detach(move || data.to_vec::<i64>()).map(Some).map_err(super::errors::engine_error)
+}
+
+/// A tensor's node, held weakly (see `needs`).
+#[pyclass(name = "_NodeHandle", module = "xlaprof", frozen)]
+pub(crate) struct NodeHandle(std::sync::Weak<xlaprof_core::ir::Node>);
+
+/// `t`'s node, held without keeping it alive.
+#[pyfunction]
+pub(crate) fn node_handle(t: &PyTensor) -> NodeHandle {
+    NodeHandle(t.t.node_handle())
+}
+
+/// For each node, whether reading `t` would compute it.
+#[pyfunction]
+pub(crate) fn needs(py: Python<'_>, t: &PyTensor, nodes: Vec<PyRef<'_, NodeHandle>>) -> PyResult<Vec<bool>> {
+    let (t, nodes): (Tensor, Vec<_>) = (t.t.clone(), nodes.iter().map(|n| n.0.clone()).collect());
+    py.detach(move || t.needs(&nodes)).map_err(super::errors::engine_error)
+}
+
+/// Computes `t` (pending) as reading it does, with `riders` computed by the same program (the
+/// index check's bounds: no sync of their own); the read that follows then runs nothing.
+#[pyfunction]
+pub(crate) fn compute_with(py: Python<'_>, t: &PyTensor, riders: Vec<PyRef<'_, PyTensor>>) -> PyResult<()> {
+    let (t, riders): (Tensor, Vec<Tensor>) = (t.t.clone(), riders.iter().map(|r| r.t.clone()).collect());
+    traced_detached(py, "numpy", move || t.compute_with(&riders.iter().collect::<Vec<_>>()))
+}
+
 #[pyfunction]
 pub(crate) fn no_grad_enter() {
     trace::enter_no_grad();

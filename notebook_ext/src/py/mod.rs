@@ -31,6 +31,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     xlaprof_profiler::variables::set_source_of(location::source_of);
     m.add_class::<debugging::PyBlock>()?;
     m.add_class::<tensor::PyTensor>()?;
+    m.add_class::<functions::NodeHandle>()?;
     m.add_class::<nn::PyLinear>()?;
     m.add_class::<nn::PyConv2d>()?;
     m.add_class::<nn::PyLayerNorm>()?;
@@ -94,6 +95,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(sync, m)?,
         wrap_pyfunction!(step, m)?,
         wrap_pyfunction!(wait, m)?,
+        wrap_pyfunction!(runs_ahead, m)?,
+        wrap_pyfunction!(read_computed, m)?,
+        wrap_pyfunction!(compute_with, m)?,
+        wrap_pyfunction!(node_handle, m)?,
+        wrap_pyfunction!(needs, m)?,
         wrap_pyfunction!(no_grad_enter, m)?,
         wrap_pyfunction!(no_grad_exit, m)?,
         wrap_pyfunction!(is_grad_enabled, m)?,

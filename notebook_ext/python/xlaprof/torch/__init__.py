@@ -69,6 +69,7 @@ def step() -> None:
 def wait() -> None:
     """Waits until the device has run everything launched so far: ``xm.wait_device_ops()``."""
     _native.wait()
+    _check.after_wait()  # the index checks of what ran ahead
 
 
 # Dynamo skips the package (`_compile.register`); this one it traces, into `_sharding`.

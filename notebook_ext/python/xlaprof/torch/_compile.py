@@ -49,6 +49,7 @@ import torch
 from torch.utils._pytree import tree_map
 
 from .. import _native
+from . import _check
 from ._device import DEVICE_TYPE, TO_TORCH
 from ._layout import meta_like
 from ._tensor import LazyTensor, _DEVICE, rebind, to_cpu, to_engine, value
@@ -675,20 +676,22 @@ def _run(node: torch.fx.Node, env: Dict[torch.fx.Node, Any],
 def _interpret(graph: CompiledGraph, env: Dict[torch.fx.Node, Any],
                uploads: Dict[torch.fx.Node, LazyTensor]) -> Dict[torch.fx.Node, Any]:
     """Records the graph's device part on the lazy device (the CPU part is in ``env`` already);
-    the CPU values it reads are uploaded, into ``uploads`` (a capture's arguments)."""
+    the CPU values it reads are uploaded, into ``uploads`` (a capture's arguments). Its indices
+    are not checked (`_check.unchecked`)."""
     env = dict(env)
     try:
-        for node in graph.gm.graph.nodes:
-            if node.op != "call_function" or node in env or node in graph.host_writes:
-                continue
-            for inp in node.all_input_nodes:
-                v = env[inp]
-                if inp not in uploads and isinstance(v, torch.Tensor) and not isinstance(v, LazyTensor):
-                    uploads[inp] = LazyTensor(to_engine(v))
-            # Each op at the user's line its node came from (the profile's graph view, a
-            # fallback's finding), not at the backend's loop.
-            _native.pin_location(graph.stacks.get(node))
-            env[node] = _run(node, env, uploads, graph.cpu_alone)
+        with _check.unchecked():
+            for node in graph.gm.graph.nodes:
+                if node.op != "call_function" or node in env or node in graph.host_writes:
+                    continue
+                for inp in node.all_input_nodes:
+                    v = env[inp]
+                    if inp not in uploads and isinstance(v, torch.Tensor) and not isinstance(v, LazyTensor):
+                        uploads[inp] = LazyTensor(to_engine(v))
+                # Each op at the user's line its node came from (the profile's graph view, a
+                # fallback's finding), not at the backend's loop.
+                _native.pin_location(graph.stacks.get(node))
+                env[node] = _run(node, env, uploads, graph.cpu_alone)
     finally:
         _native.pin_location(None)
     return env

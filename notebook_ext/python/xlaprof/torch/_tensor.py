@@ -240,11 +240,16 @@ def to_engine(t: torch.Tensor) -> Any:
 def to_cpu(t: LazyTensor) -> torch.Tensor:
     """Reads a lazy tensor's values into a new CPU tensor (runs what is pending)."""
     x = value(t)
+    bounds = _check.before_read(x) if x.is_pending else None
+    if bounds is not None:  # the index checks of what the read computes, in its own program
+        _native.compute_with(x, [bounds[0]._xp])
     arr = np.asarray(x.numpy(force=True))
     out = torch.from_numpy(np.array(arr, copy=True))
     if out.dtype != t.dtype:
         out = out.to(t.dtype)
-    if _check.ENABLED:
+    if bounds is not None:
+        _check.after_sync(bounds, ahead=False)
+    else:
         _check.after_read()
     return out.reshape(tuple(t.shape))
 

@@ -54,8 +54,8 @@ fn advice(kind: Kind) -> Option<String> {
         Kind::Anomaly => "look at the inputs' ranges it names: a log or a division of zero, an overflow in a half-precision dtype (scale the loss, or compute it in float32), or weights a learning rate blew up",
         Kind::ForbiddenSync => "keep the value on the device (tensor ops instead of .item(), print or `if t:`), or read it after the block",
         Kind::Divergence => "the op's lowering and torch's kernel disagree at that line: compare its dtype and arguments with torch's; a custom op's backward is the usual suspect",
-        Kind::IndexOutOfRange => "an index past the size it indexes: torch's CPU and CUDA kernels raise here too; without XLAPROF_CHECK, XLA clamps it and reads a neighbour silently",
-        Kind::ValueOutOfRange => "an argument outside what its op takes (a length past the input it measures): torch's CPU and CUDA kernels raise here too; without XLAPROF_CHECK the device computes on with it silently",
+        Kind::IndexOutOfRange => "an index past the size it indexes: torch's CPU and CUDA kernels raise here too; with XLAPROF_CHECK=0, XLA clamps it and reads a neighbour silently",
+        Kind::ValueOutOfRange => "an argument outside what its op takes (a length past the input it measures): torch's CPU and CUDA kernels raise here too; with XLAPROF_CHECK=0 the device computes on with it silently",
         _ => return None,
     };
     Some(text.to_string())
