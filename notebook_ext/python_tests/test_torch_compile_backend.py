@@ -619,6 +619,44 @@ def test_a_loop_that_also_ends_its_steps_counts_each_iteration_once():
     assert p.steps == 3, p.report()
 
 
+def test_a_loop_that_steps_two_optimizers_counts_each_iteration_once():
+    # A GAN steps its discriminator's optimizer and its generator's each iteration: one step of
+    # the loop, not two, whether the optimizers' steps run eagerly (their hooks) or compiled.
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    for compiled in (False, True):
+        d = _mlp().to(DEV)
+        g = torch.nn.Sequential(torch.nn.Linear(12, 24), torch.nn.ReLU(), torch.nn.Linear(24, 5)).to(DEV)
+        opt_d, opt_g = torch.optim.Adam(d.parameters()), torch.optim.Adam(g.parameters())
+        step_d, step_g = opt_d.step, opt_g.step
+        if compiled:
+            step_d, step_g = torch.compile(step_d, backend="xlaprof"), torch.compile(step_g, backend="xlaprof")
+        fd, fg = torch.compile(d, backend="xlaprof"), torch.compile(g, backend="xlaprof")
+        with xp.profile() as p:
+            for _ in range(5):
+                x = torch.randn(16, 12).to(DEV)
+                fd(x).square().mean().backward()
+                step_d()
+                opt_d.zero_grad()
+                fg(x).square().mean().backward()
+                step_g()
+                opt_g.zero_grad()
+            xt.wait()
+        assert p.steps == 5, (compiled, p.report())
+    # The two dropped, one optimizer of a model made afresh (a notebook's cell run again): each
+    # of its steps is a step again.
+    del opt_d, opt_g, step_d, step_g
+    model = _mlp().to(DEV)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+    forward = torch.compile(model, backend="xlaprof")
+    with xp.profile() as p:
+        for _ in range(3):
+            forward(torch.randn(16, 12).to(DEV)).square().mean().backward()
+            opt.step()
+            opt.zero_grad()
+    assert p.steps == 3, p.report()
+
+
 def test_a_compiled_optimizer_step_breaks_only_where_the_program_does():
     # The package's own step hook (which ends a profile's steps) is traced into the optimizer's
     # graph, not a graph break; a hook of the program's that breaks is found at its line, the

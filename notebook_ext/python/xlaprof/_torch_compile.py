@@ -24,6 +24,7 @@ import os
 import re
 import sys
 import time
+import weakref
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _native
@@ -53,6 +54,7 @@ def install() -> None:
     counting steps afresh (a new profile's steps)."""
     global _installed
     _runs[0] = 0
+    _optimizers.clear()
     if _installed:
         return
     _installed = True
@@ -86,7 +88,7 @@ def watch_runs() -> None:
     register_optimizer_step_post_hook(traced(_optimizer_stepped))
 
 
-def _optimizer_stepped(*_: Any) -> None:
+def _optimizer_stepped(optimizer: Any, *_: Any) -> None:
     # A step of a torch.compile program ends at its optimizer's step, when compiled graphs ran
     # since the last one (an eager optimizer beside it, say a reference run, or a program on
     # the lazy device, which ends its steps with `xt.step()`, makes no steps here). Inside a
@@ -96,8 +98,30 @@ def _optimizer_stepped(*_: Any) -> None:
 
     if torch.compiler.is_compiling() or not _runs[0]:
         return
-    _runs[0] = 0
-    _native.mark_step()
+    if _ends_step(weakref.ref(optimizer)):
+        _runs[0] = 0
+        _native.mark_step()
+
+
+# The optimizers of the training loop, in the order of their first steps: a loop that steps several each iteration (a GAN's discriminator and generator)
+# ends its step at the last one's.
+_optimizers: List[Any] = []
+
+
+def _ends_step(optimizer: Any) -> bool:
+    """Whether this optimizer's step, after graphs of the model ran, ends the step (an
+    optimizer not known apart from the others ends one)."""
+    if optimizer is None:
+        return True
+    # An optimizer since dropped (a notebook's cell run again makes a new one) is no longer the
+    # loop's.
+    _optimizers[:] = [o for o in _optimizers if not isinstance(o, weakref.ref) or o() is not None]
+    if optimizer not in _optimizers:
+        _optimizers.append(optimizer)
+        # A second optimizer in the first iteration: the first one's step, which ended a step
+        # when it looked like the only one, ended this iteration's already.
+        return len(_optimizers) == 1
+    return optimizer == _optimizers[-1]  # else not the iteration's last optimizer
 
 
 class _Handler(logging.Handler):
@@ -330,6 +354,18 @@ def _compiles_optimizer(output_graph: Any) -> bool:
     return _OPTIM in os.path.abspath(str(fields.get("co_filename") or ""))
 
 
+def _optimizer_of(args: Tuple[Any, ...]) -> Any:
+    """Which optimizer a compiled optimizer step's graph steps, as far as its inputs tell: the
+    shape and dtype of its first tensor, a parameter (the same whether the graph that runs is
+    the first step's, which makes the state, or a later one's; the tensors themselves are not
+    the same objects from call to call)."""
+    import torch
+
+    flat = args[0] if len(args) == 1 and isinstance(args[0], (list, tuple)) else args
+    first = next((a for a in flat if isinstance(a, torch.Tensor)), None)
+    return None if first is None else ("compiled", tuple(first.shape), first.dtype)
+
+
 def _timed(compiled: Any, graph: int, optimizer: bool = False) -> Any:
     """The compiled graph, each run timed and reported. A run of an optimizer's graph ends the
     step when the model's graphs ran since the last one: where torch compiles the optimizer's
@@ -344,7 +380,7 @@ def _timed(compiled: Any, graph: int, optimizer: bool = False) -> Any:
             report(graph, now() - start)
             if not optimizer:
                 runs[0] += 1
-            elif runs[0]:
+            elif runs[0] and _ends_step(_optimizer_of(args)):
                 runs[0] = 0
                 mark()
 

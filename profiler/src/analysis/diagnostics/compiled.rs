@@ -258,6 +258,11 @@ fn guard_failures(p: &Profile) -> Vec<Diagnostic> {
                 .collect();
             let function = function_name(p, compiles[0]);
             let cause = match (compiles[0].reason_location, compiles[0].caller) {
+                (Some(at), Some(call)) if call != at => format!(
+                    " at the call at {}, and what it checks comes from {}",
+                    p.location(call),
+                    p.location(at)
+                ),
                 (Some(at), _) => format!(", and what it checks comes from {}", p.location(at)),
                 (None, Some(call)) => format!(", at the call at {}", p.location(call)),
                 (None, None) => String::new(),
@@ -267,10 +272,10 @@ fn guard_failures(p: &Profile) -> Vec<Diagnostic> {
             // expected, paid once (an evaluation under `no_grad()`, a model in `eval()`).
             if let (Some(mode), [_]) = (mode_switch(guard), &compiles[..]) {
                 let message = format!(
-                    "expected once: torch.compile compiled {function} a second graph, for {mode}: its guard `{guard}` failed{cause}. Each mode keeps its graph, and later calls in either reuse it"
+                    "expected once: torch.compile compiled {function} a second graph, for {mode}: its guard `{guard}` failed{cause}. Both graphs are kept, and later calls reuse them"
                 );
                 let advice = Some(
-                    "nothing to fix: one compile per mode, not one per step. If it matters, make that call once before timing, or compile the evaluation apart (a function of its own)".to_string(),
+                    "nothing to fix: one graph more, compiled once and reused, not one per step. If it matters, make that call once before timing, or compile that path apart (a function of its own)".to_string(),
                 );
                 let d = Diagnostic::new(p, Kind::Recompile, location, message, advice, instances, graphs);
                 return Diagnostic { once: true, ..d };
@@ -311,6 +316,10 @@ fn mode_switch(guard: &str) -> Option<&'static str> {
         Some("the model in `eval()` mode")
     } else if guard.contains("autocast") {
         Some("calls under autocast")
+    } else if guard.contains("requires_grad mismatch") {
+        // Two values, so at most one more graph: a GAN's discriminator called on `fake.detach()`
+        // and on `fake`, a frozen encoder's output and a trained one's.
+        Some("inputs that require grad where the first call's did not, or the other way round (a network called on a tensor and on its `.detach()`)")
     } else {
         None
     }

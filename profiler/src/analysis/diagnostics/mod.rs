@@ -302,6 +302,7 @@ pub fn diagnose(
     all.extend(devices::heavy_collectives(p));
     all.extend(devices::device_skew(p));
     all.extend(caught::findings(p));
+    fold_consequences(&mut all);
     all.sort_by(|a, b| {
         (b.kind.is_caught().cmp(&a.kind.is_caught()))
             .then(a.once.cmp(&b.once))
@@ -310,4 +311,59 @@ pub fn diagnose(
             .then(a.location.cmp(&b.location))
     });
     all
+}
+
+/// A one-time recompile that only follows from another finding's cause is said in that finding,
+/// not beside it: the graphs a value read splits the step into are the hidden sync's; a graph
+/// whose other work is where the first update made its state is the warm-up's.
+fn fold_consequences(all: &mut Vec<Diagnostic>) {
+    let mut i = 0;
+    while i < all.len() {
+        let Some(host) = consequence_of(&all[i], all) else {
+            i += 1;
+            continue;
+        };
+        let folded = all.remove(i);
+        let host = &mut all[if host > i { host - 1 } else { host }];
+        host.message += &format!(
+            "; for the same reason {} compiled another graph ({}, once)",
+            folded.location,
+            crate::util::format_ns(folded.cost_ns as f64)
+        );
+        host.graphs.extend(folded.graphs);
+    }
+}
+
+/// The finding whose cause a one-time recompile follows from, if any.
+fn consequence_of(d: &Diagnostic, all: &[Diagnostic]) -> Option<usize> {
+    if d.kind != Kind::Recompile || !d.once || d.changes.is_empty() {
+        return None;
+    }
+    let reads: Vec<&String> = d
+        .changes
+        .iter()
+        .filter_map(|c| match c {
+            GraphChange::SplitBy { read_at, .. } => Some(read_at),
+            _ => None,
+        })
+        .collect();
+    if reads.len() == d.changes.len() {
+        return all
+            .iter()
+            .position(|h| h.kind == Kind::HiddenSync && reads.iter().all(|&at| *at == h.location));
+    }
+    let worked: Option<Vec<&String>> = d
+        .changes
+        .iter()
+        .map(|c| match c {
+            GraphChange::Work { lines, .. } if !lines.is_empty() => Some(lines.iter().map(|(at, _)| at)),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()
+        .map(|lines| lines.into_iter().flatten().collect());
+    let lines = worked?;
+    // The warm-up's message names each line where the first update made state.
+    all.iter().position(|h| {
+        h.kind == Kind::LazyState && lines.iter().all(|at| h.message.contains(&format!("{at},")) || h.message.contains(&format!("{at} (")))
+    })
 }

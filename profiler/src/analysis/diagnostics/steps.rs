@@ -62,6 +62,8 @@ pub(super) fn syncs_in_steps(
 ) -> Vec<Diagnostic> {
     let closed_steps = p.steps.len() as u64;
     let mut hidden: BTreeMap<u32, Vec<Instance>> = BTreeMap::new();
+    // Reads that ran a graph of their own without splitting their step's work, by line.
+    let mut apart: BTreeMap<u32, Vec<Instance>> = BTreeMap::new();
     let mut mid: BTreeMap<u32, Vec<Instance>> = BTreeMap::new();
     let mut graphs: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
     // For each sync, whether a later sync of its step ran a graph: one pass from the end.
@@ -76,7 +78,8 @@ pub(super) fn syncs_in_steps(
         if fallback.is_some() || explained.contains(&s.id) {
             continue;
         }
-        if s.cause == Cause::ValueRead && !splits_its_step(p, i, closed_steps) {
+        let split = s.cause != Cause::ValueRead || splits_its_step(p, i, closed_steps);
+        if !split && (s.hash.is_none() || s.step > closed_steps) {
             continue;
         }
         let cost_ns = s.compile_ns.saturating_add(s.execute_ns);
@@ -93,6 +96,7 @@ pub(super) fn syncs_in_steps(
             cost_ns,
         };
         match s.cause {
+            Cause::ValueRead if !split => apart.entry(s.location).or_default().push(instance),
             Cause::ValueRead => hidden.entry(s.location).or_default().push(instance),
             // An explicit sync splits its step only when the step ran another graph after it
             // (`sync()` then `step()` with nothing left pending splits nothing).
@@ -136,6 +140,27 @@ pub(super) fn syncs_in_steps(
             instances,
             g,
         ));
+    }
+    // A read that computes work of its own (an action for an environment on the host, a
+    // decision the host makes) without splitting the step's: once in a while it is an
+    // evaluation between steps; at every step, the step is many small programs, each waited for.
+    for (location, instances) in apart {
+        let steps = steps_with(&instances) as u64;
+        if closed_steps < 3 || steps < 3 || steps * 4 < closed_steps * 3 {
+            continue;
+        }
+        let site = p.location(location);
+        let cost = saturating_sum(instances.iter().map(|i| i.cost_ns));
+        let message = format!(
+            "a value read at {site} ran a graph of its own {} in {} ({}), {} a step: the step's work runs as many small programs, the host waiting for the device at each",
+            times(instances.len()),
+            plural(steps as usize, "step"),
+            format_ns(cost as f64),
+            (instances.len() as u64).div_ceil(steps)
+        );
+        let advice = "when the value decides what the host does next (an action for an environment stepped on the CPU), compute it on the CPU (a copy of the model there, refreshed after each update) or for many at once (more environments per read); otherwise keep it on the device and read it after step()".to_string();
+        let g = graphs.remove(&location).unwrap_or_default();
+        out.push(Diagnostic::new(p, Kind::HiddenSync, location, message, Some(advice), instances, g));
     }
     for (location, instances) in mid {
         // Once is setup (the `sync()` that separates initialization from the first step, as the
