@@ -103,8 +103,8 @@ def _optimizer_stepped(optimizer: Any, *_: Any) -> None:
         _native.mark_step()
 
 
-# The optimizers of the training loop, in the order of their first steps: a loop that steps several each iteration (a GAN's discriminator and generator)
-# ends its step at the last one's.
+# The optimizers of the training loop, in the order of their first steps: a loop that steps
+# several each iteration (a GAN's discriminator and generator) ends its step at the last one's.
 _optimizers: List[Any] = []
 
 
