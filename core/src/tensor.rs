@@ -208,9 +208,7 @@ impl Tensor {
         if let Op::Data(data) = &self.node().op {
             return Ok(data.clone());
         }
-        exec::sync_tensors(&[&self.0.value], SyncCause::ValueRead, location)?;
-        crate::anomaly::after_sync()?;
-        crate::breaks::take()?;
+        sync_for_read(&[&self.0.value], location)?;
         match &self.node().op {
             Op::Data(data) => Ok(data.clone()),
             _ => Err(crate::Error::Unsupported(format!(
@@ -247,9 +245,7 @@ impl Tensor {
         }
         let mut values = vec![&self.0.value];
         values.extend(riders.iter().map(|t| &t.0.value));
-        exec::sync_tensors(&values, SyncCause::ValueRead, location)?;
-        crate::anomaly::after_sync()?;
-        crate::breaks::take()
+        sync_for_read(&values, location)
     }
 
     /// Reads the values to host (materializing what they need), as `T`, which must be the dtype.
@@ -359,4 +355,12 @@ impl std::fmt::Display for Tensor {
             Err(e) => write!(f, "tensor({}, <error: {e}>)", self.shape()),
         }
     }
+}
+
+/// The sync a value read runs for `values`, then what looks at each sync's results (the
+/// anomaly check, the breakpoints).
+fn sync_for_read(values: &[&Value], location: SourceLocation) -> Result<()> {
+    exec::sync_tensors(values, SyncCause::ValueRead, location)?;
+    crate::anomaly::after_sync()?;
+    crate::breaks::take()
 }

@@ -190,28 +190,20 @@ def around_sync(sync: Callable[[], None]) -> None:
     after_sync(bounds)
 
 
-def after_read() -> None:
-    """After a value read, which has waited for the device: the bounds earlier syncs computed
-    (the ones still pending wait for the next sync)."""
-    if _unread:
-        _judge(keep=0)
-
-
 def after_wait() -> None:
-    """After a wait for the device: every bound computed so far."""
+    """After a wait for the device, or a value read (which waited): every bound syncs computed
+    so far (the checks still pending wait for the next sync)."""
     if _unread:
         _judge(keep=0)
 
 
 # Bounds computed by syncs and not judged yet (the last sync's, while its program runs ahead).
 _unread: List[Bounds] = []
-_ahead: List[bool] = []
 
 
+@functools.lru_cache(maxsize=None)
 def _runs_ahead() -> bool:
-    if not _ahead:
-        _ahead.append(_native.runs_ahead())
-    return _ahead[0]
+    return _native.runs_ahead()
 
 
 def _at_exit() -> None:

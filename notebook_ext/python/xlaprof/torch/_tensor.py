@@ -250,7 +250,7 @@ def to_cpu(t: LazyTensor) -> torch.Tensor:
     if bounds is not None:
         _check.after_sync(bounds, ahead=False)
     else:
-        _check.after_read()
+        _check.after_wait()
     return out.reshape(tuple(t.shape))
 
 
