@@ -308,10 +308,11 @@ MODELS: Dict[str, Tuple[str, Callable[[], Any], Callable[[Any], Batch], Callable
 
 
 def train(name: str, model: Any, device: Any, steps: int, end_step: Callable[[], None] = lambda: None,
-          backend: str = "", dtype: str = "float32") -> Iterator[Tuple[float, float]]:
+          backend: str = "", dtype: str = "float32", seed: int = 0) -> Iterator[Tuple[float, float]]:
     """Trains ``model`` (``name``'s, on ``device``) ``steps`` AdamW steps on the zoo's batches
-    (the same in every process): each step's loss and its time. With ``backend``, the model and
-    the optimizer's step run under ``torch.compile(backend=backend)``, as PyTorch recommends."""
+    (the same in every process for one ``seed``): each step's loss and its time. With
+    ``backend``, the model and the optimizer's step run under ``torch.compile(backend=backend)``,
+    as PyTorch recommends."""
     import torch
 
     _, _, make_batch, loss_of = MODELS[name]
@@ -320,7 +321,7 @@ def train(name: str, model: Any, device: Any, steps: int, end_step: Callable[[],
     if backend:
         forward = torch.compile(model, backend=backend)
         opt_step = torch.compile(opt.step, backend=backend)
-    g = torch.Generator().manual_seed(1)
+    g = torch.Generator().manual_seed(1 + seed)
     for _ in range(steps):
         batch = {k: v.to(getattr(torch, dtype)) if v.is_floating_point() else v for k, v in make_batch(g).items()}
         start = time.perf_counter()
@@ -333,18 +334,18 @@ def train(name: str, model: Any, device: Any, steps: int, end_step: Callable[[],
         yield value, time.perf_counter() - start
 
 
-def train_eager(name: str, steps: int, device: str, dtype: str = "float32") -> Dict[str, Any]:
-    """Trains ``name`` in torch's eager on ``device``: each step's loss and time, the parameters
-    at the end (on the CPU), and how many there are."""
+def train_eager(name: str, steps: int, device: str, dtype: str = "float32", seed: int = 0) -> Dict[str, Any]:
+    """Trains ``name`` in torch's eager on ``device``, its weights drawn with ``seed``: each
+    step's loss and time, the parameters at the end (on the CPU), and how many there are."""
     import torch
 
     if device == "cuda":
         # f32 against f32: torch's cuDNN convolutions default to TF32, the engine's are f32.
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     model = MODELS[name][1]().to(device, getattr(torch, dtype))
-    losses, times = zip(*train(name, model, device, steps, dtype=dtype))
+    losses, times = zip(*train(name, model, device, steps, dtype=dtype, seed=seed))
     return {"losses": list(losses), "times": list(times), "count": len(list(model.parameters())),
             "params": [p.detach().cpu() for p in model.parameters()]}
 
