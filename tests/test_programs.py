@@ -111,19 +111,22 @@ def judge(program: Program, mode: str, findings: list):
 def test_the_corpus_of_programs_is_whole():
     found = programs()
     # A floor, raised as programs are added (the issue asks for ten), never lowered.
-    assert len(found) >= 8, [p.path.name for p in found]
+    assert len(found) >= 9, [p.path.name for p in found]
     for p in found:
         assert all(p.steps[m] > 0 for m in MODES), p.path.name
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("program", programs(), ids=lambda p: p.path.stem)
-def test_program(program: Program, mode: str, tmp_path):
+def test_program(program: Program, mode: str, tmp_path, monkeypatch):
     profile = tmp_path / f"{program.path.stem}.{mode}.xlaprof"
     env = dict(os.environ, XLAPROF_PROFILE=str(profile))
     done = subprocess.run([sys.executable, str(program.path), "--mode", mode], cwd=HERE, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"{program.path.name} --mode {mode}:\n{done.stdout}\n{done.stderr[-4000:]}"
+    # Read where the program ran, as its user would: a finding's rewrite of a line reads the
+    # file by the name the program gave it.
+    monkeypatch.chdir(HERE)
     loaded = xp.load(str(profile))
     findings = loaded.diagnostics()
     listed = "\n    ".join(f"{d['kind']}: {d['location']}: {d['message']}" for d in findings) or "no findings"

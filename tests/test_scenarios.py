@@ -94,6 +94,8 @@ def run_or_error(s: Scenario, out: pathlib.Path):
 
 def text_of(d: dict) -> str:
     parts = [d["location"], d["message"], d.get("advice") or ""]
+    if d.get("fix"):  # the advice as a rewrite of the user's line
+        parts.append(f"change {d['fix']['at']}: {d['fix']['before'].strip()} -> {d['fix']['after'].strip()}")
     parts += d.get("change_sentences", [])
     parts += [i["message"] for i in d.get("instances", [])]
     return "\n".join(parts)

@@ -54,6 +54,15 @@ with xp.profile(title="no ragged batch") as even:
 xp.compare(_2, even)
 """
 
+# A loop that reads its loss for the log inside every step: the finding shows the rewrite.
+SUMMED = """%%xla_profile
+total = 0.0
+for step in range(4):
+    loss = model(data[:16].to(dev)).square().mean()
+    total += loss.item()  # summed for the log
+    xt.step()
+"""
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -76,6 +85,7 @@ def lab(tmp_path_factory):
         {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": "%load_ext xlaprof"},
         {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": TRAIN},
         {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": COMPARE},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": SUMMED},
     ]
     nb = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                       "language": "python"}},
@@ -129,6 +139,7 @@ def drive(page, lab):
     page.keyboard.press("Shift+Enter")  # %load_ext
     page.keyboard.press("Shift+Enter")  # the training cell
     page.keyboard.press("Shift+Enter")  # the comparison, once the training cell is done
+    page.keyboard.press("Shift+Enter")  # the loop that reads its loss for the log
 
     # Live: the view shows steps while the cell still runs.
     live = page.locator(".xp-w-live", has_text="recording")
@@ -137,11 +148,12 @@ def drive(page, lab):
     assert page.locator(".xp-w-live", has_text="recording").count() == 1, "the cell ended before a live update"
 
     # Finished: the live view gives way to the counts, the result is the interactive view.
-    expect(page.get_by_text(re.compile(r"xlaprof: done in"))).to_have_count(1, timeout=120_000)
+    expect(page.locator(".jp-Cell").nth(1).get_by_text(re.compile(r"xlaprof: done in"))).to_have_count(1, timeout=120_000)
     view = page.locator(".jp-Cell").nth(1).locator(".xp-w").last
     # The static page beside it (for exports) is hidden where the view runs.
-    expect(page.locator(".xlaprof-static-twin")).to_have_count(1)
-    expect(page.locator(".xlaprof-static-twin")).to_be_hidden()
+    twin = page.locator(".jp-Cell").nth(1).locator(".xlaprof-static-twin")
+    expect(twin).to_have_count(1)
+    expect(twin).to_be_hidden()
     expect(view.locator(".xp-findings")).to_contain_text("recompile", timeout=30_000)
     label = view.locator(".xp-window")
     whole = label.inner_text()
@@ -215,3 +227,10 @@ def drive(page, lab):
     a.locator(".xp-finding.xp-linked", has_text="recompile").first.click()
     expect(a.locator(".xp-changes")).to_contain_text("dimension 0 went from 16 to 4", timeout=30_000)
     expect(b.locator(".xp-changes")).to_have_count(0)
+
+    # The loss read for the log: its finding shows the cell's line as it reads and as it would.
+    summed = page.locator(".jp-Cell").nth(3).locator(".xp-w").last
+    fix = summed.locator(".xp-finding", has_text="hidden sync").locator(".xp-fix")
+    expect(fix).to_have_text("- total += loss.item()  # summed for the log\n+ total += loss.detach()",
+                             timeout=120_000)
+    fix.scroll_into_view_if_needed()  # for the screenshot

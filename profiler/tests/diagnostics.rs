@@ -204,6 +204,48 @@ fn an_item_inside_the_step_is_a_hidden_sync_at_its_line() {
     assert!(rules[0].message.contains(&read), "{}", rules[0].message);
 }
 
+/// A read that only sums the loss for the log (`total += loss.item()`, the tutorials' way) is
+/// given its rewrite in the user's line, in the finding and in the report.
+#[test]
+fn a_read_summed_for_the_log_is_given_its_rewrite() {
+    use xlaprof_core::location::{with_location, ExternalLocation};
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("train.py");
+    std::fs::write(
+        &script,
+        "total = 0.0\nfor x in batches:\n    total += loss.item()  # for the log\n",
+    )
+    .unwrap();
+    let here = ExternalLocation {
+        caller: None,
+        file: script.display().to_string(),
+        line: 3,
+        function: "<module>".into(),
+    };
+    let w = Tensor::from_slice(&[0.1f32; 32], &[8, 4]).unwrap();
+    let p = record(|| {
+        for _ in 0..3 {
+            // (A batch size of its own: the engine's cache of graphs is the process's, and
+            // another test's warm-up must still compile.)
+            let x = Tensor::from_slice(&[1f32; 56], &[7, 8]).unwrap();
+            let loss = model_step(&x, &w);
+            with_location(here.clone(), || assert!(loss.item().unwrap().is_finite()));
+            step().unwrap();
+        }
+    });
+    let a = analyze(&p, &Thresholds::default());
+    let d = a.of_kind(Kind::HiddenSync).next().expect("a hidden sync finding");
+    let fix = d.fix.as_ref().expect("its rewrite");
+    assert_eq!(fix.at, format!("{}:3", script.display()));
+    assert_eq!(fix.trimmed(), ("total += loss.item()  # for the log", "total += loss.detach()"));
+    let report = xlaprof_profiler::report::text(&a);
+    assert!(report.contains(&format!("change {}:3:\n       - total += loss.item()  # for the log\n       + total += loss.detach()", script.display())), "{report}");
+    // Where the file cannot be read, the finding keeps its prose alone.
+    std::fs::remove_file(&script).unwrap();
+    let a = analyze(&p, &Thresholds::default());
+    assert!(a.of_kind(Kind::HiddenSync).next().unwrap().fix.is_none());
+}
+
 #[test]
 fn printing_a_pending_tensor_is_a_hidden_sync() {
     // Formatting cannot see the printing line: the read is located where the tensor was computed.
@@ -653,7 +695,11 @@ fn two_reads_at_one_line_are_two_graphs_not_a_recompile() {
         }
     });
     let a = analyze(&p, &Thresholds::default());
-    let recompiles: Vec<&str> =
-        a.diagnostics.iter().filter(|d| d.kind == Kind::Recompile).map(|d| d.message.as_str()).collect();
+    let recompiles: Vec<&str> = a
+        .diagnostics
+        .iter()
+        .filter(|d| d.kind == Kind::Recompile)
+        .map(|d| d.message.as_str())
+        .collect();
     assert!(recompiles.is_empty(), "{recompiles:?}");
 }

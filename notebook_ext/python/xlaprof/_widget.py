@@ -164,6 +164,7 @@ def _finding(d: Dict[str, Any]) -> Dict[str, Any]:
         "title": d["title"],
         "message": d["message"],
         "advice": d.get("advice") or "",
+        "fix": d.get("fix"),  # {"at", "before", "after"}: the advice as a rewrite of the user's line
         "location": d.get("location") or "",
         # As text: JavaScript numbers hold 53 bits, a graph's hash 64.
         "graphs": [f"{h:016x}" for h in d.get("graphs", [])],

@@ -108,6 +108,16 @@ pub(crate) fn diagnostics(out: &mut String, a: &Analysis, source_lines: &HashMap
         if let Some(advice) = &d.advice {
             let _ = write!(body, "<br><i>advice:</i> {}", esc(advice));
         }
+        if let Some(fix) = &d.fix {
+            let (before, after) = fix.trimmed();
+            let _ = write!(
+                body,
+                "<br><i>change {}:</i><pre class=\"xp-fix\">- {}\n+ {}</pre>",
+                esc(&fix.at),
+                esc(before),
+                esc(after)
+            );
+        }
         body.push_str("</div>");
     }
     section(out, &format!("Diagnostics ({})", a.diagnostics.len()), true, &body);

@@ -73,6 +73,19 @@ fn diagnostics_show_the_source_line_text() {
 }
 
 #[test]
+fn diagnostics_show_what_to_change_in_the_users_line() {
+    let (p, mut a) = hostile_profile([4, 5]);
+    a.diagnostics[0].fix = Some(xlaprof_profiler::diagnostics::CodeFix {
+        at: "train.py:12".into(),
+        before: "    total += loss.item()  # <b>".into(),
+        after: "    total += loss.detach()".into(),
+    });
+    let html = render(&p, &a, &WidgetOptions::default());
+    assert!(html.contains("<i>change train.py:12:</i>"), "{html}");
+    assert!(html.contains("<pre class=\"xp-fix\">- total += loss.item()  # &lt;b&gt;\n+ total += loss.detach()</pre>"), "{html}");
+}
+
+#[test]
 fn progress_line_counts() {
     let html = progress_html(3, 4, 1, 0.25);
     assert!(html.contains("3 steps, 4 syncs, 1 compiles, 0.2 s") || html.contains("0.3 s"));

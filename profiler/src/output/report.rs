@@ -207,6 +207,10 @@ fn diagnostics_text(a: &Analysis, limit: usize, out: &mut String) {
         if let Some(advice) = &d.advice {
             let _ = writeln!(out, "     advice: {advice}");
         }
+        if let Some(fix) = &d.fix {
+            let (before, after) = fix.trimmed();
+            let _ = writeln!(out, "     change {}:\n       - {before}\n       + {after}", fix.at);
+        }
     }
     if a.diagnostics.len() > limit {
         let _ = writeln!(out, "  ... and {} more", a.diagnostics.len() - limit);

@@ -29,8 +29,17 @@ impl SourceFiles {
     /// plain assignment (`x = ...`, `self.cache: T = ...`); none for `x += ...`, `a, b = ...`,
     /// comparisons, or a line that cannot be read.
     pub(crate) fn assigned_at(&mut self, file: &str, line: u32) -> Option<String> {
-        let lines = self.files.entry(file.to_string()).or_insert_with(|| read_lines(file));
-        assigned_variable(lines.as_ref()?.get((line as usize).checked_sub(1)?)?)
+        assigned_variable(&self.line(file, line)?)
+    }
+
+    /// Line `line` (from 1) of `file`, if it can be read.
+    pub(crate) fn line(&mut self, file: &str, line: u32) -> Option<String> {
+        self.lines(file)?.get((line as usize).checked_sub(1)?).cloned()
+    }
+
+    /// Every line of `file`, if it can be read.
+    pub(crate) fn lines(&mut self, file: &str) -> Option<&Vec<String>> {
+        self.files.entry(file.to_string()).or_insert_with(|| read_lines(file)).as_ref()
     }
 }
 

@@ -77,6 +77,20 @@ pub fn show(ui: &mut egui::Ui, model: &Model, selection: &mut Selection) -> Opti
                 if let Some(advice) = &d.advice {
                     ui.label(RichText::new(format!("advice: {advice}")).italics());
                 }
+                if let Some(fix) = &d.fix {
+                    let (before, after) = fix.trimmed();
+                    ui.label(format!("change {}:", fix.at));
+                    ui.label(
+                        RichText::new(format!("- {before}"))
+                            .monospace()
+                            .color(egui::Color32::from_rgb(200, 60, 60)),
+                    );
+                    ui.label(
+                        RichText::new(format!("+ {after}"))
+                            .monospace()
+                            .color(egui::Color32::from_rgb(40, 150, 60)),
+                    );
+                }
                 if selected {
                     for c in &d.changes {
                         ui.label(format!("- {}", c.sentence()));

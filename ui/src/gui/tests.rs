@@ -79,6 +79,22 @@ fn clicking_the_timeline_selects_the_span_under_the_pointer() {
 }
 
 #[test]
+fn a_finding_shows_what_to_change_in_the_users_line() {
+    let mut h = opened(&golden());
+    let model = h.state_mut().model.as_mut().expect("a profile is open");
+    model.view.analysis.diagnostics[0].fix = Some(xlaprof_profiler::diagnostics::CodeFix {
+        at: "train.py:12".into(),
+        before: "    total += loss.item()".into(),
+        after: "    total += loss.detach()".into(),
+    });
+    h.get_by_label("Diagnostics").click();
+    h.run();
+    h.get_by_label("change train.py:12:");
+    h.get_by_label("- total += loss.item()");
+    h.get_by_label("+ total += loss.detach()");
+}
+
+#[test]
 fn a_diagnostic_selects_its_syncs_and_graphs_and_shows_the_diff() {
     let mut h = opened(&golden());
     h.get_by_label("Diagnostics").click();
@@ -106,7 +122,9 @@ fn a_diagnostic_selects_its_syncs_and_graphs_and_shows_the_diff() {
     let first = h.state().model.as_ref().unwrap().analysis.diagnostics[0].graphs[1];
     h.get_by_label(&format!("{first:016x}")).click();
     h.run();
-    h.get_by_label_contains("- the value read at profiler/examples/make_golden.rs:23 earlier in the step had computed");
+    h.get_by_label_contains(
+        "- the value read at profiler/examples/make_golden.rs:23 earlier in the step had computed",
+    );
     h.get_by_label("Scroll to the first diverging node").click();
     h.run();
     h.get_by_label_contains(

@@ -301,6 +301,33 @@ fn a_finding_opens_from_the_overview_and_leads_to_its_graph() {
     assert_eq!(app.graph_detail, None);
 }
 
+/// A finding's rewrite of the user's line shows under its advice, as the line reads and would.
+#[test]
+fn a_finding_shows_what_to_change_in_the_users_line() {
+    let mut app = app();
+    let sync = app
+        .model
+        .analysis
+        .diagnostics
+        .iter()
+        .position(|d| d.kind == xlaprof_profiler::diagnostics::Kind::HiddenSync)
+        .expect("a hidden sync finding");
+    app.model.analysis.diagnostics[sync].fix = Some(xlaprof_profiler::diagnostics::CodeFix {
+        at: "train.py:12".into(),
+        before: "    total += loss.item()".into(),
+        after: "    total += loss.detach()".into(),
+    });
+    for _ in 0..sync {
+        key(&mut app, KeyCode::Char('j'));
+    }
+    key(&mut app, KeyCode::Enter);
+    assert!(app.diagnostic_detail);
+    let screen = render(&app, 120, 40);
+    assert!(screen.contains("change train.py:12:"), "{screen}");
+    assert!(screen.contains("- total += loss.item()"), "{screen}");
+    assert!(screen.contains("+ total += loss.detach()"), "{screen}");
+}
+
 #[test]
 fn the_timeline_zooms_pans_and_finds_the_slowest_step() {
     let mut app = app();
@@ -473,7 +500,11 @@ pub(crate) fn rank_file(rank: u32, world: u32, skip: u32) -> Vec<u8> {
     use xlaprof_profiler::file;
     use xlaprof_profiler::record::{Location, Meta, Record};
     const MS: u64 = 1_000_000;
-    let mut records = vec![Record::Meta(Meta { program: "train.py".into(), start_unix_ms: 1_000, ..Meta::default() })];
+    let mut records = vec![Record::Meta(Meta {
+        program: "train.py".into(),
+        start_unix_ms: 1_000,
+        ..Meta::default()
+    })];
     for (id, line) in [(0u32, 10u32), (1, 20), (2, 30)] {
         let location = Location { file: "train.py".into(), line, function: "main".into() };
         records.push(Record::Location { id, location });
@@ -487,12 +518,26 @@ pub(crate) fn rank_file(rank: u32, world: u32, skip: u32) -> Vec<u8> {
             records.push(Record::DataWait { t: enter, location: 0, dur: 30 * MS });
         }
         let op = "all_reduce".to_string();
-        records.push(Record::CollectiveEnter { t: enter, group: group(), seq, op, bytes: 64, location: 1 });
+        records.push(Record::CollectiveEnter {
+            t: enter,
+            group: group(),
+            seq,
+            op,
+            bytes: 64,
+            location: 1,
+        });
         records.push(Record::CollectiveLeave { t: start + 31 * MS, group: group(), seq });
     }
     if rank != skip {
         let op = "all_reduce".to_string();
-        records.push(Record::CollectiveEnter { t: 600 * MS, group: group(), seq: 6, op, bytes: 64, location: 2 });
+        records.push(Record::CollectiveEnter {
+            t: 600 * MS,
+            group: group(),
+            seq: 6,
+            op,
+            bytes: 64,
+            location: 2,
+        });
     }
     let mut bytes = file::header();
     for r in &records {
@@ -505,7 +550,8 @@ pub(crate) fn rank_file(rank: u32, world: u32, skip: u32) -> Vec<u8> {
 fn a_jobs_ranks_open_as_one_with_what_they_show_side_by_side() {
     let dir = dir();
     for rank in 0..3 {
-        std::fs::write(dir.path().join(format!("job.rank{rank}.xlaprof")), rank_file(rank, 3, 2)).unwrap();
+        std::fs::write(dir.path().join(format!("job.rank{rank}.xlaprof")), rank_file(rank, 3, 2))
+            .unwrap();
     }
     // `job.xlaprof` itself was never written: its ranks' files beside it are the job.
     let mut app = App::new(Source::open(&dir.path().join("job.xlaprof")), Thresholds::default());
@@ -513,11 +559,17 @@ fn a_jobs_ranks_open_as_one_with_what_they_show_side_by_side() {
     assert!(screen.contains("rank 0 of 3 (r: next)"), "{screen}");
     assert!(screen.contains("job: 3 ranks, 5 collectives in common"), "{screen}");
     assert!(screen.contains("[straggler] rank 1 is the straggler"), "{screen}");
-    assert!(screen.contains("[stuck in a collective] ranks 0, 1 are stuck in all_reduce #6"), "{screen}");
+    assert!(
+        screen.contains("[stuck in a collective] ranks 0, 1 are stuck in all_reduce #6"),
+        "{screen}"
+    );
     // The timeline has a lane per rank below the shown rank's own, aligned by the collectives.
     keys(&mut app, "3");
     let timeline = render(&app, 160, 30);
-    assert!(["rank 0", "rank 1", "rank 2"].iter().all(|r| timeline.contains(&format!("│{r} "))), "{timeline}");
+    assert!(
+        ["rank 0", "rank 1", "rank 2"].iter().all(|r| timeline.contains(&format!("│{r} "))),
+        "{timeline}"
+    );
     keys(&mut app, "1");
     // `r` shows the next rank, `R` the one before (wrapping around).
     keys(&mut app, "r");

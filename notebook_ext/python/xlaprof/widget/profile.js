@@ -191,6 +191,10 @@ function renderProfile(model, host) {
       const item = el("li", "xp-finding");
       item.append(el("b", "", `[${f.title}] `), el("span", "", f.message));
       if (f.advice) item.append(el("div", "xp-advice", "advice: " + f.advice));
+      if (f.fix) {
+        item.append(el("div", "xp-advice", `change ${f.fix.at}:`),
+                    el("pre", "xp-fix", `- ${f.fix.before.trim()}\n+ ${f.fix.after.trim()}`));
+      }
       if (f.graphs.length >= 2) {
         item.classList.add("xp-linked");
         item.addEventListener("click", () => {

@@ -5,6 +5,7 @@
 mod caught;
 mod compiled;
 mod devices;
+mod fixes;
 mod input;
 pub(crate) mod recompile;
 mod rules;
@@ -14,6 +15,7 @@ mod steps;
 use serde::Serialize;
 
 pub use compiled::captured_recompiles;
+pub use fixes::CodeFix;
 pub use recompile::{diff_graphs, find_recompiles, GraphChange, Recompile};
 pub use rules::{check, Rule, RuleOutcome};
 
@@ -142,6 +144,8 @@ pub struct Diagnostic {
     pub once: bool,
     pub count: u64,
     pub advice: Option<String>,
+    /// The advice as a rewrite of the user's line, where it has one.
+    pub fix: Option<CodeFix>,
     /// Typed causes (recompiles): what changed between graph versions.
     pub changes: Vec<GraphChange>,
     pub instances: Vec<Instance>,
@@ -215,6 +219,7 @@ impl Diagnostic {
             once: matches!(kind, Kind::Warmup | Kind::LazyState),
             count: instances.len() as u64,
             advice,
+            fix: None,
             changes: Vec::new(),
             instances,
             graphs,
@@ -303,6 +308,7 @@ pub fn diagnose(
     all.extend(devices::device_skew(p));
     all.extend(caught::findings(p));
     fold_consequences(&mut all);
+    fixes::attach(p, &mut all);
     all.sort_by(|a, b| {
         (b.kind.is_caught().cmp(&a.kind.is_caught()))
             .then(a.once.cmp(&b.once))
@@ -356,7 +362,9 @@ fn consequence_of(d: &Diagnostic, all: &[Diagnostic]) -> Option<usize> {
         .changes
         .iter()
         .map(|c| match c {
-            GraphChange::Work { lines, .. } if !lines.is_empty() => Some(lines.iter().map(|(at, _)| at)),
+            GraphChange::Work { lines, .. } if !lines.is_empty() => {
+                Some(lines.iter().map(|(at, _)| at))
+            }
             _ => None,
         })
         .collect::<Option<Vec<_>>>()
@@ -364,6 +372,9 @@ fn consequence_of(d: &Diagnostic, all: &[Diagnostic]) -> Option<usize> {
     let lines = worked?;
     // The warm-up's message names each line where the first update made state.
     all.iter().position(|h| {
-        h.kind == Kind::LazyState && lines.iter().all(|at| h.message.contains(&format!("{at},")) || h.message.contains(&format!("{at} (")))
+        h.kind == Kind::LazyState
+            && lines.iter().all(|at| {
+                h.message.contains(&format!("{at},")) || h.message.contains(&format!("{at} ("))
+            })
     })
 }

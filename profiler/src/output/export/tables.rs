@@ -122,6 +122,18 @@ pub fn diagnostics_table(a: &Analysis) -> Result<DataFrame> {
             Column::new("cost_ns".into(), d.iter().map(|x| x.cost_ns).collect::<Vec<_>>()),
             Column::new("count".into(), d.iter().map(|x| x.count).collect::<Vec<_>>()),
             Column::new("advice".into(), d.iter().map(|x| x.advice.clone()).collect::<Vec<_>>()),
+            Column::new(
+                "fix_at".into(),
+                d.iter().map(|x| x.fix.as_ref().map(|f| f.at.clone())).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "fix_before".into(),
+                d.iter().map(|x| x.fix.as_ref().map(|f| f.before.clone())).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "fix_after".into(),
+                d.iter().map(|x| x.fix.as_ref().map(|f| f.after.clone())).collect::<Vec<_>>(),
+            ),
         ],
     )
 }

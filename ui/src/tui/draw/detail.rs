@@ -8,7 +8,7 @@ use ratatui::Frame;
 use xlaprof_profiler::metrics::format_ns;
 use xlaprof_profiler::views::site_history;
 
-use super::{BAD, BOLD, DIM, WARN};
+use super::{BAD, BOLD, DIM, GOOD, WARN};
 use crate::tui::app::App;
 use crate::tui::tables::short_hash;
 
@@ -139,6 +139,15 @@ pub fn diagnostic(f: &mut Frame, app: &App, area: Rect) {
     if let Some(advice) = &d.advice {
         lines.push(Line::raw(""));
         lines.push(Line::from(vec![Span::styled(" advice: ", BOLD), Span::raw(advice.clone())]));
+    }
+    if let Some(fix) = &d.fix {
+        let (before, after) = fix.trimmed();
+        lines.push(Line::from(vec![
+            Span::styled(" change ", BOLD),
+            Span::raw(format!("{}:", fix.at)),
+        ]));
+        lines.push(Line::styled(format!("   - {before}"), BAD));
+        lines.push(Line::styled(format!("   + {after}"), GOOD));
     }
     if !d.changes.is_empty() {
         lines.push(Line::raw(""));
