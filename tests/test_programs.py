@@ -111,7 +111,7 @@ def judge(program: Program, mode: str, findings: list):
 def test_the_corpus_of_programs_is_whole():
     found = programs()
     # A floor, raised as programs are added (the issue asks for ten), never lowered.
-    assert len(found) >= 9, [p.path.name for p in found]
+    assert len(found) >= 10, [p.path.name for p in found]
     for p in found:
         assert all(p.steps[m] > 0 for m in MODES), p.path.name
 

@@ -297,14 +297,29 @@ fn guard_failures(p: &Profile) -> Vec<Diagnostic> {
                 true => format!("`{}` failed, for a new value each time", guard_kind(guard)),
                 false => format!("`{guard}` failed"),
             };
+            // Compiles that stopped, the function's graphs then run without another: each
+            // was one more graph kept and reused (a first epoch's variants), paid once.
+            let settled = settled(p, compiles[0].frame());
             let message = format!(
-                "torch.compile compiled {function} again {}: its guard {guard_text}{cause}",
+                "torch.compile compiled {function} again {}: its guard {guard_text}{cause}{}",
                 times(compiles.len()),
+                if settled { ". Later steps reuse its graphs without compiling again: a one-time cost" } else { "" },
             );
             let advice = Some(guard_advice(guard));
-            Diagnostic::new(p, Kind::Recompile, location, message, advice, instances, graphs)
+            let d = Diagnostic::new(p, Kind::Recompile, location, message, advice, instances, graphs);
+            Diagnostic { once: settled, ..d }
         })
         .collect()
+}
+
+/// Whether the compiled function of `frame` stopped compiling: a graph of it ran at a step
+/// after its last compile.
+fn settled(p: &Profile, frame: &str) -> bool {
+    let compiles: Vec<&FunctionCompile> =
+        p.function_compiles.iter().filter(|c| c.frame() == frame).collect();
+    let Some(last) = compiles.iter().map(|c| c.step).max() else { return false };
+    let graphs: HashSet<u64> = compiles.iter().flat_map(|c| c.graphs.iter().copied()).collect();
+    p.captured_runs.iter().any(|r| r.step > last && graphs.contains(&r.hash))
 }
 
 /// The mode a guard on global state or a module's mode switches to, in words: what a program
