@@ -10,9 +10,11 @@ use crate::util::saturating_sum;
 /// Waits for the next batch, per loop: the device had nothing to run meanwhile (the host could
 /// not record the next step without its inputs). A loop's first wait is the pipeline filling
 /// and is not counted; later ones count when they are a noticeable part of a step, and a loop
-/// is a finding when it waited so at least twice.
+/// is a finding when it waited so at least twice and those waits are a noticeable part of the
+/// steps' whole time.
 pub(super) fn data_waits(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
     let step = median(p.steps.iter().map(|s| s.duration_ns()).collect()) as f64;
+    let run = saturating_sum(p.steps.iter().map(|s| s.duration_ns()));
     let noticeable = (t.data_wait_fraction * step).max(t.data_wait_min_ns as f64) as u64;
     let mut sites: BTreeMap<u32, Vec<Instance>> = BTreeMap::new();
     let mut seen: BTreeSet<u32> = BTreeSet::new();
@@ -37,6 +39,12 @@ pub(super) fn data_waits(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
         // One wait is a hiccup (a pause of the collector, another process): a pipeline that
         // cannot keep up waits again.
         .filter(|(_, instances)| instances.len() >= 2)
+        // A few milliseconds over a run of many steps (each epoch's loader started again, the
+        // machine busy elsewhere) cost the run nothing worth changing its pipeline for.
+        .filter(|(_, instances)| {
+            let waited = saturating_sum(instances.iter().map(|i| i.cost_ns));
+            waited as f64 >= t.data_wait_fraction * run as f64
+        })
         .map(|(location, instances)| {
             let cost = saturating_sum(instances.iter().map(|i| i.cost_ns));
             let message = format!(
@@ -50,4 +58,44 @@ pub(super) fn data_waits(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
             Diagnostic::new(p, Kind::DataWait, location, message, Some(advice), instances, Vec::new())
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{DataWait, Step};
+
+    const MS: u64 = 1_000_000;
+
+    /// `steps` steps of 20 ms, with a wait of `wait` at each step in `waiting`.
+    fn run(steps: u64, waiting: &[u64], wait: u64) -> Profile {
+        let mut p = Profile::default();
+        for index in 0..steps {
+            let start_ns = index * 20 * MS;
+            p.steps.push(Step { index, start_ns, end_ns: start_ns + 20 * MS, location: 0 });
+            if waiting.contains(&index) {
+                p.data_waits.push(DataWait { location: 0, start_ns, duration_ns: wait, step: index });
+            }
+        }
+        p
+    }
+
+    #[test]
+    fn a_loop_that_waits_at_every_step_is_a_finding() {
+        let all: Vec<u64> = (0..18).collect();
+        let found = data_waits(&run(18, &all, 8 * MS), &Thresholds::default());
+        assert_eq!(found.len(), 1);
+        // The first wait is the pipeline filling.
+        assert_eq!(found[0].instances.len(), 17);
+    }
+
+    #[test]
+    fn a_few_milliseconds_over_a_long_run_are_not() {
+        // Each epoch's loader started again, 3 ms twice in 18 steps of 20 ms: under 2 % of the run.
+        let p = run(18, &[0, 6, 12], 3 * MS);
+        assert!(data_waits(&p, &Thresholds::default()).is_empty());
+        // The same waits in a run of 3 steps are most of it.
+        let p = run(3, &[0, 1, 2], 3 * MS);
+        assert_eq!(data_waits(&p, &Thresholds::default()).len(), 1);
+    }
 }

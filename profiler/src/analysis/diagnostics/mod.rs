@@ -169,7 +169,8 @@ pub struct Thresholds {
     /// this many bytes per read: logging a scalar costs a few microseconds.
     pub host_read_bytes: u64,
     /// A wait for the next batch counts when it is at least this fraction of the median step,
-    /// and at least `data_wait_min_ns`.
+    /// and at least `data_wait_min_ns`; a loop's waits are a finding when together they are at
+    /// least this fraction of all steps' time.
     pub data_wait_fraction: f64,
     pub data_wait_min_ns: u64,
 }
