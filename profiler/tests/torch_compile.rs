@@ -259,3 +259,62 @@ fn the_golden_profile_of_a_real_run_reads_back_with_its_findings() {
     assert!(kinds.contains(&(Kind::GraphBreak, "torch_compile.py:18 in forward")), "{kinds:?}");
     assert!(kinds.contains(&(Kind::Recompile, "torch_compile.py:27 in <module>")), "{kinds:?}");
 }
+
+/// `torch.compile(DDP(model))`: the wrapper's frame breaks before any tensor work (DDP's logger)
+/// and captures nothing; the model's `forward` is compiled whole, on its own. Its evaluation
+/// under `no_grad()` compiles the wrapper and the model once more each.
+#[test]
+fn a_break_that_splits_no_graph_and_a_mode_compiled_along_a_call_are_expected_once() {
+    let mut r = vec![
+        location(0, 67, "inner"),
+        location(1, 30, "<module>"),
+        location(2, 10, "Net.forward"),
+        location(3, 40, "validate"),
+        graph(0xa, vec![8, 16]),
+        graph(0xb, vec![8, 16]),
+    ];
+    r.push(Record::GraphBreak {
+        t: 5 * MS,
+        compile: "0/0".into(),
+        reason: "Unsupported method call: Dynamo does not know how to trace method `set_runtime_stats_and_log` of class `Logger`".into(),
+        location: 1,
+    });
+    r.push(compile(100 * MS, "0/0", 0, 50 * MS, vec![], None, None, None));
+    r.push(compile(150 * MS, "1/0", 2, 40 * MS, vec![0xa], None, None, None));
+    let mut t = 200 * MS;
+    for step in 0..6u64 {
+        if step == 3 {
+            // The evaluation: both frames compiled again for `no_grad()`, called at line 40.
+            for (id, function, graphs) in [("0/1", 0, vec![]), ("1/1", 2, vec![0xb])] {
+                let guard = "GLOBAL_STATE changed: grad_mode";
+                let Record::FunctionCompiled(mut c) =
+                    compile(t, id, function, 20 * MS, graphs, Some(guard), None, None)
+                else {
+                    unreachable!()
+                };
+                c.caller = Some(3);
+                r.push(Record::FunctionCompiled(c));
+                t += 30 * MS;
+            }
+        }
+        r.push(run(t + MS, if step % 3 == 2 { 0xb } else { 0xa }, MS));
+        r.push(Record::Step { t: t + 5 * MS, step: 0, location: 1 });
+        t += 10 * MS;
+    }
+    let p = Profile::from_records(r);
+    let a = analyze(&p, &Thresholds::default());
+
+    let breaks: Vec<_> = a.diagnostics.iter().filter(|d| d.kind == Kind::GraphBreak).collect();
+    assert_eq!(breaks.len(), 1, "{breaks:#?}");
+    assert!(breaks[0].once, "{:?}", breaks[0]);
+    assert!(breaks[0].message.starts_with("expected once"), "{}", breaks[0].message);
+    assert!(breaks[0].message.contains("no graph is split"), "{}", breaks[0].message);
+    assert!(breaks[0].advice.as_deref().unwrap_or("").starts_with("nothing to fix"));
+
+    let modes: Vec<_> = a.diagnostics.iter().filter(|d| d.kind == Kind::Recompile).collect();
+    assert_eq!(modes.len(), 1, "one switch of mode, one finding: {modes:#?}");
+    let m = modes[0];
+    assert!(m.once);
+    assert_eq!(m.location, "train.py:40 in validate");
+    assert!(m.message.starts_with("expected once: torch.compile compiled `inner` (train.py:67) and 1 function on its way a second graph each, for calls under `torch.no_grad()`"), "{}", m.message);
+}

@@ -169,6 +169,25 @@ fn graph_breaks(p: &Profile) -> Vec<Diagnostic> {
                 .and_then(|b| p.function_compiles.iter().find(|c| c.id == b.compile))
                 .map(|c| function_name(p, c))
                 .unwrap_or_else(|| "a compiled function".into());
+            // A break before any tensor work, whose function and resumed parts captured no
+            // graph, splits nothing: a wrapper's bookkeeping (DDP's before each forward) runs
+            // as Python around the model, whose own frame is compiled whole.
+            let split = breaks
+                .iter()
+                .filter_map(|b| p.function_compiles.iter().find(|c| c.id == b.compile))
+                .chain(resumed.iter().copied())
+                .any(|c| !c.graphs.is_empty());
+            if !split && calls == 0 {
+                let message = format!(
+                    "expected once: torch.compile could not trace {function} past {} ({}), but nothing there is tensor work: no graph is split, and the functions it calls are compiled on their own. A one-time cost: {} compiling around the break",
+                    p.location(location),
+                    first_lines.join("; then "),
+                    format_ns(compile_ns as f64)
+                );
+                let advice = Some("nothing to fix: the break is in Python run around the model (a wrapper's bookkeeping, as DDP's before each forward), and the model's graph is whole".to_string());
+                let d = Diagnostic::new(p, Kind::GraphBreak, location, message, advice, instances, Vec::new());
+                return Diagnostic { once: true, ..d };
+            }
             let message = format!(
                 "torch.compile could not capture {function} whole: the graph breaks at {} ({}). The code after it runs uncompiled until Dynamo resumes, at every call{}",
                 p.location(location),
@@ -234,13 +253,19 @@ fn guard_failures(p: &Profile) -> Vec<Diagnostic> {
             if given_up.contains(&(c.frame(), guard_kind(reason))) {
                 continue;
             }
-            let at = c.reason_location.or(c.caller).unwrap_or(c.function);
-            sites.entry((at, guard_kind(reason))).or_default().push(c);
+            // Keyed by the user's line: a call from the user's line and one from a library
+            // it called into (a context manager's `__enter__`) are one cause.
+            let at = site(c);
+            let user = p.callers.get(&at).copied().unwrap_or(at);
+            sites.entry((user, guard_kind(reason))).or_default().push(c);
         }
     }
     sites
-        .into_iter()
-        .map(|((location, _), compiles)| {
+        .into_values()
+        .map(|compiles| {
+            // Named at the user's own line where one of the calls was made there.
+            let sites = compiles.iter().map(|c| site(c));
+            let location = sites.clone().find(|at| !p.callers.contains_key(at)).unwrap_or(site(compiles[0]));
             let guard = compiles.last().and_then(|c| c.reason.as_deref()).unwrap_or("?");
             let instances: Vec<Instance> = compiles
                 .iter()
@@ -269,10 +294,18 @@ fn guard_failures(p: &Profile) -> Vec<Diagnostic> {
             };
             let graphs = compiles.iter().flat_map(|c| c.graphs.iter().copied()).collect();
             // A switch of mode compiled once is a graph for that mode, kept beside the first:
-            // expected, paid once (an evaluation under `no_grad()`, a model in `eval()`).
-            if let (Some(mode), [_]) = (mode_switch(guard), &compiles[..]) {
+            // expected, paid once (an evaluation under `no_grad()`, a model in `eval()`). A call
+            // whose graph breaks compiles each function on its way once for the mode (a DDP
+            // wrapper, then the model it wraps).
+            let frames: HashSet<&str> = compiles.iter().map(|c| c.frame()).collect();
+            if let (Some(mode), true) = (mode_switch(guard), frames.len() == compiles.len()) {
+                let more = match compiles.len() - 1 {
+                    0 => String::new(),
+                    n => format!(" and {} on its way", plural(n, "function")),
+                };
+                let each = if compiles.len() > 1 { " each" } else { "" };
                 let message = format!(
-                    "expected once: torch.compile compiled {function} a second graph, for {mode}: its guard `{guard}` failed{cause}. Both graphs are kept, and later calls reuse them"
+                    "expected once: torch.compile compiled {function}{more} a second graph{each}, for {mode}: its guard `{guard}` failed{cause}. Both graphs are kept, and later calls reuse them"
                 );
                 let advice = Some(
                     "nothing to fix: one graph more, compiled once and reused, not one per step. If it matters, make that call once before timing, or compile that path apart (a function of its own)".to_string(),
@@ -310,6 +343,12 @@ fn guard_failures(p: &Profile) -> Vec<Diagnostic> {
             Diagnostic { once: settled, ..d }
         })
         .collect()
+}
+
+/// The line a guard failure is named at: what set the value it checks where that is known,
+/// else the call.
+fn site(c: &FunctionCompile) -> u32 {
+    c.reason_location.or(c.caller).unwrap_or(c.function)
 }
 
 /// Whether the compiled function of `frame` stopped compiling: a graph of it ran at a step

@@ -74,7 +74,12 @@ mod tests {
             let start_ns = index * 20 * MS;
             p.steps.push(Step { index, start_ns, end_ns: start_ns + 20 * MS, location: 0 });
             if waiting.contains(&index) {
-                p.data_waits.push(DataWait { location: 0, start_ns, duration_ns: wait, step: index });
+                p.data_waits.push(DataWait {
+                    location: 0,
+                    start_ns,
+                    duration_ns: wait,
+                    step: index,
+                });
             }
         }
         p
