@@ -703,3 +703,43 @@ fn two_reads_at_one_line_are_two_graphs_not_a_recompile() {
         .collect();
     assert!(recompiles.is_empty(), "{recompiles:?}");
 }
+
+/// A collective between processes that goes through the host (the lazy device's, as DDP's
+/// gradient bucket is reduced during `backward()`): its read of the device's tensors splits each
+/// step, and the finding names the collective, not a value the program read.
+#[test]
+fn a_collective_through_the_host_that_splits_each_step_is_named_for_itself() {
+    use xlaprof_core::{events, SourceLocation};
+    let w = Tensor::from_slice(&[0.1f32; 32], &[8, 4]).unwrap();
+    let mut reduced = String::new();
+    let p = record(|| {
+        for seq in 1..=4u64 {
+            let x = Tensor::from_slice(&[1f32; 64], &[8, 8]).unwrap();
+            let h = x.matmul(&w).unwrap().tanh().unwrap();
+            let op = "all_reduce of a DDP gradient bucket, through the host";
+            events::collective_enter("world", seq, op, 128, SourceLocation::caller());
+            // The read inside it, at the line the program made it from (as the Python side
+            // names both).
+            reduced = next_line!();
+            let on_host = h.to_vec::<f32>().unwrap();
+            events::collective_leave("world", seq);
+            let back = Tensor::from_slice(&on_host, &[8, 4]).unwrap();
+            let _update = back.mul(&h).unwrap().sum(&[], false).unwrap();
+            step().unwrap();
+        }
+    });
+    let a = analyze(&p, &Thresholds::default());
+    let hidden: Vec<_> = a.of_kind(Kind::HiddenSync).collect();
+    assert_eq!(hidden.len(), 1, "{hidden:#?}");
+    let d = hidden[0];
+    assert_eq!(d.location, reduced);
+    assert!(
+        d.message.starts_with(&format!(
+            "the all_reduce of a DDP gradient bucket at {reduced} goes through the host"
+        )),
+        "{}",
+        d.message
+    );
+    assert!(d.message.contains("4 times in 4 steps"), "{}", d.message);
+    assert!(d.advice.as_deref().unwrap_or("").contains("no_sync()"), "{:?}", d.advice);
+}

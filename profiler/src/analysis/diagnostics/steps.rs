@@ -51,6 +51,25 @@ fn splits_its_step(p: &Profile, i: usize, closed_steps: u64) -> bool {
     }
 }
 
+/// The spans of the collectives this process made through the host (the lazy device's, between
+/// processes), sorted by start, with their op.
+fn host_collective_spans(p: &Profile) -> Vec<(u64, u64, &str)> {
+    let mut spans: Vec<(u64, u64, &str)> = p
+        .collectives
+        .iter()
+        .filter(|c| c.op.ends_with("through the host"))
+        .map(|c| (c.start_ns, c.end_ns.unwrap_or(u64::MAX), c.op.as_str()))
+        .collect();
+    spans.sort_unstable();
+    spans
+}
+
+/// The op of the collective through the host that was running at `t`, if any.
+fn collective_around<'a>(spans: &[(u64, u64, &'a str)], t: u64) -> Option<&'a str> {
+    let i = spans.partition_point(|s| s.0 <= t);
+    (i > 0 && t <= spans[i - 1].1).then(|| spans[i - 1].2)
+}
+
 /// Hidden syncs (value reads that ran a graph), explicit syncs that split a step, and host
 /// reads. Each costs what fixing it gives back: the compile of the split-off graph and the time
 /// the host stood waiting for the device to run it; never the rest of the sync.
@@ -65,6 +84,9 @@ pub(super) fn syncs_in_steps(
     // Reads that ran a graph of their own without splitting their step's work, by line.
     let mut apart: BTreeMap<u32, Vec<Instance>> = BTreeMap::new();
     let mut mid: BTreeMap<u32, Vec<Instance>> = BTreeMap::new();
+    // Reads made by a collective that goes through the host, by line, with the collective.
+    let mut collectives: BTreeMap<u32, (Vec<Instance>, &str)> = BTreeMap::new();
+    let through_host = host_collective_spans(p);
     let mut graphs: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
     // For each sync, whether a later sync of its step ran a graph: one pass from the end.
     let mut ran_after = vec![false; p.syncs.len()];
@@ -95,6 +117,13 @@ pub(super) fn syncs_in_steps(
             step: Some(s.step),
             cost_ns,
         };
+        // A read inside a collective through the host that splits its step is the
+        // collective's: its own finding.
+        if let (Cause::ValueRead, true, Some(op)) = (s.cause, split, collective_around(&through_host, s.start_ns)) {
+            collectives.entry(s.location).or_insert_with(|| (Vec::new(), op)).0.push(instance);
+            graphs.entry(s.location).or_default().extend(s.hash);
+            continue;
+        }
         match s.cause {
             Cause::ValueRead if !split => apart.entry(s.location).or_default().push(instance),
             Cause::ValueRead => hidden.entry(s.location).or_default().push(instance),
@@ -159,6 +188,24 @@ pub(super) fn syncs_in_steps(
             (instances.len() as u64).div_ceil(steps)
         );
         let advice = "when the value decides what the host does next (an action for an environment stepped on the CPU), compute it on the CPU (a copy of the model there, refreshed after each update) or for many at once (more environments per read); otherwise keep it on the device and read it after step()".to_string();
+        let g = graphs.remove(&location).unwrap_or_default();
+        out.push(Diagnostic::new(p, Kind::HiddenSync, location, message, Some(advice), instances, g));
+    }
+    for (location, (instances, op)) in collectives {
+        // Once is setup (a model's parameters sent from the first rank as it is wrapped).
+        if steps_with(&instances) < 2 {
+            continue;
+        }
+        let cost = saturating_sum(instances.iter().map(|i| i.cost_ns));
+        let what = op.trim_end_matches(", through the host");
+        let message = format!(
+            "the {what} at {} goes through the host: the device's work so far ran as a graph of its own and its tensors were copied to the host and back, {} in {} ({}): the step runs as two graphs and the host waits for the device",
+            p.location(location),
+            times(instances.len()),
+            plural(steps_with(&instances), "step"),
+            format_ns(cost as f64)
+        );
+        let advice = "this device's collectives between processes run on the host, never inside a graph: reduce less often (accumulate gradients over several batches under `model.no_sync()`, reducing at the last), or drive the devices from one process (SPMD: `xs.mark_sharding`), where the reduction is part of the step's graph".to_string();
         let g = graphs.remove(&location).unwrap_or_default();
         out.push(Diagnostic::new(p, Kind::HiddenSync, location, message, Some(advice), instances, g));
     }
