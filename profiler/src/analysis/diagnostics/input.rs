@@ -11,10 +11,15 @@ use crate::util::saturating_sum;
 /// not record the next step without its inputs). A loop's first wait is the pipeline filling
 /// and is not counted; later ones count when they are a noticeable part of a step, and a loop
 /// is a finding when it waited so at least twice and those waits are a noticeable part of the
-/// steps' whole time.
+/// steps' time, compiles aside.
 pub(super) fn data_waits(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
     let step = median(p.steps.iter().map(|s| s.duration_ns()).collect()) as f64;
-    let run = saturating_sum(p.steps.iter().map(|s| s.duration_ns()));
+    // The steps' time, compiling aside: a first step that compiles for seconds says nothing
+    // of what the loop's waits cost once it runs.
+    let compiling = saturating_sum(
+        p.syncs.iter().map(|s| s.compile_ns).chain(p.function_compiles.iter().map(|c| c.duration_ns)),
+    );
+    let run = saturating_sum(p.steps.iter().map(|s| s.duration_ns())).saturating_sub(compiling);
     let noticeable = (t.data_wait_fraction * step).max(t.data_wait_min_ns as f64) as u64;
     let mut sites: BTreeMap<u32, Vec<Instance>> = BTreeMap::new();
     let mut seen: BTreeSet<u32> = BTreeSet::new();
@@ -63,7 +68,7 @@ pub(super) fn data_waits(p: &Profile, t: &Thresholds) -> Vec<Diagnostic> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{DataWait, Step};
+    use crate::profile::{DataWait, FunctionCompile, Step};
 
     const MS: u64 = 1_000_000;
 
@@ -101,6 +106,28 @@ mod tests {
         assert!(data_waits(&p, &Thresholds::default()).is_empty());
         // The same waits in a run of 3 steps are most of it.
         let p = run(3, &[0, 1, 2], 3 * MS);
+        assert_eq!(data_waits(&p, &Thresholds::default()).len(), 1);
+    }
+
+    #[test]
+    fn a_first_step_that_compiles_for_seconds_does_not_hide_the_waits_after_it() {
+        // 8 steps of 20 ms, each after the first waiting 8 ms; the first step compiled for 10 s.
+        let all: Vec<u64> = (0..8).collect();
+        let mut p = run(8, &all, 8 * MS);
+        p.steps[0].end_ns += 10_000 * MS;
+        p.function_compiles.push(FunctionCompile {
+            id: "0/0".into(),
+            function: 0,
+            caller: None,
+            start_ns: 0,
+            duration_ns: 10_000 * MS,
+            phases: Vec::new(),
+            graphs: Vec::new(),
+            reason: None,
+            reason_location: None,
+            failure: None,
+            step: 1,
+        });
         assert_eq!(data_waits(&p, &Thresholds::default()).len(), 1);
     }
 }
