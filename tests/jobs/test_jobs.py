@@ -179,3 +179,59 @@ def test_processes_spawned_without_torchrun_are_ranks_of_one_job(tmp_path):
 def test_a_path_with_no_ranks_says_what_a_job_writes(tmp_path):
     with pytest.raises(xp.ProfileError, match=r"job\.rank0\.xlaprof"):
         xp.load_job(str(tmp_path / "job.xlaprof"))
+
+
+IMAGENET_STYLE = HERE / "ddp_imagenet_style.py"
+
+
+def marked(name: str) -> str:
+    """`ddp_imagenet_style.py:N`, N the line ending with `# name`."""
+    for n, line in enumerate(IMAGENET_STYLE.read_text().splitlines(), 1):
+        if line.rstrip().endswith(f"# {name}"):
+            return f"{IMAGENET_STYLE.name}:{n}"
+    raise AssertionError(f"no line marked {name}")
+
+
+def run_imagenet_style(tmp_path: Path, mode: str) -> "xp.Job":
+    command = [TORCHRUN, "--standalone", "--nproc_per_node", "2"]
+    command += ["-m", "xlaprof.torch_xla"] if mode == "lazy" else []
+    command += [str(IMAGENET_STYLE), "--mode", mode]
+    env = dict(os.environ, XLAPROF_PROFILE=str(tmp_path / "job.xlaprof"))
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=str(tmp_path), env=env)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "epoch 2: loss" in done.stdout, done.stdout
+    return xp.load_job(str(tmp_path / "job.xlaprof"))
+
+
+def test_torch_compile_of_a_ddp_model_reads_as_expected_one_time_costs(tmp_path):
+    """`torch.compile(DDP(model))`: DDP's logger breaks no graph of the model, and the evaluation
+    compiles each function on the call's way once more: both expected once, nothing to fix, on
+    every rank."""
+    job = run_imagenet_style(tmp_path, "inductor")
+    assert job.findings == [], job.report()
+    for p in job.profiles():
+        assert p.steps == 12, p.report()
+        found = {d["kind"]: d for d in p.diagnostics() if d["kind"] in ("GraphBreak", "Recompile")}
+        assert set(found) == {"GraphBreak", "Recompile"}, p.report()
+        brk, evaluation = found["GraphBreak"], found["Recompile"]
+        assert brk["once"] and brk["location"].startswith(marked("train_call")), brk
+        assert "no graph is split" in brk["message"] and brk["advice"].startswith("nothing to fix"), brk
+        assert evaluation["once"] and evaluation["location"].startswith(marked("eval_call")), evaluation
+        assert evaluation["message"].startswith("expected once: torch.compile compiled"), evaluation
+        assert "for calls under `torch.no_grad()`" in evaluation["message"], evaluation
+
+
+def test_lazily_ddps_gradient_reduce_through_the_host_is_named_for_itself(tmp_path):
+    job = run_imagenet_style(tmp_path, "lazy")
+    assert job.findings == [], job.report()
+    for p in job.profiles():
+        hidden = {d["location"].split(" ")[0]: d for d in p.diagnostics() if d["kind"] == "HiddenSync"}
+        bucket = hidden[marked("backward")]
+        assert bucket["message"].startswith(
+            f"the all_reduce of a DDP gradient bucket at {marked('backward')}"), bucket
+        assert "goes through the host" in bucket["message"] and "12 times in 12 steps" in bucket["message"], bucket
+        assert "no_sync()" in bucket["advice"], bucket
+        # The meter's `loss.item()`: a value the program read, at its own line.
+        assert hidden[marked("meter")]["message"].startswith(f"a value read at {marked('meter')}"), hidden
+        # The validation's counts, summed over the ranks between steps: not a hidden sync.
+        assert not any("validate" in d["location"] for d in hidden.values()), hidden
