@@ -40,9 +40,12 @@ class PerDeviceLoader:
     @staticmethod
     def _iterate(loader: Iterable[Any], device: Any, prefetch: int, sharding: Any) -> Iterator[Any]:
         target = _target.current()
-        # What is pending before the loop (the model made on the device) runs apart, so that
-        # the first step's graph is the step's alone.
-        target.sync()
+        # What is pending before the first loop (the model made on the device) runs apart, so
+        # that the first step's graph is the step's alone. A later loop (an evaluation after an
+        # epoch) lets what was recorded since the last step join its first step: a sync there
+        # would split that step in two.
+        if _target.steps_ended() == 0:
+            target.sync()
         batches = iter(target.loader(loader, device, prefetch))
         given = None
         while True:

@@ -92,7 +92,10 @@ pub(super) fn find_recompiles_within(p: &Profile, mut budget: Budget) -> Vec<Rec
         /// The step of the site's last sync, and how many syncs it had there.
         step: (u64, usize),
     }
-    let mut sites: BTreeMap<u32, Site> = BTreeMap::new();
+    // A site is a line and whether its syncs end steps: a step's graph is compared with the
+    // steps' graphs at its line, not with a sync made there for another reason (a loader's
+    // sync, at its loop's line, of what was pending before the loop).
+    let mut sites: BTreeMap<(u32, bool), Site> = BTreeMap::new();
     // Each pair of graphs is compared once, however often the pair recurs (a graph compiled
     // again after its cache entry was evicted).
     let mut diffs: HashMap<(u64, u64), Arc<[GraphChange]>> = HashMap::new();
@@ -102,7 +105,7 @@ pub(super) fn find_recompiles_within(p: &Profile, mut budget: Budget) -> Vec<Rec
     let engine_compiles = p.syncs.iter().filter(|s| s.cause != crate::record::Cause::CompiledGraph);
     for s in engine_compiles {
         let Some(hash) = s.hash else { continue };
-        let site = sites.entry(s.location).or_default();
+        let site = sites.entry((s.location, s.cause == crate::record::Cause::StepEnd)).or_default();
         // A line that syncs twice a step (two reads) has two graphs: each is compared with the
         // graphs at its own place where there are some.
         site.step = if site.step.0 == s.step { (s.step, site.step.1 + 1) } else { (s.step, 0) };
