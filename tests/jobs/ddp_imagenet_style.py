@@ -91,7 +91,7 @@ train_set, val_set = fake_images(4 * batch_size * world, 1), fake_images(batch_s
 train_sampler = DistributedSampler(train_set, world, rank, shuffle=True)
 val_sampler = DistributedSampler(val_set, world, rank, shuffle=False)
 
-model = DDP(SmallNet().to(device))
+model = DDP(SmallNet().to(device))  # wrap
 if mode != "lazy":
     model = torch.compile(model, backend=mode)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)

@@ -50,16 +50,16 @@ def test_a_clean_job_is_one_profile_of_its_ranks_with_nothing_across_them(tmp_pa
     assert [Path(f).name for f in job.files] == [f"job.rank{r}.xlaprof" for r in range(RANKS)]
     assert not (tmp_path / "job.xlaprof").exists()
     assert [r["rank"] for r in job.ranks] == list(range(RANKS))
-    # 12 steps of one DDP bucket each, the loss's all_reduce, the barrier before teardown: every
-    # one matched, left by all.
-    assert job.collectives_in_common == 14, job.report()
+    # DDP's set-up (the parameters broadcast from rank 0), 12 steps of one DDP bucket each, the
+    # loss's all_reduce, the barrier before teardown: every one matched, left by all.
+    assert job.collectives_in_common == 15, job.report()
     assert job.findings == [], job.report()
     assert "Across ranks: nothing to report" in job.report()
     for p in job.profiles():
         assert "the file ends" not in p.report()
     # The notebook's page: the job, then each rank's own page.
     page = job._repr_html_()
-    assert "Job: 4 ranks, 14 collectives in common" in page and "nothing to report" in page
+    assert "Job: 4 ranks, 15 collectives in common" in page and "nothing to report" in page
     assert all(f"<summary>rank {r}</summary>" in page for r in range(RANKS))
 
 
@@ -91,7 +91,7 @@ def test_an_inductor_clean_job_has_nothing_across_ranks(tmp_path):
     the model is made, so Dynamo traces DDP's forward untouched), one step per iteration."""
     job = run_job(tmp_path, "--compile")
     assert job.findings == [], job.report()
-    assert job.collectives_in_common == 14, job.report()
+    assert job.collectives_in_common == 15, job.report()
     for p in job.profiles():
         assert p.steps == 12, p.report()
 
@@ -99,9 +99,9 @@ def test_an_inductor_clean_job_has_nothing_across_ranks(tmp_path):
 def test_a_lazy_clean_job_has_nothing_across_ranks(tmp_path):
     job = run_job(tmp_path, lazy=True)
     assert job.findings == [], job.report()
-    assert job.collectives_in_common == 14, job.report()
+    assert job.collectives_in_common == 15, job.report()
     # The lazy device's collectives go through the host, and say so.
-    assert job.ranks[0]["last_collective"].startswith("barrier, through the host #14"), job.ranks
+    assert job.ranks[0]["last_collective"].startswith("barrier, through the host #15"), job.ranks
     for p in job.profiles():
         assert p.steps == 12, p.report()
 
@@ -126,13 +126,13 @@ def test_a_rank_that_skips_a_collective_shows_the_job_stuck_while_it_runs(tmp_pa
         assert len(stuck) == 1, job.report()
         message = stuck[0]["message"]
         assert stuck[0]["rank"] == 3
-        assert message.startswith("ranks 0, 1, 2 are stuck in all_reduce #13 of group world"), message
+        assert message.startswith("ranks 0, 1, 2 are stuck in all_reduce #14 of group world"), message
         assert f"train_ddp.py:{planted_line('dist.all_reduce(total)')}" in message, message
         assert "rank 3 never entered it" in message, message
         # The skipping rank's last collective: the last step's gradient bucket, at backward().
         backward = next(n for n, line in enumerate(SCRIPT.read_text().splitlines(), 1)
                         if "loss.backward()" in line)
-        assert f"DDP gradient bucket #12 of group world at train_ddp.py:{backward}" in message, message
+        assert f"DDP gradient bucket #13 of group world at train_ddp.py:{backward}" in message, message
     finally:
         os.killpg(job_process.pid, 9)
         job_process.wait()
@@ -171,8 +171,8 @@ def test_processes_spawned_without_torchrun_are_ranks_of_one_job(tmp_path):
     job = xp.load_job(str(tmp_path / "job.xlaprof"))
     assert [Path(f).name for f in job.files] == ["job.rank0.xlaprof", "job.rank1.xlaprof"]
     assert [r["rank"] for r in job.ranks] == [0, 1]
-    # 5 steps of one bucket each, and the barrier.
-    assert job.collectives_in_common == 6, job.report()
+    # DDP's set-up, 5 steps of one bucket each, and the barrier.
+    assert job.collectives_in_common == 7, job.report()
     assert job.findings == [], job.report()
 
 
@@ -233,5 +233,12 @@ def test_lazily_ddps_gradient_reduce_through_the_host_is_named_for_itself(tmp_pa
         assert "no_sync()" in bucket["advice"], bucket
         # The meter's `loss.item()`: a value the program read, at its own line.
         assert hidden[marked("meter")]["message"].startswith(f"a value read at {marked('meter')}"), hidden
-        # The validation's counts, summed over the ranks between steps: not a hidden sync.
+        # The validation's counts, summed over the ranks between steps, and DDP's set-up, once
+        # before the loop: not hidden syncs.
         assert not any("validate" in d["location"] for d in hidden.values()), hidden
+        assert marked("wrap") not in hidden, hidden
+        kinds = [d["kind"] for d in p.diagnostics()]
+        # The validation loader's start joins its first step rather than splitting it.
+        assert "MidStepSync" not in kinds, p.report()
+        # SGD's momentum, made at the first update: warm-up, once, at the loop.
+        assert "LazyState" in kinds, p.report()

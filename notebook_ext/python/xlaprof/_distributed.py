@@ -244,7 +244,22 @@ def _watch_ddp() -> None:
     builtin = DDP._register_builtin_comm_hook
 
     def ddp_init(self: Any, *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
+        if not _native.profiling() or getattr(_inside, "depth", 0):
+            return init(self, *args, **kwargs)
+        # Making the model is a collective of its own: the ranks check their parameters' shapes
+        # against each other's and take rank 0's values (torch's C++ calls the process group
+        # directly, so no function of torch.distributed sees it). Lazily its reads of the
+        # parameters are then the collective's, at the line that wrapped the model.
+        module = args[0] if args else kwargs.get("module")
+        parameters = list(module.parameters()) if module is not None else []
+        group, seq = _enter("DDP's set-up (parameters broadcast from rank 0)", kwargs.get("process_group"),
+                            parameters)
+        _inside.depth = 1
+        try:
+            init(self, *args, **kwargs)
+        finally:
+            _inside.depth = 0
+            _native.collective_leave(group, seq)
         if _native.profiling():
             self._xlaprof_hook = (self.process_group, _average)
             register(self, None, _timed_hook(self))
