@@ -170,7 +170,7 @@ pub struct Thresholds {
     pub host_read_bytes: u64,
     /// A wait for the next batch counts when it is at least this fraction of the median step,
     /// and at least `data_wait_min_ns`; a loop's waits are a finding when together they are at
-    /// least this fraction of all steps' time.
+    /// least this fraction of the steps' time after warm-up, compiles aside.
     pub data_wait_fraction: f64,
     pub data_wait_min_ns: u64,
 }
