@@ -284,16 +284,11 @@ fn a_break_that_splits_no_graph_and_a_mode_compiled_along_a_call_are_expected_on
     let mut t = 200 * MS;
     for step in 0..6u64 {
         if step == 3 {
-            // The evaluation: both frames compiled again for `no_grad()`, called at line 40.
+            // The evaluation: both frames compiled again for `no_grad()`, called at line 40
+            // (the caller every compile here has).
             for (id, function, graphs) in [("0/1", 0, vec![]), ("1/1", 2, vec![0xb])] {
                 let guard = "GLOBAL_STATE changed: grad_mode";
-                let Record::FunctionCompiled(mut c) =
-                    compile(t, id, function, 20 * MS, graphs, Some(guard), None, None)
-                else {
-                    unreachable!()
-                };
-                c.caller = Some(3);
-                r.push(Record::FunctionCompiled(c));
+                r.push(compile(t, id, function, 20 * MS, graphs, Some(guard), None, None));
                 t += 30 * MS;
             }
         }

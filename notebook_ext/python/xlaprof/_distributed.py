@@ -244,7 +244,7 @@ def _watch_ddp() -> None:
     builtin = DDP._register_builtin_comm_hook
 
     def ddp_init(self: Any, *args: Any, **kwargs: Any) -> None:
-        if not _native.profiling() or getattr(_inside, "depth", 0):
+        if not _native.profiling():
             return init(self, *args, **kwargs)
         # Making the model is a collective of its own: the ranks check their parameters' shapes
         # against each other's and take rank 0's values (torch's C++ calls the process group
@@ -260,9 +260,8 @@ def _watch_ddp() -> None:
         finally:
             _inside.depth = 0
             _native.collective_leave(group, seq)
-        if _native.profiling():
-            self._xlaprof_hook = (self.process_group, _average)
-            register(self, None, _timed_hook(self))
+        self._xlaprof_hook = (self.process_group, _average)
+        register(self, None, _timed_hook(self))
 
     def register_comm_hook(self: Any, state: Any, hook: Callable) -> None:
         if getattr(self, "_xlaprof_hook", None) is None:

@@ -264,8 +264,11 @@ fn guard_failures(p: &Profile) -> Vec<Diagnostic> {
         .into_values()
         .map(|compiles| {
             // Named at the user's own line where one of the calls was made there.
-            let sites = compiles.iter().map(|c| site(c));
-            let location = sites.clone().find(|at| !p.callers.contains_key(at)).unwrap_or(site(compiles[0]));
+            let location = compiles
+                .iter()
+                .map(|c| site(c))
+                .find(|at| !p.callers.contains_key(at))
+                .unwrap_or(site(compiles[0]));
             let guard = compiles.last().and_then(|c| c.reason.as_deref()).unwrap_or("?");
             let instances: Vec<Instance> = compiles
                 .iter()
